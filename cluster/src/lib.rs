@@ -1,0 +1,1 @@
+//! Cluster launcher, certificates and chaos tooling. Empty until the daemon issue lands.

@@ -1,0 +1,1 @@
+//! The cuberoute daemon (issue: daemon and local cluster). Empty until that issue lands.

@@ -1,0 +1,30 @@
+//! cuberoute-protocol: the sans-IO, deterministic core of cuberoute.
+//!
+//! * [`Topology`]: Q_n and EH(s,t), node ids and their facts in closed form;
+//! * [`map()`]: the source's construction of k disjoint routes;
+//! * [`route`]: the per-hop rule (decidePhase, nextPos);
+//! * [`actions`]: the guarded actions `input` and `receive` as pure functions;
+//! * [`paths`]: the k paths of a pair, by running those actions;
+//! * [`sim`]: a round-based simulator of a whole network, for the stabilization properties;
+//! * [`wire`]: the frame codec.
+//!
+//! No I/O, no clock, no threads: the daemon does those.
+
+pub mod actions;
+pub mod exchanged;
+pub mod header;
+pub mod hypercube;
+pub mod map;
+pub mod node;
+pub mod paths;
+pub mod route;
+pub mod sim;
+pub mod topology;
+pub mod wire;
+
+pub use actions::{Action, DropReason, InputError, Packet, Process, ProcessVars, input, receive};
+pub use header::{Anchors, Header};
+pub use map::{MapError, Plan, map};
+pub use node::{NodeId, ParseNodeError, parse_node_id};
+pub use paths::{PathSet, disjoint_paths};
+pub use topology::{NodeError, ParseTopologyError, Topology};

@@ -1,0 +1,89 @@
+//! The source's map: which neighbour each of the k messages leaves by, and with which header.
+//!
+//! Seed 004 §V defines `map(S, D, i)` as a pairing of the source's neighbours with the
+//! destination's neighbours that minimises the summed distance, and §VI routes message `i` from
+//! `N(S, i)` to `Pd = N(D, map(S, D, i))` by phases. That pairing alone cannot reach the optimum
+//! (research/paper-004-measured.md), so here the map returns a whole [`Plan`] per message: the
+//! first hop, `Pd`, the nextPos anchors and, where one more change of subcube is needed, a turning
+//! point. The constructions and why they are disjoint and optimal are in docs/protocol.md.
+
+mod exchanged;
+mod hypercube;
+
+use crate::NodeId;
+use crate::header::{Anchors, Header};
+use crate::topology::Topology;
+
+/// How one message travels: what the source puts on the wire for it.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct Plan {
+    /// The neighbour of the source the message is sent to (the paper's `N(S, i)`).
+    pub first: NodeId,
+    /// Pd: the neighbour of the destination the message enters it through.
+    pub pd: NodeId,
+    /// An optional turning point between `first` and `pd`.
+    pub via: Option<NodeId>,
+    pub anchors: Anchors,
+}
+
+impl Plan {
+    /// The header message `index` of `src -> dst` leaves with.
+    pub fn header(&self, src: NodeId, dst: NodeId, index: u8) -> Header {
+        Header {
+            src,
+            dst,
+            pd: self.pd,
+            via: self.via,
+            anchors: self.anchors,
+            index,
+        }
+    }
+
+    /// The length of the path this plan yields: first hop, then shortest hops to the turning
+    /// point and to `pd`, then the last hop. The direct edge has length 1.
+    pub fn length(&self, topology: Topology, dst: NodeId) -> u32 {
+        if self.first == dst {
+            return 1;
+        }
+        let to_pd = match self.via {
+            Some(w) => topology.distance(self.first, w) + topology.distance(w, self.pd),
+            None => topology.distance(self.first, self.pd),
+        };
+        1 + to_pd + 1
+    }
+}
+
+/// Why the source cannot route.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, thiserror::Error)]
+pub enum MapError {
+    #[error("node {0} is not in the topology")]
+    NotANode(NodeId),
+    #[error("source and destination are the same node {0}: there is no path to route over")]
+    SourceIsDestination(NodeId),
+}
+
+/// The k plans for `src -> dst`, k = k(src, dst), ordered by the bit the first hop flips.
+pub fn map(topology: Topology, src: NodeId, dst: NodeId) -> Result<Vec<Plan>, MapError> {
+    for v in [src, dst] {
+        if !topology.contains(v) {
+            return Err(MapError::NotANode(v));
+        }
+    }
+    if src == dst {
+        return Err(MapError::SourceIsDestination(src));
+    }
+    let mut plans = match topology {
+        Topology::Hypercube(q) => hypercube::map(q, src, dst),
+        Topology::Exchanged(eh) => exchanged::map(eh, src, dst),
+    };
+    plans.sort_unstable_by_key(|plan| (plan.first.0 ^ src.0).trailing_zeros());
+    debug_assert_eq!(plans.len() as u32, topology.local_connectivity(src, dst));
+    Ok(plans)
+}
+
+/// The cyclic predecessor of position `i` among the set bits of `mask`: the largest set bit
+/// below `i`, else the largest set bit.
+fn cyclic_prev(mask: u64, i: u32) -> u32 {
+    let below = mask & ((1u64 << i) - 1);
+    63 - if below != 0 { below } else { mask }.leading_zeros()
+}

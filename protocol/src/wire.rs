@@ -1,0 +1,150 @@
+//! The frame codec: the one place that turns protocol values into bytes and back.
+//!
+//! A frame is a 4-byte big-endian body length, then the body: one version byte followed by the
+//! value in postcard (serde's compact, documented, stable format; bincode is unmaintained, see
+//! NOTES.md). Frames longer than [`MAX_FRAME_LEN`] are refused before any allocation.
+//! Decoding never panics: every malformed input is a [`WireError`].
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+/// The wire format version this build speaks.
+pub const VERSION: u8 = 1;
+
+/// The largest body accepted, version byte included.
+pub const MAX_FRAME_LEN: usize = 1 << 20;
+
+/// Bytes of the length prefix.
+pub const PREFIX_LEN: usize = 4;
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum WireError {
+    #[error("frame of {0} bytes exceeds the maximum of {MAX_FRAME_LEN}")]
+    TooLarge(usize),
+    #[error("empty frame")]
+    Empty,
+    #[error("wire version {0} is not supported (this build speaks {VERSION})")]
+    Version(u8),
+    #[error("malformed frame body: {0}")]
+    Malformed(String),
+    #[error("trailing {0} bytes after the frame body")]
+    Trailing(usize),
+}
+
+impl WireError {
+    /// A stable snake_case name, for metrics labels.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            WireError::TooLarge(_) => "frame_too_large",
+            WireError::Empty => "frame_empty",
+            WireError::Version(_) => "frame_version",
+            WireError::Malformed(_) => "frame_malformed",
+            WireError::Trailing(_) => "frame_trailing",
+        }
+    }
+}
+
+/// Encode `value` as a whole frame, length prefix included.
+pub fn encode_frame<T: Serialize>(value: &T) -> Result<Vec<u8>, WireError> {
+    let mut frame = vec![0; PREFIX_LEN];
+    frame.push(VERSION);
+    let frame =
+        postcard::to_extend(value, frame).map_err(|e| WireError::Malformed(e.to_string()))?;
+    let body_len = frame.len() - PREFIX_LEN;
+    if body_len > MAX_FRAME_LEN {
+        return Err(WireError::TooLarge(body_len));
+    }
+    let mut frame = frame;
+    frame[..PREFIX_LEN].copy_from_slice(&(body_len as u32).to_be_bytes());
+    Ok(frame)
+}
+
+/// The body length announced by a length prefix, checked against [`MAX_FRAME_LEN`].
+pub fn body_len(prefix: [u8; PREFIX_LEN]) -> Result<usize, WireError> {
+    let len = u32::from_be_bytes(prefix) as usize;
+    match len {
+        0 => Err(WireError::Empty),
+        len if len > MAX_FRAME_LEN => Err(WireError::TooLarge(len)),
+        len => Ok(len),
+    }
+}
+
+/// Decode a frame body (version byte and value, without the length prefix).
+pub fn decode_body<T: DeserializeOwned>(body: &[u8]) -> Result<T, WireError> {
+    let (&version, rest) = body.split_first().ok_or(WireError::Empty)?;
+    if version != VERSION {
+        return Err(WireError::Version(version));
+    }
+    let (value, trailing) =
+        postcard::take_from_bytes(rest).map_err(|e| WireError::Malformed(e.to_string()))?;
+    if !trailing.is_empty() {
+        return Err(WireError::Trailing(trailing.len()));
+    }
+    Ok(value)
+}
+
+/// Decode one whole frame, length prefix included.
+pub fn decode_frame<T: DeserializeOwned>(frame: &[u8]) -> Result<T, WireError> {
+    if frame.len() < PREFIX_LEN {
+        return Err(WireError::Empty);
+    }
+    let (prefix, body) = frame.split_at(PREFIX_LEN);
+    let len = body_len(prefix.try_into().expect("prefix has PREFIX_LEN bytes"))?;
+    if body.len() != len {
+        return Err(WireError::Malformed(format!(
+            "length prefix says {len} bytes, {} follow",
+            body.len()
+        )));
+    }
+    decode_body(body)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Anchors, Header, NodeId};
+    use proptest::prelude::*;
+
+    fn header() -> Header {
+        Header {
+            src: NodeId(5),
+            dst: NodeId(1 << 62),
+            pd: NodeId(7),
+            via: Some(NodeId(9)),
+            anchors: Anchors { fa: 3, fb: 1 },
+            index: 2,
+        }
+    }
+
+    #[test]
+    fn round_trips() {
+        let frame = encode_frame(&header()).unwrap();
+        assert_eq!(decode_frame::<Header>(&frame), Ok(header()));
+    }
+
+    #[test]
+    fn refuses_wrong_version_and_sizes() {
+        let mut frame = encode_frame(&header()).unwrap();
+        frame[PREFIX_LEN] = 9;
+        assert_eq!(decode_frame::<Header>(&frame), Err(WireError::Version(9)));
+        assert_eq!(body_len([0, 0, 0, 0]), Err(WireError::Empty));
+        assert_eq!(
+            body_len([0, 0x20, 0, 0]),
+            Err(WireError::TooLarge(0x20_0000))
+        );
+        let mut frame = encode_frame(&header()).unwrap();
+        frame.push(0);
+        assert!(matches!(
+            decode_frame::<Header>(&frame),
+            Err(WireError::Malformed(_))
+        ));
+    }
+
+    proptest! {
+        #[test]
+        fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..64)) {
+            let _ = decode_frame::<Header>(&bytes);
+            let _ = decode_body::<Header>(&bytes);
+        }
+    }
+}

@@ -1,0 +1,209 @@
+//! An independent checker for the tests: graphs built from the definitions, BFS, max flow, a
+//! path-set checker and an exact brute-force search of L*. Nothing here calls the constructor or
+//! the topology module of the crate, so a bug there cannot hide itself.
+#![allow(dead_code)]
+
+use std::collections::VecDeque;
+
+/// A graph given by its definition.
+#[derive(Clone, Copy, Debug)]
+pub enum Graph {
+    Q(u32),
+    Eh(u32, u32),
+}
+
+impl Graph {
+    pub fn name(self) -> String {
+        match self {
+            Graph::Q(n) => format!("q:{n}"),
+            Graph::Eh(s, t) => format!("eh:{s},{t}"),
+        }
+    }
+
+    pub fn nodes(self) -> u64 {
+        match self {
+            Graph::Q(n) => 1 << n,
+            Graph::Eh(s, t) => 1 << (s + t + 1),
+        }
+    }
+
+    /// Neighbours from the definition: Q_n flips any bit; in EH(s,t) (seed 004 §II) a node with
+    /// c = 0 flips an `a` bit (the s bits above the t+1 low bits), a node with c = 1 flips a `b`
+    /// bit (bits 1..=t), and every node flips c.
+    pub fn neighbours(self, v: u64) -> Vec<u64> {
+        match self {
+            Graph::Q(n) => (0..n).map(|i| v ^ 1 << i).collect(),
+            Graph::Eh(s, t) => {
+                let mut out: Vec<u64> = if v & 1 == 0 {
+                    (0..s).map(|i| v ^ 1 << (t + 1 + i)).collect()
+                } else {
+                    (0..t).map(|j| v ^ 1 << (1 + j)).collect()
+                };
+                out.push(v ^ 1);
+                out
+            }
+        }
+    }
+
+    pub fn adjacent(self, u: u64, v: u64) -> bool {
+        self.neighbours(u).contains(&v)
+    }
+
+    pub fn bfs(self, src: u64) -> Vec<u32> {
+        let mut dist = vec![u32::MAX; self.nodes() as usize];
+        dist[src as usize] = 0;
+        let mut queue = VecDeque::from([src]);
+        while let Some(u) = queue.pop_front() {
+            for w in self.neighbours(u) {
+                if dist[w as usize] == u32::MAX {
+                    dist[w as usize] = dist[u as usize] + 1;
+                    queue.push_back(w);
+                }
+            }
+        }
+        dist
+    }
+
+    /// The number of internally node-disjoint src-dst paths: unit-capacity max flow on the
+    /// node-split graph (each inner node becomes in -> out with capacity 1), by BFS augmenting.
+    pub fn max_flow(self, src: u64, dst: u64) -> u32 {
+        let n = self.nodes() as usize;
+        // node v: in = 2v, out = 2v+1. Edge list with residual capacities.
+        let mut head = vec![usize::MAX; 2 * n];
+        let mut to = Vec::new();
+        let mut cap = Vec::new();
+        let mut next = Vec::new();
+        let mut add = |a: usize, b: usize, c: i32, head: &mut Vec<usize>| {
+            for (x, y, c) in [(a, b, c), (b, a, 0)] {
+                to.push(y);
+                cap.push(c);
+                next.push(head[x]);
+                head[x] = to.len() - 1;
+            }
+        };
+        for v in 0..n as u64 {
+            let inner = if v == src || v == dst { 2 } else { 1 };
+            add(2 * v as usize, 2 * v as usize + 1, inner, &mut head);
+            for w in self.neighbours(v) {
+                add(2 * v as usize + 1, 2 * w as usize, 1, &mut head);
+            }
+        }
+        let (s, t) = (2 * src as usize + 1, 2 * dst as usize);
+        let mut flow = 0;
+        loop {
+            let mut prev = vec![usize::MAX; 2 * n];
+            let mut seen = vec![false; 2 * n];
+            seen[s] = true;
+            let mut queue = VecDeque::from([s]);
+            while let Some(x) = queue.pop_front() {
+                let mut e = head[x];
+                while e != usize::MAX {
+                    if cap[e] > 0 && !seen[to[e]] {
+                        seen[to[e]] = true;
+                        prev[to[e]] = e;
+                        queue.push_back(to[e]);
+                    }
+                    e = next[e];
+                }
+            }
+            if !seen[t] {
+                return flow;
+            }
+            let mut x = t;
+            while x != s {
+                let e = prev[x];
+                cap[e] -= 1;
+                cap[e ^ 1] += 1;
+                x = to[e ^ 1];
+            }
+            flow += 1;
+        }
+    }
+
+    /// Check that `paths` are `k` valid, simple, internally node-disjoint src-dst paths.
+    pub fn check_paths(self, src: u64, dst: u64, paths: &[Vec<u64>], k: usize) -> Result<(), String> {
+        if paths.len() != k {
+            return Err(format!("{} paths, expected {k}", paths.len()));
+        }
+        let mut inner = std::collections::HashSet::new();
+        for path in paths {
+            if path.first() != Some(&src) || path.last() != Some(&dst) {
+                return Err(format!("path {path:?} does not run from {src} to {dst}"));
+            }
+            for pair in path.windows(2) {
+                if !self.adjacent(pair[0], pair[1]) {
+                    return Err(format!("{} -> {} is not an edge in {path:?}", pair[0], pair[1]));
+                }
+            }
+            for &v in &path[1..path.len() - 1] {
+                if v == src || v == dst || v >= self.nodes() || !inner.insert(v) {
+                    return Err(format!("node {v} repeats or is an endpoint in {paths:?}"));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// L*: the smallest L such that k internally disjoint src-dst paths of length <= L exist.
+    /// Enumerates every simple path of length <= L (pruned by BFS distance to dst) and searches
+    /// for k with disjoint interiors. Exponential; for graphs of at most 128 nodes and small L.
+    pub fn l_star(self, src: u64, dst: u64, k: usize) -> u32 {
+        assert!(self.nodes() <= 128);
+        let to_dst = self.bfs(dst);
+        let d = to_dst[src as usize];
+        let firsts = self.neighbours(src);
+        for limit in d.. {
+            let mut by_first: Vec<Vec<u128>> = vec![Vec::new(); firsts.len()];
+            for (slot, &first) in firsts.iter().enumerate() {
+                if first == dst {
+                    by_first[slot].push(0);
+                    continue;
+                }
+                if 1 + to_dst[first as usize] > limit {
+                    continue;
+                }
+                let mut stack = vec![(first, 1u128 << first, 1u32)];
+                while let Some((u, mask, len)) = stack.pop() {
+                    for w in self.neighbours(u) {
+                        if w == dst {
+                            by_first[slot].push(mask);
+                        } else if w != src
+                            && mask >> w & 1 == 0
+                            && len + 1 + to_dst[w as usize] <= limit
+                        {
+                            stack.push((w, mask | 1 << w, len + 1));
+                        }
+                    }
+                }
+            }
+            if pick_disjoint(&by_first, 0, 0, k) {
+                return limit;
+            }
+        }
+        unreachable!()
+    }
+}
+
+fn pick_disjoint(by_first: &[Vec<u128>], slot: usize, used: u128, k: usize) -> bool {
+    if k == 0 {
+        return true;
+    }
+    if by_first.len() - slot < k {
+        return false;
+    }
+    by_first[slot]
+        .iter()
+        .any(|&mask| mask & used == 0 && pick_disjoint(by_first, slot + 1, used | mask, k - 1))
+        || pick_disjoint(by_first, slot + 1, used, k)
+}
+
+/// Every Q_n and EH(s,t) of the exhaustive tests.
+pub fn small_graphs(max_q: u32, max_st: u32) -> Vec<Graph> {
+    let mut graphs: Vec<Graph> = (1..=max_q).map(Graph::Q).collect();
+    for sum in 2..=max_st {
+        for s in 1..sum {
+            graphs.push(Graph::Eh(s, sum - s));
+        }
+    }
+    graphs
+}
