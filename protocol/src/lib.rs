@@ -10,12 +10,16 @@
 //!
 //! No I/O, no clock, no threads: the daemon does those.
 
+// EH ids are written grouped as a_b_c in tests and docs, which is the point of the grouping.
+#![cfg_attr(test, allow(clippy::unusual_byte_groupings))]
+
 pub mod actions;
 pub mod exchanged;
 pub mod header;
 pub mod hypercube;
 pub mod map;
 pub mod node;
+pub mod optimum;
 pub mod paths;
 pub mod route;
 pub mod sim;

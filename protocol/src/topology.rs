@@ -100,17 +100,17 @@ impl Topology {
     pub fn hypercube(n: u64) -> Option<Topology> {
         (1..=Hypercube::MAX_DIMENSION as u64)
             .contains(&n)
-            .then(|| Topology::Hypercube(Hypercube { n: n as u32 }))
+            .then_some(Topology::Hypercube(Hypercube { n: n as u32 }))
     }
 
     /// EH(s,t), if `s, t >= 1` and `s + t + 1 <= 63`.
     pub fn exchanged(s: u64, t: u64) -> Option<Topology> {
-        (s >= 1 && t >= 1 && s + t < Exchanged::MAX_BITS as u64).then(|| {
-            Topology::Exchanged(Exchanged {
+        (s >= 1 && t >= 1 && s + t < Exchanged::MAX_BITS as u64).then_some(Topology::Exchanged(
+            Exchanged {
                 s: s as u32,
                 t: t as u32,
-            })
-        })
+            },
+        ))
     }
 
     /// Number of bits in a node id.

@@ -45,8 +45,52 @@ impl Graph {
         }
     }
 
+    /// Adjacency from the same definition, without building neighbour lists.
     pub fn adjacent(self, u: u64, v: u64) -> bool {
-        self.neighbours(u).contains(&v)
+        let x = u ^ v;
+        if x.count_ones() != 1 || u >= self.nodes() || v >= self.nodes() {
+            return false;
+        }
+        match self {
+            Graph::Q(_) => true,
+            Graph::Eh(s, t) => {
+                let bit = x.trailing_zeros();
+                bit == 0
+                    || (u & 1 == 0 && bit > t && bit <= s + t)
+                    || (u & 1 == 1 && (1..=t).contains(&bit))
+            }
+        }
+    }
+
+    /// Distance from the definition, for graphs too large for BFS: NOTES.md's formula, which the
+    /// exhaustive tests check against BFS.
+    pub fn distance(self, u: u64, v: u64) -> u32 {
+        match self {
+            Graph::Q(_) => (u ^ v).count_ones(),
+            Graph::Eh(_, t) => {
+                let x = u ^ v;
+                let ha = (x >> (t + 1)).count_ones();
+                let hb = ((x >> 1) & ((1 << t) - 1)).count_ones();
+                match (u & 1, v & 1) {
+                    (0, 0) if hb == 0 => ha,
+                    (1, 1) if ha == 0 => hb,
+                    (a, b) if a == b => ha + hb + 2,
+                    _ => ha + hb + 1,
+                }
+            }
+        }
+    }
+
+    /// k(u,v) as NOTES.md states it (max flow in the exhaustive tests).
+    pub fn k(self, u: u64, v: u64) -> usize {
+        match self {
+            Graph::Q(n) => n as usize,
+            Graph::Eh(s, t) => match (u & 1, v & 1) {
+                (0, 0) => s as usize + 1,
+                (1, 1) => t as usize + 1,
+                _ => s.min(t) as usize + 1,
+            },
+        }
     }
 
     pub fn bfs(self, src: u64) -> Vec<u32> {
@@ -121,25 +165,38 @@ impl Graph {
     }
 
     /// Check that `paths` are `k` valid, simple, internally node-disjoint src-dst paths.
-    pub fn check_paths(self, src: u64, dst: u64, paths: &[Vec<u64>], k: usize) -> Result<(), String> {
+    pub fn check_paths(
+        self,
+        src: u64,
+        dst: u64,
+        paths: &[Vec<u64>],
+        k: usize,
+    ) -> Result<(), String> {
         if paths.len() != k {
             return Err(format!("{} paths, expected {k}", paths.len()));
         }
-        let mut inner = std::collections::HashSet::new();
+        let mut inner: Vec<u64> = Vec::new();
         for path in paths {
             if path.first() != Some(&src) || path.last() != Some(&dst) {
                 return Err(format!("path {path:?} does not run from {src} to {dst}"));
             }
             for pair in path.windows(2) {
                 if !self.adjacent(pair[0], pair[1]) {
-                    return Err(format!("{} -> {} is not an edge in {path:?}", pair[0], pair[1]));
+                    return Err(format!(
+                        "{} -> {} is not an edge in {path:?}",
+                        pair[0], pair[1]
+                    ));
                 }
             }
-            for &v in &path[1..path.len() - 1] {
-                if v == src || v == dst || v >= self.nodes() || !inner.insert(v) {
-                    return Err(format!("node {v} repeats or is an endpoint in {paths:?}"));
-                }
-            }
+            inner.extend(&path[1..path.len() - 1]);
+        }
+        let total = inner.len();
+        inner.sort_unstable();
+        inner.dedup();
+        if inner.len() != total || inner.iter().any(|&v| v == src || v == dst) {
+            return Err(format!(
+                "paths share a node or revisit an endpoint: {paths:?}"
+            ));
         }
         Ok(())
     }

@@ -1,0 +1,141 @@
+//! `cuberoute paths <TOPO> <FROM> <TO> [--json] [--svg FILE]` and `--all-pairs --json`.
+
+use anyhow::Context;
+use cuberoute_protocol::{NodeId, PathSet, Topology, disjoint_paths, optimum};
+use std::io::{BufWriter, Write};
+use std::path::PathBuf;
+
+/// `--all-pairs` refuses topologies above this many nodes (16.7 million ordered pairs).
+const ALL_PAIRS_MAX_NODES: u64 = 1 << 12;
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// `q:N` or `eh:S,T`.
+    topology: String,
+    /// Source node: decimal, `0b...` binary, or dotted `a.b.c` binary.
+    #[arg(required_unless_present = "all_pairs")]
+    from: Option<String>,
+    /// Destination node, written like FROM.
+    #[arg(required_unless_present = "all_pairs")]
+    to: Option<String>,
+    /// One JSON line: {"topology","from","to","distance","k","paths"} with integer ids.
+    #[arg(long)]
+    json: bool,
+    /// Every ordered pair, one JSON line each, streamed (requires --json).
+    #[arg(long, conflicts_with_all = ["from", "to", "svg"], requires = "json")]
+    all_pairs: bool,
+    /// Draw the topology (at most 64 nodes) with the paths in distinct colours.
+    #[arg(long, value_name = "FILE")]
+    svg: Option<PathBuf>,
+}
+
+pub fn run(args: Args) -> anyhow::Result<()> {
+    let topology = super::parse_topology(&args.topology)?;
+    if args.all_pairs {
+        return all_pairs(topology);
+    }
+    let (Some(from), Some(to)) = (&args.from, &args.to) else {
+        return Err(super::usage("FROM and TO are required without --all-pairs"));
+    };
+    let src = super::parse_node(topology, from)?;
+    let dst = super::parse_node(topology, to)?;
+    if src == dst {
+        return Err(super::usage(format!(
+            "FROM and TO are the same node {}: there are no paths to route over",
+            topology.format_node(src)
+        )));
+    }
+    if args.svg.is_some() && topology.node_count() > crate::svg::MAX_NODES {
+        return Err(super::usage(format!(
+            "--svg draws at most {} nodes; {topology} has {}",
+            crate::svg::MAX_NODES,
+            topology.node_count()
+        )));
+    }
+    let set = disjoint_paths(topology, src, dst)?;
+    if let Some(file) = &args.svg {
+        std::fs::write(file, crate::svg::render(&set))
+            .with_context(|| format!("writing {}", file.display()))?;
+    }
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    if args.json {
+        write_json(&mut out, &set)?;
+    } else {
+        write_text(&mut out, &set)?;
+        if let Some(file) = &args.svg {
+            writeln!(out, "drawing written to {}", file.display())?;
+        }
+    }
+    Ok(())
+}
+
+fn all_pairs(topology: Topology) -> anyhow::Result<()> {
+    if topology.node_count() > ALL_PAIRS_MAX_NODES {
+        return Err(super::usage(format!(
+            "--all-pairs is limited to {ALL_PAIRS_MAX_NODES} nodes; {topology} has {}",
+            topology.node_count()
+        )));
+    }
+    let mut out = BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+    for src in topology.nodes() {
+        for dst in topology.nodes().filter(|&dst| dst != src) {
+            write_json(&mut out, &disjoint_paths(topology, src, dst)?)?;
+        }
+    }
+    out.flush()?;
+    Ok(())
+}
+
+/// The one-line JSON schema of the issue, written by hand: serde_json would allocate a value
+/// per path and halve the speed of `--all-pairs`.
+fn write_json(out: &mut impl Write, set: &PathSet) -> std::io::Result<()> {
+    write!(
+        out,
+        r#"{{"topology":"{}","from":{},"to":{},"distance":{},"k":{},"paths":["#,
+        set.topology,
+        set.src,
+        set.dst,
+        set.distance(),
+        set.k()
+    )?;
+    for (i, path) in set.paths.iter().enumerate() {
+        out.write_all(if i == 0 { b"[" } else { b",[" })?;
+        for (j, v) in path.iter().enumerate() {
+            if j > 0 {
+                out.write_all(b",")?;
+            }
+            write!(out, "{}", v.0)?;
+        }
+        out.write_all(b"]")?;
+    }
+    out.write_all(b"]}\n")
+}
+
+fn write_text(out: &mut impl Write, set: &PathSet) -> std::io::Result<()> {
+    let t = set.topology;
+    let name = |v: NodeId| t.format_node(v);
+    let optimum = match optimum::l_star(t, set.src, set.dst) {
+        Some(l) => format!("L* {l}"),
+        None => format!("L* not computed above {} nodes", optimum::MAX_NODES),
+    };
+    writeln!(
+        out,
+        "{t}  {} -> {}  distance {}, k {}, longest {}, {optimum}",
+        name(set.src),
+        name(set.dst),
+        set.distance(),
+        set.k(),
+        set.longest()
+    )?;
+    for (i, path) in set.paths.iter().enumerate() {
+        let nodes: Vec<String> = path.iter().map(|&v| name(v)).collect();
+        writeln!(
+            out,
+            "  path {i} (length {:>2}): {}",
+            path.len() - 1,
+            nodes.join(" ")
+        )?;
+    }
+    Ok(())
+}

@@ -1,0 +1,182 @@
+//! An SVG drawing of a small topology with a set of disjoint paths in distinct colours.
+//!
+//! Layout: a grid whose columns and rows follow Gray code, so that most edges join neighbouring
+//! cells. For EH(s,t) the column is the `a` field and the row the `b` field; each cell holds its
+//! s-type node (upper left) and t-type node (lower right), joined by the dummy edge; `a` edges
+//! run along rows, `b` edges along columns. For Q_n the low half of the bits picks the column and
+//! the high half the row. Edges between cells that are not next to each other are drawn as arcs.
+
+use cuberoute_protocol::{NodeId, PathSet, Topology};
+use std::fmt::Write;
+
+/// Largest topology drawn, in nodes.
+pub const MAX_NODES: u64 = 64;
+
+const CELL: f64 = 120.0;
+const MARGIN: f64 = 70.0;
+const COLOURS: [&str; 10] = [
+    "#e6194b", "#3cb44b", "#4363d8", "#f58231", "#911eb4", "#42d4f4", "#f032e6", "#9a6324",
+    "#808000", "#000075",
+];
+
+/// The position of a node on the canvas.
+fn position(topology: Topology, v: NodeId) -> (f64, f64) {
+    let rank = |x: u64| {
+        // Inverse Gray code: the place of x in the Gray sequence.
+        let mut r = x;
+        let mut shift = x >> 1;
+        while shift != 0 {
+            r ^= shift;
+            shift >>= 1;
+        }
+        r as f64
+    };
+    match topology {
+        Topology::Exchanged(eh) => {
+            let offset = if v.0 & 1 == 0 { 0.0 } else { CELL * 0.38 };
+            (
+                MARGIN + rank(eh.a_of(v)) * CELL + offset,
+                MARGIN + rank(eh.b_of(v)) * CELL + offset,
+            )
+        }
+        Topology::Hypercube(q) => {
+            let low = q.n.div_ceil(2);
+            (
+                MARGIN + rank(v.0 & ((1 << low) - 1)) * CELL,
+                MARGIN + rank(v.0 >> low) * CELL,
+            )
+        }
+    }
+}
+
+/// The SVG path data of the edge u-v: a line between nearby nodes, else an arc.
+fn edge_path(topology: Topology, u: NodeId, v: NodeId) -> String {
+    let (x1, y1) = position(topology, u);
+    let (x2, y2) = position(topology, v);
+    let length = ((x2 - x1).powi(2) + (y2 - y1).powi(2)).sqrt();
+    if length <= CELL * 1.01 {
+        return format!("M{x1:.1},{y1:.1} L{x2:.1},{y2:.1}");
+    }
+    // Bulge perpendicular to the chord, more for longer edges.
+    let (mx, my) = ((x1 + x2) / 2.0, (y1 + y2) / 2.0);
+    let bulge = 0.18 * length;
+    let (nx, ny) = (-(y2 - y1) / length, (x2 - x1) / length);
+    format!(
+        "M{x1:.1},{y1:.1} Q{:.1},{:.1} {x2:.1},{y2:.1}",
+        mx + nx * bulge,
+        my + ny * bulge
+    )
+}
+
+/// Draw `set.topology` with the paths of `set`. The topology must have at most [`MAX_NODES`].
+pub fn render(set: &PathSet) -> String {
+    let t = set.topology;
+    let (mut width, mut height) = (0.0f64, 0.0f64);
+    for v in t.nodes() {
+        let (x, y) = position(t, v);
+        width = width.max(x);
+        height = height.max(y);
+    }
+    let legend_height = 24.0 * (set.k() as f64 + 2.0);
+    let (width, height) = (width + MARGIN + 60.0, height + MARGIN + legend_height);
+    let mut svg = String::new();
+    let _ = writeln!(
+        svg,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0}" height="{height:.0}" viewBox="0 0 {width:.0} {height:.0}" font-family="monospace">"#
+    );
+    let _ = writeln!(svg, r#"<rect width="100%" height="100%" fill="white"/>"#);
+    let _ = writeln!(
+        svg,
+        r##"<g fill="none" stroke="#c8c8c8" stroke-width="1.5">"##
+    );
+    for u in t.nodes() {
+        for v in t.neighbours(u).filter(|&v| v > u) {
+            let dash = if (u.0 ^ v.0) == 1 && matches!(t, Topology::Exchanged(_)) {
+                r#" stroke-dasharray="4,3""#
+            } else {
+                ""
+            };
+            let _ = writeln!(svg, r#"<path d="{}"{dash}/>"#, edge_path(t, u, v));
+        }
+    }
+    let _ = writeln!(svg, "</g>");
+    for (i, path) in set.paths.iter().enumerate() {
+        let colour = COLOURS[i % COLOURS.len()];
+        let _ = writeln!(
+            svg,
+            r#"<g fill="none" stroke="{colour}" stroke-width="5" stroke-linecap="round" opacity="0.85">"#
+        );
+        for pair in path.windows(2) {
+            let _ = writeln!(svg, r#"<path d="{}"/>"#, edge_path(t, pair[0], pair[1]));
+        }
+        let _ = writeln!(svg, "</g>");
+    }
+    for v in t.nodes() {
+        let (x, y) = position(t, v);
+        let (fill, radius) = if v == set.src || v == set.dst {
+            ("#222", 9.0)
+        } else {
+            ("#fff", 6.0)
+        };
+        let _ = writeln!(
+            svg,
+            r##"<circle cx="{x:.1}" cy="{y:.1}" r="{radius}" fill="{fill}" stroke="#222" stroke-width="1.5"/><text x="{:.1}" y="{:.1}" font-size="10" fill="#444">{}</text>"##,
+            x + 8.0,
+            y - 8.0,
+            t.format_node(v)
+        );
+    }
+    let mut y = height - legend_height + 20.0;
+    let _ = writeln!(
+        svg,
+        r#"<text x="{MARGIN}" y="{y:.0}" font-size="14">{t}: {} -> {}, distance {}, k = {}, longest {}</text>"#,
+        t.format_node(set.src),
+        t.format_node(set.dst),
+        set.distance(),
+        set.k(),
+        set.longest()
+    );
+    for (i, path) in set.paths.iter().enumerate() {
+        y += 22.0;
+        let colour = COLOURS[i % COLOURS.len()];
+        let _ = writeln!(
+            svg,
+            r#"<rect x="{MARGIN}" y="{:.0}" width="28" height="6" fill="{colour}"/><text x="{:.0}" y="{y:.0}" font-size="13">path {i}: {} hops</text>"#,
+            y - 7.0,
+            MARGIN + 36.0,
+            path.len() - 1
+        );
+    }
+    svg.push_str("</svg>\n");
+    svg
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cuberoute_protocol::disjoint_paths;
+
+    #[test]
+    fn draws_every_node_and_path() {
+        let t: Topology = "eh:1,2".parse().unwrap();
+        let set = disjoint_paths(t, NodeId(0), NodeId(15)).unwrap();
+        let svg = render(&set);
+        assert_eq!(svg.matches("<circle").count(), 16);
+        let hops: usize = set.paths.iter().map(|p| p.len() - 1).sum();
+        let edges: u32 = t.nodes().map(|v| t.degree(v)).sum::<u32>() / 2;
+        assert_eq!(svg.matches("<path").count(), edges as usize + hops);
+        assert!(svg.ends_with("</svg>\n"));
+    }
+
+    #[test]
+    fn nodes_do_not_overlap() {
+        for name in ["eh:2,3", "eh:3,2", "q:6", "eh:1,4"] {
+            let t: Topology = name.parse().unwrap();
+            let mut seen = std::collections::HashSet::new();
+            for v in t.nodes() {
+                let (x, y) = position(t, v);
+                assert!(seen.insert((x as i64, y as i64)), "{name}: {v:?} overlaps");
+            }
+        }
+    }
+}
