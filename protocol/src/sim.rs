@@ -170,7 +170,9 @@ impl<M> Network<M> {
     /// of rounds run.
     pub fn run(&mut self, max_rounds: u64) -> u64 {
         let start = self.round;
-        while self.round - start < max_rounds && self.round() > 0 {}
+        while self.round - start < max_rounds && !self.is_idle() {
+            self.round();
+        }
         self.round - start
     }
 
