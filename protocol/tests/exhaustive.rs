@@ -104,6 +104,7 @@ fn every_pair_gets_k_disjoint_paths_within_bounds() {
                     ),
                 }
                 let plans = map(t, s, d).unwrap();
+                assert!(plans.is_sorted_by_key(|plan| (plan.first.0 ^ src).trailing_zeros()));
                 for (plan, path) in plans.iter().zip(&set.paths) {
                     assert_eq!(plan.length(t, d) as usize, path.len() - 1);
                 }

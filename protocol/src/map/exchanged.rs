@@ -18,12 +18,17 @@ use crate::topology::BitIter;
 pub(super) fn map(eh: Exchanged, src: NodeId, dst: NodeId) -> Vec<Plan> {
     let frame = Frame::new(eh, src);
     let d = frame.to_canonical(dst);
-    let plans = if d.0 & 1 == 0 {
+    let mut plans = if d.0 & 1 == 0 {
         same_type(frame.canonical, d)
     } else {
         mixed_type(frame.canonical, d)
     };
-    plans.into_iter().map(|plan| frame.to_real(plan)).collect()
+    // In the frame the source is 0 and s-type: its ports are the dummy edge (bit 0) and the `a`
+    // bits. Mirrored or not, the real ports keep that order (dummy first, then by position).
+    for plan in &mut plans {
+        *plan = frame.to_real(*plan);
+    }
+    plans
 }
 
 /// The canonical frame of one source.
@@ -115,68 +120,42 @@ fn same_type(eh: Exchanged, d: NodeId) -> Vec<Plan> {
     let enter_by_a = |i: u32| d.flip(eh.a_bit(i));
     let mut plans = Vec::with_capacity(eh.s as usize + 1);
 
-    if beta == 0 {
-        for i in 0..eh.s {
-            let first = a_neighbour(i);
-            let pd = if first == d {
-                NodeId(0)
-            } else if alpha >> i & 1 == 1 {
-                enter_by_a(cyclic_prev(alpha, i))
-            } else {
-                enter_by_a(i)
-            };
-            plans.push(Plan {
-                first,
-                pd,
-                via: None,
-                anchors: anchors(i, 0),
-            });
-        }
-        let g = next_pos_dummy(eh, beta);
-        plans.push(Plan {
-            first: s_star,
-            via: Some(eh.node(0, 1 << g, 0)),
-            pd: eh.node(alpha, 0, 1),
-            anchors: anchors(0, 0),
-        });
+    // S*'s message first: the plans are ordered by the bit their first hop flips.
+    let (dummy_via, dummy_pd, dummy_fa) = if beta == 0 {
+        (
+            Some(eh.node(0, 1 << next_pos_dummy(eh, beta), 0)),
+            eh.node(alpha, 0, 1),
+            0,
+        )
     } else if alpha == 0 {
-        for i in 0..eh.s {
-            plans.push(Plan {
-                first: a_neighbour(i),
-                pd: enter_by_a(i),
-                via: None,
-                anchors: anchors(i, 0),
-            });
-        }
-        plans.push(Plan {
-            first: s_star,
-            pd: eh.node(0, beta, 1),
-            via: None,
-            anchors: anchors(0, 0),
-        });
+        (None, eh.node(0, beta, 1), 0)
     } else {
-        let p0 = alpha.trailing_zeros();
         let p_last = 63 - alpha.leading_zeros();
-        for i in 0..eh.s {
-            let pd = if i == p0 {
-                eh.node(alpha, beta, 1)
-            } else if alpha >> i & 1 == 1 {
-                enter_by_a(cyclic_prev(alpha, i))
-            } else {
-                enter_by_a(i)
-            };
-            plans.push(Plan {
-                first: a_neighbour(i),
-                pd,
-                via: None,
-                anchors: anchors(i, 0),
-            });
-        }
+        (None, enter_by_a(p_last), alpha.trailing_zeros())
+    };
+    plans.push(Plan {
+        first: s_star,
+        via: dummy_via,
+        pd: dummy_pd,
+        anchors: anchors(dummy_fa, 0),
+    });
+    for i in 0..eh.s {
+        let first = a_neighbour(i);
+        let pd = if first == d {
+            NodeId(0)
+        } else if beta != 0 && alpha != 0 && i == alpha.trailing_zeros() {
+            // P_{p0}'s message runs all of alpha and enters D through D's dummy neighbour.
+            eh.node(alpha, beta, 1)
+        } else if alpha >> i & 1 == 1 {
+            enter_by_a(cyclic_prev(alpha, i))
+        } else {
+            enter_by_a(i)
+        };
         plans.push(Plan {
-            first: s_star,
-            pd: enter_by_a(p_last),
+            first,
+            pd,
             via: None,
-            anchors: anchors(p0, 0),
+            anchors: anchors(i, 0),
         });
     }
     plans
@@ -273,19 +252,23 @@ fn mixed_type(eh: Exchanged, d: NodeId) -> Vec<Plan> {
         });
         three_crossings -= 1;
     }
-    // Cheapest source ports with the dearest destination ports.
-    let s_ports = source.ports(s_choice.direct);
-    let mut d_ports = target.ports(d_choice.direct);
-    d_ports.truncate(three_crossings as usize);
-    d_ports.reverse();
-    for (&sp, &dp) in s_ports.iter().zip(&d_ports) {
+    // Cheapest source ports with the dearest destination ports: the source side fills the
+    // turning point's `x` in order, the destination side its `y` in reverse.
+    let first_routed = plans.len();
+    for sp in source.ports(s_choice.direct).take(three_crossings as usize) {
         plans.push(Plan {
             first: first(sp),
-            via: Some(eh.node(x(sp), y(dp), 0)),
-            pd: pd(dp),
+            via: Some(eh.node(x(sp), 0, 0)),
+            pd: NodeId(0),
             anchors: anchors(0, 0),
         });
     }
+    let routed = plans[first_routed..].iter_mut().rev();
+    for (plan, dp) in routed.zip(target.ports(d_choice.direct)) {
+        plan.pd = pd(dp);
+        plan.via = plan.via.map(|w| NodeId(w.0 | eh.node(0, y(dp), 0).0));
+    }
+    plans.sort_unstable_by_key(|plan| plan.first.0.trailing_zeros());
     plans
 }
 
@@ -424,30 +407,39 @@ impl Side {
     }
 
     /// The ports left for three-crossing routes, cheapest first.
-    fn ports(self, direct: Direct) -> Vec<Port> {
+    fn ports(self, direct: Direct) -> impl Iterator<Item = Port> {
         let h = self.h();
-        let differing = BitIter(self.diff);
-        let agreeing = BitIter(!self.diff & ((1u64 << self.n) - 1));
+        let all = (1u64 << self.n) - 1;
         let lowest_agreeing = self.lowest_agreeing();
-        let mut ports = Vec::with_capacity(self.n as usize + 1);
-        match (h, direct) {
-            (0, _) => ports.extend(agreeing.map(Port::Flip)),
-            (1, _) => {
-                ports.push(Port::Dummy);
-                let skip = (direct == Direct::Bad).then_some(lowest_agreeing).flatten();
-                ports.extend(agreeing.filter(|&q| Some(q) != skip).map(Port::Flip));
-                if let (Direct::Absent, Some(q)) = (direct, lowest_agreeing) {
-                    ports.push(Port::FlipVia(self.lowest_differing(), q));
-                }
-            }
-            _ => {
-                let skip_p = (direct == Direct::Good).then(|| self.lowest_differing());
-                let skip_q = (direct == Direct::Bad).then_some(lowest_agreeing).flatten();
-                ports.extend(differing.filter(|&p| Some(p) != skip_p).map(Port::Flip));
-                ports.push(Port::Dummy);
-                ports.extend(agreeing.filter(|&q| Some(q) != skip_q).map(Port::Flip));
-            }
-        }
-        ports
+        // Cost-0 flips, whether the dummy edge is a cost-0 port, cost-1 flips, and FlipVia.
+        let (zero_flips, dummy, one_flips, flip_via) = match (h, direct) {
+            (0, _) => (0, false, all, None),
+            (1, Direct::Good) => (0, true, all & !self.diff, None),
+            (1, Direct::Bad) => (0, true, all & !self.diff & !bit(lowest_agreeing), None),
+            (1, _) => (
+                0,
+                true,
+                all & !self.diff,
+                lowest_agreeing.map(|q| Port::FlipVia(self.lowest_differing(), q)),
+            ),
+            (_, Direct::Good) => (self.diff & (self.diff - 1), true, all & !self.diff, None),
+            (_, Direct::Bad) => (
+                self.diff,
+                true,
+                all & !self.diff & !bit(lowest_agreeing),
+                None,
+            ),
+            (_, Direct::Absent) => (self.diff, true, all & !self.diff, None),
+        };
+        BitIter(zero_flips)
+            .map(Port::Flip)
+            .chain(dummy.then_some(Port::Dummy))
+            .chain(BitIter(one_flips).map(Port::Flip))
+            .chain(flip_via)
     }
+}
+
+/// The mask of an optional position.
+fn bit(position: Option<u32>) -> u64 {
+    position.map_or(0, |p| 1 << p)
 }

@@ -72,13 +72,18 @@ pub fn map(topology: Topology, src: NodeId, dst: NodeId) -> Result<Vec<Plan>, Ma
     if src == dst {
         return Err(MapError::SourceIsDestination(src));
     }
-    let mut plans = match topology {
+    let plans = match topology {
         Topology::Hypercube(q) => hypercube::map(q, src, dst),
         Topology::Exchanged(eh) => exchanged::map(eh, src, dst),
     };
-    plans.sort_unstable_by_key(|plan| (plan.first.0 ^ src.0).trailing_zeros());
     debug_assert_eq!(plans.len() as u32, topology.local_connectivity(src, dst));
+    debug_assert!(plans.is_sorted_by_key(|plan| first_bit(src, plan)));
     Ok(plans)
+}
+
+/// The bit of the source's id that a plan's first hop flips: the order of the plans.
+pub fn first_bit(src: NodeId, plan: &Plan) -> u32 {
+    (plan.first.0 ^ src.0).trailing_zeros()
 }
 
 /// The cyclic predecessor of position `i` among the set bits of `mask`: the largest set bit
