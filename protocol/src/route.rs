@@ -38,7 +38,7 @@ pub fn decide_phase(topology: Topology, p: NodeId, target: NodeId) -> Phase {
     let diff = p.0 ^ target.0;
     if diff == 0 {
         Phase::Arrived
-    } else if diff & own_mask(topology, p) != 0 {
+    } else if diff & rout_phase(topology, p) != 0 {
         Phase::Own
     } else {
         Phase::Switch
@@ -63,15 +63,17 @@ pub fn next_hop(topology: Topology, p: NodeId, target: NodeId, anchors: Anchors)
         Phase::Arrived => None,
         Phase::Switch => Some(p.flip(0)),
         Phase::Own => {
-            let own = (p.0 ^ target.0) & own_mask(topology, p);
+            let own = (p.0 ^ target.0) & rout_phase(topology, p);
             next_pos(own, anchor_bit(topology, p, anchors)).map(|bit| p.flip(bit))
         }
     }
 }
 
-/// The bits `p` routes in, besides the dummy bit.
+/// The paper's routPhase: which subsequence is routed at `p`, as a mask of id bits. The paper
+/// derives it from curPhase and the types of S and D; here it is `p`'s own subsequence (`a` at
+/// an s-type node, `b` at a t-type node, every bit in Q_n), the only one `p` can flip.
 #[inline]
-fn own_mask(topology: Topology, p: NodeId) -> u64 {
+pub fn rout_phase(topology: Topology, p: NodeId) -> u64 {
     match topology {
         Topology::Hypercube(q) => q.dimension_mask(),
         Topology::Exchanged(eh) => eh.own_mask(p),

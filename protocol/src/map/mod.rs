@@ -27,6 +27,13 @@ pub struct Plan {
 }
 
 impl Plan {
+    /// The paper's fPhase: 0 when the message makes a subcube switch before its first phase,
+    /// else 1. Here the switch is generalised to a turning point (`via`), so 0 exactly when the
+    /// plan has one.
+    pub fn f_phase(&self) -> u8 {
+        u8::from(self.via.is_none())
+    }
+
     /// The header message `index` of `src -> dst` leaves with.
     pub fn header(&self, src: NodeId, dst: NodeId, index: u8) -> Header {
         Header {
@@ -91,4 +98,38 @@ pub fn first_bit(src: NodeId, plan: &Plan) -> u32 {
 fn cyclic_prev(mask: u64, i: u32) -> u32 {
     let below = mask & ((1u64 << i) - 1);
     63 - if below != 0 { below } else { mask }.leading_zeros()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn f_phase_marks_the_subcube_switch() {
+        let eh: Topology = "eh:2,2".parse().unwrap();
+        // Same s-subcube: only S's dummy-edge message switches subcube first.
+        let plans = map(eh, NodeId(0), NodeId(0b01000)).unwrap();
+        let phases: Vec<u8> = plans.iter().map(Plan::f_phase).collect();
+        assert_eq!(phases, [0, 1, 1]);
+        let q: Topology = "q:5".parse().unwrap();
+        assert!(
+            map(q, NodeId(3), NodeId(28))
+                .unwrap()
+                .iter()
+                .all(|p| p.f_phase() == 1)
+        );
+    }
+
+    #[test]
+    fn refuses_bad_pairs() {
+        let eh: Topology = "eh:1,1".parse().unwrap();
+        assert_eq!(
+            map(eh, NodeId(3), NodeId(3)),
+            Err(MapError::SourceIsDestination(NodeId(3)))
+        );
+        assert_eq!(
+            map(eh, NodeId(3), NodeId(8)),
+            Err(MapError::NotANode(NodeId(8)))
+        );
+    }
 }
