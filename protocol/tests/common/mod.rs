@@ -201,6 +201,32 @@ impl Graph {
         Ok(())
     }
 
+    /// Check the node-to-node path set of a pair completely: `check_paths` with k from the
+    /// definition, and the length bounds: Q_n exactly Saad-Schultz (h paths of length h, n-h of
+    /// length h+2), EH(s,t) longest <= d+6.
+    pub fn check_node_to_node(self, src: u64, dst: u64, paths: &[Vec<u64>]) -> Result<(), String> {
+        self.check_paths(src, dst, paths, self.k(src, dst))?;
+        let h = self.distance(src, dst);
+        let mut lengths: Vec<u32> = paths.iter().map(|p| p.len() as u32 - 1).collect();
+        lengths.sort_unstable();
+        match self {
+            Graph::Q(n) => {
+                let mut optimal = vec![h; h as usize];
+                optimal.extend(vec![h + 2; (n - h) as usize]);
+                if lengths != optimal {
+                    return Err(format!(
+                        "lengths {lengths:?}, Saad-Schultz says {optimal:?}"
+                    ));
+                }
+            }
+            Graph::Eh(..) if *lengths.last().unwrap() > h + 6 => {
+                return Err(format!("lengths {lengths:?} exceed d + 6 = {}", h + 6));
+            }
+            Graph::Eh(..) => {}
+        }
+        Ok(())
+    }
+
     /// L*: the smallest L such that k internally disjoint src-dst paths of length <= L exist.
     /// Enumerates every simple path of length <= L (pruned by BFS distance to dst) and searches
     /// for k with disjoint interiors. Exponential; for graphs of at most 128 nodes and small L.
