@@ -17,9 +17,9 @@ use crate::map::{self, MapError, Plan};
 use crate::route::{self, Phase};
 use crate::topology::Topology;
 
-/// A message with its routing header. `M` is whatever the caller carries: bytes in the daemon,
-/// small integers in the simulator.
-#[derive(Clone, PartialEq, Eq, Debug)]
+/// A message with its routing header. `M` is whatever the caller carries: a
+/// [`crate::wire::message::Message`] in the daemon, small integers in the simulator.
+#[derive(Clone, PartialEq, Eq, Debug, serde::Serialize, serde::Deserialize)]
 pub struct Packet<M> {
     pub header: Header,
     pub message: M,
@@ -290,5 +290,47 @@ impl Process {
             self.vars.pos_to_flip = self.id.edge_bit(*to);
         }
         action
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Anchors, NodeId};
+    use proptest::prelude::*;
+
+    fn topologies() -> impl Strategy<Value = Topology> {
+        prop_oneof![
+            (1u64..=63).prop_map(|n| Topology::hypercube(n).unwrap()),
+            (1u64..=61)
+                .prop_flat_map(|s| (Just(s), 1u64..=(62 - s)))
+                .prop_map(|(s, t)| Topology::exchanged(s, t).unwrap()),
+        ]
+    }
+
+    fn small_id(topology: Topology) -> impl Strategy<Value = NodeId> {
+        // Mostly ids of the topology, sometimes any u64: both must be handled.
+        let mask = topology.node_count() - 1;
+        prop_oneof![
+            4 => any::<u64>().prop_map(move |x| NodeId(x & mask)),
+            1 => any::<u64>().prop_map(NodeId),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(20_000))]
+
+        /// `receive` runs on whatever arrives from the network: any header, any sender, at any
+        /// node. It decides, and never panics.
+        #[test]
+        fn receive_never_panics_on_any_header(
+            (topology, me, from, src, dst, pd, via, fa, fb, index) in topologies().prop_flat_map(|t| (
+                Just(t), small_id(t), small_id(t), small_id(t), small_id(t), small_id(t),
+                proptest::option::of(small_id(t)), any::<u8>(), any::<u8>(), any::<u8>(),
+            ))
+        ) {
+            let header = Header { src, dst, pd, via, anchors: Anchors { fa, fb }, index };
+            let _ = receive(topology, me, Packet { header, message: () }, from);
+        }
     }
 }

@@ -5,6 +5,10 @@
 //! NOTES.md). Frames longer than [`MAX_FRAME_LEN`] are refused before any allocation.
 //! Decoding never panics: every malformed input is a [`WireError`].
 
+pub mod control;
+pub mod link;
+pub mod message;
+
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
@@ -57,6 +61,17 @@ pub fn encode_frame<T: Serialize>(value: &T) -> Result<Vec<u8>, WireError> {
     let mut frame = frame;
     frame[..PREFIX_LEN].copy_from_slice(&(body_len as u32).to_be_bytes());
     Ok(frame)
+}
+
+/// Encode `value` as a frame body: the version byte and the value, without a length prefix.
+/// A packet travels as such a body inside a [`link::LinkFrame::Data`].
+pub fn encode_body<T: Serialize>(value: &T) -> Result<Vec<u8>, WireError> {
+    let body = postcard::to_extend(value, vec![VERSION])
+        .map_err(|e| WireError::Malformed(e.to_string()))?;
+    if body.len() > MAX_FRAME_LEN {
+        return Err(WireError::TooLarge(body.len()));
+    }
+    Ok(body)
 }
 
 /// The body length announced by a length prefix, checked against [`MAX_FRAME_LEN`].
@@ -145,6 +160,8 @@ mod tests {
         fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..64)) {
             let _ = decode_frame::<Header>(&bytes);
             let _ = decode_body::<Header>(&bytes);
+            let _ = decode_body::<link::LinkFrame>(&bytes);
+            let _ = decode_body::<crate::Packet<message::Message>>(&bytes);
         }
     }
 }

@@ -1,0 +1,207 @@
+//! The control API: what a client (`cuberoute send`, `recv`, `cluster status`, ...) asks a
+//! daemon, and what it answers. One request and one response per QUIC stream, each one frame of
+//! the codec of [`super`].
+
+use crate::{NodeId, Topology};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// The largest payload one send may carry. With the header and the trace a packet stays far
+/// below [`super::MAX_FRAME_LEN`].
+pub const MAX_PAYLOAD_LEN: usize = 64 * 1024;
+
+/// The most output entries one [`Request::Recv`] returns.
+pub const MAX_RECV_BATCH: u32 = 1024;
+
+/// The longest a client may ask the daemon to wait.
+pub const MAX_WAIT_MS: u32 = 60_000;
+
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub enum Request {
+    /// The node's links, buffers and counters.
+    Status,
+    /// Route a message set from this node to `to`: k copies of `payload`, or with `split` the
+    /// payload cut into k parts. With `trace` every copy records its path.
+    Send {
+        to: NodeId,
+        #[serde(with = "serde_bytes")]
+        payload: Vec<u8>,
+        split: bool,
+        trace: bool,
+    },
+    /// Wait until every copy of the set (`src`, `seq`) has been delivered here, or `timeout_ms`
+    /// has passed; answer with the copies delivered so far.
+    Await {
+        src: NodeId,
+        seq: u64,
+        timeout_ms: u32,
+    },
+    /// Output entries with an output index of at least `after`, at most `max` of them; if there
+    /// are none, wait up to `wait_ms` for one.
+    Recv { after: u64, max: u32, wait_ms: u32 },
+}
+
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub enum Response {
+    Status(NodeStatus),
+    /// The set is in the input buffer under sequence id `seq`; it travels as `k` packets.
+    Accepted {
+        seq: u64,
+        k: u32,
+        sent_at_us: u64,
+    },
+    /// The copies of one set delivered here, in index order.
+    Copies(Vec<Delivery>),
+    /// Output entries, and the output index to ask for next.
+    Output {
+        entries: Vec<Delivery>,
+        next: u64,
+    },
+    Error(ControlError),
+}
+
+/// One copy (or part) handed to the destination's output buffer.
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub struct Delivery {
+    /// Position in the destination's output buffer, increasing from 0.
+    pub output_index: u64,
+    pub src: NodeId,
+    pub dst: NodeId,
+    pub seq: u64,
+    pub index: u8,
+    /// How many copies (or parts) the set has.
+    pub k: u32,
+    pub split: bool,
+    pub hops: u32,
+    /// Every node from source to destination inclusive, when the send asked for a trace.
+    pub path: Option<Vec<NodeId>>,
+    /// From `input` at the source to delivery here, by the two nodes' wall clocks.
+    pub latency_us: u64,
+    #[serde(with = "serde_bytes")]
+    pub payload: Vec<u8>,
+}
+
+/// A refused request.
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize, thiserror::Error)]
+#[error("{message}")]
+pub struct ControlError {
+    pub kind: ControlErrorKind,
+    pub message: String,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub enum ControlErrorKind {
+    /// The request is malformed or its values are out of range.
+    BadRequest,
+    /// A node id that is not in the topology, or is this node where another is needed.
+    UnknownNode,
+    PayloadTooLarge,
+    /// The daemon is draining for shutdown and takes no new work.
+    ShuttingDown,
+}
+
+impl ControlError {
+    pub fn new(kind: ControlErrorKind, message: impl Into<String>) -> ControlError {
+        ControlError {
+            kind,
+            message: message.into(),
+        }
+    }
+}
+
+/// What `cluster status` shows of one node.
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub struct NodeStatus {
+    pub id: NodeId,
+    pub topology: Topology,
+    pub pid: u32,
+    pub incarnation: u64,
+    pub uptime_ms: u64,
+    pub links: Vec<LinkStatus>,
+    /// Message sets waiting in the input buffer.
+    pub input_queued: u64,
+    /// Entries in the output buffer.
+    pub output_len: u64,
+    pub counters: Counters,
+}
+
+impl NodeStatus {
+    pub fn links_up(&self) -> usize {
+        self.links.iter().filter(|l| l.up).count()
+    }
+}
+
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub struct LinkStatus {
+    pub neighbour: NodeId,
+    pub up: bool,
+    /// Cut by the chaos tooling: both sides refuse the link until it is healed.
+    pub cut: bool,
+    /// Packets in the link's message buffer: not yet acknowledged by the neighbour.
+    pub queued: u64,
+}
+
+/// Counters since the process started.
+#[derive(Clone, PartialEq, Eq, Debug, Default, Serialize, Deserialize)]
+pub struct Counters {
+    /// Message sets accepted into the input buffer.
+    pub sets_accepted: u64,
+    /// Packets sent by `input` (k per set).
+    pub packets_sent: u64,
+    pub packets_forwarded: u64,
+    pub packets_delivered: u64,
+    /// Packets dropped, by reason (see docs/protocol.md).
+    pub dropped: BTreeMap<String, u64>,
+    /// Link-level events: malformed frames, refused peers, reconnections, by kind.
+    pub link_events: BTreeMap<String, u64>,
+}
+
+impl Counters {
+    pub fn dropped_total(&self) -> u64 {
+        self.dropped.values().sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::{decode_body, decode_frame, encode_frame};
+    use proptest::prelude::*;
+
+    #[test]
+    fn requests_and_responses_round_trip() {
+        let request = Request::Send {
+            to: NodeId(3),
+            payload: b"hi".to_vec(),
+            split: true,
+            trace: true,
+        };
+        let frame = encode_frame(&request).unwrap();
+        assert_eq!(decode_frame::<Request>(&frame), Ok(request));
+        let response = Response::Error(ControlError::new(ControlErrorKind::UnknownNode, "no"));
+        let frame = encode_frame(&response).unwrap();
+        assert_eq!(decode_frame::<Response>(&frame), Ok(response));
+    }
+
+    proptest! {
+        #[test]
+        fn arbitrary_bytes_never_panic_the_request_decoder(
+            bytes in proptest::collection::vec(any::<u8>(), 0..256)
+        ) {
+            let _ = decode_frame::<Request>(&bytes);
+            let _ = decode_body::<Request>(&bytes);
+        }
+
+        #[test]
+        fn a_valid_request_with_bytes_flipped_never_panics(
+            flips in proptest::collection::vec((any::<prop::sample::Index>(), 0u8..8), 1..8)
+        ) {
+            let mut frame = encode_frame(&Request::Recv { after: 5, max: 10, wait_ms: 100 }).unwrap();
+            for (at, bit) in flips {
+                let i = at.index(frame.len());
+                frame[i] ^= 1 << bit;
+            }
+            let _ = decode_frame::<Request>(&frame);
+        }
+    }
+}
