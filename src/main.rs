@@ -20,6 +20,17 @@ enum Command {
     Topology(commands::topology::Args),
     /// The k node-disjoint paths between two nodes, as the protocol routes them.
     Paths(commands::paths::Args),
+    /// Start a local cluster, send through it, show the paths and the status.
+    Demo(commands::demo::Args),
+    /// Start, watch and stop a cluster of daemons.
+    #[command(subcommand)]
+    Cluster(commands::cluster::Command),
+    /// Send a message set through a running cluster.
+    Send(commands::send::Args),
+    /// Read a node's output buffer.
+    Recv(commands::recv::Args),
+    /// Run one node (started by `cluster up`, or by hand with a config file).
+    Daemon(cuberoute_daemon::config::DaemonArgs),
 }
 
 fn main() -> ExitCode {
@@ -27,6 +38,11 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Topology(args) => commands::topology::run(args),
         Command::Paths(args) => commands::paths::run(args),
+        Command::Demo(args) => commands::demo::run(args),
+        Command::Cluster(command) => commands::cluster::run(command),
+        Command::Send(args) => commands::send::run(args),
+        Command::Recv(args) => commands::recv::run(args),
+        Command::Daemon(args) => commands::daemon::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

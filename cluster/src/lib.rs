@@ -1,1 +1,21 @@
-//! Cluster launcher, certificates and chaos tooling. Empty until the daemon issue lands.
+//! cuberoute-cluster: everything around a set of daemons. It generates a cluster (the CA, the
+//! certificates, the manifest, one configuration per node), starts and stops the daemons as
+//! local processes, and watches them through the control API. It makes no routing decision.
+//!
+//! * [`certs`]: the cluster CA and the certificates it issues;
+//! * [`layout`]: the files of a cluster directory;
+//! * [`generate`]: writing a cluster directory for a topology and an addressing;
+//! * [`local`]: local daemon processes: start, stop, signal;
+//! * [`status`]: a client of the whole cluster: statuses, links up;
+//! * [`traffic`]: sending sets through a cluster and collecting delivery reports.
+
+pub mod certs;
+pub mod generate;
+pub mod layout;
+pub mod local;
+pub mod status;
+pub mod traffic;
+
+pub use generate::{Addressing, Ports};
+pub use layout::ClusterDir;
+pub use status::ClusterClient;

@@ -1,1 +1,112 @@
-//! The cuberoute daemon (issue: daemon and local cluster). Empty until that issue lands.
+//! cuberoute-daemon: the process that owns one node of a cluster.
+//!
+//! It does I/O only; every routing decision comes from `cuberoute-protocol`. The pieces:
+//!
+//! * [`config`]: the TOML file and flags, checked into a [`config::NodeConfig`];
+//! * [`manifest`]: where every node of the cluster listens;
+//! * [`tls`]: identities in certificates, mutual TLS under the cluster CA;
+//! * [`node`]: where link bytes and client requests meet the protocol's `input` and `rcv`;
+//! * [`link`]: one QUIC connection per neighbour, with its message buffer;
+//! * [`output`]: the ring of delivered copies that clients read;
+//! * [`control`] and [`client`]: the control API, server and client side;
+//! * [`stats`] and [`telemetry`]: counters, logs, Prometheus metrics.
+
+pub mod client;
+pub mod config;
+pub mod control;
+pub mod link;
+pub mod manifest;
+pub mod node;
+pub mod output;
+pub mod stats;
+pub mod telemetry;
+pub mod tls;
+
+use crate::config::NodeConfig;
+use crate::node::Node;
+use crate::stats::Drop;
+use anyhow::Context;
+use std::sync::Arc;
+use std::time::Duration;
+use tracing::info;
+
+/// How long a stopping daemon keeps moving queued packets before it counts them as dropped.
+pub const DRAIN_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// Run a node until SIGTERM or SIGINT, then drain and return.
+pub async fn run(config: NodeConfig) -> anyhow::Result<()> {
+    if let Some(addr) = config.metrics_listen {
+        telemetry::install_metrics(addr)?;
+    }
+    let (node, input) = Node::new(&config);
+    let links = quinn::Endpoint::server(
+        config.credentials.server_config(tls::ALPN_LINK),
+        config.listen,
+    )
+    .with_context(|| format!("cannot listen for links at {}", config.listen))?;
+    let control = quinn::Endpoint::server(
+        config.credentials.server_config(tls::ALPN_CONTROL),
+        config.control_listen,
+    )
+    .with_context(|| format!("cannot listen for control at {}", config.control_listen))?;
+
+    let client = config.credentials.client_config(tls::ALPN_LINK);
+    tokio::spawn(node.clone().run_input(input));
+    tokio::spawn(link::accept_links(node.clone(), links.clone()));
+    tokio::spawn(control::serve(node.clone(), control.clone()));
+    tokio::spawn(telemetry::publish_loop(node.clone()));
+    for link in node.links.values() {
+        tokio::spawn(
+            link.clone()
+                .run(node.clone(), links.clone(), client.clone()),
+        );
+    }
+    info!(
+        topology = %config.topology,
+        id = %config.topology.format_node(config.id),
+        listen = %config.listen,
+        control = %config.control_listen,
+        neighbours = node.links.len(),
+        "node started"
+    );
+
+    shutdown_signal().await?;
+    info!("stopping: draining buffers");
+    drain(&node).await;
+    let counters = node.stats.counters();
+    info!(
+        forwarded = counters.packets_forwarded,
+        delivered = counters.packets_delivered,
+        dropped = counters.dropped_total(),
+        "node stopped"
+    );
+    control.close(link::close::SHUTDOWN.into(), b"shutdown");
+    links.close(link::close::SHUTDOWN.into(), b"shutdown");
+    let _ = tokio::time::timeout(Duration::from_secs(1), links.wait_idle()).await;
+    Ok(())
+}
+
+async fn shutdown_signal() -> anyhow::Result<()> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut term = signal(SignalKind::terminate())?;
+    let mut int = signal(SignalKind::interrupt())?;
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = int.recv() => {}
+    }
+    Ok(())
+}
+
+/// Refuse new sets, give the links [`DRAIN_TIMEOUT`] to empty their buffers, and count what is
+/// left as dropped.
+async fn drain(node: &Arc<Node>) {
+    node.start_draining();
+    let deadline = tokio::time::Instant::now() + DRAIN_TIMEOUT;
+    while (node.input_queued() > 0 || node.link_queued() > 0)
+        && tokio::time::Instant::now() < deadline
+    {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let left: usize = node.links.values().map(|l| l.take_queued()).sum();
+    node.stats.drop_many(Drop::Shutdown, left as u64);
+}

@@ -1,7 +1,12 @@
 //! The subcommands, and the error convention they share: bad input is a [`UsageError`] and
 //! exits 2; anything else exits 1.
 
+pub mod cluster;
+pub mod daemon;
+pub mod demo;
 pub mod paths;
+pub mod recv;
+pub mod send;
 pub mod topology;
 
 use cuberoute_protocol::{NodeId, Topology};
@@ -39,4 +44,12 @@ pub fn parse_topology(text: &str) -> anyhow::Result<Topology> {
 /// Read a node id of `topology`, as a usage error when malformed or out of range.
 pub fn parse_node(topology: Topology, text: &str) -> anyhow::Result<NodeId> {
     topology.parse_node(text).map_err(|e| usage(format!("{e}")))
+}
+
+/// The async runtime of the client commands.
+pub fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    Ok(tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?)
 }

@@ -152,8 +152,9 @@ pub struct Counters {
     pub packets_delivered: u64,
     /// Packets dropped, by reason (see docs/protocol.md).
     pub dropped: BTreeMap<String, u64>,
-    /// Link-level events: malformed frames, refused peers, reconnections, by kind.
-    pub link_events: BTreeMap<String, u64>,
+    /// Events that are not packet drops, by kind: links up and lost, peers and clients refused,
+    /// malformed frames, output entries overwritten.
+    pub events: BTreeMap<String, u64>,
 }
 
 impl Counters {

@@ -30,26 +30,30 @@ pub struct Message {
 }
 
 impl Message {
-    /// A fresh message for the copy `header` describes, with its checksum.
+    /// A message of the set `seq` from `src`, not yet sealed: [`Message::seal`] sets its checksum
+    /// once `input` has given it a header.
     pub fn new(
-        header: &Header,
+        src: NodeId,
         seq: u64,
         split: bool,
         sent_at_us: u64,
         trace: bool,
         payload: Vec<u8>,
     ) -> Message {
-        let mut message = Message {
+        Message {
             seq,
             split,
             sent_at_us,
             hops: 0,
-            trace: trace.then(|| vec![header.src]),
+            trace: trace.then(|| vec![src]),
             checksum: 0,
             payload,
-        };
-        message.checksum = message.expected_checksum(header);
-        message
+        }
+    }
+
+    /// Set the checksum for the copy `header` describes.
+    pub fn seal(&mut self, header: &Header) {
+        self.checksum = self.expected_checksum(header);
     }
 
     /// The checksum this message should carry under `header`.
@@ -111,7 +115,9 @@ mod tests {
     #[test]
     fn checksum_covers_endpoints_index_and_payload() {
         let h = header();
-        let m = Message::new(&h, 9, false, 1234, true, b"hello".to_vec());
+        let mut m = Message::new(h.src, 9, false, 1234, true, b"hello".to_vec());
+        assert!(!m.is_intact(&h) || m.checksum == 0);
+        m.seal(&h);
         assert!(m.is_intact(&h));
         assert_eq!(m.trace, Some(vec![NodeId(1)]));
         for changed in [

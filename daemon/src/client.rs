@@ -1,0 +1,115 @@
+//! The control API client: what `cuberoute send`, `recv` and `cluster status` use to talk to a
+//! daemon. It authenticates with the cluster's client certificate and checks that the daemon's
+//! certificate names the node it meant to reach.
+
+use crate::tls::{self, ALPN_CONTROL, Credentials};
+use cuberoute_protocol::NodeId;
+use cuberoute_protocol::wire::control::{ControlError, Request, Response};
+use cuberoute_protocol::wire::{MAX_FRAME_LEN, PREFIX_LEN, WireError, decode_frame, encode_frame};
+use std::time::Duration;
+
+/// How long connecting to a daemon may take before it counts as unreachable.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
+
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    #[error("node {node} at {addr} is unreachable: {message}")]
+    Unreachable {
+        node: NodeId,
+        addr: String,
+        message: String,
+    },
+    #[error("node {node} refused the request: {error}")]
+    Refused { node: NodeId, error: ControlError },
+    #[error("node {node} answered with a malformed response: {error}")]
+    Malformed { node: NodeId, error: WireError },
+    #[error("node {node}: the control stream failed: {message}")]
+    Stream { node: NodeId, message: String },
+    #[error("cannot open a local QUIC endpoint: {0}")]
+    Endpoint(std::io::Error),
+}
+
+/// A local endpoint from which to reach any node's control API.
+#[derive(Clone)]
+pub struct Client {
+    endpoint: quinn::Endpoint,
+    config: quinn::ClientConfig,
+}
+
+impl Client {
+    /// A client with these credentials (the cluster CA and a client certificate).
+    pub fn new(credentials: &Credentials) -> Result<Client, ClientError> {
+        let endpoint = quinn::Endpoint::client("0.0.0.0:0".parse().expect("valid address"))
+            .map_err(ClientError::Endpoint)?;
+        Ok(Client {
+            endpoint,
+            config: credentials.client_config(ALPN_CONTROL),
+        })
+    }
+
+    /// Connect to `node`'s control endpoint at `addr` (`host:port`).
+    pub async fn connect(&self, node: NodeId, addr: &str) -> Result<Connection, ClientError> {
+        let unreachable = |message: String| ClientError::Unreachable {
+            node,
+            addr: addr.to_string(),
+            message,
+        };
+        let socket = tokio::net::lookup_host(addr)
+            .await
+            .map_err(|e| unreachable(e.to_string()))?
+            .next()
+            .ok_or_else(|| unreachable("the name resolves to no address".into()))?;
+        let connecting = self
+            .endpoint
+            .connect_with(self.config.clone(), socket, &tls::node_name(node))
+            .map_err(|e| unreachable(e.to_string()))?;
+        let connection = tokio::time::timeout(CONNECT_TIMEOUT, connecting)
+            .await
+            .map_err(|_| unreachable(format!("no answer within {CONNECT_TIMEOUT:?}")))?
+            .map_err(|e| unreachable(e.to_string()))?;
+        Ok(Connection { node, connection })
+    }
+}
+
+/// A connection to one node's control API.
+#[derive(Clone)]
+pub struct Connection {
+    pub node: NodeId,
+    connection: quinn::Connection,
+}
+
+impl Connection {
+    /// Send one request and read its response. A refusal is [`ClientError::Refused`].
+    pub async fn request(&self, request: &Request) -> Result<Response, ClientError> {
+        let stream = |e: &dyn std::fmt::Display| ClientError::Stream {
+            node: self.node,
+            message: e.to_string(),
+        };
+        let (mut send, mut recv) = self.connection.open_bi().await.map_err(|e| stream(&e))?;
+        let frame = encode_frame(request).map_err(|error| ClientError::Malformed {
+            node: self.node,
+            error,
+        })?;
+        send.write_all(&frame).await.map_err(|e| stream(&e))?;
+        send.finish().map_err(|e| stream(&e))?;
+        let bytes = recv
+            .read_to_end(PREFIX_LEN + MAX_FRAME_LEN)
+            .await
+            .map_err(|e| stream(&e))?;
+        match decode_frame::<Response>(&bytes) {
+            Ok(Response::Error(error)) => Err(ClientError::Refused {
+                node: self.node,
+                error,
+            }),
+            Ok(response) => Ok(response),
+            Err(error) => Err(ClientError::Malformed {
+                node: self.node,
+                error,
+            }),
+        }
+    }
+
+    pub fn close(&self) {
+        self.connection.close(0u32.into(), b"");
+    }
+}

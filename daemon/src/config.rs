@@ -1,0 +1,333 @@
+//! A daemon's configuration: a TOML file (`--config node.toml`) whose every key is also a flag,
+//! the flag winning. Relative paths in the file are relative to the file.
+//!
+//! ```toml
+//! topology = "eh:2,2"
+//! id = 5                          # decimal, 0b binary or dotted a.b.c
+//! listen = "127.1.0.6:7000"       # links from neighbours
+//! control_listen = "127.1.0.6:7001"
+//! metrics_listen = "127.1.0.6:7002"   # optional
+//! manifest = "manifest.toml"
+//! log_format = "text"             # or "json"
+//!
+//! [tls]
+//! ca = "ca.pem"
+//! cert = "node.pem"
+//! key = "node.key"
+//!
+//! [buffers]                       # optional; these are the defaults
+//! input = 1024                    # message sets waiting for input()
+//! link = 4096                     # packets per link not yet acknowledged by the neighbour
+//! output = 4096                   # delivered copies kept for clients
+//! ```
+//!
+//! Every problem is a [`ConfigError`] naming the key; the binary exits 2 on it.
+
+use crate::manifest::Manifest;
+use crate::tls::Credentials;
+use cuberoute_protocol::{NodeId, Topology};
+use serde::Deserialize;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+/// A configuration problem, with the key it concerns.
+#[derive(Debug, thiserror::Error)]
+#[error("config key `{key}`: {message}")]
+pub struct ConfigError {
+    pub key: &'static str,
+    pub message: String,
+}
+
+fn error(key: &'static str, message: impl std::fmt::Display) -> ConfigError {
+    ConfigError {
+        key,
+        message: message.to_string(),
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default, clap::ValueEnum, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    #[default]
+    Text,
+    Json,
+}
+
+/// Buffer limits. See the module documentation.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct BufferLimits {
+    pub input: usize,
+    pub link: usize,
+    pub output: usize,
+}
+
+impl Default for BufferLimits {
+    fn default() -> Self {
+        BufferLimits {
+            input: 1024,
+            link: 4096,
+            output: 4096,
+        }
+    }
+}
+
+/// The flags of `cuberoute daemon`: the config file and an override for each of its keys.
+#[derive(clap::Args, Debug, Default, Clone)]
+pub struct DaemonArgs {
+    /// The node's TOML configuration file.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// `q:N` or `eh:S,T`.
+    #[arg(long)]
+    pub topology: Option<String>,
+    /// This node's id.
+    #[arg(long)]
+    pub id: Option<String>,
+    /// Address for links from neighbours (UDP).
+    #[arg(long, value_name = "ADDR")]
+    pub listen: Option<String>,
+    /// Address for the control API (UDP).
+    #[arg(long, value_name = "ADDR")]
+    pub control_listen: Option<String>,
+    /// Address for Prometheus metrics (TCP, HTTP).
+    #[arg(long, value_name = "ADDR")]
+    pub metrics_listen: Option<String>,
+    /// The cluster manifest.
+    #[arg(long, value_name = "FILE")]
+    pub manifest: Option<PathBuf>,
+    /// The cluster CA certificate (PEM).
+    #[arg(long, value_name = "FILE")]
+    pub tls_ca: Option<PathBuf>,
+    /// This node's certificate (PEM).
+    #[arg(long, value_name = "FILE")]
+    pub tls_cert: Option<PathBuf>,
+    /// This node's private key (PEM).
+    #[arg(long, value_name = "FILE")]
+    pub tls_key: Option<PathBuf>,
+    /// Message sets the input buffer holds.
+    #[arg(long, value_name = "N")]
+    pub input_buffer: Option<usize>,
+    /// Packets each link's message buffer holds.
+    #[arg(long, value_name = "N")]
+    pub link_buffer: Option<usize>,
+    /// Delivered copies the output buffer holds.
+    #[arg(long, value_name = "N")]
+    pub output_buffer: Option<usize>,
+    /// Log format on stderr. RUST_LOG filters either.
+    #[arg(long, value_enum)]
+    pub log_format: Option<LogFormat>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct FileConfig {
+    topology: Option<String>,
+    id: Option<toml::Value>,
+    listen: Option<String>,
+    control_listen: Option<String>,
+    metrics_listen: Option<String>,
+    manifest: Option<PathBuf>,
+    log_format: Option<LogFormat>,
+    #[serde(default)]
+    tls: FileTls,
+    #[serde(default)]
+    buffers: FileBuffers,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct FileTls {
+    ca: Option<PathBuf>,
+    cert: Option<PathBuf>,
+    key: Option<PathBuf>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct FileBuffers {
+    input: Option<usize>,
+    link: Option<usize>,
+    output: Option<usize>,
+}
+
+/// A checked configuration: everything a daemon needs, loaded and consistent.
+#[derive(Debug, Clone)]
+pub struct NodeConfig {
+    pub topology: Topology,
+    pub id: NodeId,
+    pub listen: SocketAddr,
+    pub control_listen: SocketAddr,
+    pub metrics_listen: Option<SocketAddr>,
+    pub manifest: Manifest,
+    pub credentials: Credentials,
+    pub buffers: BufferLimits,
+    pub log_format: LogFormat,
+}
+
+impl NodeConfig {
+    /// Read the file (if any), apply the flags, and check the result.
+    pub fn resolve(args: &DaemonArgs) -> Result<NodeConfig, ConfigError> {
+        let (file, base) = match &args.config {
+            Some(path) => {
+                let text = std::fs::read_to_string(path)
+                    .map_err(|e| error("config", format!("cannot read {}: {e}", path.display())))?;
+                let file: FileConfig = toml::from_str(&text).map_err(|e| {
+                    error(
+                        "config",
+                        format!("{} is not valid: {}", path.display(), e.message()),
+                    )
+                })?;
+                (
+                    file,
+                    path.parent().map(Path::to_path_buf).unwrap_or_default(),
+                )
+            }
+            None => (FileConfig::default(), PathBuf::new()),
+        };
+        let relative = |p: PathBuf| if p.is_relative() { base.join(p) } else { p };
+        let from_file_id = file.id.map(|v| match v {
+            toml::Value::Integer(i) => i.to_string(),
+            toml::Value::String(s) => s,
+            other => other.to_string(),
+        });
+
+        let topology_text = args
+            .topology
+            .clone()
+            .or(file.topology)
+            .ok_or_else(|| error("topology", "missing"))?;
+        let topology: Topology = topology_text.parse().map_err(|e| error("topology", e))?;
+        let id_text = args
+            .id
+            .clone()
+            .or(from_file_id)
+            .ok_or_else(|| error("id", "missing"))?;
+        let id = topology.parse_node(&id_text).map_err(|e| error("id", e))?;
+
+        let socket = |key, value: Option<String>| -> Result<Option<SocketAddr>, ConfigError> {
+            value
+                .map(|v| {
+                    v.parse()
+                        .map_err(|_| error(key, format!("{v:?} is not an ip:port address")))
+                })
+                .transpose()
+        };
+        let listen = socket("listen", args.listen.clone().or(file.listen))?
+            .ok_or_else(|| error("listen", "missing"))?;
+        let control_listen = socket(
+            "control_listen",
+            args.control_listen.clone().or(file.control_listen),
+        )?
+        .ok_or_else(|| error("control_listen", "missing"))?;
+        let metrics_listen = socket(
+            "metrics_listen",
+            args.metrics_listen.clone().or(file.metrics_listen),
+        )?;
+        if listen == control_listen || Some(listen) == metrics_listen {
+            return Err(error("control_listen", "must differ from `listen`"));
+        }
+
+        let manifest_path = args
+            .manifest
+            .clone()
+            .or(file.manifest.map(relative))
+            .ok_or_else(|| error("manifest", "missing"))?;
+        let manifest = Manifest::load(&manifest_path).map_err(|e| error("manifest", e))?;
+        if manifest.topology != topology {
+            return Err(error(
+                "manifest",
+                format!(
+                    "{} is for {}, this node is configured for {topology}",
+                    manifest_path.display(),
+                    manifest.topology
+                ),
+            ));
+        }
+        let missing = manifest.missing_neighbours(id);
+        if !missing.is_empty() {
+            let list: Vec<String> = missing.iter().map(|n| topology.format_node(*n)).collect();
+            return Err(error(
+                "manifest",
+                format!(
+                    "{} misses neighbour(s) {} of node {}",
+                    manifest_path.display(),
+                    list.join(", "),
+                    topology.format_node(id)
+                ),
+            ));
+        }
+
+        let tls_path = |key: &'static str, flag: &Option<PathBuf>, file: Option<PathBuf>| {
+            flag.clone()
+                .or(file.map(relative))
+                .ok_or_else(|| error(key, "missing"))
+        };
+        let ca = tls_path("tls.ca", &args.tls_ca, file.tls.ca)?;
+        let cert = tls_path("tls.cert", &args.tls_cert, file.tls.cert)?;
+        let key = tls_path("tls.key", &args.tls_key, file.tls.key)?;
+        let credentials = Credentials::load(&ca, &cert, &key).map_err(|e| {
+            use crate::tls::TlsError::*;
+            let key_name = match &e {
+                BadCa { .. } => "tls.ca",
+                Read { path, .. } | Empty { path, .. } if *path == ca => "tls.ca",
+                Read { path, .. } if *path == key => "tls.key",
+                _ => "tls.cert",
+            };
+            error(key_name, e)
+        })?;
+        if credentials.identity != crate::tls::Identity::Node(id) {
+            return Err(error(
+                "tls.cert",
+                format!(
+                    "{} names {}, not node {}",
+                    cert.display(),
+                    credentials.identity,
+                    id
+                ),
+            ));
+        }
+
+        let defaults = BufferLimits::default();
+        let limit =
+            |key: &'static str, flag: Option<usize>, file: Option<usize>, default| match flag
+                .or(file)
+                .unwrap_or(default)
+            {
+                0 => Err(error(key, "must be at least 1")),
+                n if n > 1 << 20 => Err(error(key, "must be at most 1048576")),
+                n => Ok(n),
+            };
+        let buffers = BufferLimits {
+            input: limit(
+                "buffers.input",
+                args.input_buffer,
+                file.buffers.input,
+                defaults.input,
+            )?,
+            link: limit(
+                "buffers.link",
+                args.link_buffer,
+                file.buffers.link,
+                defaults.link,
+            )?,
+            output: limit(
+                "buffers.output",
+                args.output_buffer,
+                file.buffers.output,
+                defaults.output,
+            )?,
+        };
+
+        Ok(NodeConfig {
+            topology,
+            id,
+            listen,
+            control_listen,
+            metrics_listen,
+            manifest,
+            credentials,
+            buffers,
+            log_format: args.log_format.or(file.log_format).unwrap_or_default(),
+        })
+    }
+}

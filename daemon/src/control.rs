@@ -1,0 +1,172 @@
+//! The control API server: clients with a client certificate open one stream per request.
+//! Requests are checked here (ids in the topology, payload size, wait limits) and answered from
+//! the node; nothing a client sends can panic the daemon.
+
+use crate::node::Node;
+use crate::stats::Event;
+use crate::tls;
+use cuberoute_protocol::NodeId;
+use cuberoute_protocol::wire::control::{
+    ControlError, ControlErrorKind, MAX_PAYLOAD_LEN, MAX_RECV_BATCH, MAX_WAIT_MS, Request, Response,
+};
+use cuberoute_protocol::wire::{MAX_FRAME_LEN, PREFIX_LEN, decode_frame, encode_frame};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::time::Instant;
+use tracing::{debug, warn};
+
+/// Accept control connections for as long as the endpoint is open.
+pub async fn serve(node: Arc<Node>, endpoint: quinn::Endpoint) {
+    while let Some(incoming) = endpoint.accept().await {
+        let node = node.clone();
+        tokio::spawn(async move {
+            let remote = incoming.remote_address();
+            let connection = match incoming.await {
+                Ok(connection) => connection,
+                Err(e) => {
+                    node.stats.event(Event::ClientRefused);
+                    warn!(%remote, error = %e, "control handshake refused");
+                    return;
+                }
+            };
+            match tls::peer_identity(&connection) {
+                Ok(tls::Identity::Client) => {}
+                other => {
+                    node.stats.event(Event::ClientRefused);
+                    warn!(%remote, identity = ?other, "control connection refused: not a client certificate");
+                    connection.close(3u32.into(), b"a client certificate is required");
+                    return;
+                }
+            }
+            while let Ok((send, recv)) = connection.accept_bi().await {
+                tokio::spawn(answer(node.clone(), send, recv));
+            }
+        });
+    }
+}
+
+async fn answer(node: Arc<Node>, mut send: quinn::SendStream, mut recv: quinn::RecvStream) {
+    let response = match recv.read_to_end(PREFIX_LEN + MAX_FRAME_LEN).await {
+        Ok(bytes) => match decode_frame::<Request>(&bytes) {
+            Ok(request) => handle(&node, request).await,
+            Err(e) => {
+                node.stats.event(Event::RequestMalformed);
+                debug!(error = %e, "malformed control request");
+                Response::Error(bad(format!("malformed request: {e}")))
+            }
+        },
+        Err(e) => {
+            node.stats.event(Event::RequestMalformed);
+            Response::Error(bad(format!("request not read: {e}")))
+        }
+    };
+    match encode_frame(&response) {
+        Ok(frame) => {
+            let _ = send.write_all(&frame).await;
+            let _ = send.finish();
+        }
+        Err(e) => warn!(error = %e, "response does not encode"),
+    }
+}
+
+fn bad(message: String) -> ControlError {
+    ControlError::new(ControlErrorKind::BadRequest, message)
+}
+
+/// A node id of the topology other than this node.
+fn other_node(node: &Node, id: NodeId, role: &str) -> Result<(), ControlError> {
+    if !node.topology.contains(id) {
+        return Err(ControlError::new(
+            ControlErrorKind::UnknownNode,
+            format!("{role} {id} is not a node of {}", node.topology),
+        ));
+    }
+    if id == node.id {
+        return Err(ControlError::new(
+            ControlErrorKind::UnknownNode,
+            format!("{role} {id} is this node itself"),
+        ));
+    }
+    Ok(())
+}
+
+async fn handle(node: &Node, request: Request) -> Response {
+    match request {
+        Request::Status => Response::Status(node.status()),
+        Request::Send {
+            to,
+            payload,
+            split,
+            trace,
+        } => {
+            if let Err(e) = other_node(node, to, "destination") {
+                return Response::Error(e);
+            }
+            if payload.len() > MAX_PAYLOAD_LEN {
+                return Response::Error(ControlError::new(
+                    ControlErrorKind::PayloadTooLarge,
+                    format!(
+                        "payload of {} bytes exceeds the limit of {MAX_PAYLOAD_LEN}",
+                        payload.len()
+                    ),
+                ));
+            }
+            match node.submit(to, payload, split, trace).await {
+                Ok((seq, sent_at_us)) => Response::Accepted {
+                    seq,
+                    k: node.k(to),
+                    sent_at_us,
+                },
+                Err(e) => Response::Error(ControlError::new(
+                    ControlErrorKind::ShuttingDown,
+                    e.to_string(),
+                )),
+            }
+        }
+        Request::Await {
+            src,
+            seq,
+            timeout_ms,
+        } => {
+            if let Err(e) = other_node(node, src, "source") {
+                return Response::Error(e);
+            }
+            let k = node.topology.local_connectivity(src, node.id) as usize;
+            let deadline = Instant::now() + wait_limit(timeout_ms);
+            let mut changes = node.output.subscribe();
+            loop {
+                let copies = node.output.copies(src, seq);
+                if copies.len() >= k
+                    || tokio::time::timeout_at(deadline, changes.changed())
+                        .await
+                        .is_err()
+                {
+                    return Response::Copies(node.output.copies(src, seq));
+                }
+            }
+        }
+        Request::Recv {
+            after,
+            max,
+            wait_ms,
+        } => {
+            let max = max.clamp(1, MAX_RECV_BATCH) as usize;
+            let deadline = Instant::now() + wait_limit(wait_ms);
+            let mut changes = node.output.subscribe();
+            loop {
+                let (entries, next) = node.output.since(after, max);
+                if !entries.is_empty()
+                    || tokio::time::timeout_at(deadline, changes.changed())
+                        .await
+                        .is_err()
+                {
+                    return Response::Output { entries, next };
+                }
+            }
+        }
+    }
+}
+
+fn wait_limit(ms: u32) -> Duration {
+    Duration::from_millis(u64::from(ms.min(MAX_WAIT_MS)))
+}

@@ -1,0 +1,504 @@
+//! One link to one neighbour: its message buffer, and the QUIC connection that empties it.
+//!
+//! * Exactly one connection per neighbour pair: the node with the lower id dials, the other
+//!   accepts ([`Link::dials`]). A dialler reconnects with exponential backoff and jitter.
+//! * On a connection the dialler opens one bidirectional stream; each side writes a
+//!   [`Hello`] and then [`LinkFrame`]s, length-delimited by the codec of `protocol::wire`.
+//! * The message buffer holds every packet until the neighbour acknowledges it, so a packet
+//!   survives a lost connection: the next hello says what the neighbour handled, and the rest
+//!   is sent again. When the buffer is full, [`Link::enqueue`] refuses and the caller counts
+//!   the drop.
+//! * A peer that sends more than [`MAX_BAD_FRAMES`] malformed frames is disconnected.
+
+use crate::node::Node;
+use crate::stats::Event;
+use crate::tls;
+use bytes::Bytes;
+use cuberoute_protocol::NodeId;
+use cuberoute_protocol::wire::link::{Hello, LinkFrame, Received};
+use cuberoute_protocol::wire::{MAX_FRAME_LEN, PREFIX_LEN, decode_body, encode_frame};
+use futures_util::StreamExt;
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio::sync::{Notify, mpsc, watch};
+use tokio_util::codec::{FramedRead, LengthDelimitedCodec};
+use tracing::{debug, info, warn};
+
+/// Malformed frames tolerated on one connection before the peer is disconnected.
+pub const MAX_BAD_FRAMES: u32 = 16;
+/// Acknowledge at least every this many data frames...
+const ACK_EVERY: u64 = 64;
+/// ...and at least this often while any are unacknowledged.
+const ACK_INTERVAL: Duration = Duration::from_millis(10);
+/// Data frames written in one batch.
+const WRITE_BATCH: usize = 256;
+/// How long a new connection may take to open its stream and say hello.
+const HELLO_TIMEOUT: Duration = Duration::from_secs(5);
+const DIAL_TIMEOUT: Duration = Duration::from_secs(5);
+const BACKOFF_MIN: Duration = Duration::from_millis(50);
+const BACKOFF_MAX: Duration = Duration::from_secs(2);
+
+/// QUIC application error codes a link closes with.
+pub mod close {
+    pub const REPLACED: u32 = 1;
+    pub const GARBAGE: u32 = 2;
+    pub const REFUSED: u32 = 3;
+    pub const CUT: u32 = 4;
+    pub const SHUTDOWN: u32 = 5;
+}
+
+pub struct Link {
+    me: NodeId,
+    pub neighbour: NodeId,
+    /// The neighbour's link address, from the manifest.
+    pub addr: String,
+    state: Mutex<LinkState>,
+    /// Wakes the writer: new data, or an acknowledgement due.
+    wake: Notify,
+    up: AtomicBool,
+    cut: watch::Sender<bool>,
+    /// Accepted connections, handed over by the endpoint's accept loop.
+    incoming: mpsc::Sender<quinn::Connection>,
+    incoming_rx: Mutex<Option<mpsc::Receiver<quinn::Connection>>>,
+    current: Mutex<Option<quinn::Connection>>,
+}
+
+struct LinkState {
+    /// Encoded data frames not yet acknowledged, in sequence order.
+    queue: VecDeque<Queued>,
+    capacity: usize,
+    next_seq: u64,
+    /// The last sequence number written on the current connection.
+    sent_upto: u64,
+    /// The last data frame handled from the neighbour, under its incarnation.
+    received: Option<Received>,
+    /// Data frames handled since the last acknowledgement was sent.
+    unacked: u64,
+}
+
+struct Queued {
+    seq: u64,
+    /// The whole frame, length prefix included.
+    frame: Bytes,
+}
+
+impl Link {
+    pub fn new(me: NodeId, neighbour: NodeId, addr: String, capacity: usize) -> Link {
+        let (incoming, incoming_rx) = mpsc::channel(4);
+        Link {
+            me,
+            neighbour,
+            addr,
+            state: Mutex::new(LinkState {
+                queue: VecDeque::new(),
+                capacity,
+                next_seq: 1,
+                sent_upto: 0,
+                received: None,
+                unacked: 0,
+            }),
+            wake: Notify::new(),
+            up: AtomicBool::new(false),
+            cut: watch::channel(false).0,
+            incoming,
+            incoming_rx: Mutex::new(Some(incoming_rx)),
+            current: Mutex::new(None),
+        }
+    }
+
+    /// The rule that makes one connection per pair: the lower id dials.
+    pub fn dials(&self) -> bool {
+        self.me < self.neighbour
+    }
+
+    pub fn is_up(&self) -> bool {
+        self.up.load(Relaxed)
+    }
+
+    pub fn is_cut(&self) -> bool {
+        *self.cut.borrow()
+    }
+
+    /// Packets in the message buffer.
+    pub fn queued(&self) -> usize {
+        self.lock().queue.len()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, LinkState> {
+        self.state.lock().expect("link lock")
+    }
+
+    /// Queue an encoded packet for the neighbour. False if the message buffer is full.
+    pub fn enqueue(&self, packet: Vec<u8>) -> bool {
+        let mut state = self.lock();
+        if state.queue.len() >= state.capacity {
+            return false;
+        }
+        let seq = state.next_seq;
+        let frame = encode_frame(&LinkFrame::Data { seq, packet })
+            .expect("a packet body under the frame limit fits a frame");
+        state.next_seq += 1;
+        state.queue.push_back(Queued {
+            seq,
+            frame: Bytes::from(frame),
+        });
+        drop(state);
+        self.wake.notify_one();
+        true
+    }
+
+    /// Packets still queued when the daemon stops: they are counted as dropped.
+    pub fn take_queued(&self) -> usize {
+        let mut state = self.lock();
+        let n = state.queue.len();
+        state.queue.clear();
+        n
+    }
+
+    /// Sever the link: close the connection, and refuse it on both sides until [`Link::heal`].
+    pub fn cut(&self) {
+        self.cut.send_replace(true);
+        if let Some(connection) = self.current.lock().expect("link lock").take() {
+            connection.close(close::CUT.into(), b"cut");
+        }
+    }
+
+    pub fn heal(&self) {
+        self.cut.send_replace(false);
+    }
+
+    /// Hand an accepted, authenticated connection from the neighbour to this link.
+    pub fn offer(&self, connection: quinn::Connection) {
+        if let Err(e) = self.incoming.try_send(connection) {
+            let connection = match e {
+                mpsc::error::TrySendError::Full(c) | mpsc::error::TrySendError::Closed(c) => c,
+            };
+            connection.close(close::REFUSED.into(), b"busy");
+        }
+    }
+
+    /// Run the link for as long as the daemon runs: dial or accept, serve, repeat.
+    pub async fn run(
+        self: Arc<Self>,
+        node: Arc<Node>,
+        endpoint: quinn::Endpoint,
+        client: quinn::ClientConfig,
+    ) {
+        if self.dials() {
+            self.dial_loop(&node, &endpoint, &client).await
+        } else {
+            self.accept_loop(&node).await
+        }
+    }
+
+    async fn dial_loop(
+        &self,
+        node: &Node,
+        endpoint: &quinn::Endpoint,
+        client: &quinn::ClientConfig,
+    ) {
+        let mut backoff = BACKOFF_MIN;
+        let mut cut = self.cut.subscribe();
+        loop {
+            // Wait while the link is cut.
+            let _ = cut.wait_for(|cut| !cut).await;
+            match self.dial(endpoint, client).await {
+                Ok(connection) => {
+                    let started = Instant::now();
+                    self.serve(node, connection).await;
+                    if started.elapsed() > Duration::from_secs(1) {
+                        backoff = BACKOFF_MIN;
+                    }
+                }
+                Err(e) => {
+                    node.stats.event(Event::DialFailed);
+                    debug!(neighbour = %self.neighbour, error = %e, "dial failed");
+                }
+            }
+            let jitter = rand::random_range(0.5..1.5);
+            tokio::time::sleep(backoff.mul_f64(jitter)).await;
+            backoff = (backoff * 2).min(BACKOFF_MAX);
+        }
+    }
+
+    async fn dial(
+        &self,
+        endpoint: &quinn::Endpoint,
+        client: &quinn::ClientConfig,
+    ) -> anyhow::Result<quinn::Connection> {
+        let addr = tokio::net::lookup_host(&self.addr)
+            .await?
+            .next()
+            .ok_or_else(|| anyhow::anyhow!("{} resolves to no address", self.addr))?;
+        let connecting =
+            endpoint.connect_with(client.clone(), addr, &tls::node_name(self.neighbour))?;
+        Ok(tokio::time::timeout(DIAL_TIMEOUT, connecting).await??)
+    }
+
+    async fn accept_loop(&self, node: &Node) {
+        let Some(mut incoming) = self.incoming_rx.lock().expect("link lock").take() else {
+            return;
+        };
+        let mut next = incoming.recv().await;
+        while let Some(connection) = next.take() {
+            tokio::select! {
+                () = self.serve(node, connection.clone()) => next = incoming.recv().await,
+                newer = incoming.recv() => {
+                    // The neighbour reconnected (it restarted, or lost the old connection
+                    // first): the newer connection wins.
+                    connection.close(close::REPLACED.into(), b"replaced");
+                    next = newer;
+                }
+            }
+        }
+    }
+
+    /// Serve one connection until it fails.
+    async fn serve(&self, node: &Node, connection: quinn::Connection) {
+        *self.current.lock().expect("link lock") = Some(connection.clone());
+        let result = self.exchange(node, &connection).await;
+        if self.up.swap(false, Relaxed) {
+            node.stats.event(Event::LinkLost);
+            info!(neighbour = %self.neighbour, reason = %display_result(&result), "link down");
+        } else {
+            debug!(neighbour = %self.neighbour, reason = %display_result(&result), "connection failed before hello");
+        }
+        connection.close(0u32.into(), b"");
+    }
+
+    async fn exchange(&self, node: &Node, connection: &quinn::Connection) -> anyhow::Result<()> {
+        let (mut send, recv) = if self.dials() {
+            connection.open_bi().await?
+        } else {
+            tokio::time::timeout(HELLO_TIMEOUT, connection.accept_bi()).await??
+        };
+        let hello = Hello {
+            node: node.id,
+            topology: node.topology,
+            incarnation: node.incarnation,
+            received: self.lock().received,
+        };
+        send.write_all(&encode_frame(&LinkFrame::Hello(hello))?)
+            .await?;
+        let mut frames = FramedRead::new(recv, codec());
+        let first = tokio::time::timeout(HELLO_TIMEOUT, frames.next())
+            .await?
+            .ok_or_else(|| anyhow::anyhow!("stream ended before hello"))??;
+        let peer = match decode_body::<LinkFrame>(&first) {
+            Ok(LinkFrame::Hello(hello))
+                if hello.node == self.neighbour && hello.topology == node.topology =>
+            {
+                hello
+            }
+            other => {
+                node.stats.event(Event::HelloMismatch);
+                warn!(neighbour = %self.neighbour, frame = ?other, "bad hello");
+                connection.close(close::REFUSED.into(), b"bad hello");
+                anyhow::bail!("bad hello");
+            }
+        };
+        self.on_hello(node.incarnation, &peer);
+        self.up.store(true, Relaxed);
+        node.stats.event(Event::LinkUp);
+        info!(neighbour = %self.neighbour, "link up");
+        tokio::select! {
+            r = self.read_frames(node, frames, peer.incarnation, connection) => r,
+            r = self.write_frames(&mut send) => r,
+        }
+    }
+
+    /// Apply what the neighbour says it has: drop acknowledged frames, resend the rest; and
+    /// start counting afresh if the neighbour is a new incarnation.
+    fn on_hello(&self, my_incarnation: u64, hello: &Hello) {
+        let mut state = self.lock();
+        let upto = match hello.received {
+            // A neighbour cannot have handled a frame that was never written.
+            Some(r) if r.incarnation == my_incarnation => r.upto.min(state.sent_upto),
+            _ => 0,
+        };
+        while state.queue.front().is_some_and(|q| q.seq <= upto) {
+            state.queue.pop_front();
+        }
+        state.sent_upto = state
+            .queue
+            .front()
+            .map_or(state.next_seq - 1, |q| q.seq - 1);
+        if state.received.map(|r| r.incarnation) != Some(hello.incarnation) {
+            state.received = Some(Received {
+                incarnation: hello.incarnation,
+                upto: 0,
+            });
+        }
+        state.unacked = 0;
+    }
+
+    async fn read_frames(
+        &self,
+        node: &Node,
+        mut frames: FramedRead<quinn::RecvStream, LengthDelimitedCodec>,
+        peer_incarnation: u64,
+        connection: &quinn::Connection,
+    ) -> anyhow::Result<()> {
+        let mut bad = 0;
+        while let Some(body) = frames.next().await {
+            match decode_body::<LinkFrame>(&body?) {
+                Ok(LinkFrame::Data { seq, packet }) => {
+                    node.handle_data(self.neighbour, &packet);
+                    let mut state = self.lock();
+                    state.received = Some(Received {
+                        incarnation: peer_incarnation,
+                        upto: seq,
+                    });
+                    state.unacked += 1;
+                    let due = state.unacked >= ACK_EVERY;
+                    drop(state);
+                    if due {
+                        self.wake.notify_one();
+                    }
+                }
+                Ok(LinkFrame::Ack { upto }) => self.on_ack(upto),
+                Ok(LinkFrame::Hello(_)) | Err(_) => {
+                    bad += 1;
+                    node.stats.event(Event::FrameMalformed);
+                    debug!(neighbour = %self.neighbour, bad, "malformed frame");
+                    if bad > MAX_BAD_FRAMES {
+                        node.stats.event(Event::PeerDisconnectedGarbage);
+                        warn!(neighbour = %self.neighbour, "disconnecting a peer that sends garbage");
+                        connection.close(close::GARBAGE.into(), b"garbage");
+                        anyhow::bail!("peer sent {bad} malformed frames");
+                    }
+                }
+            }
+        }
+        anyhow::bail!("stream ended")
+    }
+
+    fn on_ack(&self, upto: u64) {
+        let mut state = self.lock();
+        let upto = upto.min(state.sent_upto);
+        while state.queue.front().is_some_and(|q| q.seq <= upto) {
+            state.queue.pop_front();
+        }
+    }
+
+    async fn write_frames(&self, send: &mut quinn::SendStream) -> anyhow::Result<()> {
+        let mut tick = tokio::time::interval(ACK_INTERVAL);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut ack_due = false;
+        loop {
+            let notified = self.wake.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            let mut chunks = self.take_work(ack_due)?;
+            ack_due = false;
+            if chunks.is_empty() {
+                tokio::select! {
+                    () = notified => {}
+                    _ = tick.tick() => ack_due = true,
+                }
+                continue;
+            }
+            send.write_all_chunks(&mut chunks).await?;
+        }
+    }
+
+    /// The frames to write next: unsent data, and an acknowledgement if one is due (forced, or
+    /// [`ACK_EVERY`] frames handled).
+    fn take_work(&self, force_ack: bool) -> anyhow::Result<Vec<Bytes>> {
+        let mut state = self.lock();
+        let sent_upto = state.sent_upto;
+        let mut chunks: Vec<Bytes> = state
+            .queue
+            .iter()
+            .skip_while(|q| q.seq <= sent_upto)
+            .take(WRITE_BATCH)
+            .map(|q| q.frame.clone())
+            .collect();
+        if let Some(last) = state
+            .queue
+            .iter()
+            .skip_while(|q| q.seq <= sent_upto)
+            .take(WRITE_BATCH)
+            .last()
+        {
+            state.sent_upto = last.seq;
+        }
+        let ack_now = state.unacked > 0 && (force_ack || state.unacked >= ACK_EVERY);
+        if ack_now && let Some(received) = state.received {
+            state.unacked = 0;
+            chunks.push(Bytes::from(encode_frame(&LinkFrame::Ack {
+                upto: received.upto,
+            })?));
+        }
+        Ok(chunks)
+    }
+}
+
+/// The link codec: a 4-byte big-endian length, then a body of at most [`MAX_FRAME_LEN`]
+/// bytes, exactly as `protocol::wire` frames them.
+pub fn codec() -> LengthDelimitedCodec {
+    LengthDelimitedCodec::builder()
+        .length_field_length(PREFIX_LEN)
+        .big_endian()
+        .max_frame_length(MAX_FRAME_LEN)
+        .new_codec()
+}
+
+fn display_result(result: &anyhow::Result<()>) -> String {
+    match result {
+        Ok(()) => "closed".into(),
+        Err(e) => format!("{e:#}"),
+    }
+}
+
+/// The endpoint's accept loop for links: authenticate each connection, check that the peer is
+/// a neighbour that should dial us, and hand it to its link.
+pub async fn accept_links(node: Arc<Node>, endpoint: quinn::Endpoint) {
+    while let Some(incoming) = endpoint.accept().await {
+        let node = node.clone();
+        tokio::spawn(async move {
+            let remote = incoming.remote_address();
+            let connection = match incoming.await {
+                Ok(connection) => connection,
+                Err(e) => {
+                    node.stats.event(Event::PeerRefusedTls);
+                    warn!(%remote, error = %e, "link handshake refused");
+                    return;
+                }
+            };
+            let refuse = |event, why: &str| {
+                node.stats.event(event);
+                warn!(%remote, why, "link refused");
+                connection.close(close::REFUSED.into(), why.as_bytes());
+            };
+            let peer = match tls::peer_identity(&connection) {
+                Ok(tls::Identity::Node(peer)) => peer,
+                Ok(tls::Identity::Client) => {
+                    return refuse(
+                        Event::PeerRefusedNotANode,
+                        "a client certificate on the link port",
+                    );
+                }
+                Err(e) => return refuse(Event::PeerRefusedNotANode, &e.to_string()),
+            };
+            let Some(link) = node.links.get(&peer) else {
+                return refuse(
+                    Event::PeerRefusedNotNeighbour,
+                    &format!("node {peer} is not a neighbour"),
+                );
+            };
+            if link.dials() {
+                return refuse(
+                    Event::PeerRefusedWrongDirection,
+                    &format!("node {peer} has the higher id: this node dials it"),
+                );
+            }
+            if link.is_cut() {
+                return refuse(Event::PeerRefusedCut, "the link is cut");
+            }
+            link.offer(connection);
+        });
+    }
+}

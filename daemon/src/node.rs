@@ -1,0 +1,317 @@
+//! The node: where bytes from links and requests from clients meet the protocol.
+//!
+//! Every routing decision is the protocol crate's: [`Node::input`] runs `input` (the paper's
+//! `input(M, D)`) and [`Node::handle_data`] runs `rcv` through a [`Process`], which assigns the
+//! paper's process variables and never reads them. This module only decodes, checks the
+//! end-to-end checksum at the destination, counts, and moves bytes to the link the protocol
+//! chose.
+
+use crate::config::NodeConfig;
+use crate::link::Link;
+use crate::output::{Output, Pushed};
+use crate::stats::{Drop, Event, Stats};
+use cuberoute_protocol::wire::control::{Delivery, LinkStatus, NodeStatus};
+use cuberoute_protocol::wire::message::{Message, split_payload};
+use cuberoute_protocol::wire::{decode_body, encode_body};
+use cuberoute_protocol::{Action, NodeId, Packet, Process, Topology};
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, Mutex};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use tokio::sync::mpsc;
+use tracing::{debug, warn};
+
+/// A message set waiting in the input buffer.
+#[derive(Debug)]
+pub struct InputJob {
+    pub seq: u64,
+    pub to: NodeId,
+    pub payload: Vec<u8>,
+    pub split: bool,
+    pub trace: bool,
+    pub sent_at_us: u64,
+}
+
+pub struct Node {
+    pub topology: Topology,
+    pub id: NodeId,
+    /// Random at every start: link sequence numbers are per incarnation.
+    pub incarnation: u64,
+    started: Instant,
+    /// The paper's process and its variables (k, curPhase, posToFlip, the map, ...).
+    process: Mutex<Process>,
+    /// One per neighbour.
+    pub links: BTreeMap<NodeId, Arc<Link>>,
+    pub output: Output,
+    pub stats: Stats,
+    input: mpsc::Sender<InputJob>,
+    input_capacity: usize,
+    next_seq: AtomicU64,
+    draining: AtomicBool,
+    latency: metrics::Histogram,
+}
+
+/// Microseconds since the Unix epoch by the wall clock: comparable between processes.
+pub fn now_us() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_micros() as u64)
+}
+
+impl Node {
+    /// The node and the receiving end of its input buffer (for [`Node::run_input`]).
+    pub fn new(config: &NodeConfig) -> (Arc<Node>, mpsc::Receiver<InputJob>) {
+        let (input, input_rx) = mpsc::channel(config.buffers.input);
+        let links = config
+            .topology
+            .neighbours(config.id)
+            .map(|n| {
+                let addr = config
+                    .manifest
+                    .node(n)
+                    .expect("the configuration checked the manifest lists every neighbour")
+                    .addr
+                    .clone();
+                (
+                    n,
+                    Arc::new(Link::new(config.id, n, addr, config.buffers.link)),
+                )
+            })
+            .collect();
+        let node = Node {
+            topology: config.topology,
+            id: config.id,
+            incarnation: rand::random(),
+            started: Instant::now(),
+            process: Mutex::new(Process::new(config.topology, config.id)),
+            links,
+            output: Output::new(config.buffers.output),
+            stats: Stats::default(),
+            input,
+            input_capacity: config.buffers.input,
+            // Sequence ids start at random so that sets of different runs are not confused.
+            next_seq: AtomicU64::new(u64::from(rand::random::<u32>())),
+            draining: AtomicBool::new(false),
+            latency: metrics::histogram!("cuberoute_delivery_latency_seconds"),
+        };
+        (Arc::new(node), input_rx)
+    }
+
+    /// k(me, to): how many copies a set to `to` travels as.
+    pub fn k(&self, to: NodeId) -> u32 {
+        self.topology.local_connectivity(self.id, to)
+    }
+
+    /// Put a message set into the input buffer, waiting while it is full (backpressure on
+    /// the client). Returns the set's sequence id and send time.
+    pub async fn submit(
+        &self,
+        to: NodeId,
+        payload: Vec<u8>,
+        split: bool,
+        trace: bool,
+    ) -> Result<(u64, u64), Draining> {
+        if self.is_draining() {
+            return Err(Draining);
+        }
+        let seq = self.next_seq.fetch_add(1, Relaxed);
+        let sent_at_us = now_us();
+        let job = InputJob {
+            seq,
+            to,
+            payload,
+            split,
+            trace,
+            sent_at_us,
+        };
+        self.input.send(job).await.map_err(|_| Draining)?;
+        Stats::count(&self.stats.sets_accepted);
+        Ok((seq, sent_at_us))
+    }
+
+    /// The input task: run `input` for every set in the input buffer, in order.
+    pub async fn run_input(self: Arc<Self>, mut jobs: mpsc::Receiver<InputJob>) {
+        while let Some(job) = jobs.recv().await {
+            self.input(job);
+        }
+    }
+
+    /// The guarded action `input(M, D)`: k packets, one per path, onto the first hops' links.
+    fn input(&self, job: InputJob) {
+        let k = self.k(job.to) as usize;
+        let payloads = if job.split {
+            split_payload(&job.payload, k)
+        } else {
+            vec![job.payload; k]
+        };
+        let messages = payloads
+            .into_iter()
+            .map(|p| Message::new(self.id, job.seq, job.split, job.sent_at_us, job.trace, p))
+            .collect();
+        let sends = match self
+            .process
+            .lock()
+            .expect("process lock")
+            .input(job.to, messages)
+        {
+            Ok(sends) => sends,
+            Err(e) => {
+                // The control API checked the destination, so this is a bug; count it anyway.
+                warn!(to = %job.to, error = %e, "input refused a set the control API accepted");
+                self.stats.drop_many(Drop::Malformed, k as u64);
+                return;
+            }
+        };
+        for (first, mut packet) in sends {
+            packet.message.seal(&packet.header);
+            debug!(seq = job.seq, index = packet.header.index, to = %first, "input");
+            if self.send_to(first, &packet) {
+                Stats::count(&self.stats.packets_sent);
+            }
+        }
+    }
+
+    /// The guarded action `rcv(m) from q` for the bytes of one data frame from `from`.
+    pub fn handle_data(&self, from: NodeId, bytes: &[u8]) {
+        let packet: Packet<Message> = match decode_body(bytes) {
+            Ok(packet) => packet,
+            Err(e) => {
+                debug!(%from, error = %e, "undecodable packet");
+                self.stats.drop(Drop::Malformed);
+                return;
+            }
+        };
+        let h = packet.header;
+        let span = tracing::debug_span!("packet", src = %h.src, dst = %h.dst, index = h.index,
+            seq = packet.message.seq);
+        let _entered = span.enter();
+        let action = self
+            .process
+            .lock()
+            .expect("process lock")
+            .receive(packet, from);
+        match action {
+            Action::Deliver(mut packet) => {
+                packet.message.record_hop(self.id);
+                self.deliver(packet);
+            }
+            Action::Forward { to, mut packet } => {
+                packet.message.record_hop(self.id);
+                debug!(%to, "forward");
+                if self.send_to(to, &packet) {
+                    Stats::count(&self.stats.packets_forwarded);
+                }
+            }
+            Action::Drop { reason, .. } => {
+                debug!(%from, reason = reason.as_str(), "drop");
+                self.stats.drop(Drop::Protocol(reason));
+            }
+        }
+    }
+
+    /// Encode `packet` onto the link to `to`. False, and counted, if it could not be queued.
+    fn send_to(&self, to: NodeId, packet: &Packet<Message>) -> bool {
+        let bytes = match encode_body(packet) {
+            Ok(bytes) => bytes,
+            Err(e) => {
+                debug!(error = %e, "packet does not encode");
+                self.stats.drop(Drop::Malformed);
+                return false;
+            }
+        };
+        let Some(link) = self.links.get(&to) else {
+            // The protocol only ever picks a neighbour; a broken promise is still counted.
+            warn!(%to, "the protocol chose a next hop that is not a neighbour");
+            self.stats.drop(Drop::NoLink);
+            return false;
+        };
+        if link.enqueue(bytes) {
+            true
+        } else {
+            debug!(%to, "link buffer full");
+            self.stats.drop(Drop::LinkBufferFull);
+            false
+        }
+    }
+
+    fn deliver(&self, packet: Packet<Message>) {
+        let (header, message) = (packet.header, packet.message);
+        if !message.is_intact(&header) {
+            debug!("checksum failed");
+            self.stats.drop(Drop::Checksum);
+            return;
+        }
+        let latency_us = now_us().saturating_sub(message.sent_at_us);
+        let delivery = Delivery {
+            output_index: 0,
+            src: header.src,
+            dst: header.dst,
+            seq: message.seq,
+            index: header.index,
+            k: self.topology.local_connectivity(header.src, header.dst),
+            split: message.split,
+            hops: u32::from(message.hops),
+            path: message.trace,
+            latency_us,
+            payload: message.payload,
+        };
+        match self.output.push(delivery) {
+            Pushed::Duplicate => self.stats.drop(Drop::Duplicate),
+            Pushed::Added { overwrote } => {
+                if overwrote {
+                    self.stats.event(Event::OutputOverwritten);
+                }
+                Stats::count(&self.stats.packets_delivered);
+                self.latency.record(latency_us as f64 / 1e6);
+                debug!(latency_us, "deliver");
+            }
+        }
+    }
+
+    pub fn is_draining(&self) -> bool {
+        self.draining.load(Relaxed)
+    }
+
+    /// Stop taking new sets (SIGTERM); links keep moving what is queued.
+    pub fn start_draining(&self) {
+        self.draining.store(true, Relaxed);
+    }
+
+    /// Sets waiting in the input buffer.
+    pub fn input_queued(&self) -> usize {
+        self.input_capacity - self.input.capacity()
+    }
+
+    /// Packets not yet acknowledged, over all links.
+    pub fn link_queued(&self) -> usize {
+        self.links.values().map(|l| l.queued()).sum()
+    }
+
+    pub fn status(&self) -> NodeStatus {
+        NodeStatus {
+            id: self.id,
+            topology: self.topology,
+            pid: std::process::id(),
+            incarnation: self.incarnation,
+            uptime_ms: self.started.elapsed().as_millis() as u64,
+            links: self
+                .links
+                .values()
+                .map(|l| LinkStatus {
+                    neighbour: l.neighbour,
+                    up: l.is_up(),
+                    cut: l.is_cut(),
+                    queued: l.queued() as u64,
+                })
+                .collect(),
+            input_queued: self.input_queued() as u64,
+            output_len: self.output.len() as u64,
+            counters: self.stats.counters(),
+        }
+    }
+}
+
+/// The daemon is shutting down and takes no new sets.
+#[derive(Debug, Clone, Copy, thiserror::Error)]
+#[error("the daemon is shutting down")]
+pub struct Draining;

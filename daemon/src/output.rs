@@ -1,0 +1,176 @@
+//! The output buffer: a bounded ring of delivered copies that clients read (`recv`) or wait on
+//! (`send --wait`). Reading does not consume; each entry has an increasing output index, and a
+//! client asks for the entries from an index on. When the ring is full the oldest entry is
+//! overwritten, and that is counted.
+
+use cuberoute_protocol::NodeId;
+use cuberoute_protocol::wire::control::Delivery;
+use std::collections::{HashSet, VecDeque};
+use std::sync::Mutex;
+use tokio::sync::watch;
+
+type CopyId = (NodeId, u64, u8);
+
+pub struct Output {
+    ring: Mutex<Ring>,
+    /// The next output index, published whenever an entry is added.
+    next: watch::Sender<u64>,
+}
+
+struct Ring {
+    entries: VecDeque<Delivery>,
+    /// The copies in `entries`, to refuse a second delivery of one copy.
+    present: HashSet<CopyId>,
+    next_index: u64,
+    capacity: usize,
+}
+
+/// What [`Output::push`] did.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Pushed {
+    /// Added; `overwrote` says whether the oldest entry made room.
+    Added { overwrote: bool },
+    /// This copy is already in the buffer.
+    Duplicate,
+}
+
+fn copy_id(d: &Delivery) -> CopyId {
+    (d.src, d.seq, d.index)
+}
+
+impl Output {
+    pub fn new(capacity: usize) -> Output {
+        Output {
+            ring: Mutex::new(Ring {
+                entries: VecDeque::with_capacity(capacity.min(1 << 16)),
+                present: HashSet::new(),
+                next_index: 0,
+                capacity,
+            }),
+            next: watch::channel(0).0,
+        }
+    }
+
+    /// Add a delivered copy; its `output_index` is assigned here.
+    pub fn push(&self, mut delivery: Delivery) -> Pushed {
+        let mut ring = self.ring.lock().expect("output lock");
+        if !ring.present.insert(copy_id(&delivery)) {
+            return Pushed::Duplicate;
+        }
+        let overwrote = ring.entries.len() >= ring.capacity;
+        if overwrote && let Some(old) = ring.entries.pop_front() {
+            ring.present.remove(&copy_id(&old));
+        }
+        delivery.output_index = ring.next_index;
+        ring.next_index += 1;
+        ring.entries.push_back(delivery);
+        let next = ring.next_index;
+        drop(ring);
+        self.next.send_replace(next);
+        Pushed::Added { overwrote }
+    }
+
+    pub fn len(&self) -> usize {
+        self.ring.lock().expect("output lock").entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The copies of the set (`src`, `seq`) delivered so far, in index order.
+    pub fn copies(&self, src: NodeId, seq: u64) -> Vec<Delivery> {
+        let ring = self.ring.lock().expect("output lock");
+        let mut copies: Vec<Delivery> = ring
+            .entries
+            .iter()
+            .filter(|d| d.src == src && d.seq == seq)
+            .cloned()
+            .collect();
+        copies.sort_by_key(|d| d.index);
+        copies
+    }
+
+    /// Up to `max` entries with an output index of at least `after`, and the index to ask for
+    /// next.
+    pub fn since(&self, after: u64, max: usize) -> (Vec<Delivery>, u64) {
+        let ring = self.ring.lock().expect("output lock");
+        let entries: Vec<Delivery> = ring
+            .entries
+            .iter()
+            .filter(|d| d.output_index >= after)
+            .take(max)
+            .cloned()
+            .collect();
+        // With nothing to return, an index from the future (a cursor of an earlier run of the
+        // daemon) falls back to the present.
+        let oldest = ring.next_index - ring.entries.len() as u64;
+        let next = entries
+            .last()
+            .map_or(after.clamp(oldest, ring.next_index), |d| d.output_index + 1);
+        (entries, next)
+    }
+
+    /// A receiver that changes whenever an entry is added.
+    pub fn subscribe(&self) -> watch::Receiver<u64> {
+        self.next.subscribe()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn delivery(seq: u64, index: u8) -> Delivery {
+        Delivery {
+            output_index: 0,
+            src: NodeId(1),
+            dst: NodeId(2),
+            seq,
+            index,
+            k: 2,
+            split: false,
+            hops: 1,
+            path: None,
+            latency_us: 5,
+            payload: vec![seq as u8],
+        }
+    }
+
+    #[test]
+    fn ring_keeps_the_newest_and_refuses_duplicates() {
+        let out = Output::new(3);
+        assert_eq!(out.push(delivery(1, 0)), Pushed::Added { overwrote: false });
+        assert_eq!(out.push(delivery(1, 0)), Pushed::Duplicate);
+        out.push(delivery(1, 1));
+        out.push(delivery(2, 0));
+        assert_eq!(out.push(delivery(2, 1)), Pushed::Added { overwrote: true });
+        assert_eq!(out.len(), 3);
+        // (1, 0) was overwritten, so it is no longer a duplicate.
+        assert_eq!(out.push(delivery(1, 0)), Pushed::Added { overwrote: true });
+        assert_eq!(out.copies(NodeId(1), 2).len(), 2);
+        assert_eq!(out.copies(NodeId(1), 1).len(), 1);
+        let (entries, next) = out.since(0, 10);
+        let indices: Vec<u64> = entries.iter().map(|d| d.output_index).collect();
+        assert_eq!(indices, vec![2, 3, 4]);
+        assert_eq!(next, 5);
+        let (entries, next) = out.since(3, 1);
+        assert_eq!(entries[0].output_index, 3);
+        assert_eq!(next, 4);
+        let (entries, next) = out.since(5, 10);
+        assert!(entries.is_empty());
+        assert_eq!(next, 5);
+        let (entries, next) = out.since(99, 10);
+        assert!(entries.is_empty());
+        assert_eq!(next, 5);
+    }
+
+    #[tokio::test]
+    async fn subscribers_see_new_entries() {
+        let out = Output::new(4);
+        let mut rx = out.subscribe();
+        out.push(delivery(1, 0));
+        rx.changed().await.unwrap();
+        assert_eq!(*rx.borrow(), 1);
+    }
+}

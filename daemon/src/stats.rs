@@ -1,0 +1,206 @@
+//! Counters: the one record of what a daemon did. The control API reports them
+//! ([`Stats::counters`]) and [`crate::telemetry`] copies them into Prometheus metrics.
+//!
+//! Every packet the daemon accepted ends in exactly one of: forwarded, delivered, or dropped
+//! with a [`Drop`] reason. Nothing is lost silently.
+
+use cuberoute_protocol::DropReason;
+use cuberoute_protocol::wire::control::Counters;
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+/// Why the daemon discarded a packet.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
+pub enum Drop {
+    /// The protocol's `rcv` refused the header.
+    Protocol(DropReason),
+    /// The bytes of a data frame are not a packet.
+    Malformed,
+    /// At the destination, the end-to-end checksum failed: never handed to a client.
+    Checksum,
+    /// At the destination, a copy that was already delivered (a resend after a crash).
+    Duplicate,
+    /// The message buffer of the next link was full.
+    LinkBufferFull,
+    /// The protocol chose a next hop that is not a neighbour (never expected; counted anyway).
+    NoLink,
+    /// Still queued when the daemon stopped and the drain time ran out.
+    Shutdown,
+}
+
+impl Drop {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Drop::Protocol(reason) => reason.as_str(),
+            Drop::Malformed => "packet_malformed",
+            Drop::Checksum => "checksum_failed",
+            Drop::Duplicate => "duplicate",
+            Drop::LinkBufferFull => "link_buffer_full",
+            Drop::NoLink => "no_link",
+            Drop::Shutdown => "shutdown",
+        }
+    }
+}
+
+/// Things worth counting that are not packet drops.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
+pub enum Event {
+    LinkUp,
+    LinkLost,
+    DialFailed,
+    /// A peer whose handshake failed: no certificate, or one not signed by the cluster CA.
+    PeerRefusedTls,
+    /// A peer whose certificate names no node, or a client, on the link endpoint.
+    PeerRefusedNotANode,
+    /// An authenticated node that is not a neighbour.
+    PeerRefusedNotNeighbour,
+    /// A neighbour that dialled although the rule says this node dials it.
+    PeerRefusedWrongDirection,
+    /// A link the chaos tooling has cut.
+    PeerRefusedCut,
+    /// A hello that names another node or topology than the certificate and configuration.
+    HelloMismatch,
+    /// A frame on a link that does not decode.
+    FrameMalformed,
+    /// A peer disconnected for sending too many malformed frames.
+    PeerDisconnectedGarbage,
+    /// A control connection whose certificate is not a client's.
+    ClientRefused,
+    /// A control request that does not decode.
+    RequestMalformed,
+    /// The output buffer was full and its oldest entry was overwritten.
+    OutputOverwritten,
+}
+
+impl Event {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Event::LinkUp => "link_up",
+            Event::LinkLost => "link_lost",
+            Event::DialFailed => "dial_failed",
+            Event::PeerRefusedTls => "peer_refused_tls",
+            Event::PeerRefusedNotANode => "peer_refused_not_a_node",
+            Event::PeerRefusedNotNeighbour => "peer_refused_not_neighbour",
+            Event::PeerRefusedWrongDirection => "peer_refused_wrong_direction",
+            Event::PeerRefusedCut => "peer_refused_cut",
+            Event::HelloMismatch => "hello_mismatch",
+            Event::FrameMalformed => "frame_malformed",
+            Event::PeerDisconnectedGarbage => "peer_disconnected_garbage",
+            Event::ClientRefused => "client_refused",
+            Event::RequestMalformed => "request_malformed",
+            Event::OutputOverwritten => "output_overwritten",
+        }
+    }
+}
+
+#[derive(Default, Debug)]
+pub struct Stats {
+    pub sets_accepted: AtomicU64,
+    pub packets_sent: AtomicU64,
+    pub packets_forwarded: AtomicU64,
+    pub packets_delivered: AtomicU64,
+    drops: Mutex<BTreeMap<Drop, u64>>,
+    events: Mutex<BTreeMap<Event, u64>>,
+}
+
+impl Stats {
+    pub fn drop(&self, reason: Drop) {
+        self.drop_many(reason, 1);
+    }
+
+    pub fn drop_many(&self, reason: Drop, n: u64) {
+        if n > 0 {
+            *self
+                .drops
+                .lock()
+                .expect("stats lock")
+                .entry(reason)
+                .or_default() += n;
+        }
+    }
+
+    pub fn event(&self, event: Event) {
+        *self
+            .events
+            .lock()
+            .expect("stats lock")
+            .entry(event)
+            .or_default() += 1;
+    }
+
+    pub fn count(counter: &AtomicU64) {
+        counter.fetch_add(1, Relaxed);
+    }
+
+    pub fn drops(&self) -> BTreeMap<Drop, u64> {
+        self.drops.lock().expect("stats lock").clone()
+    }
+
+    pub fn events(&self) -> BTreeMap<Event, u64> {
+        self.events.lock().expect("stats lock").clone()
+    }
+
+    /// A snapshot for the control API.
+    pub fn counters(&self) -> Counters {
+        Counters {
+            sets_accepted: self.sets_accepted.load(Relaxed),
+            packets_sent: self.packets_sent.load(Relaxed),
+            packets_forwarded: self.packets_forwarded.load(Relaxed),
+            packets_delivered: self.packets_delivered.load(Relaxed),
+            dropped: self
+                .drops()
+                .into_iter()
+                .map(|(k, v)| (k.as_str().to_string(), v))
+                .collect(),
+            events: self
+                .events()
+                .into_iter()
+                .map(|(k, v)| (k.as_str().to_string(), v))
+                .collect(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn drop_labels_are_distinct() {
+        let mut labels: Vec<&str> = DropReason::ALL
+            .iter()
+            .map(|r| Drop::Protocol(*r).as_str())
+            .chain(
+                [
+                    Drop::Malformed,
+                    Drop::Checksum,
+                    Drop::Duplicate,
+                    Drop::LinkBufferFull,
+                    Drop::NoLink,
+                    Drop::Shutdown,
+                ]
+                .map(Drop::as_str),
+            )
+            .collect();
+        let n = labels.len();
+        labels.sort();
+        labels.dedup();
+        assert_eq!(labels.len(), n);
+    }
+
+    #[test]
+    fn counters_snapshot_names_reasons() {
+        let stats = Stats::default();
+        stats.drop(Drop::Checksum);
+        stats.drop_many(Drop::Protocol(DropReason::OverBudget), 3);
+        stats.event(Event::LinkUp);
+        Stats::count(&stats.packets_forwarded);
+        let c = stats.counters();
+        assert_eq!(c.dropped["checksum_failed"], 1);
+        assert_eq!(c.dropped["over_budget"], 3);
+        assert_eq!(c.dropped_total(), 4);
+        assert_eq!(c.events["link_up"], 1);
+        assert_eq!(c.packets_forwarded, 1);
+    }
+}

@@ -1,0 +1,80 @@
+//! Logs and metrics. Logs go to stderr, filtered by `RUST_LOG` (default `info`), as text or one
+//! JSON object per line. Metrics are served for Prometheus at `metrics_listen`; the counters of
+//! [`crate::stats::Stats`] are copied into them twice a second.
+
+use crate::config::LogFormat;
+use crate::node::Node;
+use metrics::{counter, gauge};
+use metrics_exporter_prometheus::{Matcher, PrometheusBuilder};
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::Ordering::Relaxed;
+use std::time::Duration;
+use tracing_subscriber::EnvFilter;
+
+/// How often counters are copied into the metrics registry.
+const PUBLISH_EVERY: Duration = Duration::from_millis(500);
+
+/// Delivery-latency histogram buckets, in seconds: 50 µs to 5 s.
+const LATENCY_BUCKETS: [f64; 14] = [
+    50e-6, 100e-6, 200e-6, 500e-6, 1e-3, 2e-3, 5e-3, 10e-3, 20e-3, 50e-3, 100e-3, 500e-3, 1.0, 5.0,
+];
+
+/// Install the log subscriber. A second call (in tests) is ignored.
+pub fn init_logging(format: LogFormat) {
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_writer(std::io::stderr);
+    let _ = match format {
+        LogFormat::Text => builder.try_init(),
+        LogFormat::Json => builder.json().try_init(),
+    };
+}
+
+/// Serve Prometheus metrics over HTTP at `addr`. Needs a tokio runtime.
+pub fn install_metrics(addr: SocketAddr) -> anyhow::Result<()> {
+    PrometheusBuilder::new()
+        .with_http_listener(addr)
+        .set_buckets_for_metric(
+            Matcher::Full("cuberoute_delivery_latency_seconds".into()),
+            &LATENCY_BUCKETS,
+        )?
+        .install()
+        .map_err(|e| anyhow::anyhow!("cannot serve metrics at {addr}: {e}"))
+}
+
+/// Copy the node's counters and gauges into the metrics registry, forever.
+pub async fn publish_loop(node: Arc<Node>) {
+    let mut tick = tokio::time::interval(PUBLISH_EVERY);
+    loop {
+        tick.tick().await;
+        publish(&node);
+    }
+}
+
+fn publish(node: &Node) {
+    let s = &node.stats;
+    counter!("cuberoute_sets_accepted_total").absolute(s.sets_accepted.load(Relaxed));
+    counter!("cuberoute_packets_sent_total").absolute(s.packets_sent.load(Relaxed));
+    counter!("cuberoute_packets_forwarded_total").absolute(s.packets_forwarded.load(Relaxed));
+    counter!("cuberoute_packets_delivered_total").absolute(s.packets_delivered.load(Relaxed));
+    for (reason, n) in s.drops() {
+        counter!("cuberoute_packets_dropped_total", "reason" => reason.as_str()).absolute(n);
+    }
+    for (event, n) in s.events() {
+        counter!("cuberoute_events_total", "event" => event.as_str()).absolute(n);
+    }
+    for link in node.links.values() {
+        let neighbour = link.neighbour.to_string();
+        gauge!("cuberoute_link_up", "neighbour" => neighbour.clone()).set(if link.is_up() {
+            1.0
+        } else {
+            0.0
+        });
+        gauge!("cuberoute_link_buffer_depth", "neighbour" => neighbour).set(link.queued() as f64);
+    }
+    gauge!("cuberoute_input_buffer_depth").set(node.input_queued() as f64);
+    gauge!("cuberoute_output_buffer_depth").set(node.output.len() as f64);
+}

@@ -1,0 +1,280 @@
+//! Identities and mutual TLS: every certificate is signed by the cluster's own CA and names
+//! either one node or a client, in its DNS subject alternative name.
+//!
+//! * A node's certificate names `n<ID>.node.cuberoute`. Dialling a neighbour, a node asks for
+//!   exactly that name, so the TLS handshake itself proves who answered. Accepting a link, a
+//!   node reads the name from the peer's certificate and checks that it is a neighbour.
+//! * A client's certificate names `client.cuberoute`. Only such a certificate opens the control
+//!   API.
+//!
+//! ring is the only crypto provider compiled in (NOTES.md), and there is no platform verifier:
+//! the cluster CA is the only root.
+
+use cuberoute_protocol::NodeId;
+use quinn::crypto::rustls::{QuicClientConfig, QuicServerConfig};
+use rustls::RootCertStore;
+use rustls::server::WebPkiClientVerifier;
+use rustls_pki_types::pem::PemObject;
+use rustls_pki_types::{CertificateDer, PrivateKeyDer, ServerName};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// ALPN of neighbour links.
+pub const ALPN_LINK: &[u8] = b"cuberoute-link/1";
+/// ALPN of the control API.
+pub const ALPN_CONTROL: &[u8] = b"cuberoute-control/1";
+
+/// The DNS name a client certificate carries.
+pub const CLIENT_NAME: &str = "client.cuberoute";
+const NODE_SUFFIX: &str = ".node.cuberoute";
+
+/// Links send a keep-alive this often; it must stay below the idle timeout (NOTES.md).
+pub const KEEP_ALIVE: Duration = Duration::from_millis(500);
+/// A link or control connection with nothing received for this long is dead.
+pub const IDLE_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// The DNS name a node's certificate carries.
+pub fn node_name(id: NodeId) -> String {
+    format!("n{}{NODE_SUFFIX}", id.0)
+}
+
+/// Who a certificate says its holder is.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Identity {
+    Node(NodeId),
+    Client,
+}
+
+impl std::fmt::Display for Identity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Identity::Node(id) => write!(f, "node {id}"),
+            Identity::Client => f.write_str("client"),
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum TlsError {
+    #[error("cannot read {what} {path}: {message}")]
+    Read {
+        what: &'static str,
+        path: PathBuf,
+        message: String,
+    },
+    #[error("{what} {path} holds no certificate")]
+    Empty { what: &'static str, path: PathBuf },
+    #[error("the CA certificate {path} is not usable: {message}")]
+    BadCa { path: PathBuf, message: String },
+    #[error("certificate {path} and key do not make a usable identity: {message}")]
+    BadIdentity { path: PathBuf, message: String },
+    #[error("certificate {path} names no cuberoute node or client")]
+    Anonymous { path: PathBuf },
+}
+
+/// Why a peer's certificate does not give an identity.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum IdentityError {
+    #[error("the peer presented no certificate")]
+    NoCertificate,
+    #[error("the peer's certificate cannot be parsed")]
+    Unparsable,
+    #[error("the peer's certificate names no cuberoute node or client")]
+    Anonymous,
+}
+
+/// A CA, and a certificate chain with its key, loaded from PEM files.
+#[derive(Debug)]
+pub struct Credentials {
+    roots: Arc<RootCertStore>,
+    chain: Vec<CertificateDer<'static>>,
+    key: PrivateKeyDer<'static>,
+    /// Who the certificate names.
+    pub identity: Identity,
+}
+
+impl Clone for Credentials {
+    fn clone(&self) -> Self {
+        Credentials {
+            roots: self.roots.clone(),
+            chain: self.chain.clone(),
+            key: self.key.clone_key(),
+            identity: self.identity,
+        }
+    }
+}
+
+fn provider() -> Arc<rustls::crypto::CryptoProvider> {
+    Arc::new(rustls::crypto::ring::default_provider())
+}
+
+impl Credentials {
+    /// Load the CA certificate, a certificate chain and its private key.
+    pub fn load(ca: &Path, cert: &Path, key: &Path) -> Result<Credentials, TlsError> {
+        let read_certs = |what, path: &Path| -> Result<Vec<CertificateDer<'static>>, TlsError> {
+            let certs = CertificateDer::pem_file_iter(path)
+                .and_then(|certs| certs.collect::<Result<Vec<_>, _>>())
+                .map_err(|e| TlsError::Read {
+                    what,
+                    path: path.into(),
+                    message: e.to_string(),
+                })?;
+            if certs.is_empty() {
+                return Err(TlsError::Empty {
+                    what,
+                    path: path.into(),
+                });
+            }
+            Ok(certs)
+        };
+        let mut roots = RootCertStore::empty();
+        for ca_cert in read_certs("CA certificate", ca)? {
+            roots.add(ca_cert).map_err(|e| TlsError::BadCa {
+                path: ca.into(),
+                message: e.to_string(),
+            })?;
+        }
+        let chain = read_certs("certificate", cert)?;
+        let key = PrivateKeyDer::from_pem_file(key).map_err(|e| TlsError::Read {
+            what: "private key",
+            path: key.into(),
+            message: e.to_string(),
+        })?;
+        let identity =
+            identity_of(&chain[0]).map_err(|_| TlsError::Anonymous { path: cert.into() })?;
+        let credentials = Credentials {
+            roots: Arc::new(roots),
+            chain,
+            key,
+            identity,
+        };
+        // Building a server config checks that the key matches the certificate.
+        credentials
+            .rustls_server(ALPN_LINK)
+            .map_err(|message| TlsError::BadIdentity {
+                path: cert.into(),
+                message,
+            })?;
+        Ok(credentials)
+    }
+
+    fn rustls_server(&self, alpn: &[u8]) -> Result<rustls::ServerConfig, String> {
+        let verifier = WebPkiClientVerifier::builder_with_provider(self.roots.clone(), provider())
+            .build()
+            .map_err(|e| e.to_string())?;
+        let mut config = rustls::ServerConfig::builder_with_provider(provider())
+            .with_protocol_versions(&[&rustls::version::TLS13])
+            .map_err(|e| e.to_string())?
+            .with_client_cert_verifier(verifier)
+            .with_single_cert(self.chain.clone(), self.key.clone_key())
+            .map_err(|e| e.to_string())?;
+        config.alpn_protocols = vec![alpn.to_vec()];
+        Ok(config)
+    }
+
+    /// A QUIC server config that requires a client certificate signed by the cluster CA.
+    pub fn server_config(&self, alpn: &[u8]) -> quinn::ServerConfig {
+        let config = self
+            .rustls_server(alpn)
+            .expect("checked when the credentials were loaded");
+        let crypto = QuicServerConfig::try_from(config).expect("TLS 1.3 with a QUIC cipher suite");
+        let mut server = quinn::ServerConfig::with_crypto(Arc::new(crypto));
+        server.transport_config(transport());
+        server
+    }
+
+    /// A QUIC client config that presents our certificate and trusts only the cluster CA.
+    pub fn client_config(&self, alpn: &[u8]) -> quinn::ClientConfig {
+        let mut config = rustls::ClientConfig::builder_with_provider(provider())
+            .with_protocol_versions(&[&rustls::version::TLS13])
+            .expect("ring supports TLS 1.3")
+            .with_root_certificates(self.roots.clone())
+            .with_client_auth_cert(self.chain.clone(), self.key.clone_key())
+            .expect("checked when the credentials were loaded");
+        config.alpn_protocols = vec![alpn.to_vec()];
+        let crypto = QuicClientConfig::try_from(config).expect("TLS 1.3 with a QUIC cipher suite");
+        let mut client = quinn::ClientConfig::new(Arc::new(crypto));
+        client.transport_config(transport());
+        client
+    }
+}
+
+fn transport() -> Arc<quinn::TransportConfig> {
+    let mut transport = quinn::TransportConfig::default();
+    transport.keep_alive_interval(Some(KEEP_ALIVE));
+    transport.max_idle_timeout(Some(
+        IDLE_TIMEOUT.try_into().expect("a few seconds fit a VarInt"),
+    ));
+    Arc::new(transport)
+}
+
+/// The identity a DER certificate names.
+pub fn identity_of(cert: &CertificateDer<'_>) -> Result<Identity, IdentityError> {
+    let (_, parsed) =
+        x509_parser::parse_x509_certificate(cert).map_err(|_| IdentityError::Unparsable)?;
+    let san = parsed
+        .subject_alternative_name()
+        .map_err(|_| IdentityError::Unparsable)?
+        .ok_or(IdentityError::Anonymous)?;
+    san.value
+        .general_names
+        .iter()
+        .find_map(|name| match name {
+            x509_parser::extensions::GeneralName::DNSName(dns) => identity_of_name(dns),
+            _ => None,
+        })
+        .ok_or(IdentityError::Anonymous)
+}
+
+fn identity_of_name(name: &str) -> Option<Identity> {
+    if name == CLIENT_NAME {
+        return Some(Identity::Client);
+    }
+    let digits = name.strip_prefix('n')?.strip_suffix(NODE_SUFFIX)?;
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse().ok().map(|id| Identity::Node(NodeId(id)))
+}
+
+/// The identity the peer of an established connection proved in its handshake.
+pub fn peer_identity(connection: &quinn::Connection) -> Result<Identity, IdentityError> {
+    let certs = connection
+        .peer_identity()
+        .and_then(|any| any.downcast::<Vec<CertificateDer<'static>>>().ok())
+        .ok_or(IdentityError::NoCertificate)?;
+    identity_of(certs.first().ok_or(IdentityError::NoCertificate)?)
+}
+
+/// The TLS server name to ask for when dialling `node`.
+pub fn server_name(node: NodeId) -> ServerName<'static> {
+    ServerName::try_from(node_name(node)).expect("node names are valid DNS names")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip() {
+        for id in [0, 7, u64::MAX >> 1] {
+            assert_eq!(
+                identity_of_name(&node_name(NodeId(id))),
+                Some(Identity::Node(NodeId(id)))
+            );
+        }
+        assert_eq!(identity_of_name(CLIENT_NAME), Some(Identity::Client));
+        for bad in [
+            "n.node.cuberoute",
+            "n-1.node.cuberoute",
+            "n1x.node.cuberoute",
+            "n1.node.cuberoute.evil",
+            "x1.node.cuberoute",
+            "n99999999999999999999.node.cuberoute",
+            "localhost",
+        ] {
+            assert_eq!(identity_of_name(bad), None, "{bad}");
+        }
+    }
+}

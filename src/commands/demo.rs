@@ -1,0 +1,156 @@
+//! `cuberoute demo [TOPO]`: the main job in one command. Start a local cluster (EH(2,2) by
+//! default), send a message between the farthest pair and between an adjacent pair, print
+//! each delivery report with its k paths, draw them, and show the cluster's status.
+
+use super::cluster::{self, DirArg, InitArgs, UpArgs};
+use super::{runtime, usage};
+use anyhow::Context;
+use cuberoute_cluster::ClusterClient;
+use cuberoute_cluster::local::RunState;
+use cuberoute_cluster::traffic::SendOptions;
+use cuberoute_protocol::{NodeId, PathSet, Topology, disjoint_paths};
+use std::net::Ipv4Addr;
+use std::time::Duration;
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// `q:N` or `eh:S,T`.
+    #[arg(default_value = "eh:2,2")]
+    pub topology: String,
+    #[command(flatten)]
+    pub dir: DirArg,
+    /// Take the cluster down at the end instead of leaving it running.
+    #[arg(long)]
+    pub down: bool,
+}
+
+pub fn run(args: Args) -> anyhow::Result<()> {
+    let topology = super::parse_topology(&args.topology)?;
+    let dir = args.dir.cluster();
+    let running = RunState::load(&dir)?.filter(|s| !s.alive(&dir).is_empty());
+    match running {
+        Some(state) if state.topology == topology => {
+            println!(
+                "reusing the {topology} cluster running in {}",
+                dir.display()
+            );
+        }
+        Some(state) => {
+            return Err(usage(format!(
+                "a {} cluster is running in {}; take it down first (cuberoute cluster down --dir {})",
+                state.topology,
+                dir.display(),
+                dir.display()
+            )));
+        }
+        None => {
+            cluster::up(&UpArgs {
+                init: InitArgs {
+                    topology: args.topology.clone(),
+                    dir: args.dir.clone(),
+                    base_addr: Ipv4Addr::new(127, 1, 0, 0),
+                    port: 7000,
+                },
+                timeout: None,
+            })?;
+        }
+    }
+    println!();
+
+    let (src, far, near) = demo_pairs(topology);
+    let runtime = runtime()?;
+    let _guard = runtime.enter();
+    let client = ClusterClient::open(&dir)?;
+    let options = SendOptions {
+        split: false,
+        trace: true,
+        wait: Some(Duration::from_secs(5)),
+    };
+    let mut out = std::io::stdout().lock();
+    let mut all_delivered = true;
+    for (what, dst) in [("farthest pair", far), ("adjacent pair", near)] {
+        let message = format!(
+            "hello from {} to {}",
+            topology.format_node(src),
+            topology.format_node(dst)
+        );
+        let report = runtime
+            .block_on(client.send(src, dst, message.into_bytes(), options))
+            .with_context(|| format!("sending to {}", topology.format_node(dst)))?;
+        println!(
+            "{what}: distance {}, k {}",
+            topology.distance(src, dst),
+            report.k
+        );
+        super::send::write_report(&mut out, topology, &report, true)?;
+        all_delivered &= report.delivered() == report.k as usize;
+        let traced: Vec<Vec<NodeId>> = report
+            .copies
+            .iter()
+            .filter_map(|c| c.path.as_ref())
+            .map(|p| p.iter().map(|&v| NodeId(v)).collect())
+            .collect();
+        let expected = disjoint_paths(topology, src, dst)?;
+        println!(
+            "  every path is the one `cuberoute paths` constructs: {}",
+            if traced == expected.paths {
+                "yes"
+            } else {
+                "NO"
+            }
+        );
+        if topology.node_count() <= crate::svg::MAX_NODES && traced.len() == report.k as usize {
+            let file = dir
+                .path()
+                .join(format!("demo-{}.svg", what.replace(' ', "-")));
+            let set = PathSet {
+                paths: traced,
+                ..expected
+            };
+            std::fs::write(&file, crate::svg::render(&set))
+                .with_context(|| format!("writing {}", file.display()))?;
+            println!("  drawn in {}", file.display());
+        }
+        println!();
+    }
+    drop(out);
+    client.close();
+
+    println!("cluster status:");
+    let status = cluster::status(&dir, false);
+    println!();
+    let d = dir.display();
+    if args.down {
+        cluster::down(&dir)?;
+    } else {
+        println!("the cluster keeps running. Next:");
+        println!(
+            "  cuberoute send --dir {d} --from {} --to {} --message hi --wait",
+            topology.format_node(src),
+            topology.format_node(far)
+        );
+        println!(
+            "  cuberoute recv --dir {d} --node {}",
+            topology.format_node(far)
+        );
+        println!("  cuberoute cluster status --dir {d}");
+        println!("  cuberoute cluster down --dir {d}");
+    }
+    status?;
+    anyhow::ensure!(all_delivered, "some copies were not delivered");
+    Ok(())
+}
+
+/// Node 0, the node farthest from it (the largest id among ties), and a neighbour of node 0.
+fn demo_pairs(topology: Topology) -> (NodeId, NodeId, NodeId) {
+    let src = NodeId(0);
+    let far = topology
+        .nodes()
+        .max_by_key(|&v| (topology.distance(src, v), v))
+        .expect("a topology has nodes");
+    let near = topology
+        .neighbours(src)
+        .last()
+        .expect("every node has a neighbour");
+    (src, far, near)
+}

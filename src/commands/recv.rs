@@ -1,0 +1,92 @@
+//! `cuberoute recv --node D [--follow] [--json]`: read D's output buffer.
+
+use super::cluster::DirArg;
+use super::{runtime, usage};
+use anyhow::Context;
+use cuberoute_cluster::ClusterClient;
+use cuberoute_protocol::wire::control::{Delivery, MAX_RECV_BATCH, Request, Response};
+use std::io::Write;
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    #[command(flatten)]
+    pub dir: DirArg,
+    /// The node whose output buffer to read.
+    #[arg(long)]
+    pub node: String,
+    /// Keep reading: print copies as they are delivered.
+    #[arg(long, short)]
+    pub follow: bool,
+    /// One JSON object per line.
+    #[arg(long)]
+    pub json: bool,
+    /// Start at this output index.
+    #[arg(long, default_value_t = 0)]
+    pub after: u64,
+}
+
+pub fn run(args: Args) -> anyhow::Result<()> {
+    let runtime = runtime()?;
+    let _guard = runtime.enter();
+    let cluster = ClusterClient::open(&args.dir.cluster()).map_err(|e| usage(format!("{e:#}")))?;
+    let topology = cluster.manifest.topology;
+    let node = super::parse_node(topology, &args.node)?;
+    let mut after = args.after;
+    let mut out = std::io::stdout().lock();
+    loop {
+        let request = Request::Recv {
+            after,
+            max: MAX_RECV_BATCH,
+            wait_ms: if args.follow { 1000 } else { 0 },
+        };
+        let (entries, next) = match runtime
+            .block_on(cluster.request(node, &request))
+            .context("recv failed")?
+        {
+            Response::Output { entries, next } => (entries, next),
+            other => anyhow::bail!("unexpected answer {other:?}"),
+        };
+        for entry in &entries {
+            if args.json {
+                serde_json::to_writer(&mut out, &json(entry))?;
+                writeln!(out)?;
+            } else {
+                let name = |v| topology.format_node(v);
+                writeln!(
+                    out,
+                    "#{} from {} seq {} {} {}/{} ({} hops, {} µs): {}",
+                    entry.output_index,
+                    name(entry.src),
+                    entry.seq,
+                    if entry.split { "part" } else { "copy" },
+                    entry.index,
+                    entry.k,
+                    entry.hops,
+                    entry.latency_us,
+                    String::from_utf8_lossy(&entry.payload)
+                )?;
+            }
+        }
+        out.flush()?;
+        after = next;
+        if entries.is_empty() && !args.follow {
+            return Ok(());
+        }
+    }
+}
+
+fn json(d: &Delivery) -> serde_json::Value {
+    serde_json::json!({
+        "output_index": d.output_index,
+        "from": d.src.0,
+        "to": d.dst.0,
+        "seq": d.seq,
+        "index": d.index,
+        "k": d.k,
+        "split": d.split,
+        "hops": d.hops,
+        "latency_us": d.latency_us,
+        "path": d.path.as_ref().map(|p| p.iter().map(|v| v.0).collect::<Vec<_>>()),
+        "payload": String::from_utf8_lossy(&d.payload),
+    })
+}

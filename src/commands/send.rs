@@ -1,0 +1,138 @@
+//! `cuberoute send --from S --to D (--message TEXT | --file F) [--split] [--wait] [--json]`.
+
+use super::cluster::DirArg;
+use super::{runtime, usage};
+use anyhow::Context;
+use cuberoute_cluster::ClusterClient;
+use cuberoute_cluster::traffic::{SendOptions, SendReport};
+use cuberoute_protocol::Topology;
+use cuberoute_protocol::wire::control::MAX_PAYLOAD_LEN;
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::Duration;
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    #[command(flatten)]
+    pub dir: DirArg,
+    /// The source node.
+    #[arg(long)]
+    pub from: String,
+    /// The destination node.
+    #[arg(long)]
+    pub to: String,
+    /// The payload, as text.
+    #[arg(long, conflicts_with = "file", required_unless_present = "file")]
+    pub message: Option<String>,
+    /// The payload, read from a file.
+    #[arg(long)]
+    pub file: Option<PathBuf>,
+    /// Cut the payload into k parts, one per path, instead of sending it on every path.
+    #[arg(long)]
+    pub split: bool,
+    /// Wait for the copies and print a delivery report with each copy's path.
+    #[arg(long)]
+    pub wait: bool,
+    /// How long --wait waits.
+    #[arg(long, default_value = "5s", value_parser = humantime::parse_duration)]
+    pub timeout: Duration,
+    /// Print the report as one JSON line.
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn run(args: Args) -> anyhow::Result<()> {
+    let dir = args.dir.cluster();
+    let payload = match (&args.message, &args.file) {
+        (Some(text), _) => text.clone().into_bytes(),
+        (None, Some(file)) => std::fs::read(file)
+            .map_err(|e| usage(format!("cannot read --file {}: {e}", file.display())))?,
+        (None, None) => return Err(usage("give --message or --file")),
+    };
+    if payload.len() > MAX_PAYLOAD_LEN {
+        return Err(usage(format!(
+            "the payload has {} bytes; the limit is {MAX_PAYLOAD_LEN}",
+            payload.len()
+        )));
+    }
+    let runtime = runtime()?;
+    let _guard = runtime.enter();
+    let cluster = ClusterClient::open(&dir).map_err(|e| usage(format!("{e:#}")))?;
+    let topology = cluster.manifest.topology;
+    let from = super::parse_node(topology, &args.from)?;
+    let to = super::parse_node(topology, &args.to)?;
+    if from == to {
+        return Err(usage("--from and --to are the same node"));
+    }
+    let options = SendOptions {
+        split: args.split,
+        trace: args.wait,
+        wait: args.wait.then_some(args.timeout),
+    };
+    let report = runtime
+        .block_on(cluster.send(from, to, payload, options))
+        .context("send failed")?;
+    cluster.close();
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        serde_json::to_writer(&mut out, &report)?;
+        writeln!(out)?;
+    } else {
+        write_report(&mut out, topology, &report, args.wait)?;
+    }
+    if args.wait && report.delivered() < report.k as usize {
+        anyhow::bail!(
+            "{} of {} copies were not delivered within {:?}",
+            report.k as usize - report.delivered(),
+            report.k,
+            args.timeout
+        );
+    }
+    Ok(())
+}
+
+/// The human-readable delivery report.
+pub fn write_report(
+    out: &mut impl Write,
+    topology: Topology,
+    report: &SendReport,
+    waited: bool,
+) -> std::io::Result<()> {
+    let name = |v: u64| topology.format_node(cuberoute_protocol::NodeId(v));
+    if !waited {
+        return writeln!(
+            out,
+            "set {} from {} to {} accepted: {} packets on {} disjoint paths",
+            report.seq,
+            name(report.from),
+            name(report.to),
+            report.k,
+            report.k
+        );
+    }
+    writeln!(
+        out,
+        "set {} from {} to {}: {} of {} copies delivered",
+        report.seq,
+        name(report.from),
+        name(report.to),
+        report.delivered(),
+        report.k
+    )?;
+    for copy in &report.copies {
+        match (&copy.path, copy.hops, copy.latency_us) {
+            (path, Some(hops), Some(latency)) => {
+                let path = path.as_ref().map_or(String::new(), |p| {
+                    p.iter().map(|&v| name(v)).collect::<Vec<_>>().join(" ")
+                });
+                writeln!(
+                    out,
+                    "  copy {}: {hops:>2} hops, {:>7} µs  {path}",
+                    copy.index, latency
+                )?;
+            }
+            _ => writeln!(out, "  copy {}: NOT delivered", copy.index)?,
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,307 @@
+//! End-to-end tests with real processes: `cuberoute cluster up` starts one daemon per node on
+//! its own 127.x.y.z address, and the client commands talk to them over QUIC with mutual TLS.
+//! Each test uses its own address range, so they can run in parallel.
+
+mod common;
+
+use common::{Cluster, cuberoute, json_lines, ok, process_exists, stderr, stdout};
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+/// Send from every node to every other with `--wait`; check every copy, its path against
+/// `cuberoute paths`, and the payload through `recv`.
+fn every_pair_delivers_on_the_constructed_paths(topology: &str, base: &str, nodes: u64) {
+    let cluster = Cluster::up(topology, base);
+    for from in 0..nodes {
+        for to in (0..nodes).filter(|&to| to != from) {
+            let (f, t) = (from.to_string(), to.to_string());
+            let message = format!("payload {from}->{to}");
+            let report: Value = serde_json::from_str(
+                cluster
+                    .ok(&[
+                        "send",
+                        "--from",
+                        &f,
+                        "--to",
+                        &t,
+                        "--message",
+                        &message,
+                        "--wait",
+                        "--json",
+                    ])
+                    .trim(),
+            )
+            .unwrap();
+            let expected: Value =
+                serde_json::from_str(ok(&["paths", topology, &f, &t, "--json"]).trim()).unwrap();
+            assert_eq!(report["from"], from);
+            assert_eq!(report["to"], to);
+            assert_eq!(report["k"], expected["k"], "{from}->{to}");
+            let copies = report["copies"].as_array().unwrap();
+            assert_eq!(copies.len() as u64, report["k"].as_u64().unwrap());
+            for (i, copy) in copies.iter().enumerate() {
+                assert_eq!(copy["index"], i as u64);
+                assert_eq!(copy["delivered"], true, "{from}->{to} copy {i}");
+                assert_eq!(copy["path"], expected["paths"][i], "{from}->{to} copy {i}");
+                let hops = copy["path"].as_array().unwrap().len() as u64 - 1;
+                assert_eq!(copy["hops"], hops);
+                assert!(copy["latency_us"].as_u64().unwrap() > 0);
+            }
+        }
+    }
+    // Every destination's output buffer holds k copies of each payload sent to it.
+    for to in 0..nodes {
+        let entries = json_lines(&cluster.ok(&["recv", "--node", &to.to_string(), "--json"]));
+        let mut copies: BTreeMap<u64, Vec<u64>> = BTreeMap::new();
+        for e in &entries {
+            let from = e["from"].as_u64().unwrap();
+            assert_eq!(e["to"], to);
+            assert_eq!(e["payload"], format!("payload {from}->{to}"));
+            copies
+                .entry(from)
+                .or_default()
+                .push(e["index"].as_u64().unwrap());
+        }
+        assert_eq!(copies.len() as u64, nodes - 1, "senders seen at {to}");
+        for (from, mut indices) in copies {
+            indices.sort();
+            let k = entries.iter().find(|e| e["from"] == from).unwrap()["k"]
+                .as_u64()
+                .unwrap();
+            assert_eq!(indices, (0..k).collect::<Vec<_>>(), "{from}->{to}");
+        }
+    }
+    // Nothing was dropped anywhere.
+    for node in cluster.status()["nodes"].as_array().unwrap() {
+        assert_eq!(node["counters"]["dropped"], serde_json::json!({}), "{node}");
+    }
+}
+
+#[test]
+fn q3_every_pair_delivers_on_the_constructed_paths() {
+    every_pair_delivers_on_the_constructed_paths("q:3", "127.2.0.0", 8);
+}
+
+#[test]
+fn eh_1_2_every_pair_delivers_on_the_constructed_paths() {
+    every_pair_delivers_on_the_constructed_paths("eh:1,2", "127.2.1.0", 16);
+}
+
+#[test]
+fn split_sends_are_reassembled_from_k_parts() {
+    let cluster = Cluster::up("eh:1,1", "127.2.2.0");
+    let message = "the quick brown fox jumps over the lazy dog";
+    let report: Value = serde_json::from_str(
+        cluster
+            .ok(&[
+                "send",
+                "--from",
+                "0",
+                "--to",
+                "7",
+                "--message",
+                message,
+                "--split",
+                "--wait",
+                "--json",
+            ])
+            .trim(),
+    )
+    .unwrap();
+    let k = report["k"].as_u64().unwrap();
+    assert_eq!(k, 2);
+    let mut parts = json_lines(&cluster.ok(&["recv", "--node", "7", "--json"]));
+    parts.sort_by_key(|e| e["index"].as_u64().unwrap());
+    assert_eq!(parts.len() as u64, k);
+    assert!(parts.iter().all(|p| p["split"] == true));
+    let joined: String = parts
+        .iter()
+        .map(|p| p["payload"].as_str().unwrap())
+        .collect();
+    assert_eq!(joined, message);
+}
+
+#[test]
+fn lifecycle_second_up_dead_process_and_down_leaves_nothing() {
+    let cluster = Cluster::up("q:2", "127.2.3.0");
+    // A second `up` on a running cluster says so and exits 2.
+    let again = cluster.run(&["cluster", "up", "q:2", "--base-addr", "127.2.3.0"]);
+    assert_eq!(again.status.code(), Some(2));
+    assert!(
+        stderr(&again).contains("already running"),
+        "{}",
+        stderr(&again)
+    );
+
+    // A dead process is reported as such, and status exits non-zero.
+    let pids = cluster.pids();
+    assert_eq!(pids.len(), 4);
+    let victim = pids[3];
+    std::process::Command::new("kill")
+        .args(["-9", &victim.to_string()])
+        .status()
+        .unwrap();
+    let out = cluster.run(&["cluster", "status"]);
+    assert_eq!(out.status.code(), Some(1));
+    let text = stdout(&out);
+    assert!(
+        text.contains("down") && text.contains("process exited"),
+        "{text}"
+    );
+    assert!(text.contains("3/4 up"), "{text}");
+
+    // `down` stops the others and leaves no process behind.
+    let out = cluster.ok(&["cluster", "down"]);
+    assert!(out.contains("3 processes exited on SIGTERM"), "{out}");
+    for pid in pids {
+        assert!(!process_exists(pid), "pid {pid} survived `cluster down`");
+    }
+    assert!(!cluster.path().join("run.toml").exists());
+    let out = cluster.run(&["cluster", "status"]);
+    assert_eq!(out.status.code(), Some(1));
+}
+
+#[test]
+fn refused_requests_are_one_line_and_non_zero() {
+    let cluster = Cluster::up("q:2", "127.2.4.0");
+    let cases: [(&[&str], &str); 5] = [
+        (
+            &["send", "--from", "0", "--to", "9", "--message", "x"],
+            "not in q:2",
+        ),
+        (
+            &["send", "--from", "0", "--to", "0", "--message", "x"],
+            "same node",
+        ),
+        (
+            &["send", "--from", "0", "--to", "x1", "--message", "x"],
+            "node id",
+        ),
+        (&["recv", "--node", "4"], "not in q:2"),
+        (&["cluster", "logs", "7"], "not in q:2"),
+    ];
+    for (args, needle) in cases {
+        let out = cluster.run(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = stderr(&out);
+        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains(needle), "{args:?}: {err}");
+    }
+    let big = cluster.path().join("big");
+    std::fs::write(&big, vec![b'x'; 70_000]).unwrap();
+    let out = cluster.run(&[
+        "send",
+        "--from",
+        "0",
+        "--to",
+        "1",
+        "--file",
+        big.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("limit"), "{}", stderr(&out));
+
+    // A cluster that is down is unreachable: one line, non-zero.
+    cluster.ok(&["cluster", "down"]);
+    let out = cluster.run(&["send", "--from", "0", "--to", "1", "--message", "x"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(err.contains("unreachable"), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+}
+
+#[test]
+fn bad_configs_name_the_key_and_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_str().unwrap();
+    ok(&[
+        "cluster",
+        "init",
+        "q:3",
+        "--dir",
+        d,
+        "--base-addr",
+        "127.2.5.0",
+    ]);
+    let node = |id: u64, file: &str| format!("{d}/nodes/{id}/{file}");
+    let config = node(0, "node.toml");
+    // A manifest that misses neighbour 4 of node 0.
+    let manifest = std::fs::read_to_string(node(0, "manifest.toml")).unwrap();
+    let without_4: String = manifest
+        .split("[[node]]")
+        .filter(|block| !block.contains("id = 4\n"))
+        .collect::<Vec<_>>()
+        .join("[[node]]");
+    let short_manifest = format!("{d}/short.toml");
+    std::fs::write(&short_manifest, without_4).unwrap();
+    let stranger_manifest = format!("{d}/eh.toml");
+    std::fs::write(&stranger_manifest, manifest.replace("q:3", "q:4")).unwrap();
+    let cases: Vec<(Vec<String>, &str)> = vec![
+        (vec!["--id".into(), "8".into()], "`id`"),
+        (vec!["--id".into(), "0b1x".into()], "`id`"),
+        (vec!["--topology".into(), "q:99".into()], "`topology`"),
+        (vec!["--listen".into(), "localhost".into()], "`listen`"),
+        (vec!["--manifest".into(), short_manifest], "`manifest`"),
+        (vec!["--manifest".into(), stranger_manifest], "`manifest`"),
+        (
+            vec!["--manifest".into(), format!("{d}/none.toml")],
+            "`manifest`",
+        ),
+        (vec!["--tls-ca".into(), config.clone()], "`tls.ca`"),
+        (
+            vec![
+                "--tls-cert".into(),
+                node(1, "node.pem"),
+                "--tls-key".into(),
+                node(1, "node.key"),
+            ],
+            "`tls.cert`",
+        ),
+        (vec!["--tls-key".into(), node(1, "node.key")], "`tls.cert`"),
+        (
+            vec!["--tls-key".into(), format!("{d}/missing.key")],
+            "`tls.key`",
+        ),
+        (vec!["--input-buffer".into(), "0".into()], "`buffers.input`"),
+    ];
+    for (flags, key) in cases {
+        let mut args = vec!["daemon".to_string(), "--config".into(), config.clone()];
+        args.extend(flags.iter().cloned());
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let out = cuberoute(&args);
+        assert_eq!(out.status.code(), Some(2), "{flags:?}: {}", stderr(&out));
+        assert!(stderr(&out).contains(key), "{flags:?}: {}", stderr(&out));
+    }
+    // An unknown key in the file.
+    let bad = format!("{d}/nodes/0/bad.toml");
+    std::fs::write(
+        &bad,
+        std::fs::read_to_string(&config).unwrap() + "colour = \"blue\"\n",
+    )
+    .unwrap();
+    let out = cuberoute(&["daemon", "--config", &bad]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("colour"), "{}", stderr(&out));
+}
+
+#[test]
+fn the_demo_runs_the_main_job_and_tears_down() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().join("c");
+    let out = cuberoute(&["demo", "eh:1,2", "--dir", d.to_str().unwrap(), "--down"]);
+    let text = stdout(&out);
+    assert!(out.status.success(), "{text}{}", stderr(&out));
+    assert!(text.contains("farthest pair: distance 5, k 2"), "{text}");
+    assert!(text.contains("adjacent pair: distance 1"), "{text}");
+    assert_eq!(text.matches("copies delivered").count(), 2, "{text}");
+    assert_eq!(
+        text.matches("every path is the one `cuberoute paths` constructs: yes")
+            .count(),
+        2,
+        "{text}"
+    );
+    assert!(text.contains("16/16 up"), "{text}");
+    assert!(text.contains("stopped"), "{text}");
+    let svg = std::fs::read_to_string(d.join("demo-farthest-pair.svg")).unwrap();
+    assert!(svg.starts_with("<svg"), "{}", &svg[..50.min(svg.len())]);
+}

@@ -1,0 +1,142 @@
+//! Helpers for tests that run real clusters: the built binary, a cluster that is always taken
+//! down, and JSON parsing.
+
+#![allow(dead_code)]
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+pub fn cuberoute(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_cuberoute"))
+        .args(args)
+        .env("RUST_LOG", "info")
+        .output()
+        .expect("the cuberoute binary runs")
+}
+
+pub fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+pub fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// Run cuberoute and insist on success.
+pub fn ok(args: &[&str]) -> String {
+    let out = cuberoute(args);
+    assert!(
+        out.status.success(),
+        "cuberoute {args:?} failed ({:?}):\n{}{}",
+        out.status,
+        stdout(&out),
+        stderr(&out)
+    );
+    stdout(&out)
+}
+
+pub fn json_lines(text: &str) -> Vec<Value> {
+    text.lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect()
+}
+
+/// A local cluster in a temporary directory, taken down when dropped (even when a test fails).
+pub struct Cluster {
+    pub dir: tempfile::TempDir,
+    pub topology: String,
+}
+
+impl Cluster {
+    /// `cluster up TOPOLOGY` on loopback addresses from `base` on.
+    pub fn up(topology: &str, base: &str) -> Cluster {
+        let dir = tempfile::tempdir().unwrap();
+        let cluster = Cluster {
+            dir,
+            topology: topology.to_string(),
+        };
+        ok(&[
+            "cluster",
+            "up",
+            topology,
+            "--dir",
+            cluster.path_str(),
+            "--base-addr",
+            base,
+        ]);
+        cluster
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    pub fn path_str(&self) -> &str {
+        self.dir.path().to_str().unwrap()
+    }
+
+    /// Run a cuberoute command against this cluster (`--dir` appended).
+    pub fn run(&self, args: &[&str]) -> Output {
+        let mut all: Vec<&str> = args.to_vec();
+        all.extend(["--dir", self.path_str()]);
+        cuberoute(&all)
+    }
+
+    pub fn ok(&self, args: &[&str]) -> String {
+        let out = self.run(args);
+        assert!(
+            out.status.success(),
+            "cuberoute {args:?} failed ({:?}):\n{}{}",
+            out.status,
+            stdout(&out),
+            stderr(&out)
+        );
+        stdout(&out)
+    }
+
+    /// The status of every node, as `cluster status --json` gives it.
+    pub fn status(&self) -> Value {
+        let out = self.run(&["cluster", "status", "--json"]);
+        serde_json::from_str(stdout(&out).trim()).unwrap()
+    }
+
+    /// One node's status entry.
+    pub fn node_status(&self, id: u64) -> Value {
+        self.status()["nodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|n| n["id"] == id)
+            .unwrap()
+            .clone()
+    }
+
+    /// The pids recorded in run.toml.
+    pub fn pids(&self) -> Vec<u32> {
+        let text = std::fs::read_to_string(self.path().join("run.toml")).unwrap();
+        text.lines()
+            .filter_map(|l| l.strip_prefix("pid = "))
+            .map(|p| p.trim().parse().unwrap())
+            .collect()
+    }
+
+    pub fn node_file(&self, id: u64, file: &str) -> PathBuf {
+        self.path().join("nodes").join(id.to_string()).join(file)
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        let _ = cuberoute(&["cluster", "down", "--dir", self.path_str()]);
+    }
+}
+
+pub fn process_exists(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => !stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
+        Err(_) => false,
+    }
+}
