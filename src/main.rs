@@ -29,6 +29,9 @@ enum Command {
     Send(commands::send::Args),
     /// Read a node's output buffer.
     Recv(commands::recv::Args),
+    /// Inject faults into a running cluster.
+    #[command(subcommand)]
+    Chaos(commands::chaos::Command),
     /// Run one node (started by `cluster up`, or by hand with a config file).
     Daemon(cuberoute_daemon::config::DaemonArgs),
 }
@@ -42,6 +45,7 @@ fn main() -> ExitCode {
         Command::Cluster(command) => commands::cluster::run(command),
         Command::Send(args) => commands::send::run(args),
         Command::Recv(args) => commands::recv::run(args),
+        Command::Chaos(command) => commands::chaos::run(command),
         Command::Daemon(args) => commands::daemon::run(args),
     };
     match result {

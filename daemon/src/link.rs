@@ -346,15 +346,7 @@ impl Link {
             match decode_body::<LinkFrame>(&body?) {
                 Ok(LinkFrame::Data { seq, packet }) => {
                     node.handle_data(self.neighbour, &packet);
-                    let mut state = self.lock();
-                    state.received = Some(Received {
-                        incarnation: peer_incarnation,
-                        upto: seq,
-                    });
-                    state.unacked += 1;
-                    let due = state.unacked >= ACK_EVERY;
-                    drop(state);
-                    if due {
+                    if self.on_data(peer_incarnation, seq) {
                         self.wake.notify_one();
                     }
                 }
@@ -373,6 +365,18 @@ impl Link {
             }
         }
         anyhow::bail!("stream ended")
+    }
+
+    /// Record that data frame `seq` of the neighbour's `incarnation` was handled. True when an
+    /// acknowledgement is due now.
+    fn on_data(&self, incarnation: u64, seq: u64) -> bool {
+        let mut state = self.lock();
+        state.received = Some(Received {
+            incarnation,
+            upto: seq,
+        });
+        state.unacked += 1;
+        state.unacked >= ACK_EVERY
     }
 
     fn on_ack(&self, upto: u64) {
@@ -500,5 +504,117 @@ pub async fn accept_links(node: Arc<Node>, endpoint: quinn::Endpoint) {
             }
             link.offer(connection);
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cuberoute_protocol::wire::decode_frame;
+
+    const ME: u64 = 77;
+
+    fn link(capacity: usize) -> Link {
+        Link::new(NodeId(0), NodeId(1), "127.0.0.1:1".into(), capacity)
+    }
+
+    /// The sequence numbers of the data frames `take_work` hands out, and any ack's `upto`.
+    fn work(link: &Link, force_ack: bool) -> (Vec<u64>, Option<u64>) {
+        let mut seqs = Vec::new();
+        let mut ack = None;
+        for chunk in link.take_work(force_ack).unwrap() {
+            match decode_frame::<LinkFrame>(&chunk).unwrap() {
+                LinkFrame::Data { seq, .. } => seqs.push(seq),
+                LinkFrame::Ack { upto } => ack = Some(upto),
+                LinkFrame::Hello(_) => panic!("no hello from take_work"),
+            }
+        }
+        (seqs, ack)
+    }
+
+    fn hello(incarnation: u64, received: Option<(u64, u64)>) -> Hello {
+        Hello {
+            node: NodeId(1),
+            topology: "q:2".parse().unwrap(),
+            incarnation,
+            received: received.map(|(incarnation, upto)| Received { incarnation, upto }),
+        }
+    }
+
+    #[test]
+    fn a_full_buffer_refuses() {
+        let link = link(2);
+        assert!(link.enqueue(vec![1]));
+        assert!(link.enqueue(vec![2]));
+        assert!(!link.enqueue(vec![3]));
+        assert_eq!(link.queued(), 2);
+        assert_eq!(link.take_queued(), 2);
+        assert!(link.enqueue(vec![3]));
+    }
+
+    #[test]
+    fn frames_are_written_once_and_kept_until_acknowledged() {
+        let link = link(10);
+        for i in 0..3 {
+            link.enqueue(vec![i]);
+        }
+        assert_eq!(work(&link, false), (vec![1, 2, 3], None));
+        assert_eq!(work(&link, false), (vec![], None));
+        link.on_ack(2);
+        assert_eq!(link.queued(), 1);
+        // An acknowledgement of frames never written is clamped to what was written.
+        link.enqueue(vec![4]);
+        link.on_ack(99);
+        assert_eq!(link.queued(), 1);
+        assert_eq!(work(&link, false), (vec![4], None));
+        link.on_ack(4);
+        assert_eq!(link.queued(), 0);
+    }
+
+    #[test]
+    fn a_new_connection_resends_what_the_neighbour_did_not_handle() {
+        let link = link(10);
+        for i in 0..5 {
+            link.enqueue(vec![i]);
+        }
+        assert_eq!(work(&link, false).0, vec![1, 2, 3, 4, 5]);
+        // The connection breaks; the neighbour's hello says it handled up to 3.
+        link.on_hello(ME, &hello(9, Some((ME, 3))));
+        assert_eq!(link.queued(), 2);
+        assert_eq!(work(&link, false).0, vec![4, 5]);
+        // A restarted neighbour knows nothing of us: everything unacknowledged goes again.
+        link.on_hello(ME, &hello(10, None));
+        assert_eq!(work(&link, false).0, vec![4, 5]);
+        // A hello about another incarnation of ours counts for nothing either.
+        link.on_hello(ME, &hello(10, Some((ME + 1, 5))));
+        assert_eq!(work(&link, false).0, vec![4, 5]);
+    }
+
+    #[test]
+    fn acknowledgements_are_batched_or_forced() {
+        let link = link(10);
+        link.on_hello(ME, &hello(9, None));
+        for seq in 1..ACK_EVERY {
+            assert!(!link.on_data(9, seq));
+        }
+        assert_eq!(work(&link, false), (vec![], None));
+        assert_eq!(work(&link, true), (vec![], Some(ACK_EVERY - 1)));
+        assert_eq!(work(&link, true), (vec![], None));
+        for seq in ACK_EVERY..2 * ACK_EVERY - 1 {
+            link.on_data(9, seq);
+        }
+        assert!(link.on_data(9, 2 * ACK_EVERY - 1));
+        assert_eq!(work(&link, false), (vec![], Some(2 * ACK_EVERY - 1)));
+        // Our hello after a reconnection reports the last frame handled.
+        assert_eq!(
+            link.lock().received,
+            Some(Received {
+                incarnation: 9,
+                upto: 2 * ACK_EVERY - 1
+            })
+        );
+        // A restarted neighbour's frames are counted afresh.
+        link.on_hello(ME, &hello(11, None));
+        assert_eq!(link.lock().received.unwrap().upto, 0);
     }
 }

@@ -1,0 +1,204 @@
+//! One daemon's behaviour as a process: signals, logs, metrics, and surviving a neighbour's
+//! crash without losing what it had accepted.
+
+mod common;
+
+use common::{Cluster, cuberoute, ok, stderr};
+use std::io::{Read, Write};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+#[test]
+fn sigterm_drains_and_exits_0_with_json_logs() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_str().unwrap();
+    ok(&[
+        "cluster",
+        "init",
+        "q:1",
+        "--dir",
+        d,
+        "--base-addr",
+        "127.2.8.0",
+    ]);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_cuberoute"))
+        .args([
+            "daemon",
+            "--config",
+            &format!("{d}/nodes/0/node.toml"),
+            "--log-format",
+            "json",
+        ])
+        .env("RUST_LOG", "debug")
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    let started = Instant::now();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(0));
+    assert!(started.elapsed() < Duration::from_secs(10));
+    let mut logs = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut logs)
+        .unwrap();
+    let lines: Vec<serde_json::Value> = logs
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+        .collect();
+    let messages: Vec<&str> = lines
+        .iter()
+        .filter_map(|l| l["fields"]["message"].as_str())
+        .collect();
+    assert!(messages.contains(&"node started"), "{messages:?}");
+    assert!(
+        messages.contains(&"stopping: draining buffers"),
+        "{messages:?}"
+    );
+    assert!(messages.contains(&"node stopped"), "{messages:?}");
+    // Node 1 never ran, so node 0 kept dialling it: debug logs show the failures.
+    assert!(messages.contains(&"dial failed"), "{messages:?}");
+}
+
+fn scrape(addr: &str) -> String {
+    let mut stream = std::net::TcpStream::connect(addr).unwrap();
+    write!(
+        stream,
+        "GET /metrics HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut text = String::new();
+    stream.read_to_string(&mut text).unwrap();
+    text
+}
+
+/// The value of the metric line that starts with `prefix`.
+fn metric(text: &str, prefix: &str) -> Option<f64> {
+    text.lines()
+        .find(|l| l.starts_with(prefix))
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|v| v.parse().ok())
+}
+
+#[test]
+fn prometheus_metrics_count_packets_links_buffers_and_latency() {
+    let cluster = Cluster::up("q:2", "127.2.9.0");
+    for _ in 0..5 {
+        cluster.ok(&[
+            "send",
+            "--from",
+            "0",
+            "--to",
+            "3",
+            "--message",
+            "m",
+            "--wait",
+        ]);
+    }
+    // Counters are published twice a second.
+    std::thread::sleep(Duration::from_millis(1200));
+    let source = scrape("127.2.9.1:7002");
+    assert_eq!(
+        metric(&source, "cuberoute_sets_accepted_total"),
+        Some(5.0),
+        "{source}"
+    );
+    assert_eq!(
+        metric(&source, "cuberoute_packets_sent_total"),
+        Some(10.0),
+        "{source}"
+    );
+    assert_eq!(
+        metric(&source, "cuberoute_link_up{neighbour=\"1\"}"),
+        Some(1.0),
+        "{source}"
+    );
+    assert_eq!(
+        metric(&source, "cuberoute_link_up{neighbour=\"2\"}"),
+        Some(1.0),
+        "{source}"
+    );
+    assert!(
+        source.contains("cuberoute_link_buffer_depth{neighbour=\"1\"}"),
+        "{source}"
+    );
+    assert!(source.contains("cuberoute_input_buffer_depth"), "{source}");
+    let middle = scrape("127.2.9.2:7002");
+    assert_eq!(
+        metric(&middle, "cuberoute_packets_forwarded_total"),
+        Some(5.0),
+        "{middle}"
+    );
+    let dest = scrape("127.2.9.4:7002");
+    assert_eq!(
+        metric(&dest, "cuberoute_packets_delivered_total"),
+        Some(10.0),
+        "{dest}"
+    );
+    assert_eq!(
+        metric(&dest, "cuberoute_delivery_latency_seconds_count"),
+        Some(10.0),
+        "{dest}"
+    );
+    assert!(
+        dest.contains("cuberoute_delivery_latency_seconds_bucket{le=\"0.001\"}"),
+        "{dest}"
+    );
+    assert!(dest.contains("cuberoute_output_buffer_depth 10"), "{dest}");
+}
+
+/// A packet queued for a crashed neighbour is not lost: it waits in the link's buffer and is
+/// sent when the neighbour is back.
+#[test]
+fn packets_for_a_crashed_neighbour_are_delivered_after_its_restart() {
+    let cluster = Cluster::up("q:3", "127.2.10.0");
+    cluster.ok(&["chaos", "kill", "--node", "1"]);
+    let dir = cluster.path_str().to_string();
+    // 0 -> 3 travels 0-1-3, 0-2-3 and 0-4-5-7-3: one copy must cross the dead node 1.
+    let sender = std::thread::spawn(move || {
+        cuberoute(&[
+            "send",
+            "--dir",
+            &dir,
+            "--from",
+            "0",
+            "--to",
+            "3",
+            "--message",
+            "patience",
+            "--wait",
+            "--timeout",
+            "30s",
+            "--json",
+        ])
+    });
+    std::thread::sleep(Duration::from_secs(1));
+    let status = cluster.node_status(0);
+    assert!(status["link_queued"].as_u64().unwrap() >= 1, "{status}");
+    cluster.ok(&["chaos", "restart", "--node", "1"]);
+    let out = sender.join().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let copies = report["copies"].as_array().unwrap();
+    assert!(copies.iter().all(|c| c["delivered"] == true), "{report}");
+    assert!(
+        copies
+            .iter()
+            .any(|c| c["path"] == serde_json::json!([0, 1, 3])),
+        "{report}"
+    );
+    let out = cluster.run(&["chaos", "restart", "--node", "1"]);
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "restarting a running node is refused"
+    );
+}
