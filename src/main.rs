@@ -32,6 +32,10 @@ enum Command {
     /// Inject faults into a running cluster.
     #[command(subcommand)]
     Chaos(commands::chaos::Command),
+    /// Measure clusters: latency, throughput, memory, start-up, against a raw quinn baseline.
+    Bench(commands::bench::Args),
+    #[command(hide = true)]
+    BenchRelayPeer(commands::bench::RelayPeerArgs),
     /// Run one node (started by `cluster up`, or by hand with a config file).
     Daemon(cuberoute_daemon::config::DaemonArgs),
 }
@@ -47,6 +51,8 @@ fn main() -> ExitCode {
         Command::Recv(args) => commands::recv::run(args),
         Command::Chaos(command) => commands::chaos::run(command),
         Command::Daemon(args) => commands::daemon::run(args),
+        Command::Bench(args) => commands::bench::run(args),
+        Command::BenchRelayPeer(args) => commands::bench::relay_peer(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

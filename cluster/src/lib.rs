@@ -2,6 +2,7 @@
 //! certificates, the manifest, one configuration per node), starts and stops the daemons as
 //! local processes, and watches them through the control API. It makes no routing decision.
 //!
+//! * [`bench`]: latency, throughput and memory of a running cluster, and the raw-quinn baseline;
 //! * [`certs`]: the cluster CA and the certificates it issues;
 //! * [`layout`]: the files of a cluster directory;
 //! * [`generate`]: writing a cluster directory for a topology and an addressing;
@@ -9,6 +10,7 @@
 //! * [`status`]: a client of the whole cluster: statuses, links up;
 //! * [`traffic`]: sending sets through a cluster and collecting delivery reports.
 
+pub mod bench;
 pub mod certs;
 pub mod generate;
 pub mod layout;

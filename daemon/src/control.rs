@@ -135,8 +135,7 @@ async fn handle(node: &Node, request: Request) -> Response {
             let deadline = Instant::now() + wait_limit(timeout_ms);
             let mut changes = node.output.subscribe();
             loop {
-                let copies = node.output.copies(src, seq);
-                if copies.len() >= k
+                if node.output.copy_count(src, seq) >= k
                     || tokio::time::timeout_at(deadline, changes.changed())
                         .await
                         .is_err()

@@ -367,8 +367,8 @@ impl Link {
         anyhow::bail!("stream ended")
     }
 
-    /// Record that data frame `seq` of the neighbour's `incarnation` was handled. True when an
-    /// acknowledgement is due now.
+    /// Record that data frame `seq` of the neighbour's `incarnation` was handled. True when the
+    /// writer must wake: to start its acknowledgement timer, or to acknowledge at once.
     fn on_data(&self, incarnation: u64, seq: u64) -> bool {
         let mut state = self.lock();
         state.received = Some(Received {
@@ -376,7 +376,7 @@ impl Link {
             upto: seq,
         });
         state.unacked += 1;
-        state.unacked >= ACK_EVERY
+        state.unacked == 1 || state.unacked >= ACK_EVERY
     }
 
     fn on_ack(&self, upto: u64) {
@@ -388,55 +388,56 @@ impl Link {
     }
 
     async fn write_frames(&self, send: &mut quinn::SendStream) -> anyhow::Result<()> {
-        let mut tick = tokio::time::interval(ACK_INTERVAL);
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        let mut ack_due = false;
+        let mut force_ack = false;
         loop {
             let notified = self.wake.notified();
             tokio::pin!(notified);
             notified.as_mut().enable();
-            let mut chunks = self.take_work(ack_due)?;
-            ack_due = false;
-            if chunks.is_empty() {
+            let (mut chunks, ack_pending) = self.take_work(force_ack)?;
+            force_ack = false;
+            if !chunks.is_empty() {
+                send.write_all_chunks(&mut chunks).await?;
+            } else if ack_pending {
+                // Frames were handled but too few to acknowledge at once: acknowledge them
+                // after a short while unless more work comes first.
                 tokio::select! {
                     () = notified => {}
-                    _ = tick.tick() => ack_due = true,
+                    () = tokio::time::sleep(ACK_INTERVAL) => force_ack = true,
                 }
-                continue;
+            } else {
+                notified.await;
             }
-            send.write_all_chunks(&mut chunks).await?;
         }
     }
 
-    /// The frames to write next: unsent data, and an acknowledgement if one is due (forced, or
-    /// [`ACK_EVERY`] frames handled).
-    fn take_work(&self, force_ack: bool) -> anyhow::Result<Vec<Bytes>> {
+    /// The frames to write next: unsent data (at most [`WRITE_BATCH`]), and an acknowledgement
+    /// when one is due (forced, [`ACK_EVERY`] frames handled, or free to piggyback on data).
+    /// Also says whether handled frames remain unacknowledged.
+    fn take_work(&self, force_ack: bool) -> anyhow::Result<(Vec<Bytes>, bool)> {
         let mut state = self.lock();
-        let sent_upto = state.sent_upto;
+        // Sequence numbers in the queue are consecutive.
+        let first_unsent = state
+            .queue
+            .front()
+            .map_or(0, |q| (state.sent_upto + 1).saturating_sub(q.seq) as usize);
         let mut chunks: Vec<Bytes> = state
             .queue
-            .iter()
-            .skip_while(|q| q.seq <= sent_upto)
+            .range(first_unsent.min(state.queue.len())..)
             .take(WRITE_BATCH)
             .map(|q| q.frame.clone())
             .collect();
-        if let Some(last) = state
-            .queue
-            .iter()
-            .skip_while(|q| q.seq <= sent_upto)
-            .take(WRITE_BATCH)
-            .last()
-        {
-            state.sent_upto = last.seq;
+        if !chunks.is_empty() {
+            state.sent_upto += chunks.len() as u64;
         }
-        let ack_now = state.unacked > 0 && (force_ack || state.unacked >= ACK_EVERY);
+        let ack_now =
+            state.unacked > 0 && (force_ack || !chunks.is_empty() || state.unacked >= ACK_EVERY);
         if ack_now && let Some(received) = state.received {
             state.unacked = 0;
             chunks.push(Bytes::from(encode_frame(&LinkFrame::Ack {
                 upto: received.upto,
             })?));
         }
-        Ok(chunks)
+        Ok((chunks, state.unacked > 0))
     }
 }
 
@@ -522,7 +523,7 @@ mod tests {
     fn work(link: &Link, force_ack: bool) -> (Vec<u64>, Option<u64>) {
         let mut seqs = Vec::new();
         let mut ack = None;
-        for chunk in link.take_work(force_ack).unwrap() {
+        for chunk in link.take_work(force_ack).unwrap().0 {
             match decode_frame::<LinkFrame>(&chunk).unwrap() {
                 LinkFrame::Data { seq, .. } => seqs.push(seq),
                 LinkFrame::Ack { upto } => ack = Some(upto),
@@ -594,9 +595,11 @@ mod tests {
     fn acknowledgements_are_batched_or_forced() {
         let link = link(10);
         link.on_hello(ME, &hello(9, None));
-        for seq in 1..ACK_EVERY {
+        assert!(link.on_data(9, 1), "the first frame starts the ack timer");
+        for seq in 2..ACK_EVERY {
             assert!(!link.on_data(9, seq));
         }
+        assert!(link.take_work(false).unwrap().1, "an ack is pending");
         assert_eq!(work(&link, false), (vec![], None));
         assert_eq!(work(&link, true), (vec![], Some(ACK_EVERY - 1)));
         assert_eq!(work(&link, true), (vec![], None));
@@ -605,12 +608,16 @@ mod tests {
         }
         assert!(link.on_data(9, 2 * ACK_EVERY - 1));
         assert_eq!(work(&link, false), (vec![], Some(2 * ACK_EVERY - 1)));
+        // Data going the other way carries a pending acknowledgement along.
+        link.on_data(9, 2 * ACK_EVERY);
+        link.enqueue(vec![1]);
+        assert_eq!(work(&link, false), (vec![1], Some(2 * ACK_EVERY)));
         // Our hello after a reconnection reports the last frame handled.
         assert_eq!(
             link.lock().received,
             Some(Received {
                 incarnation: 9,
-                upto: 2 * ACK_EVERY - 1
+                upto: 2 * ACK_EVERY
             })
         );
         // A restarted neighbour's frames are counted afresh.

@@ -5,11 +5,12 @@
 
 use cuberoute_protocol::NodeId;
 use cuberoute_protocol::wire::control::Delivery;
-use std::collections::{HashSet, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
 use tokio::sync::watch;
 
-type CopyId = (NodeId, u64, u8);
+/// A message set: (source, sequence id).
+type SetId = (NodeId, u64);
 
 pub struct Output {
     ring: Mutex<Ring>,
@@ -19,10 +20,30 @@ pub struct Output {
 
 struct Ring {
     entries: VecDeque<Delivery>,
-    /// The copies in `entries`, to refuse a second delivery of one copy.
-    present: HashSet<CopyId>,
+    /// The output indices of each set's copies in `entries`: finds a set's copies without a
+    /// scan, and refuses a second delivery of one copy.
+    sets: HashMap<SetId, Vec<u64>>,
     next_index: u64,
     capacity: usize,
+}
+
+impl Ring {
+    fn oldest_index(&self) -> u64 {
+        self.next_index - self.entries.len() as u64
+    }
+
+    fn get(&self, output_index: u64) -> Option<&Delivery> {
+        self.entries
+            .get(output_index.checked_sub(self.oldest_index())? as usize)
+    }
+
+    fn has_copy(&self, set: SetId, index: u8) -> bool {
+        self.sets.get(&set).is_some_and(|indices| {
+            indices
+                .iter()
+                .any(|&i| self.get(i).is_some_and(|d| d.index == index))
+        })
+    }
 }
 
 /// What [`Output::push`] did.
@@ -34,8 +55,8 @@ pub enum Pushed {
     Duplicate,
 }
 
-fn copy_id(d: &Delivery) -> CopyId {
-    (d.src, d.seq, d.index)
+fn set_id(d: &Delivery) -> SetId {
+    (d.src, d.seq)
 }
 
 impl Output {
@@ -43,7 +64,7 @@ impl Output {
         Output {
             ring: Mutex::new(Ring {
                 entries: VecDeque::with_capacity(capacity.min(1 << 16)),
-                present: HashSet::new(),
+                sets: HashMap::new(),
                 next_index: 0,
                 capacity,
             }),
@@ -54,15 +75,26 @@ impl Output {
     /// Add a delivered copy; its `output_index` is assigned here.
     pub fn push(&self, mut delivery: Delivery) -> Pushed {
         let mut ring = self.ring.lock().expect("output lock");
-        if !ring.present.insert(copy_id(&delivery)) {
+        let set = set_id(&delivery);
+        if ring.has_copy(set, delivery.index) {
             return Pushed::Duplicate;
         }
         let overwrote = ring.entries.len() >= ring.capacity;
         if overwrote && let Some(old) = ring.entries.pop_front() {
-            ring.present.remove(&copy_id(&old));
+            let old_set = set_id(&old);
+            if let Some(indices) = ring.sets.get_mut(&old_set) {
+                indices.retain(|&i| i != old.output_index);
+                if indices.is_empty() {
+                    ring.sets.remove(&old_set);
+                }
+            }
         }
         delivery.output_index = ring.next_index;
         ring.next_index += 1;
+        ring.sets
+            .entry(set)
+            .or_default()
+            .push(delivery.output_index);
         ring.entries.push_back(delivery);
         let next = ring.next_index;
         drop(ring);
@@ -82,29 +114,31 @@ impl Output {
     pub fn copies(&self, src: NodeId, seq: u64) -> Vec<Delivery> {
         let ring = self.ring.lock().expect("output lock");
         let mut copies: Vec<Delivery> = ring
-            .entries
-            .iter()
-            .filter(|d| d.src == src && d.seq == seq)
-            .cloned()
+            .sets
+            .get(&(src, seq))
+            .into_iter()
+            .flatten()
+            .filter_map(|&i| ring.get(i).cloned())
             .collect();
         copies.sort_by_key(|d| d.index);
         copies
+    }
+
+    /// How many copies of the set (`src`, `seq`) were delivered so far.
+    pub fn copy_count(&self, src: NodeId, seq: u64) -> usize {
+        let ring = self.ring.lock().expect("output lock");
+        ring.sets.get(&(src, seq)).map_or(0, Vec::len)
     }
 
     /// Up to `max` entries with an output index of at least `after`, and the index to ask for
     /// next.
     pub fn since(&self, after: u64, max: usize) -> (Vec<Delivery>, u64) {
         let ring = self.ring.lock().expect("output lock");
-        let entries: Vec<Delivery> = ring
-            .entries
-            .iter()
-            .filter(|d| d.output_index >= after)
-            .take(max)
-            .cloned()
-            .collect();
+        let oldest = ring.oldest_index();
+        let start = after.saturating_sub(oldest).min(ring.entries.len() as u64) as usize;
+        let entries: Vec<Delivery> = ring.entries.range(start..).take(max).cloned().collect();
         // With nothing to return, an index from the future (a cursor of an earlier run of the
         // daemon) falls back to the present.
-        let oldest = ring.next_index - ring.entries.len() as u64;
         let next = entries
             .last()
             .map_or(after.clamp(oldest, ring.next_index), |d| d.output_index + 1);

@@ -159,15 +159,7 @@ fn init(args: &InitArgs) -> anyhow::Result<(ClusterDir, Topology)> {
 /// `cluster up`: generate, start, wait for every link, print a summary. Returns the time from
 /// start to all links up.
 pub fn up(args: &UpArgs) -> anyhow::Result<Duration> {
-    let started = Instant::now();
-    let (dir, topology) = init(&args.init)?;
-    let binary = std::env::current_exe().context("locating the cuberoute binary")?;
-    local::start(&dir, topology, &binary)?;
-    let timeout = args.timeout.unwrap_or(
-        Duration::from_secs(30) + Duration::from_millis(100) * topology.node_count() as u32,
-    );
-    runtime()?.block_on(wait_linked(&dir, started, timeout))?;
-    let elapsed = started.elapsed();
+    let (dir, topology, elapsed) = start(args)?;
     let manifest = cuberoute_daemon::manifest::Manifest::load(&dir.manifest())?;
     let links: u64 = topology
         .nodes()
@@ -210,6 +202,19 @@ pub fn up(args: &UpArgs) -> anyhow::Result<Duration> {
     );
     println!("  down:    cuberoute cluster down --dir {d}");
     Ok(elapsed)
+}
+
+/// Generate and start the cluster, and wait until every link is up. Returns the time that took.
+pub fn start(args: &UpArgs) -> anyhow::Result<(ClusterDir, Topology, Duration)> {
+    let started = Instant::now();
+    let (dir, topology) = init(&args.init)?;
+    let binary = std::env::current_exe().context("locating the cuberoute binary")?;
+    local::start(&dir, topology, &binary)?;
+    let timeout = args.timeout.unwrap_or(
+        Duration::from_secs(30) + Duration::from_millis(100) * topology.node_count() as u32,
+    );
+    runtime()?.block_on(wait_linked(&dir, started, timeout))?;
+    Ok((dir, topology, started.elapsed()))
 }
 
 fn host(addr: &str) -> &str {

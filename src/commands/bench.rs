@@ -1,0 +1,296 @@
+//! `cuberoute bench [TOPO...]`: start each cluster, measure it, take it down; and measure the
+//! baseline, one raw quinn stream relay hop between two processes, in the same run.
+
+use super::cluster::{self, DirArg, InitArgs, UpArgs};
+use super::{runtime, usage};
+use anyhow::Context;
+use cuberoute_cluster::bench::{self, PairLatency, RelayBaseline, Throughput};
+use cuberoute_cluster::local::RunState;
+use cuberoute_cluster::{ClusterClient, ClusterDir};
+use cuberoute_daemon::tls::Credentials;
+use cuberoute_protocol::{NodeId, Topology};
+use serde::Serialize;
+use std::net::{Ipv4Addr, SocketAddr};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Topologies to measure.
+    #[arg(default_values_t = ["eh:2,2".to_string(), "eh:3,3".to_string()])]
+    pub topologies: Vec<String>,
+    /// Where the clusters are generated (each in a subdirectory).
+    #[arg(long, default_value = "bench-clusters")]
+    pub dir: PathBuf,
+    /// Sequential sends per latency measurement.
+    #[arg(long, default_value_t = 300)]
+    pub samples: usize,
+    /// Length of the saturation run.
+    #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
+    pub duration: Duration,
+    /// Sets in flight during the saturation run.
+    #[arg(long, default_value_t = 64)]
+    pub concurrency: usize,
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// One JSON object with every figure.
+    #[arg(long)]
+    pub json: bool,
+    /// Measure the cluster already running in this directory instead of starting clusters
+    /// (no start-up time, no baseline).
+    #[arg(long, conflicts_with = "topologies")]
+    pub running: Option<PathBuf>,
+}
+
+/// The baseline's peer process (internal: `cuberoute bench` starts it).
+#[derive(clap::Args, Debug)]
+pub struct RelayPeerArgs {
+    #[arg(long)]
+    pub listen: SocketAddr,
+    #[arg(long)]
+    pub ca: PathBuf,
+    #[arg(long)]
+    pub cert: PathBuf,
+    #[arg(long)]
+    pub key: PathBuf,
+}
+
+#[derive(Serialize)]
+struct ClusterFigures {
+    topology: String,
+    nodes: u64,
+    startup_seconds: f64,
+    farthest: PairLatency,
+    adjacent: PairLatency,
+    saturation: Throughput,
+    rss_kib_mean: f64,
+    rss_kib_max: u64,
+    /// Marginal latency of one hop, from a line through every copy of both pairs.
+    hop_slope_us: Option<f64>,
+    /// What input at the source and delivery cost, from the same line.
+    hop_fixed_us: Option<f64>,
+}
+
+#[derive(Serialize)]
+struct Figures {
+    baseline: RelayBaseline,
+    clusters: Vec<ClusterFigures>,
+}
+
+const BASE: Ipv4Addr = Ipv4Addr::new(127, 5, 0, 0);
+
+pub fn run(args: Args) -> anyhow::Result<()> {
+    let topologies = args
+        .topologies
+        .iter()
+        .map(|t| super::parse_topology(t))
+        .collect::<anyhow::Result<Vec<Topology>>>()?;
+    if args.samples == 0 || args.concurrency == 0 {
+        return Err(usage("--samples and --concurrency must be at least 1"));
+    }
+    if let Some(dir) = &args.running {
+        let dir = ClusterDir::new(dir);
+        let state = RunState::load(&dir)?
+            .ok_or_else(|| usage(format!("no cluster is running in {}", dir.display())))?;
+        let figures = measure_running(&args, state.topology, &dir, Duration::ZERO)?;
+        println!("{}", serde_json::to_string(&figures)?);
+        return Ok(());
+    }
+    std::fs::create_dir_all(&args.dir)?;
+    let baseline = baseline(&args)?;
+    eprintln!(
+        "baseline: raw quinn relay hop p50 {:.0} µs, {:.0} frame-hops/s",
+        baseline.per_hop.p50_us, baseline.frame_hops_per_second
+    );
+    let mut clusters = Vec::new();
+    for topology in topologies {
+        let figures = measure(&args, topology)?;
+        eprintln!(
+            "{topology}: up in {:.1} s, farthest p50 {:.0} µs, {:.0} packet-hops/s",
+            figures.startup_seconds,
+            figures.farthest.set.p50_us,
+            figures.saturation.packet_hops_per_second
+        );
+        clusters.push(figures);
+    }
+    let figures = Figures { baseline, clusters };
+    if args.json {
+        println!("{}", serde_json::to_string(&figures)?);
+    } else {
+        print_table(&figures);
+    }
+    Ok(())
+}
+
+fn measure(args: &Args, topology: Topology) -> anyhow::Result<ClusterFigures> {
+    let name = topology.to_string().replace([':', ','], "-");
+    let dir_arg = DirArg {
+        dir: args.dir.join(name),
+    };
+    let dir = dir_arg.cluster();
+    let up = UpArgs {
+        init: InitArgs {
+            topology: topology.to_string(),
+            dir: dir_arg,
+            base_addr: BASE,
+            port: 7000,
+        },
+        timeout: None,
+    };
+    let (_, _, startup) = cluster::start(&up)?;
+    let result = measure_running(args, topology, &dir, startup);
+    cluster::down(&dir)?;
+    result
+}
+
+fn measure_running(
+    args: &Args,
+    topology: Topology,
+    dir: &ClusterDir,
+    startup: Duration,
+) -> anyhow::Result<ClusterFigures> {
+    let runtime = runtime()?;
+    let _guard = runtime.enter();
+    let client = ClusterClient::open(dir)?;
+    let src = NodeId(0);
+    let far = topology
+        .nodes()
+        .max_by_key(|&v| (topology.distance(src, v), v))
+        .expect("nodes");
+    let near = topology.neighbours(src).last().expect("a neighbour");
+    let (farthest, adjacent, saturation) = runtime.block_on(async {
+        // Warm up: connections, and every daemon's first packets.
+        bench::pair_latency(&client, src, far, 20).await?;
+        let farthest = bench::pair_latency(&client, src, far, args.samples).await?;
+        let adjacent = bench::pair_latency(&client, src, near, args.samples).await?;
+        let saturation = bench::saturate(&client, args.duration, args.concurrency, args.seed).await;
+        anyhow::Ok((farthest, adjacent, saturation))
+    })?;
+    client.close();
+    let state = RunState::load(dir)?.context("the cluster is not running")?;
+    let rss: Vec<u64> = state
+        .processes
+        .iter()
+        .filter_map(|p| bench::rss_kib(p.pid))
+        .collect();
+    let all_copies: Vec<(u32, f64)> = farthest
+        .copies
+        .iter()
+        .chain(&adjacent.copies)
+        .copied()
+        .collect();
+    let slope = bench::hop_slope(&all_copies);
+    Ok(ClusterFigures {
+        hop_slope_us: slope.map(|s| s.0),
+        hop_fixed_us: slope.map(|s| s.1),
+        topology: topology.to_string(),
+        nodes: topology.node_count(),
+        startup_seconds: startup.as_secs_f64(),
+        farthest,
+        adjacent,
+        saturation,
+        rss_kib_mean: rss.iter().sum::<u64>() as f64 / rss.len().max(1) as f64,
+        rss_kib_max: rss.iter().copied().max().unwrap_or(0),
+    })
+}
+
+/// Start a relay peer process with node 1's certificate of a generated Q_1 cluster, and
+/// measure against it with node 0's.
+fn baseline(args: &Args) -> anyhow::Result<RelayBaseline> {
+    let dir = ClusterDir::new(args.dir.join("baseline"));
+    cuberoute_cluster::generate::generate(
+        &dir,
+        "q:1".parse().expect("valid"),
+        &cuberoute_cluster::Addressing::Loopback {
+            base: Ipv4Addr::new(127, 5, 255, 0),
+            ports: cuberoute_cluster::Ports::default(),
+        },
+    )?;
+    let listen: SocketAddr = "127.5.255.2:7000".parse()?;
+    let node = |id: u64, file| dir.node_dir(NodeId(id)).join(file);
+    let mut peer = Command::new(std::env::current_exe()?)
+        .args(["bench-relay-peer", "--listen", &listen.to_string()])
+        .arg("--ca")
+        .arg(dir.ca_cert())
+        .arg("--cert")
+        .arg(node(1, "node.pem"))
+        .arg("--key")
+        .arg(node(1, "node.key"))
+        .stdin(Stdio::null())
+        .spawn()
+        .context("starting the relay peer")?;
+    let credentials =
+        Credentials::load(&dir.ca_cert(), &node(0, "node.pem"), &node(0, "node.key"))?;
+    std::thread::sleep(Duration::from_millis(300));
+    // The size of a link data frame carrying a 64-byte payload without a trace.
+    let frame_len = 120;
+    let result = runtime()?.block_on(bench::relay_baseline(
+        listen,
+        NodeId(1),
+        &credentials,
+        frame_len,
+        args.samples * 4,
+        args.concurrency,
+        args.duration,
+    ));
+    let _ = peer.kill();
+    let _ = peer.wait();
+    result
+}
+
+pub fn relay_peer(args: RelayPeerArgs) -> anyhow::Result<()> {
+    let credentials = Credentials::load(&args.ca, &args.cert, &args.key)?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(bench::relay_peer(args.listen, credentials))
+}
+
+fn print_table(f: &Figures) {
+    let b = &f.baseline;
+    println!(
+        "baseline (raw quinn stream relay hop, 2 processes): p50 {:.0} µs, p99 {:.0} µs per hop; {:.0} frame-hops/s",
+        b.per_hop.p50_us, b.per_hop.p99_us, b.frame_hops_per_second
+    );
+    for c in &f.clusters {
+        println!(
+            "\n{} ({} processes): all links up in {:.2} s",
+            c.topology, c.nodes, c.startup_seconds
+        );
+        for (what, p) in [("farthest", &c.farthest), ("adjacent", &c.adjacent)] {
+            println!(
+                "  {what:<8} {} -> {} (d {}, k {}): set p50 {:.0} µs p99 {:.0} µs; per hop p50 {:.0} µs ({:.2}x baseline)",
+                p.from,
+                p.to,
+                p.distance,
+                p.k,
+                p.set.p50_us,
+                p.set.p99_us,
+                p.per_hop.p50_us,
+                p.per_hop.p50_us / b.per_hop.p50_us
+            );
+        }
+        if let (Some(slope), Some(fixed)) = (c.hop_slope_us, c.hop_fixed_us) {
+            println!(
+                "  one more hop costs {slope:.0} µs ({:.2}x baseline); input and delivery {fixed:.0} µs",
+                slope / b.per_hop.p50_us
+            );
+        }
+        let s = &c.saturation;
+        println!(
+            "  saturation ({} in flight, {:.1} s): {:.0} sets/s, {:.0} packet-hops/s ({} incomplete, {} dropped)",
+            s.concurrency,
+            s.seconds,
+            s.sets_per_second,
+            s.packet_hops_per_second,
+            s.sets_incomplete,
+            s.packets_dropped
+        );
+        println!(
+            "  RSS per daemon: mean {:.1} MiB, max {:.1} MiB",
+            c.rss_kib_mean / 1024.0,
+            c.rss_kib_max as f64 / 1024.0
+        );
+    }
+}
