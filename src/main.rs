@@ -29,6 +29,8 @@ enum Command {
     Send(commands::send::Args),
     /// Read a node's output buffer.
     Recv(commands::recv::Args),
+    /// Whether this node's daemon is up (`--local`: the container healthcheck).
+    Status(commands::status::Args),
     /// Inject faults into a running cluster.
     #[command(subcommand)]
     Chaos(commands::chaos::Command),
@@ -50,6 +52,7 @@ fn main() -> ExitCode {
         Command::Send(args) => commands::send::run(args),
         Command::Recv(args) => commands::recv::run(args),
         Command::Chaos(command) => commands::chaos::run(command),
+        Command::Status(args) => commands::status::run(args),
         Command::Daemon(args) => commands::daemon::run(args),
         Command::Bench(args) => commands::bench::run(args),
         Command::BenchRelayPeer(args) => commands::bench::relay_peer(args),

@@ -12,9 +12,13 @@
 
 pub mod bench;
 pub mod certs;
+pub mod compose;
+pub mod docker;
 pub mod generate;
+pub mod k8s;
 pub mod layout;
 pub mod local;
+pub mod runner;
 pub mod status;
 pub mod traffic;
 

@@ -4,6 +4,7 @@
 //! ```toml
 //! topology = "eh:2,2"
 //! id = 5                          # decimal, 0b binary or dotted a.b.c
+//! # id_from_hostname = true       # instead: the trailing -N of the host name (StatefulSets)
 //! listen = "127.1.0.6:7000"       # links from neighbours
 //! control_listen = "127.1.0.6:7001"
 //! metrics_listen = "127.1.0.6:7002"   # optional
@@ -12,7 +13,7 @@
 //!
 //! [tls]
 //! ca = "ca.pem"
-//! cert = "node.pem"
+//! cert = "node.pem"                # `{id}` stands for the node's id: "/certs/node-{id}.pem"
 //! key = "node.key"
 //!
 //! [buffers]                       # optional; these are the defaults
@@ -83,6 +84,9 @@ pub struct DaemonArgs {
     /// This node's id.
     #[arg(long)]
     pub id: Option<String>,
+    /// Take the id from the host name's trailing `-N` (a StatefulSet pod's ordinal).
+    #[arg(long, conflicts_with = "id")]
+    pub id_from_hostname: bool,
     /// Address for links from neighbours (UDP).
     #[arg(long, value_name = "ADDR")]
     pub listen: Option<String>,
@@ -123,6 +127,8 @@ pub struct DaemonArgs {
 struct FileConfig {
     topology: Option<String>,
     id: Option<toml::Value>,
+    #[serde(default)]
+    id_from_hostname: bool,
     listen: Option<String>,
     control_listen: Option<String>,
     metrics_listen: Option<String>,
@@ -148,6 +154,21 @@ struct FileBuffers {
     input: Option<usize>,
     link: Option<usize>,
     output: Option<usize>,
+}
+
+/// The id in the host name's trailing `-N`, as a StatefulSet names its pods (`cuberoute-3`).
+fn id_from_hostname() -> Result<String, String> {
+    let name = std::env::var("HOSTNAME")
+        .ok()
+        .filter(|h| !h.is_empty())
+        .or_else(|| std::fs::read_to_string("/proc/sys/kernel/hostname").ok())
+        .ok_or("the host name cannot be read")?;
+    let name = name.trim();
+    name.rsplit_once('-')
+        .map(|(_, n)| n)
+        .filter(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+        .map(str::to_string)
+        .ok_or_else(|| format!("host name {name:?} does not end in -N"))
 }
 
 /// A checked configuration: everything a daemon needs, loaded and consistent.
@@ -197,11 +218,14 @@ impl NodeConfig {
             .or(file.topology)
             .ok_or_else(|| error("topology", "missing"))?;
         let topology: Topology = topology_text.parse().map_err(|e| error("topology", e))?;
-        let id_text = args
-            .id
-            .clone()
-            .or(from_file_id)
-            .ok_or_else(|| error("id", "missing"))?;
+        let id_text = if args.id_from_hostname || (args.id.is_none() && file.id_from_hostname) {
+            id_from_hostname().map_err(|e| error("id_from_hostname", e))?
+        } else {
+            args.id
+                .clone()
+                .or(from_file_id)
+                .ok_or_else(|| error("id", "missing"))?
+        };
         let id = topology.parse_node(&id_text).map_err(|e| error("id", e))?;
 
         let socket = |key, value: Option<String>| -> Result<Option<SocketAddr>, ConfigError> {
@@ -262,9 +286,12 @@ impl NodeConfig {
                 .or(file.map(relative))
                 .ok_or_else(|| error(key, "missing"))
         };
+        // `{id}` in a path stands for this node's id: one file per node, one config for all.
+        let with_id =
+            |p: PathBuf| PathBuf::from(p.to_string_lossy().replace("{id}", &id.0.to_string()));
         let ca = tls_path("tls.ca", &args.tls_ca, file.tls.ca)?;
-        let cert = tls_path("tls.cert", &args.tls_cert, file.tls.cert)?;
-        let key = tls_path("tls.key", &args.tls_key, file.tls.key)?;
+        let cert = with_id(tls_path("tls.cert", &args.tls_cert, file.tls.cert)?);
+        let key = with_id(tls_path("tls.key", &args.tls_key, file.tls.key)?);
         let credentials = Credentials::load(&ca, &cert, &key).map_err(|e| {
             use crate::tls::TlsError::*;
             let key_name = match &e {

@@ -1,4 +1,6 @@
-//! The control API server: clients with a client certificate open one stream per request.
+//! The control API server: clients with a client certificate open one stream per request. The
+//! node's own certificate (its container healthcheck, `cuberoute status --local`) may ask for
+//! the status and nothing else.
 //! Requests are checked here (ids in the topology, payload size, wait limits) and answered from
 //! the node; nothing a client sends can panic the daemon.
 
@@ -29,25 +31,39 @@ pub async fn serve(node: Arc<Node>, endpoint: quinn::Endpoint) {
                     return;
                 }
             };
-            match tls::peer_identity(&connection) {
-                Ok(tls::Identity::Client) => {}
+            // A client may ask anything; the node itself (its healthcheck) only for its status.
+            let status_only = match tls::peer_identity(&connection) {
+                Ok(tls::Identity::Client) => false,
+                Ok(tls::Identity::Node(id)) if id == node.id => true,
                 other => {
                     node.stats.event(Event::ClientRefused);
                     warn!(%remote, identity = ?other, "control connection refused: not a client certificate");
                     connection.close(3u32.into(), b"a client certificate is required");
                     return;
                 }
-            }
+            };
             while let Ok((send, recv)) = connection.accept_bi().await {
-                tokio::spawn(answer(node.clone(), send, recv));
+                tokio::spawn(answer(node.clone(), send, recv, status_only));
             }
         });
     }
 }
 
-async fn answer(node: Arc<Node>, mut send: quinn::SendStream, mut recv: quinn::RecvStream) {
+async fn answer(
+    node: Arc<Node>,
+    mut send: quinn::SendStream,
+    mut recv: quinn::RecvStream,
+    status_only: bool,
+) {
     let response = match recv.read_to_end(PREFIX_LEN + MAX_FRAME_LEN).await {
         Ok(bytes) => match decode_frame::<Request>(&bytes) {
+            Ok(request) if status_only && request != Request::Status => {
+                node.stats.event(Event::ClientRefused);
+                Response::Error(ControlError::new(
+                    ControlErrorKind::Forbidden,
+                    "a node's own certificate may only ask for its status",
+                ))
+            }
             Ok(request) => handle(&node, request).await,
             Err(e) => {
                 node.stats.event(Event::RequestMalformed);

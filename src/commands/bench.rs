@@ -1,7 +1,7 @@
 //! `cuberoute bench [TOPO...]`: start each cluster, measure it, take it down; and measure the
 //! baseline, one raw quinn stream relay hop between two processes, in the same run.
 
-use super::cluster::{self, DirArg, InitArgs, UpArgs};
+use super::cluster::{self, DirArg, UpArgs};
 use super::{runtime, usage};
 use anyhow::Context;
 use cuberoute_cluster::bench::{self, PairLatency, RelayBaseline, Throughput};
@@ -37,6 +37,9 @@ pub struct Args {
     /// One JSON object with every figure.
     #[arg(long)]
     pub json: bool,
+    /// Run the clusters as containers (docker compose) instead of local processes.
+    #[arg(long)]
+    pub docker: bool,
     /// Measure the cluster already running in this directory instead of starting clusters
     /// (no start-up time, no baseline).
     #[arg(long, conflicts_with = "topologies")]
@@ -129,16 +132,14 @@ fn measure(args: &Args, topology: Topology) -> anyhow::Result<ClusterFigures> {
         dir: args.dir.join(name),
     };
     let dir = dir_arg.cluster();
-    let up = UpArgs {
-        init: InitArgs {
-            topology: topology.to_string(),
-            dir: dir_arg,
-            base_addr: BASE,
-            port: 7000,
-        },
-        timeout: None,
+    let mut up = UpArgs::local(topology, dir_arg, BASE);
+    let startup = if args.docker {
+        up.docker.docker = true;
+        up.docker.subnet = Ipv4Addr::new(10, 205, 0, 0);
+        cluster::docker::start(&up)?
+    } else {
+        cluster::up::start(&up)?.2
     };
-    let (_, _, startup) = cluster::start(&up)?;
     let result = measure_running(args, topology, &dir, startup);
     cluster::down(&dir)?;
     result
@@ -168,11 +169,9 @@ fn measure_running(
         anyhow::Ok((farthest, adjacent, saturation))
     })?;
     client.close();
-    let state = RunState::load(dir)?.context("the cluster is not running")?;
-    let rss: Vec<u64> = state
-        .processes
-        .iter()
-        .filter_map(|p| bench::rss_kib(p.pid))
+    let rss: Vec<u64> = cuberoute_cluster::runner::pids(dir)?
+        .into_iter()
+        .filter_map(bench::rss_kib)
         .collect();
     let all_copies: Vec<(u32, f64)> = farthest
         .copies

@@ -2,16 +2,14 @@
 
 use super::cluster::DirArg;
 use super::usage;
-use anyhow::Context;
-use cuberoute_cluster::local;
+use cuberoute_cluster::runner;
 use cuberoute_daemon::manifest::Manifest;
-use nix::sys::signal::Signal;
 
 #[derive(clap::Subcommand, Debug)]
 pub enum Command {
-    /// Kill a node's process (SIGKILL: no draining, its buffers are lost).
+    /// Kill a node's process or container (SIGKILL: no draining, its buffers are lost).
     Kill(NodeArgs),
-    /// Start a killed node's process again.
+    /// Start a killed node's process or container again.
     Restart(NodeArgs),
 }
 
@@ -28,7 +26,7 @@ pub fn run(command: Command) -> anyhow::Result<()> {
     match command {
         Command::Kill(args) => {
             let (dir, id, name) = node(&args)?;
-            if local::signal_node(&dir, id, Signal::SIGKILL)? {
+            if runner::kill(&dir, id).map_err(|e| usage(e.to_string()))? {
                 println!("node {name} killed");
                 Ok(())
             } else {
@@ -37,15 +35,12 @@ pub fn run(command: Command) -> anyhow::Result<()> {
         }
         Command::Restart(args) => {
             let (dir, id, name) = node(&args)?;
-            let state = local::RunState::load(&dir)?
-                .ok_or_else(|| usage(format!("no cluster is running in {}", dir.display())))?;
-            if state.alive(&dir).iter().any(|p| p.id == id) {
-                return Err(usage(format!("node {name} is running; kill it first")));
+            if runner::restart(&dir, id).map_err(|e| usage(e.to_string()))? {
+                println!("node {name} restarted");
+                Ok(())
+            } else {
+                Err(usage(format!("node {name} is running; kill it first")))
             }
-            let binary = std::env::current_exe().context("locating the cuberoute binary")?;
-            let pid = local::restart_node(&dir, &binary, id)?;
-            println!("node {name} restarted (pid {pid})");
-            Ok(())
         }
     }
 }

@@ -2,7 +2,7 @@
 //! default), send a message between the farthest pair and between an adjacent pair, print
 //! each delivery report with its k paths, draw them, and show the cluster's status.
 
-use super::cluster::{self, DirArg, InitArgs, UpArgs};
+use super::cluster::{self, DirArg, UpArgs};
 use super::{runtime, usage};
 use anyhow::Context;
 use cuberoute_cluster::ClusterClient;
@@ -44,15 +44,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             )));
         }
         None => {
-            cluster::up(&UpArgs {
-                init: InitArgs {
-                    topology: args.topology.clone(),
-                    dir: args.dir.clone(),
-                    base_addr: Ipv4Addr::new(127, 1, 0, 0),
-                    port: 7000,
-                },
-                timeout: None,
-            })?;
+            cluster::up::up(&UpArgs::local(
+                topology,
+                args.dir.clone(),
+                Ipv4Addr::new(127, 1, 0, 0),
+            ))?;
         }
     }
     println!();

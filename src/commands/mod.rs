@@ -9,6 +9,7 @@ pub mod demo;
 pub mod paths;
 pub mod recv;
 pub mod send;
+pub mod status;
 pub mod topology;
 
 use cuberoute_protocol::{NodeId, Topology};

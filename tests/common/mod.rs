@@ -68,6 +68,26 @@ impl Cluster {
         cluster
     }
 
+    /// `cluster up TOPOLOGY --docker` in the /16 network `subnet`.
+    pub fn up_docker(topology: &str, subnet: &str) -> Cluster {
+        let dir = tempfile::tempdir().unwrap();
+        let cluster = Cluster {
+            dir,
+            topology: topology.to_string(),
+        };
+        ok(&[
+            "cluster",
+            "up",
+            topology,
+            "--docker",
+            "--subnet",
+            subnet,
+            "--dir",
+            cluster.path_str(),
+        ]);
+        cluster
+    }
+
     pub fn path(&self) -> &Path {
         self.dir.path()
     }
@@ -138,5 +158,25 @@ pub fn process_exists(pid: u32) -> bool {
             .rsplit_once(')')
             .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
         Err(_) => false,
+    }
+}
+
+/// Whether the Docker engine answers. When it does not, say so on the real stderr (which the
+/// test harness does not capture), so that a skipped test never passes silently.
+pub fn docker_or_say_why(test: &str) -> bool {
+    use std::io::Write;
+    match Command::new("docker").arg("info").output() {
+        Ok(out) if out.status.success() => true,
+        other => {
+            let why = match other {
+                Ok(out) => String::from_utf8_lossy(&out.stderr).trim().to_string(),
+                Err(e) => e.to_string(),
+            };
+            let _ = writeln!(
+                std::io::stderr(),
+                "NOTE: the {test} test did NOT run: `docker info` failed: {why}"
+            );
+            false
+        }
     }
 }

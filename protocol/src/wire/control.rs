@@ -98,6 +98,8 @@ pub enum ControlErrorKind {
     PayloadTooLarge,
     /// The daemon is draining for shutdown and takes no new work.
     ShuttingDown,
+    /// This certificate may not make this request.
+    Forbidden,
 }
 
 impl ControlError {

@@ -1,0 +1,76 @@
+//! `cluster k8s <TOPO>`: Kubernetes manifests for a cluster.
+
+use super::super::usage;
+use super::{DirArg, ensure_free};
+use cuberoute_cluster::generate::{self, Addressing};
+use cuberoute_cluster::{Ports, k8s};
+use std::path::PathBuf;
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// `q:N` or `eh:S,T`.
+    pub topology: String,
+    /// Where the certificates are generated; the Secret is written there too.
+    #[command(flatten)]
+    pub dir: DirArg,
+    /// Where to write the Service, ConfigMap and StatefulSet.
+    #[arg(short, long, default_value = "deploy/k8s")]
+    pub output: PathBuf,
+    #[arg(long, default_value = "default")]
+    pub namespace: String,
+    /// The image the pods run (load it into the cluster's nodes, or push it to a registry).
+    #[arg(long, default_value = concat!("cuberoute:", env!("CARGO_PKG_VERSION")))]
+    pub image: String,
+}
+
+pub fn run(args: &Args) -> anyhow::Result<()> {
+    let topology = super::super::parse_topology(&args.topology)?;
+    if topology.node_count() > 10_000 {
+        return Err(usage(format!(
+            "{topology} has {} nodes: too many pods for one StatefulSet here",
+            topology.node_count()
+        )));
+    }
+    let valid_name = |s: &str| {
+        !s.is_empty()
+            && s.len() <= 63
+            && s.bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+    };
+    if !valid_name(&args.namespace) {
+        return Err(usage(format!(
+            "--namespace {:?} is not a DNS label",
+            args.namespace
+        )));
+    }
+    let dir = args.dir.cluster();
+    ensure_free(&dir)?;
+    let ports = Ports::default();
+    generate::generate(
+        &dir,
+        topology,
+        &Addressing::Kubernetes {
+            name: k8s::NAME.into(),
+            namespace: args.namespace.clone(),
+            ports,
+        },
+    )?;
+    std::fs::create_dir_all(&args.output)?;
+    for (file, text) in k8s::manifests(topology, &args.namespace, &args.image, ports) {
+        std::fs::write(args.output.join(file), text)?;
+    }
+    let secret = dir.path().join("k8s-secret.yaml");
+    std::fs::write(&secret, k8s::secret(&dir, topology, &args.namespace)?)?;
+    println!(
+        "Kubernetes manifests for {topology} ({} pods) written to {}; the Secret to {}",
+        topology.node_count(),
+        args.output.display(),
+        secret.display()
+    );
+    println!(
+        "  apply:   kubectl apply -f {} -f {}",
+        secret.display(),
+        args.output.display()
+    );
+    Ok(())
+}

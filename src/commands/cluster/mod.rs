@@ -1,0 +1,360 @@
+//! `cuberoute cluster ...`: a whole network as local processes or as containers.
+//!
+//! * `up`, `init`: [`up`] (local processes) and [`docker`] (`up --docker`, `compose`, `image`);
+//! * `k8s`: [`k8s`];
+//! * `status`, `down`, `logs`: here, the same for both kinds of cluster.
+
+pub mod docker;
+pub mod k8s;
+pub mod up;
+
+use super::{runtime, usage};
+use cuberoute_cluster::runner;
+use cuberoute_cluster::status::links_up;
+use cuberoute_cluster::{ClusterClient, ClusterDir};
+use cuberoute_protocol::wire::control::NodeStatus;
+use cuberoute_protocol::{NodeId, Topology};
+use indicatif::{ProgressBar, ProgressStyle};
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+pub use up::{InitArgs, UpArgs};
+
+pub const DEFAULT_DIR: &str = "cluster";
+
+#[derive(clap::Args, Debug, Clone)]
+pub struct DirArg {
+    /// The cluster directory.
+    #[arg(long, default_value = DEFAULT_DIR)]
+    pub dir: PathBuf,
+}
+
+impl DirArg {
+    pub fn cluster(&self) -> ClusterDir {
+        ClusterDir::new(&self.dir)
+    }
+}
+
+#[derive(clap::Subcommand, Debug)]
+pub enum Command {
+    /// Generate a cluster and start it (local processes, or containers with --docker); wait
+    /// until every node is up and every link is up.
+    Up(UpArgs),
+    /// Generate a cluster directory (CA, certificates, manifest, configs) without starting it.
+    Init(InitArgs),
+    /// Generate a cluster for containers and write its docker compose file.
+    Compose(docker::ComposeArgs),
+    /// Build the static binary and the FROM-scratch image cuberoute:<version> and cuberoute:local.
+    Image,
+    /// Write Kubernetes manifests: a StatefulSet with a headless Service.
+    K8s(k8s::Args),
+    /// Per node: up or down, links up of degree, packet counters.
+    Status(StatusArgs),
+    /// Stop every node of the cluster and leave no process, container or network behind.
+    Down(DirArg),
+    /// Print one node's log.
+    Logs(LogsArgs),
+}
+
+#[derive(clap::Args, Debug)]
+pub struct StatusArgs {
+    #[command(flatten)]
+    pub dir: DirArg,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct LogsArgs {
+    /// The node whose log to print.
+    pub node: String,
+    #[command(flatten)]
+    pub dir: DirArg,
+    /// Keep printing what the node logs.
+    #[arg(long, short)]
+    pub follow: bool,
+}
+
+pub fn run(command: Command) -> anyhow::Result<()> {
+    match command {
+        Command::Up(args) if args.docker.docker => docker::up(&args).map(|_| ()),
+        Command::Up(args) => up::up(&args).map(|_| ()),
+        Command::Init(args) => up::init_command(&args),
+        Command::Compose(args) => docker::compose(&args),
+        Command::Image => docker::image(),
+        Command::K8s(args) => k8s::run(&args),
+        Command::Status(args) => status(&args.dir.cluster(), args.json),
+        Command::Down(dir) => down(&dir.cluster()),
+        Command::Logs(args) => logs(&args),
+    }
+}
+
+/// Refuse to generate over a cluster that runs, or over a directory that is not a cluster's.
+fn ensure_free(dir: &ClusterDir) -> anyhow::Result<()> {
+    if let Some(runners) = runner::inspect(dir)?
+        && runners.alive() > 0
+    {
+        return Err(usage(format!(
+            "a {} cluster is already running in {} ({} of {} {} alive); \
+             stop it with `cuberoute cluster down --dir {}`",
+            runners.state.topology,
+            dir.display(),
+            runners.alive(),
+            runners.nodes.len(),
+            runners.kind(),
+            dir.display()
+        )));
+    }
+    if dir.path().exists() && !dir.is_cluster() && std::fs::read_dir(dir.path())?.next().is_some() {
+        return Err(usage(format!(
+            "{} exists and is not a cluster directory; choose another --dir",
+            dir.display()
+        )));
+    }
+    Ok(())
+}
+
+/// Check that a topology fits on one machine.
+fn check_size(topology: Topology) -> anyhow::Result<()> {
+    let max = cuberoute_cluster::generate::MAX_LOCAL_NODES;
+    if topology.node_count() > max {
+        return Err(usage(format!(
+            "{topology} has {} nodes; a cluster on one machine has at most {max}",
+            topology.node_count()
+        )));
+    }
+    Ok(())
+}
+
+/// Poll every node until every runner is up (healthy, for containers) and every link is up,
+/// with a progress bar. Fails, naming the nodes, if a runner dies or the time runs out.
+async fn wait_ready(dir: &ClusterDir, started: Instant, timeout: Duration) -> anyhow::Result<()> {
+    let cluster = ClusterClient::open(dir)?;
+    let (_, total) = links_up(&[], &cluster.manifest);
+    let bar = ProgressBar::new(total as u64);
+    bar.set_style(
+        ProgressStyle::with_template("{spinner} {msg} {pos}/{len} link ends {wide_bar} {elapsed}")
+            .expect("a valid template"),
+    );
+    loop {
+        let statuses = cluster.statuses(Duration::from_secs(2)).await;
+        let (up, total) = links_up(&statuses, &cluster.manifest);
+        let runners = runner::inspect(dir)?.ok_or_else(|| anyhow::anyhow!("run.toml vanished"))?;
+        let healthy = runners.state.docker.is_none() || runners.all_healthy();
+        bar.set_position(up as u64);
+        bar.set_message(if healthy {
+            "linking"
+        } else {
+            "waiting for health, linking"
+        });
+        if up == total && healthy {
+            bar.finish_and_clear();
+            return Ok(());
+        }
+        let dead: Vec<String> = runners
+            .nodes
+            .iter()
+            .filter(|(_, r)| !r.is_alive())
+            .map(|(id, r)| format!("{id} ({})", r.describe()))
+            .collect();
+        if !dead.is_empty() {
+            bar.abandon();
+            let _ = runner::stop(dir);
+            anyhow::bail!(
+                "nodes died while starting: {}; the cluster was stopped (see the logs in {})",
+                dead.join(", "),
+                dir.logs().display()
+            );
+        }
+        if started.elapsed() > timeout {
+            bar.abandon();
+            let missing: Vec<String> = statuses
+                .iter()
+                .filter(|(_, s)| s.as_ref().map_or(true, |s| s.links_up() < s.links.len()))
+                .map(|(id, _)| id.to_string())
+                .collect();
+            anyhow::bail!(
+                "the cluster was not ready within {timeout:?} ({up}/{total} link ends; all \
+                 healthy: {healthy}); nodes still linking: {}. It is left running: see \
+                 `cuberoute cluster status --dir {}`",
+                missing.join(", "),
+                dir.display()
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// Print how to use a cluster that is up.
+fn print_summary(
+    dir: &ClusterDir,
+    topology: Topology,
+    what: &str,
+    elapsed: Duration,
+) -> anyhow::Result<()> {
+    let manifest = cuberoute_daemon::manifest::Manifest::load(&dir.manifest())?;
+    let links: u64 = topology
+        .nodes()
+        .map(|v| u64::from(topology.degree(v)))
+        .sum::<u64>()
+        / 2;
+    let first = &manifest.nodes[0];
+    let last = &manifest.nodes[manifest.nodes.len() - 1];
+    let host = |addr: &str| addr.rsplit_once(':').map_or(addr, |(h, _)| h).to_string();
+    let port = |addr: &str| addr.rsplit_once(':').map_or("", |(_, p)| p).to_string();
+    let d = dir.display();
+    let far = topology
+        .nodes()
+        .max_by_key(|&v| topology.distance(first.id, v))
+        .expect("a topology has nodes");
+    let name = |v| topology.format_node(v);
+    println!(
+        "cluster {topology} is up in {:.1} s: {} {what}, {links} links, in {d}",
+        elapsed.as_secs_f64(),
+        topology.node_count()
+    );
+    println!(
+        "  nodes at {} .. {} (link, control and metrics ports {}, {}, {})",
+        host(&first.addr),
+        host(&last.addr),
+        port(&first.addr),
+        port(&first.control),
+        first.metrics.as_deref().map(port).unwrap_or_default(),
+    );
+    println!(
+        "  send:    cuberoute send --dir {d} --from {} --to {} --message hello --wait",
+        name(first.id),
+        name(far)
+    );
+    println!("  recv:    cuberoute recv --dir {d} --node {}", name(far));
+    println!("  status:  cuberoute cluster status --dir {d}");
+    println!(
+        "  logs:    cuberoute cluster logs --dir {d} {}",
+        name(first.id)
+    );
+    println!("  down:    cuberoute cluster down --dir {d}");
+    Ok(())
+}
+
+/// `cluster status`. Exits 1 if any node is down.
+pub fn status(dir: &ClusterDir, json: bool) -> anyhow::Result<()> {
+    let runtime = runtime()?;
+    let _guard = runtime.enter();
+    let cluster = ClusterClient::open(dir).map_err(|e| usage(format!("{e:#}")))?;
+    let statuses = runtime.block_on(cluster.statuses(Duration::from_secs(2)));
+    let runners = runner::inspect(dir)?;
+    let runner_note = |id: NodeId| -> String {
+        match &runners {
+            Some(r) => r
+                .nodes
+                .get(&id)
+                .map_or("not started".into(), |r| r.describe().to_string()),
+            None => "cluster not running".into(),
+        }
+    };
+    let topology = cluster.manifest.topology;
+    let down = statuses.iter().filter(|(_, s)| s.is_err()).count();
+    let mut out = std::io::stdout().lock();
+    if json {
+        let nodes: Vec<serde_json::Value> = statuses
+            .iter()
+            .map(|(id, s)| match s {
+                Ok(s) => serde_json::json!({
+                    "id": id.0, "up": true, "pid": s.pid, "uptime_ms": s.uptime_ms,
+                    "links_up": s.links_up(), "degree": s.links.len(),
+                    "input_queued": s.input_queued, "output_len": s.output_len,
+                    "link_queued": s.links.iter().map(|l| l.queued).sum::<u64>(),
+                    "runner": runner_note(*id), "counters": s.counters,
+                }),
+                Err(e) => serde_json::json!({
+                    "id": id.0, "up": false, "error": e, "runner": runner_note(*id),
+                }),
+            })
+            .collect();
+        let (up, total) = links_up(&statuses, &cluster.manifest);
+        serde_json::to_writer(
+            &mut out,
+            &serde_json::json!({
+                "topology": topology.to_string(), "nodes_up": statuses.len() - down,
+                "nodes": nodes, "link_ends_up": up, "link_ends": total,
+            }),
+        )?;
+        writeln!(out)?;
+    } else {
+        write_status_table(&mut out, topology, &statuses, runner_note)?;
+    }
+    cluster.close();
+    if down > 0 {
+        anyhow::bail!("{down} of {} nodes are down", statuses.len());
+    }
+    Ok(())
+}
+
+pub fn write_status_table(
+    out: &mut impl Write,
+    topology: Topology,
+    statuses: &[(NodeId, Result<NodeStatus, String>)],
+    runner_note: impl Fn(NodeId) -> String,
+) -> std::io::Result<()> {
+    let width = topology.format_node(NodeId(0)).len().max(4);
+    writeln!(
+        out,
+        "{:<width$}  {:<5}  {:>5}  {:>9}  {:>9}  {:>9}  {:>7}",
+        "node", "state", "links", "sent", "forwarded", "delivered", "dropped"
+    )?;
+    let mut totals = [0u64; 4];
+    for (id, s) in statuses {
+        let name = topology.format_node(*id);
+        match s {
+            Ok(s) => {
+                let c = &s.counters;
+                let row = [
+                    c.packets_sent,
+                    c.packets_forwarded,
+                    c.packets_delivered,
+                    c.dropped_total(),
+                ];
+                for (t, v) in totals.iter_mut().zip(row) {
+                    *t += v;
+                }
+                writeln!(
+                    out,
+                    "{name:<width$}  {:<5}  {:>5}  {:>9}  {:>9}  {:>9}  {:>7}",
+                    "up",
+                    format!("{}/{}", s.links_up(), s.links.len()),
+                    row[0],
+                    row[1],
+                    row[2],
+                    row[3]
+                )?;
+            }
+            Err(e) => writeln!(out, "{name:<width$}  down   ({}; {e})", runner_note(*id))?,
+        }
+    }
+    let up = statuses.iter().filter(|(_, s)| s.is_ok()).count();
+    writeln!(
+        out,
+        "{:<width$}  {up}/{} up   {:>9}  {:>9}  {:>9}  {:>7}",
+        "all",
+        statuses.len(),
+        totals[0],
+        totals[1],
+        totals[2],
+        totals[3]
+    )
+}
+
+/// `cluster down`.
+pub fn down(dir: &ClusterDir) -> anyhow::Result<()> {
+    println!("{}", runner::stop(dir)?);
+    Ok(())
+}
+
+fn logs(args: &LogsArgs) -> anyhow::Result<()> {
+    let dir = args.dir.cluster();
+    let manifest = cuberoute_daemon::manifest::Manifest::load(&dir.manifest())
+        .map_err(|e| usage(e.to_string()))?;
+    let id = super::parse_node(manifest.topology, &args.node)?;
+    runner::logs(&dir, id, args.follow).map_err(|e| usage(e.to_string()))
+}

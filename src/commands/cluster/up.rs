@@ -1,0 +1,113 @@
+//! `cluster init` and `cluster up` for local processes.
+
+use super::super::{runtime, usage};
+use super::{DirArg, check_size, ensure_free, print_summary, wait_ready};
+use anyhow::Context;
+use cuberoute_cluster::generate;
+use cuberoute_cluster::local;
+use cuberoute_cluster::{Addressing, ClusterDir, Ports};
+use cuberoute_protocol::Topology;
+use std::net::Ipv4Addr;
+use std::time::{Duration, Instant};
+
+#[derive(clap::Args, Debug)]
+pub struct InitArgs {
+    /// `q:N` or `eh:S,T`.
+    pub topology: String,
+    #[command(flatten)]
+    pub dir: DirArg,
+    /// Node i listens on this address + 1 + i (inside 127.0.0.0/8).
+    #[arg(long, default_value = "127.1.0.0")]
+    pub base_addr: Ipv4Addr,
+    /// The link port; control and metrics take the next two.
+    #[arg(long, default_value_t = 7000)]
+    pub port: u16,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct UpArgs {
+    #[command(flatten)]
+    pub init: InitArgs,
+    /// Give up waiting after this long (default: 30 s plus 100 ms per node).
+    #[arg(long, value_parser = humantime::parse_duration)]
+    pub timeout: Option<Duration>,
+    #[command(flatten)]
+    pub docker: super::docker::DockerArgs,
+}
+
+impl UpArgs {
+    /// A local cluster of `topology` in `dir`, on loopback addresses after `base`.
+    pub fn local(topology: Topology, dir: DirArg, base: Ipv4Addr) -> UpArgs {
+        UpArgs {
+            init: InitArgs {
+                topology: topology.to_string(),
+                dir,
+                base_addr: base,
+                port: 7000,
+            },
+            timeout: None,
+            docker: super::docker::DockerArgs::none(),
+        }
+    }
+
+    pub fn timeout(&self, topology: Topology) -> Duration {
+        self.timeout.unwrap_or(
+            Duration::from_secs(30) + Duration::from_millis(100) * topology.node_count() as u32,
+        )
+    }
+}
+
+pub fn init_command(args: &InitArgs) -> anyhow::Result<()> {
+    let (dir, topology) = init(args)?;
+    println!(
+        "cluster {topology} generated in {} ({} nodes); start it with `cuberoute cluster up`",
+        dir.display(),
+        topology.node_count()
+    );
+    Ok(())
+}
+
+/// Check the arguments and the directory, and generate the cluster on loopback addresses.
+fn init(args: &InitArgs) -> anyhow::Result<(ClusterDir, Topology)> {
+    let topology = super::super::parse_topology(&args.topology)?;
+    check_size(topology)?;
+    generate::check_loopback(args.base_addr, topology.node_count())
+        .map_err(|e| usage(e.to_string()))?;
+    if args.port > u16::MAX - 2 {
+        return Err(usage(format!(
+            "--port {} leaves no room for the control and metrics ports",
+            args.port
+        )));
+    }
+    let dir = args.dir.cluster();
+    ensure_free(&dir)?;
+    let ports = Ports {
+        link: args.port,
+        control: args.port + 1,
+        metrics: args.port + 2,
+    };
+    let addressing = Addressing::Loopback {
+        base: args.base_addr,
+        ports,
+    };
+    generate::generate(&dir, topology, &addressing)?;
+    Ok((dir, topology))
+}
+
+/// `cluster up`: generate, start, wait for every link, print a summary. Returns the time from
+/// start to all links up.
+pub fn up(args: &UpArgs) -> anyhow::Result<Duration> {
+    let (dir, topology, elapsed) = start(args)?;
+    print_summary(&dir, topology, "processes", elapsed)?;
+    Ok(elapsed)
+}
+
+/// Generate and start the cluster, and wait until every link is up. Returns the time that took.
+pub fn start(args: &UpArgs) -> anyhow::Result<(ClusterDir, Topology, Duration)> {
+    let started = Instant::now();
+    let (dir, topology) = init(&args.init)?;
+    let binary = std::env::current_exe().context("locating the cuberoute binary")?;
+    local::start(&dir, topology, &binary)?;
+    runtime()?.block_on(wait_ready(&dir, started, args.timeout(topology)))?;
+    Ok((dir, topology, started.elapsed()))
+}

@@ -1,0 +1,151 @@
+//! Generated deployment files: the checked-in examples stay in sync with the generators, and
+//! the Kubernetes manifests hold their invariants. No Docker or Kubernetes needed.
+
+mod common;
+
+use common::ok;
+use serde_yaml_ng::Value;
+use std::path::Path;
+
+fn repo(path: &str) -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(path)
+}
+
+#[test]
+fn the_compose_example_is_what_the_generator_writes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("eh-1-2.yml");
+    ok(&[
+        "cluster",
+        "compose",
+        "eh:1,2",
+        "--dir",
+        tmp.path().join("c").to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    let generated = std::fs::read_to_string(&out).unwrap();
+    let checked_in = std::fs::read_to_string(repo("deploy/compose/eh-1-2.yml")).unwrap();
+    assert!(
+        generated == checked_in,
+        "deploy/compose/eh-1-2.yml is stale: regenerate it with \
+         `cuberoute cluster compose eh:1,2 --dir <tmp> -o deploy/compose/eh-1-2.yml`"
+    );
+    let yaml: Value = serde_yaml_ng::from_str(&generated).unwrap();
+    let services = yaml["services"].as_mapping().unwrap();
+    assert_eq!(services.len(), 16);
+    for (name, service) in services {
+        let id: u64 = name
+            .as_str()
+            .unwrap()
+            .strip_prefix("node-")
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert_eq!(service["hostname"], name.clone());
+        assert_eq!(
+            service["volumes"][0],
+            format!("${{CUBEROUTE_DIR:-.}}/nodes/{id}:/node:ro")
+        );
+        assert_eq!(
+            service["networks"]["cuberoute"]["ipv4_address"],
+            format!("10.200.0.{}", id + 2)
+        );
+        assert_eq!(service["healthcheck"]["test"][2], "status");
+        assert_eq!(service["restart"], "unless-stopped");
+    }
+    // The nodes' manifest names peers by service; the client's by fixed address.
+    let c = tmp.path().join("c");
+    let peers = std::fs::read_to_string(c.join("nodes/5/manifest.toml")).unwrap();
+    assert!(peers.contains("addr = \"node-4:7000\""), "{peers}");
+    let client = std::fs::read_to_string(c.join("manifest.toml")).unwrap();
+    assert!(client.contains("control = \"10.200.0.7:7001\""), "{client}");
+}
+
+fn load(dir: &Path, file: &str) -> Value {
+    serde_yaml_ng::from_str(&std::fs::read_to_string(dir.join(file)).unwrap()).unwrap()
+}
+
+#[test]
+fn kubernetes_manifests_are_in_sync_and_hold_their_invariants() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("k8s");
+    let dir = tmp.path().join("c");
+    ok(&[
+        "cluster",
+        "k8s",
+        "eh:1,2",
+        "--dir",
+        dir.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    for file in ["service.yaml", "configmap.yaml", "statefulset.yaml"] {
+        let generated = std::fs::read_to_string(out.join(file)).unwrap();
+        let checked_in = std::fs::read_to_string(repo("deploy/k8s").join(file)).unwrap();
+        assert!(
+            generated == checked_in,
+            "deploy/k8s/{file} is stale: regenerate with `cuberoute cluster k8s eh:1,2 --dir <tmp>`"
+        );
+    }
+    let service = load(&out, "service.yaml");
+    let configmap = load(&out, "configmap.yaml");
+    let statefulset = load(&out, "statefulset.yaml");
+    let name = statefulset["metadata"]["name"].as_str().unwrap();
+    let namespace = statefulset["metadata"]["namespace"].as_str().unwrap();
+
+    // Replicas: one pod per node.
+    assert_eq!(statefulset["spec"]["replicas"], 16);
+    // The headless Service is the StatefulSet's, and selects its pods.
+    assert_eq!(service["spec"]["clusterIP"], "None");
+    assert_eq!(
+        service["metadata"]["name"],
+        statefulset["spec"]["serviceName"]
+    );
+    assert_eq!(
+        service["spec"]["selector"],
+        statefulset["spec"]["template"]["metadata"]["labels"]
+    );
+    // Readiness is the health command.
+    let container = &statefulset["spec"]["template"]["spec"]["containers"][0];
+    assert_eq!(container["readinessProbe"]["exec"]["command"][1], "status");
+    assert_eq!(container["readinessProbe"]["exec"]["command"][2], "--local");
+    // The config takes the id from the pod ordinal and the certificate from the Secret.
+    let node_toml = configmap["data"]["node.toml"].as_str().unwrap();
+    assert!(node_toml.contains("id_from_hostname = true"));
+    assert!(node_toml.contains("cert = \"/certs/node-{id}.pem\""));
+    // Every neighbour address of every node is the pod DNS name of that neighbour.
+    let manifest = cuberoute_daemon::manifest::Manifest::parse(
+        configmap["data"]["manifest.toml"].as_str().unwrap(),
+    )
+    .unwrap();
+    let topology = manifest.topology;
+    let replicas = statefulset["spec"]["replicas"].as_u64().unwrap();
+    assert_eq!(manifest.nodes.len() as u64, replicas);
+    for node in &manifest.nodes {
+        for neighbour in topology.neighbours(node.id) {
+            let entry = manifest.node(neighbour).unwrap();
+            let host = entry.addr.rsplit_once(':').unwrap().0;
+            let expected = format!(
+                "{name}-{}.{name}.{namespace}.svc.cluster.local",
+                neighbour.0
+            );
+            assert_eq!(host, expected);
+            assert!(neighbour.0 < replicas, "pod {host} does not exist");
+        }
+    }
+    // The Secret holds the CA and a certificate and key per pod, and stays out of deploy/.
+    let secret = load(&dir, "k8s-secret.yaml");
+    let data = secret["stringData"].as_mapping().unwrap();
+    assert_eq!(data.len(), 1 + 2 * 16);
+    assert!(
+        secret["stringData"]["node-15.key"]
+            .as_str()
+            .unwrap()
+            .contains("PRIVATE KEY")
+    );
+    assert_eq!(
+        container["volumeMounts"][1]["mountPath"], "/certs",
+        "the Secret is mounted where the config looks"
+    );
+}

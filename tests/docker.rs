@@ -1,0 +1,323 @@
+//! Containers: the FROM-scratch image, a compose cluster driven from the host with the same
+//! client, the Kubernetes node configuration in a container, and a Swarm stack. These tests
+//! need the Docker engine; where `docker info` fails they say on stderr that they did NOT run.
+
+mod common;
+
+use common::{Cluster, cuberoute, docker_or_say_why, ok, stdout};
+use serde_json::Value;
+use std::process::Command;
+use std::sync::Mutex;
+use std::time::Duration;
+
+/// The image is rebuilt once (so that it holds this tree's binary), and the tests that use
+/// containers run one at a time: two compose projects and a Swarm on two cores help no one.
+static DOCKER: Mutex<bool> = Mutex::new(false);
+
+fn with_image<T>(test: &str, body: impl FnOnce() -> T) -> Option<T> {
+    if !docker_or_say_why(test) {
+        return None;
+    }
+    let mut built = DOCKER.lock().unwrap_or_else(|e| e.into_inner());
+    if !*built {
+        let out = ok(&["cluster", "image"]);
+        assert!(out.contains("FROM scratch"), "{out}");
+        *built = true;
+    }
+    Some(body())
+}
+
+fn docker(args: &[&str]) -> String {
+    let out = Command::new("docker").args(args).output().unwrap();
+    assert!(
+        out.status.success(),
+        "docker {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn the_image_is_from_scratch_and_small() {
+    with_image("image", || {
+        let size: u64 = docker(&[
+            "image",
+            "inspect",
+            "--format",
+            "{{.Size}}",
+            "cuberoute:local",
+        ])
+        .trim()
+        .parse()
+        .unwrap();
+        assert!(size < 10_000_000, "the image has {size} bytes");
+        let layers = docker(&[
+            "image",
+            "inspect",
+            "--format",
+            "{{len .RootFS.Layers}}",
+            "cuberoute:local",
+        ]);
+        assert_eq!(
+            layers.trim(),
+            "1",
+            "FROM scratch plus the binary is one layer"
+        );
+        let version = docker(&["run", "--rm", "cuberoute:local", "--version"]);
+        assert!(version.starts_with("cuberoute "), "{version}");
+    });
+}
+
+#[test]
+fn a_compose_cluster_delivers_on_the_constructed_paths() {
+    with_image("docker compose", || {
+        let cluster = Cluster::up_docker("eh:1,2", "10.201.0.0");
+        let status = cluster.status();
+        assert_eq!(status["nodes_up"], 16, "{status}");
+        assert_eq!(status["link_ends_up"], status["link_ends"]);
+        for node in status["nodes"].as_array().unwrap() {
+            assert_eq!(node["runner"], "healthy", "{node}");
+        }
+        // 48 ordered pairs: from every node to three others.
+        let mut pairs = 0;
+        for from in 0..16u64 {
+            for to in [(from + 1) % 16, (from + 6) % 16, (from + 11) % 16] {
+                let (f, t) = (from.to_string(), to.to_string());
+                let report: Value = serde_json::from_str(
+                    cluster
+                        .ok(&[
+                            "send",
+                            "--from",
+                            &f,
+                            "--to",
+                            &t,
+                            "--message",
+                            &format!("{f}>{t}"),
+                            "--wait",
+                            "--timeout",
+                            "10s",
+                            "--json",
+                        ])
+                        .trim(),
+                )
+                .unwrap();
+                let expected: Value =
+                    serde_json::from_str(ok(&["paths", "eh:1,2", &f, &t, "--json"]).trim())
+                        .unwrap();
+                assert_eq!(report["k"], expected["k"]);
+                for (i, copy) in report["copies"].as_array().unwrap().iter().enumerate() {
+                    assert_eq!(copy["delivered"], true, "{from}->{to}: {report}");
+                    assert_eq!(copy["path"], expected["paths"][i], "{from}->{to}");
+                }
+                pairs += 1;
+            }
+        }
+        assert!(pairs >= 40);
+        // The payload arrives intact, and recv from the host reads it.
+        let entries = cluster.ok(&["recv", "--node", "6", "--json"]);
+        assert!(entries.contains("\"payload\":\"0>6\""), "{entries}");
+        // logs reach the containers' output.
+        let logs = cluster.ok(&["cluster", "logs", "5"]);
+        assert!(logs.contains("node started"), "{logs}");
+        // down removes the containers and the network.
+        let project_containers = |c: &Cluster| {
+            docker(&[
+                "ps",
+                "-aq",
+                "--filter",
+                &format!("label=com.docker.compose.project={}", project(c)),
+            ])
+        };
+        assert_eq!(project_containers(&cluster).lines().count(), 16);
+        cluster.ok(&["cluster", "down"]);
+        assert_eq!(project_containers(&cluster).lines().count(), 0);
+        let networks = docker(&["network", "ls", "--format", "{{.Name}}"]);
+        assert!(!networks.contains(&project(&cluster)), "{networks}");
+    });
+}
+
+fn project(cluster: &Cluster) -> String {
+    let run = std::fs::read_to_string(cluster.path().join("run.toml")).unwrap_or_default();
+    run.lines()
+        .find_map(|l| l.strip_prefix("project = \""))
+        .map(|p| p.trim_end_matches('"').to_string())
+        .unwrap_or_else(|| "no-such-project".into())
+}
+
+/// The Kubernetes ConfigMap's node configuration, in a container named like pod 3: the daemon
+/// takes id 3 from the host name and node-3's certificate, and the readiness command answers.
+#[test]
+fn the_kubernetes_node_config_runs_as_pod_3() {
+    with_image("kubernetes config", || {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("c");
+        let out = tmp.path().join("k8s");
+        ok(&[
+            "cluster",
+            "k8s",
+            "q:3",
+            "--dir",
+            dir.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+        ]);
+        let configmap: serde_yaml_ng::Value =
+            serde_yaml_ng::from_str(&std::fs::read_to_string(out.join("configmap.yaml")).unwrap())
+                .unwrap();
+        let secret: serde_yaml_ng::Value =
+            serde_yaml_ng::from_str(&std::fs::read_to_string(dir.join("k8s-secret.yaml")).unwrap())
+                .unwrap();
+        let (etc, certs) = (tmp.path().join("etc"), tmp.path().join("certs"));
+        std::fs::create_dir_all(&etc).unwrap();
+        std::fs::create_dir_all(&certs).unwrap();
+        for (k, v) in configmap["data"].as_mapping().unwrap() {
+            std::fs::write(etc.join(k.as_str().unwrap()), v.as_str().unwrap()).unwrap();
+        }
+        for (k, v) in secret["stringData"].as_mapping().unwrap() {
+            std::fs::write(certs.join(k.as_str().unwrap()), v.as_str().unwrap()).unwrap();
+        }
+        let name = format!("cuberoute-k8s-test-{}", std::process::id());
+        docker(&[
+            "run",
+            "-d",
+            "--name",
+            &name,
+            "--hostname",
+            "cuberoute-3",
+            "-v",
+            &format!("{}:/etc/cuberoute:ro", etc.display()),
+            "-v",
+            &format!("{}:/certs:ro", certs.display()),
+            "cuberoute:local",
+            "daemon",
+            "--config",
+            "/etc/cuberoute/node.toml",
+        ]);
+        let mut answer = String::new();
+        for _ in 0..50 {
+            let out = Command::new("docker")
+                .args([
+                    "exec",
+                    &name,
+                    "/cuberoute",
+                    "status",
+                    "--local",
+                    "--config",
+                    "/etc/cuberoute/node.toml",
+                ])
+                .output()
+                .unwrap();
+            answer = String::from_utf8_lossy(&out.stdout).into_owned();
+            if out.status.success() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        let _ = Command::new("docker").args(["rm", "-f", &name]).output();
+        assert!(answer.starts_with("node 011 of q:3 up"), "{answer}");
+    });
+}
+
+/// `docker stack deploy` with the generated compose file: every task healthy, and every node
+/// linked to all its neighbours by service name over the overlay network.
+#[test]
+fn a_swarm_stack_of_the_generated_compose_file_links_up() {
+    with_image("docker swarm", || {
+        let active = docker(&["info", "--format", "{{.Swarm.LocalNodeState}}"]);
+        let mut initialised = false;
+        if active.trim() != "active" {
+            let out = Command::new("docker")
+                .args(["swarm", "init"])
+                .output()
+                .unwrap();
+            if !out.status.success() {
+                use std::io::Write;
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "NOTE: the docker swarm test did NOT run: `docker swarm init` failed: {}",
+                    String::from_utf8_lossy(&out.stderr).trim()
+                );
+                return;
+            }
+            initialised = true;
+        }
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("c");
+        ok(&[
+            "cluster",
+            "compose",
+            "eh:1,1",
+            "--dir",
+            dir.to_str().unwrap(),
+            "--subnet",
+            "10.202.0.0",
+        ]);
+        let stack = format!("cuberoutetest{}", std::process::id());
+        let deploy = Command::new("docker")
+            .args(["stack", "deploy", "-c", "compose.yml", &stack])
+            .current_dir(&dir)
+            .env("CUBEROUTE_DIR", &dir)
+            .output()
+            .unwrap();
+        let result = std::panic::catch_unwind(|| {
+            assert!(
+                deploy.status.success(),
+                "{}",
+                String::from_utf8_lossy(&deploy.stderr)
+            );
+            let mut reports = Vec::new();
+            for _ in 0..120 {
+                let ids = docker(&[
+                    "ps",
+                    "-q",
+                    "--filter",
+                    &format!("label=com.docker.stack.namespace={stack}"),
+                ]);
+                reports = ids
+                    .split_whitespace()
+                    .map(|id| {
+                        let out = Command::new("docker")
+                            .args(["exec", id, "/cuberoute", "status", "--local"])
+                            .output()
+                            .unwrap();
+                        String::from_utf8_lossy(&out.stdout).into_owned()
+                    })
+                    .collect();
+                if reports.len() == 8 && reports.iter().all(|r| r.contains("2/2 links up")) {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(500));
+            }
+            panic!("the stack never linked up: {reports:?}");
+        });
+        let _ = Command::new("docker")
+            .args(["stack", "rm", &stack])
+            .output();
+        if initialised {
+            let _ = Command::new("docker")
+                .args(["swarm", "leave", "--force"])
+                .output();
+        }
+        // Let the stack's network go before another test makes one.
+        std::thread::sleep(Duration::from_secs(3));
+        if let Err(e) = result {
+            std::panic::resume_unwind(e);
+        }
+    });
+}
+
+#[test]
+fn up_docker_refuses_a_bad_subnet() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = cuberoute(&[
+        "cluster",
+        "up",
+        "q:2",
+        "--docker",
+        "--subnet",
+        "10.200.1.0",
+        "--dir",
+        tmp.path().to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", stdout(&out));
+}
