@@ -103,7 +103,8 @@ fn check_ftn2n(n: u32, s: u64, d: u64, faults: &[u64]) -> Result<usize, String> 
     if path[0] != s || *path.last().unwrap() != d || path.iter().any(|v| faults.contains(v)) {
         return Err(format!("bad ends or faulty node, {}", ctx()));
     }
-    let len = check_family(n, &[path.clone()], &[]).map_err(|e| format!("{e}, {}", ctx()))?;
+    let len =
+        check_family(n, std::slice::from_ref(&path), &[]).map_err(|e| format!("{e}, {}", ctx()))?;
     let h = (s ^ d).count_ones() as usize;
     if len > (h + 2).min(n as usize + 1) {
         return Err(format!("longer than min(H+2, n+1), {}", ctx()));
@@ -243,7 +244,7 @@ fn instance(max_n: u32) -> impl Strategy<Value = (u32, u64, Vec<u64>, Vec<u64>)>
                     if clustered {
                         s ^ (1u64 << (x % n as u64))
                             ^ (1u64 << ((x >> 8) % n as u64))
-                            ^ ((i as u64 % 3) << (x >> 16) % (n as u64 - 1))
+                            ^ ((i as u64 % 3) << ((x >> 16) % (n as u64 - 1)))
                     } else {
                         x & mask
                     }

@@ -25,7 +25,9 @@
 //! 3. CASE1 1.B ends p* with w -> d (line 42 returns p* -> d for both sub-cases).
 //! 4. CASE2 takes w in d's own subcube (line 12 says Q^1, which holds no gamma-neighbour of d).
 //! 5. p* starts at s and is spliced: its prefix up to the stub node closest to d' is replaced by
-//!    that stub's prefix, so that it meets no other stub.
+//!    that stub's prefix. (HC-SPR paths are shortest, so they meet one stub at most, in their
+//!    first two hops, and the splice changes nothing; it is kept for any other p*.) What matters
+//!    is the stub x it takes: the recursive path through u'_x cannot be lifted through x.
 //! 6. Paths are kept *normalised*: each holds exactly one neighbour of its source (its first hop)
 //!    and one of d (its last hop). The recursion and lifting keep this by construction; the only
 //!    paths that may break it, the detours, are shortcut (s' ~> u'_2 -> d, not the paper's
@@ -167,8 +169,9 @@ pub struct Reduction {
     pub stubs_used: Vec<u32>,
     /// Number of stub dimensions available (n-i-1 in the paper's terms).
     pub stubs_available: usize,
-    /// The unspliced HC-SPR path s ~> d' met a stub node of a stub some other path uses.
-    pub unspliced_would_collide: bool,
+    /// A recursive path left s' through u'_x, the stub p* took: lifting it through its own stub
+    /// (s -> v_x -> u_x -> u'_x) would meet p*, so it was detoured.
+    pub naive_lift_would_collide: bool,
     /// Path nodes looked at by this level to decide membership (first and last hops, the
     /// splice scan, detour normalisation).
     pub inspected: usize,
@@ -322,7 +325,7 @@ fn case_1(
         detour: None,
         stubs_used: Vec::new(),
         stubs_available: stub_dims.count_ones() as usize,
-        unspliced_would_collide: false,
+        naive_lift_would_collide: false,
         inspected: 0,
     });
     let mut inspected = 0;
@@ -416,27 +419,23 @@ fn case_1(
             None => None,
         };
         pstar.extend(tail);
-        // Would the raw HC-SPR path have met a stub another path uses?
-        let used_by_lift = |b: u32| firsts.contains(&u1(b)) && Some(b) != stub;
-        trace[slot].unspliced_would_collide = core[1..]
-            .iter()
-            .any(|&c| stub_of(c).is_some_and(used_by_lift));
         (Some(d_prime), w, stub, pstar)
     };
     if let Some(b) = pstar_stub {
         stubs_used.push(b);
+        trace[slot].naive_lift_would_collide = firsts.contains(&u1(b));
     }
     let mut detour = None;
     if let Some(paths) = recursive {
         for mut p in paths {
             let f = p[1];
             let stub = bits(stub_dims).find(|&b| u1(b) == f);
-            if f == s2 {
+            let blocked = f == d && special == Some(Special::DIsSSecond)
+                || stub.is_some() && stub == pstar_stub;
+            if f == s2 && !blocked {
                 p.pop_front();
                 p.push_front(s);
-            } else if f == d && special == Some(Special::DIsSSecond)
-                || stub.is_some() && stub == pstar_stub
-            {
+            } else if blocked {
                 // Blocked: p* uses this stub (or, d = s'', p* is the edge s -> d).
                 let spare =
                     |b: u32| Some(b) != pstar_stub && !firsts.contains(&u1(b)) && Some(u1(b)) != w;

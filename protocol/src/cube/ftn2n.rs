@@ -117,9 +117,6 @@ fn candidate_of(x: u64, differ: u64, order: &[u32], others: &[u32]) -> Option<us
 
 /// All candidate paths, for tests: the n internally disjoint paths the routine chooses from.
 #[cfg(test)]
-use super::bits;
-
-#[cfg(test)]
 pub(crate) fn candidates(free: u64, s: u64, d: u64) -> Vec<Vec<u64>> {
     let order = gray_order(s ^ d);
     let h = order.len();
@@ -129,7 +126,7 @@ pub(crate) fn candidates(free: u64, s: u64, d: u64) -> Vec<Vec<u64>> {
         walk(&mut p, s, order[j..].iter().chain(&order[..j]).copied());
         out.push(p);
     }
-    for q in bits(free & !(s ^ d)) {
+    for q in gray_order(free & !(s ^ d)) {
         let mut p = vec![s];
         walk(
             &mut p,
