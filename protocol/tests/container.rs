@@ -407,7 +407,10 @@ fn error_8_distance_can_exceed_2i_plus_1() {
     assert_eq!((s ^ d).count_ones(), 6);
     let paths = raw(&hc_container(q(6), 2, NodeId(s), NodeId(d)).unwrap());
     assert_eq!(paths.len(), 3);
-    assert!(paths.iter().all(|p| p.len() > 6), "every path has at least H = 6 edges");
+    assert!(
+        paths.iter().all(|p| p.len() > 6),
+        "every path has at least H = 6 edges"
+    );
     check(6, 2, s, d).unwrap();
 }
 
