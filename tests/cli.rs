@@ -292,3 +292,42 @@ fn bad_sets_are_one_line_and_exit_2() {
         assert!(out.stdout.is_empty());
     }
 }
+
+#[test]
+fn study_writes_csv_markdown_and_svg() {
+    let dir = std::env::temp_dir().join(format!("cuberoute-study-{}", std::process::id()));
+    let out = cuberoute(&[
+        "study",
+        "container",
+        "--sizes",
+        "4..6",
+        "--instances",
+        "50",
+        "--maxflow-instances",
+        "5",
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let csv = std::fs::read_to_string(dir.join("container.csv")).unwrap();
+    let lines: Vec<&str> = csv.lines().collect();
+    assert_eq!(lines.len(), 4, "header and n = 4, 5, 6");
+    for (line, n) in lines[1..].iter().zip(4..) {
+        let cells: Vec<&str> = line.split(',').collect();
+        assert_eq!(cells[0], n.to_string());
+        let (bound, max): (usize, usize) = (cells[2].parse().unwrap(), cells[6].parse().unwrap());
+        assert!(max <= bound, "{line}");
+    }
+    let md = std::fs::read_to_string(dir.join("container.md")).unwrap();
+    assert!(md.contains("| 5 | 3 | 14 | 50 |"), "{md}");
+    let svg = std::fs::read_to_string(dir.join("container.svg")).unwrap();
+    assert!(svg.starts_with("<svg") && svg.ends_with("</svg>\n"));
+    assert!(stdout(&out).starts_with("| n | k | bound |"));
+    let bad = cuberoute(&["study", "container", "--sizes", "9..4"]);
+    assert_eq!(bad.status.code(), Some(2));
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -3,6 +3,7 @@
 
 pub mod cube_paths;
 pub mod paths;
+pub mod study;
 pub mod topology;
 
 use cuberoute_protocol::{NodeId, Topology};
