@@ -134,6 +134,7 @@ fn n2s_every_destination_set_and_excluded_set_up_to_q5() {
             assert_eq!(worst, n as usize + 1, "Q_{n}: the bound n+1 is reached");
         }
     }
+    println!("Cube-N2S: {instances} instances");
     assert!(instances > 400_000, "{instances}");
 }
 
@@ -167,6 +168,7 @@ fn xftn2s_every_fault_set_up_to_q5() {
             n + 3
         );
     }
+    println!("Cube-XFTN2S: {instances} instances");
     assert!(instances > 2_000_000, "{instances}");
 }
 
