@@ -251,6 +251,24 @@ fn constraint_gives_the_papers_container() {
         text.trim_end(),
         r#"{"topology":"q:5","from":26,"to":21,"distance":4,"k":3,"constraint":2,"paths":[[26,18,19,17,21],[26,10,14,6,7,5,21],[26,24,28,20,21]]}"#
     );
+    let file = std::env::temp_dir().join(format!("cuberoute-container-{}.svg", std::process::id()));
+    let out = cuberoute(&[
+        "paths",
+        "q:4",
+        "1",
+        "6",
+        "--constraint",
+        "1",
+        "--svg",
+        file.to_str().unwrap(),
+    ]);
+    assert!(out.status.success());
+    let svg = std::fs::read_to_string(&file).unwrap();
+    assert!(
+        svg.starts_with("<svg") && svg.contains("path 1: 3 hops"),
+        "{svg}"
+    );
+    std::fs::remove_file(&file).unwrap();
     let text = stdout(&cuberoute(&[
         "paths",
         "q:5",
