@@ -143,3 +143,13 @@ proptest! {
         check(n, &srcs, &dsts, &faults).map_err(TestCaseError::fail)?;
     }
 }
+
+/// Regressions. Q_6: everything packed into a Q_4 corner with k + |F| = n; a plan that moved the
+/// source first overloaded the receiving side, and the plan moving only destinations (one of them
+/// by two edges) was never tried. Q_4: the instance that showed the invariant cannot always be
+/// kept (module doc of `cube::s2s`).
+#[test]
+fn crowded_regressions() {
+    check(6, &[5, 6], &[15, 3], &[2, 1, 14, 13]).unwrap();
+    check(4, &[0, 1, 2], &[7, 11, 15], &[3]).unwrap();
+}

@@ -28,8 +28,9 @@
 //!   level while k drops by at least one, which gives (m-1) + (k-1) + 2 = m + k.
 //! - **Search**: the invariant cannot always be kept (in Q_4, S = {0,1,2}, D = {7,11,15},
 //!   F = {3} overloads a side for every δ, yet the instance is easy), so the construction is a
-//!   search with backtracking: dimensions by decreasing slack, for each the one-edge moves before
-//!   the two-edge ones, sources first and then destinations first, a side allowed one unit over
+//!   search with backtracking: dimensions by decreasing slack, for each four plans (move only
+//!   sources, only destinations, sources first, destinations first; one-edge moves before
+//!   two-edge ones; direct pairs always), a side allowed one unit over
 //!   the invariant; a sub-instance that fails sends the search to the next plan. The length bound
 //!   holds for whatever plan succeeds. Departure: the time is not Gu, Okawa and Peng's
 //!   O(kn log k); it is that when the first plan works (every random instance measured), and
@@ -160,8 +161,13 @@ fn s2s(
         .collect();
     dims.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
     for &(_, delta) in &dims {
-        for sources_first in [true, false] {
-            if let Some(plan) = plan(free, delta, &srcs, &dsts, &faults, sources_first) {
+        for kinds in [
+            Kinds::SourcesOnly,
+            Kinds::DestinationsOnly,
+            Kinds::SourcesFirst,
+            Kinds::DestinationsFirst,
+        ] {
+            if let Some(plan) = plan(free, delta, &srcs, &dsts, &faults, kinds) {
                 if apply(free, delta, plan, out) {
                     return true;
                 }
@@ -186,6 +192,27 @@ fn slack(delta: u32, srcs: &[End], dsts: &[End], faults: &[u64], m: usize) -> i6
         .unwrap()
 }
 
+/// Which ends a plan may move across, in which order (direct pairs are always allowed).
+#[derive(Clone, Copy, Debug)]
+enum Kinds {
+    SourcesOnly,
+    DestinationsOnly,
+    SourcesFirst,
+    DestinationsFirst,
+}
+
+impl Kinds {
+    /// `true` stands for sources, `false` for destinations.
+    fn order(self) -> &'static [bool] {
+        match self {
+            Kinds::SourcesOnly => &[true],
+            Kinds::DestinationsOnly => &[false],
+            Kinds::SourcesFirst => &[true, false],
+            Kinds::DestinationsFirst => &[false, true],
+        }
+    }
+}
+
 /// The two sub-instances of a reduction, and the paths it finished (direct pairs).
 struct Plan {
     sides: [(Vec<End>, Vec<End>, Vec<u64>); 2],
@@ -198,7 +225,7 @@ fn plan(
     srcs: &[End],
     dsts: &[End],
     faults: &[u64],
-    sources_first: bool,
+    kinds: Kinds,
 ) -> Option<Plan> {
     let bit = 1u64 << delta;
     let side = |v: u64| (v >> delta & 1) as usize;
@@ -256,7 +283,7 @@ fn plan(
     }
     // One-edge moves, then two-edge moves whose middle node costs its side one unit of slack.
     for two_edges in [false, true] {
-        for sources in [sources_first, !sources_first] {
+        for &sources in kinds.order() {
             let (ends, moved, from, to) = if sources {
                 (&heavy_srcs, &mut moved_s, heavy, light)
             } else {
