@@ -24,8 +24,9 @@
 //!   to its mirror (one edge), or through a neighbour on its own side (two edges). The node left
 //!   behind and the middle node of a two-edge move become faults of their side. A side's load is
 //!   then exactly max(|S_j|,|D_j|) + |F_j| + (middle nodes on it), which must stay <= m-1; a side
-//!   that receives moved ends must keep <= k-1 pairs. Every path then gains at most two edges per
-//!   level while k drops by at least one, which gives (m-1) + (k-1) + 2 = m + k.
+//!   that receives moved ends must keep <= k-1 pairs. A path gains edges only at a level that
+//!   moves one of its ends (at most two), into a side of at most k-1 pairs; so with L(m,1) = m+1,
+//!   L(m,k) <= max(L(m-1,k), L(m-1,k-1) + 2) <= m + k.
 //! - **Search**: the invariant cannot always be kept (in Q_4, S = {0,1,2}, D = {7,11,15},
 //!   F = {3} overloads a side for every δ, yet the instance is easy), so the construction is a
 //!   search with backtracking: dimensions by decreasing slack, for each four plans (move only
@@ -33,8 +34,9 @@
 //!   two-edge ones; direct pairs always), a side allowed one unit over
 //!   the invariant; a sub-instance that fails sends the search to the next plan. The length bound
 //!   holds for whatever plan succeeds. Departure: the time is not Gu, Okawa and Peng's
-//!   O(kn log k); it is that when the first plan works (every random instance measured), and
-//!   exponential in k at worst. We have no proof that some plan always works; the tests check it
+//!   O(kn log k); each plan costs about O(kn) to build, the measured times are microseconds
+//!   (BENCHMARKS.md), but the number of plans tried is exponential in k at worst. We have no
+//!   proof that some plan always works; the tests check it
 //!   on every instance of Q_1..Q_4 with every fault set, and on random and crowded instances up
 //!   to Q_32. Should it fail, the function returns [`CubeError::Internal`], never a wrong path.
 
