@@ -84,7 +84,7 @@ pub fn hc_container_traced(
     let n = check_input(q, i, s, d)?;
     let k = container_width(n, i);
     let mut trace = Vec::new();
-    let paths = container(full_mask(n), i, k, s.0, d.0, 0, false, &mut trace);
+    let paths = container(full_mask(n), i, k, s.0, d.0, 0, false, &mut trace)?;
     let paths = paths
         .into_iter()
         .map(|p| p.into_iter().map(NodeId).collect())
@@ -211,7 +211,7 @@ fn container(
     flip: u64,
     swapped: bool,
     trace: &mut Vec<Reduction>,
-) -> Vec<Deq> {
+) -> Result<Vec<Deq>, CubeError> {
     if free != 0 && flip & free == free {
         // A complemented frame (inside CASE2): decide in the caller's addresses, as the paper.
         let m = free.count_ones();
@@ -224,24 +224,24 @@ fn container(
             flip ^ free,
             swapped,
             trace,
-        );
+        )?;
         for p in &mut paths {
             p.iter_mut().for_each(|v| *v ^= free);
         }
-        return paths;
+        return Ok(paths);
     }
     if k == 1 {
-        return vec![spr(free, lo, s, d).into()];
+        return Ok(vec![spr(free, lo, s, d).into()]);
     }
     let (ws, wd) = (weight(free, s), weight(free, d));
     if ws == lo {
         case_1(free, lo, k, s, d, flip, swapped, false, trace)
     } else if wd == lo {
-        let mut paths = container(free, lo, k, d, s, flip, true, trace);
+        let mut paths = container(free, lo, k, d, s, flip, true, trace)?;
         for p in &mut paths {
             p.make_contiguous().reverse();
         }
-        paths
+        Ok(paths)
     } else {
         let m = free.count_ones();
         let mut paths = case_1(
@@ -254,11 +254,11 @@ fn container(
             swapped,
             true,
             trace,
-        );
+        )?;
         for p in &mut paths {
             p.iter_mut().for_each(|v| *v ^= free);
         }
-        paths
+        Ok(paths)
     }
 }
 
@@ -288,7 +288,7 @@ fn case_1(
     swapped: bool,
     mirrored: bool,
     trace: &mut Vec<Reduction>,
-) -> Vec<Deq> {
+) -> Result<Vec<Deq>, CubeError> {
     let m = free.count_ones();
     let delta = highest((s ^ d) & d & free);
     let bit = 1u64 << delta;
@@ -338,7 +338,7 @@ fn case_1(
         if d == s2 {
             special = Some(Special::DIsSSecond);
         }
-        Some(container(sub, lo - 1, k - 1, s1, d, flip, false, trace))
+        Some(container(sub, lo - 1, k - 1, s1, d, flip, false, trace)?)
     };
     let mut result: Vec<Deq> = Vec::with_capacity(k);
     let mut firsts: Vec<u64> = Vec::new();
@@ -361,66 +361,68 @@ fn case_1(
         }
     }
     // p*: s ~> d' in s's side, then d' -> d (1.A) or d' -> w -> d (1.B).
-    let (d_prime, w, pstar_stub, pstar): (Option<u64>, Option<u64>, Option<u32>, Deq) = if special
-        == Some(Special::DIsSSecond)
-    {
-        (Some(s), None, None, Deq::from([s, d]))
-    } else {
-        let (d_prime, tail, w) = if case == Case::Case1A {
-            (d ^ bit, vec![d], None)
+    let (d_prime, w, pstar_stub, pstar): (Option<u64>, Option<u64>, Option<u32>, Deq) =
+        if special == Some(Special::DIsSSecond) {
+            (Some(s), None, None, Deq::from([s, d]))
         } else {
-            let candidates: Vec<u64> = bits(sub & !d)
-                .map(|b| d ^ (1u64 << b))
-                .filter(|c| !lasts.contains(c))
-                .collect();
-            let w = if special == Some(Special::SPrimeIsD) {
-                candidates
-                    .iter()
-                    .rev()
-                    .copied()
-                    .find(|&c| c != s2)
-                    .or(candidates.first().copied())
-            } else if candidates.contains(&s2) {
-                Some(s2)
+            let (d_prime, tail, w) = if case == Case::Case1A {
+                (d ^ bit, vec![d], None)
             } else {
-                candidates.last().copied()
-            };
-            let w = w.expect("Lemma 2: d has m-i >= k gamma-neighbours on its side and P uses k-1");
-            if w == s2 && special.is_none() {
-                special = Some(Special::WIsSSecond);
-            }
-            (w ^ bit, vec![w, d], Some(w))
-        };
-        let core = spr(sub, lo, s, d_prime);
-        inspected += core.len();
-        let stub_of = |node: u64| -> Option<u32> {
-            let x = node ^ s;
-            if x.count_ones() == 1 && x & stub_dims != 0 {
-                Some(x.trailing_zeros())
-            } else if x.count_ones() == 2 && x & zb != 0 && (x & !zb) & stub_dims != 0 {
-                Some((x & !zb).trailing_zeros())
-            } else {
-                None
-            }
-        };
-        let splice = (1..core.len())
-            .rev()
-            .find_map(|t| stub_of(core[t]).map(|b| (t, b)));
-        let mut pstar = Deq::from([s]);
-        let stub = match splice {
-            Some((t, b)) => {
-                pstar.push_back(v(b));
-                if core[t] == u(b) {
-                    pstar.push_back(u(b));
+                let candidates: Vec<u64> = bits(sub & !d)
+                    .map(|b| d ^ (1u64 << b))
+                    .filter(|c| !lasts.contains(c))
+                    .collect();
+                let w = if special == Some(Special::SPrimeIsD) {
+                    candidates
+                        .iter()
+                        .rev()
+                        .copied()
+                        .find(|&c| c != s2)
+                        .or(candidates.first().copied())
+                } else if candidates.contains(&s2) {
+                    Some(s2)
+                } else {
+                    candidates.last().copied()
+                };
+                // Lemma 2: d has m-i >= k gamma-neighbours on its side and P uses k-1 of them.
+                let w = w.ok_or(CubeError::Internal(
+                    "HC-CONTAINER found no free neighbour w of d",
+                ))?;
+                if w == s2 && special.is_none() {
+                    special = Some(Special::WIsSSecond);
                 }
-                pstar.extend(&core[t + 1..]);
-                Some(b)
-            }
-            None => None,
+                (w ^ bit, vec![w, d], Some(w))
+            };
+            let core = spr(sub, lo, s, d_prime);
+            inspected += core.len();
+            let stub_of = |node: u64| -> Option<u32> {
+                let x = node ^ s;
+                if x.count_ones() == 1 && x & stub_dims != 0 {
+                    Some(x.trailing_zeros())
+                } else if x.count_ones() == 2 && x & zb != 0 && (x & !zb) & stub_dims != 0 {
+                    Some((x & !zb).trailing_zeros())
+                } else {
+                    None
+                }
+            };
+            let splice = (1..core.len())
+                .rev()
+                .find_map(|t| stub_of(core[t]).map(|b| (t, b)));
+            let mut pstar = Deq::from([s]);
+            let stub = match splice {
+                Some((t, b)) => {
+                    pstar.push_back(v(b));
+                    if core[t] == u(b) {
+                        pstar.push_back(u(b));
+                    }
+                    pstar.extend(&core[t + 1..]);
+                    Some(b)
+                }
+                None => None,
+            };
+            pstar.extend(tail);
+            (Some(d_prime), w, stub, pstar)
         };
-        pstar.extend(tail);
-        (Some(d_prime), w, stub, pstar)
-    };
     if let Some(b) = pstar_stub {
         stubs_used.push(b);
         trace[slot].naive_lift_would_collide = firsts.contains(&u1(b));
@@ -443,9 +445,12 @@ fn case_1(
                     detour = Some(Detour::ViaSSecond);
                     p.push_front(s2);
                 } else {
-                    let b = bits(stub_dims).find(|&b| spare(b)).expect(
-                        "Lemma 2: P uses k-2 stubs besides u'_x and s'', and there are >= k-1",
-                    );
+                    // Lemma 2: P uses k-2 stubs besides u'_x and s'', and there are >= k-1.
+                    let b = bits(stub_dims)
+                        .find(|&b| spare(b))
+                        .ok_or(CubeError::Internal(
+                            "HC-CONTAINER found no spare stub for a detour",
+                        ))?;
                     detour = Some(Detour::ViaStub(b));
                     stubs_used.push(b);
                     p.push_front(u1(b));
@@ -455,7 +460,9 @@ fn case_1(
                 p.push_front(s);
                 inspected += normalise(&mut p);
             } else {
-                let b = stub.expect("a recursive path leaves s' through s'' or a stub u'_j");
+                let b = stub.ok_or(CubeError::Internal(
+                    "HC-CONTAINER: a recursive path leaves s' neither through s'' nor a stub",
+                ))?;
                 stubs_used.push(b);
                 p.pop_front();
                 p.push_front(u(b));
@@ -476,5 +483,5 @@ fn case_1(
     stubs_used.dedup();
     r.stubs_used = stubs_used;
     r.inspected = inspected;
-    result
+    Ok(result)
 }

@@ -63,13 +63,19 @@ pub fn cube_n2s(
     let excl: u64 = excluded.iter().map(|&m| m ^ s).sum();
     let targets: Vec<(u64, usize)> = dests.iter().enumerate().map(|(i, &d)| (d ^ s, i)).collect();
     let mut out = vec![VecDeque::new(); dests.len()];
-    n2s(full_mask(n), 0, targets, excl, &mut out);
+    n2s(full_mask(n), 0, targets, excl, &mut out)?;
     Ok(to_paths(out, s))
 }
 
 /// The recursion. `excl` is M as a mask of dimensions (m in M iff m = s ^ 2^j, bit j set). Fills
 /// `out[i]` with the path from `s` to each `(d, i)` of `dests`.
-fn n2s(free: u64, s: u64, mut dests: Vec<(u64, usize)>, mut excl: u64, out: &mut [VecDeque<u64>]) {
+fn n2s(
+    free: u64,
+    s: u64,
+    mut dests: Vec<(u64, usize)>,
+    mut excl: u64,
+    out: &mut [VecDeque<u64>],
+) -> Result<(), CubeError> {
     // Step 1: connect the neighbours outside M by one edge, then move them from D to M.
     let mut direct = 0u64;
     dests.retain(|&(d, i)| {
@@ -84,11 +90,11 @@ fn n2s(free: u64, s: u64, mut dests: Vec<(u64, usize)>, mut excl: u64, out: &mut
     });
     excl |= direct;
     match dests.len() {
-        0 => return,
+        0 => return Ok(()),
         1 => {
             let (d, i) = dests[0];
             out[i] = n2n(free, s, d, excl).into();
-            return;
+            return Ok(());
         }
         _ => {}
     }
@@ -106,15 +112,18 @@ fn n2s(free: u64, s: u64, mut dests: Vec<(u64, usize)>, mut excl: u64, out: &mut
     let mut detour = None;
     if let Some(pos) = d1.iter().position(|&(d, _)| d == s1) {
         let taken = |v: u64| d1.iter().any(|&(d, _)| d == v);
+        // Lemma 2: |D'| + |M_1| <= n-2 leaves a free neighbour of s'.
         let w = bits(sub & !excl1)
             .map(|j| s1 ^ (1u64 << j))
             .find(|&v| !taken(v))
-            .expect("Lemma 2: |D'| + |M_1| <= n-2 leaves a free neighbour of s'");
+            .ok_or(CubeError::Internal(
+                "Cube-N2S found no neighbour s'_w of s'",
+            ))?;
         detour = Some(d1[pos].1);
         d1[pos].0 = w;
     }
     let upper: Vec<usize> = d1.iter().map(|&(_, i)| i).collect();
-    n2s(sub, s1, d1, excl1, out);
+    n2s(sub, s1, d1, excl1, out)?;
     // Step 5: s' -> s'_w becomes s' -> s'_w -> s'.
     if let Some(i) = detour {
         out[i].push_back(s1);
@@ -136,7 +145,7 @@ fn n2s(free: u64, s: u64, mut dests: Vec<(u64, usize)>, mut excl: u64, out: &mut
         }
     }
     // Step 7: Q^0 with M_0 = (M ∩ Q^0) ∪ {the s_i used}.
-    n2s(sub, s, d0, (excl & !bit) | used, out);
+    n2s(sub, s, d0, (excl & !bit) | used, out)
 }
 
 /// Cube-N2N (Lemma 1): a path s ~> d of length <= n+1 using no edge s -> M and no node of
