@@ -184,7 +184,7 @@ fn instance(alg: Algorithm, n: u32, i: u32, rng: &mut Rng) -> Instance {
     }
 }
 
-fn solve(alg: Algorithm, q: Hypercube, i: u32, inst: &Instance) -> Vec<cube::Path> {
+fn solve(alg: Algorithm, q: Hypercube, i: u32, inst: &Instance) -> anyhow::Result<Vec<cube::Path>> {
     let result = match (alg, inst) {
         (Algorithm::Container, Instance::Pair(s, d)) => {
             container::hc_container(q, i, NodeId(*s), NodeId(*d))
@@ -198,11 +198,18 @@ fn solve(alg: Algorithm, q: Hypercube, i: u32, inst: &Instance) -> Vec<cube::Pat
         (Algorithm::S2s, Instance::SetToSet(s, d)) => s2s::cube_s2s(q, &ids(s), &ids(d), &[]),
         _ => unreachable!("instances are generated per algorithm"),
     };
-    result.expect("generated instances are valid inputs")
+    // A refusal here is a bug: the instances are generated valid.
+    result.with_context(|| format!("{alg:?} refused a generated instance of Q_{}", q.n))
 }
 
 /// The same instance solved by the generic max flow; returns its longest path.
-fn max_flow_longest(alg: Algorithm, n: u32, i: u32, inst: &Instance, k: usize) -> usize {
+fn max_flow_longest(
+    alg: Algorithm,
+    n: u32,
+    i: u32,
+    inst: &Instance,
+    k: usize,
+) -> anyhow::Result<usize> {
     let flips = move |v: u64| (0..n).map(|j| v ^ (1u64 << j)).collect::<Vec<u64>>();
     let paths = match inst {
         Instance::Pair(s, d) => {
@@ -223,8 +230,15 @@ fn max_flow_longest(alg: Algorithm, n: u32, i: u32, inst: &Instance, k: usize) -
             crate::maxflow::disjoint_paths(&nodes, flips, &sources, &sinks)
         }
     };
-    assert_eq!(paths.len(), k, "{alg:?} Q_{n}: the max flow has k paths");
-    cube::longest(&paths.iter().map(|p| ids(p)).collect::<Vec<_>>())
+    if paths.len() != k {
+        anyhow::bail!(
+            "{alg:?} Q_{n}: the max flow has {} paths, not k = {k}",
+            paths.len()
+        );
+    }
+    Ok(cube::longest(
+        &paths.iter().map(|p| ids(p)).collect::<Vec<_>>(),
+    ))
 }
 
 fn parse_sizes(text: &str) -> anyhow::Result<(u32, u32)> {
@@ -267,12 +281,12 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         let start = Instant::now();
         let longest: Vec<usize> = instances
             .iter()
-            .map(|inst| cube::longest(&solve(alg, q, i, inst)))
-            .collect();
+            .map(|inst| solve(alg, q, i, inst).map(|paths| cube::longest(&paths)))
+            .collect::<anyhow::Result<_>>()?;
         let elapsed = start.elapsed();
         let k = match alg {
             Algorithm::Container => container::container_width(n, i),
-            _ => solve(alg, q, i, &instances[0]).len(),
+            _ => solve(alg, q, i, &instances[0])?.len(),
         };
         let bound = match alg {
             Algorithm::Container => n as usize + 3 * k,
@@ -285,7 +299,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         let flow: Vec<usize> = instances[..m]
             .iter()
             .map(|inst| max_flow_longest(alg, n, i, inst, k))
-            .collect();
+            .collect::<anyhow::Result<_>>()?;
         let flow_elapsed = start.elapsed();
         let mean = |v: &[usize]| v.iter().sum::<usize>() as f64 / v.len().max(1) as f64;
         let mu = mean(&longest);
