@@ -1,6 +1,8 @@
 //! `cuberoute`: the one command-line binary. Each subcommand lives in `commands/`.
 
 mod commands;
+mod maxflow;
+mod plot;
 mod svg;
 
 use clap::{Parser, Subcommand};
@@ -18,7 +20,8 @@ struct Cli {
 enum Command {
     /// Facts of a topology: nodes, degrees, diameter, connectivity, k(u,v).
     Topology(commands::topology::Args),
-    /// The k node-disjoint paths between two nodes, as the protocol routes them.
+    /// The k node-disjoint paths between two nodes, as the protocol routes them; on q:N also
+    /// node-to-set, set-to-set and bit-constrained paths.
     Paths(commands::paths::Args),
     /// Start a local cluster, send through it, show the paths and the status.
     Demo(commands::demo::Args),
@@ -40,6 +43,9 @@ enum Command {
     BenchRelayPeer(commands::bench::RelayPeerArgs),
     /// Run one node (started by `cluster up`, or by hand with a config file).
     Daemon(cuberoute_daemon::config::DaemonArgs),
+    /// Reproduce the papers' empirical study of an algorithm on Q_n: longest paths and time per
+    /// size, against the bound and a generic max flow; writes CSV, Markdown and SVG.
+    Study(commands::study::Args),
 }
 
 fn main() -> ExitCode {
@@ -56,6 +62,7 @@ fn main() -> ExitCode {
         Command::Daemon(args) => commands::daemon::run(args),
         Command::Bench(args) => commands::bench::run(args),
         Command::BenchRelayPeer(args) => commands::bench::relay_peer(args),
+        Command::Study(args) => commands::study::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -136,3 +136,216 @@ fn svg_is_written_and_refused_for_large_topologies() {
     assert_eq!(out.status.code(), Some(2));
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// The nodes of a JSON list of ids.
+fn ids(v: &Value) -> Vec<u64> {
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_u64().unwrap())
+        .collect()
+}
+
+/// Each path of a JSON answer: ids, consecutive ids one bit apart.
+fn json_paths(v: &Value) -> Vec<Vec<u64>> {
+    let paths: Vec<Vec<u64>> = v["paths"].as_array().unwrap().iter().map(ids).collect();
+    for p in &paths {
+        assert!(
+            p.windows(2).all(|w| (w[0] ^ w[1]).count_ones() == 1),
+            "{p:?}"
+        );
+    }
+    paths
+}
+
+#[test]
+fn node_to_set_json_lists_the_destinations() {
+    let out = cuberoute(&["paths", "q:5", "0", "--to-set", "3,5,24,31,1", "--json"]);
+    assert!(out.status.success());
+    let text = stdout(&out);
+    assert!(
+        text.starts_with(r#"{"topology":"q:5","from":0,"to":[3,5,24,31,1],"distance":[2,2,2,5,1],"k":5,"paths":[["#),
+        "{text}"
+    );
+    let v: Value = serde_json::from_str(&text).unwrap();
+    let paths = json_paths(&v);
+    let to = ids(&v["to"]);
+    let mut inner = Vec::new();
+    for (p, d) in paths.iter().zip(&to) {
+        assert_eq!((p[0], *p.last().unwrap()), (0, *d));
+        assert!(p.len() - 1 <= 6, "n+1");
+        inner.extend_from_slice(&p[1..]);
+    }
+    let total = inner.len();
+    inner.sort_unstable();
+    inner.dedup();
+    assert_eq!(inner.len(), total, "disjoint but for the source");
+}
+
+#[test]
+fn avoid_makes_node_to_set_fault_tolerant() {
+    let out = cuberoute(&[
+        "paths", "q:5", "0", "--to-set", "3,24", "--avoid", "1,2", "--json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(ids(&v["avoid"]), [1, 2]);
+    for p in json_paths(&v) {
+        assert!(!p.contains(&1) && !p.contains(&2), "{p:?}");
+        assert!(p.len() - 1 <= 8, "n+3");
+    }
+    let text = stdout(&cuberoute(&[
+        "paths", "q:5", "0", "--to-set", "3,24", "--avoid", "1,2",
+    ]));
+    assert!(
+        text.contains("Cube-XFTN2S, avoiding {00001, 00010}, k 2"),
+        "{text}"
+    );
+}
+
+#[test]
+fn set_to_set_json_has_lists_on_both_sides() {
+    let out = cuberoute(&[
+        "paths",
+        "q:4",
+        "--from-set",
+        "0,1,2",
+        "--to-set",
+        "7,11,15",
+        "--json",
+    ]);
+    assert!(out.status.success());
+    let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(ids(&v["from"]), [0, 1, 2]);
+    assert_eq!(v["k"], 3);
+    let paths = json_paths(&v);
+    let mut ends: Vec<u64> = paths.iter().map(|p| *p.last().unwrap()).collect();
+    ends.sort_unstable();
+    assert_eq!(ends, [7, 11, 15]);
+    let distance = ids(&v["distance"]);
+    for ((p, s), d) in paths.iter().zip([0, 1, 2]).zip(distance) {
+        assert_eq!(p[0], s);
+        assert_eq!((p[0] ^ p.last().unwrap()).count_ones() as u64, d);
+        assert!(p.len() - 1 <= 4 + 3, "n+k");
+    }
+}
+
+#[test]
+fn constraint_gives_the_papers_container() {
+    let out = cuberoute(&[
+        "paths",
+        "q:5",
+        "0b11010",
+        "0b10101",
+        "--constraint",
+        "2",
+        "--json",
+    ]);
+    assert!(out.status.success());
+    let text = stdout(&out);
+    assert_eq!(
+        text.trim_end(),
+        r#"{"topology":"q:5","from":26,"to":21,"distance":4,"k":3,"constraint":2,"paths":[[26,18,19,17,21],[26,10,14,6,7,5,21],[26,24,28,20,21]]}"#
+    );
+    let file = std::env::temp_dir().join(format!("cuberoute-container-{}.svg", std::process::id()));
+    let out = cuberoute(&[
+        "paths",
+        "q:4",
+        "1",
+        "6",
+        "--constraint",
+        "1",
+        "--svg",
+        file.to_str().unwrap(),
+    ]);
+    assert!(out.status.success());
+    let svg = std::fs::read_to_string(&file).unwrap();
+    assert!(
+        svg.starts_with("<svg") && svg.contains("path 1: 3 hops"),
+        "{svg}"
+    );
+    std::fs::remove_file(&file).unwrap();
+    let text = stdout(&cuberoute(&[
+        "paths",
+        "q:5",
+        "0b11010",
+        "0b10101",
+        "--constraint",
+        "2",
+    ]));
+    assert!(
+        text.starts_with(
+            "q:5  11010 -> 10101  HC-CONTAINER gamma_2 = (2,3), k 3, longest 6, bound 14"
+        ),
+        "{text}"
+    );
+}
+
+#[test]
+fn bad_sets_are_one_line_and_exit_2() {
+    let cases: [&[&str]; 12] = [
+        &["paths", "q:5", "0", "--to-set", "1,1"],
+        &["paths", "q:5", "0", "--to-set", "1,,2"],
+        &["paths", "q:5", "0", "--to-set", ""],
+        &["paths", "q:3", "0", "--to-set", "1,2,3,4"],
+        &["paths", "q:5", "0", "--to-set", "0"],
+        &["paths", "q:5", "0", "--to-set", "3,5", "--avoid", "1,2,4"],
+        &["paths", "q:5", "0", "--to-set", "3,5", "--avoid", "3"],
+        &["paths", "eh:2,2", "0", "--to-set", "1"],
+        &["paths", "q:5", "--from-set", "1,2", "--to-set", "3"],
+        &["paths", "q:5", "--from-set", "1,2", "--to-set", "2,3"],
+        &["paths", "q:5", "0", "31", "--constraint", "2"],
+        &["paths", "q:5", "1", "2", "--constraint", "x"],
+    ];
+    for args in cases {
+        let out = cuberoute(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+        assert!(err.starts_with("cuberoute: "), "{err}");
+        assert!(out.stdout.is_empty());
+    }
+}
+
+#[test]
+fn study_writes_csv_markdown_and_svg() {
+    let dir = std::env::temp_dir().join(format!("cuberoute-study-{}", std::process::id()));
+    let out = cuberoute(&[
+        "study",
+        "container",
+        "--sizes",
+        "4..6",
+        "--instances",
+        "50",
+        "--maxflow-instances",
+        "5",
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let csv = std::fs::read_to_string(dir.join("container.csv")).unwrap();
+    let lines: Vec<&str> = csv.lines().collect();
+    assert_eq!(lines.len(), 4, "header and n = 4, 5, 6");
+    for (line, n) in lines[1..].iter().zip(4..) {
+        let cells: Vec<&str> = line.split(',').collect();
+        assert_eq!(cells[0], n.to_string());
+        let (bound, max): (usize, usize) = (cells[2].parse().unwrap(), cells[6].parse().unwrap());
+        assert!(max <= bound, "{line}");
+    }
+    let md = std::fs::read_to_string(dir.join("container.md")).unwrap();
+    assert!(md.contains("| 5 | 3 | 14 | 50 |"), "{md}");
+    let svg = std::fs::read_to_string(dir.join("container.svg")).unwrap();
+    assert!(svg.starts_with("<svg") && svg.ends_with("</svg>\n"));
+    assert!(stdout(&out).starts_with("| n | k | bound |"));
+    let bad = cuberoute(&["study", "container", "--sizes", "9..4"]);
+    assert_eq!(bad.status.code(), Some(2));
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -6,7 +6,10 @@
 //! * [`actions`]: the guarded actions `input` and `receive` as pure functions;
 //! * [`paths`]: the k paths of a pair, by running those actions;
 //! * [`sim`]: a round-based simulator of a whole network, for the stabilization properties;
-//! * [`wire`]: the frame codec.
+//! * [`wire`]: the frame codec;
+//! * [`source_route`]: the stateless per-hop check of a source route (for sends along `cube` paths);
+//! * [`cube`]: the thesis's and seed 001's algorithms on Q_n: node-to-set, fault-tolerant
+//!   node-to-set, set-to-set, the bit-constrained container, SPR-Gray.
 //!
 //! No I/O, no clock, no threads: the daemon does those.
 
@@ -14,6 +17,7 @@
 #![cfg_attr(test, allow(clippy::unusual_byte_groupings))]
 
 pub mod actions;
+pub mod cube;
 pub mod exchanged;
 pub mod header;
 pub mod hypercube;
@@ -23,6 +27,7 @@ pub mod optimum;
 pub mod paths;
 pub mod route;
 pub mod sim;
+pub mod source_route;
 pub mod topology;
 pub mod wire;
 

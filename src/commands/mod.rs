@@ -4,12 +4,14 @@
 pub mod bench;
 pub mod chaos;
 pub mod cluster;
+pub mod cube_paths;
 pub mod daemon;
 pub mod demo;
 pub mod paths;
 pub mod recv;
 pub mod send;
 pub mod status;
+pub mod study;
 pub mod topology;
 
 use cuberoute_protocol::{NodeId, Topology};

@@ -1,4 +1,6 @@
-//! `cuberoute paths <TOPO> <FROM> <TO> [--json] [--svg FILE]` and `--all-pairs --json`.
+//! `cuberoute paths <TOPO> <FROM> <TO> [--json] [--svg FILE]` and `--all-pairs --json`; on Q_N
+//! also the forms of `cube_paths`: `--to-set` (node-to-set, with `--avoid` fault-tolerant),
+//! `--from-set --to-set` (set-to-set) and `--constraint I` (the bit-constrained container).
 
 use anyhow::Context;
 use cuberoute_protocol::{NodeId, PathSet, Topology, disjoint_paths, optimum};
@@ -13,11 +15,36 @@ pub struct Args {
     /// `q:N` or `eh:S,T`.
     topology: String,
     /// Source node: decimal, `0b...` binary, or dotted `a.b.c` binary.
-    #[arg(required_unless_present = "all_pairs")]
+    #[arg(required_unless_present_any = ["all_pairs", "from_set"])]
     from: Option<String>,
     /// Destination node, written like FROM.
-    #[arg(required_unless_present = "all_pairs")]
+    #[arg(required_unless_present_any = ["all_pairs", "to_set"])]
     to: Option<String>,
+    /// Q_N: disjoint paths from FROM to each of these nodes (Cube-N2S; Cube-XFTN2S with
+    /// --avoid). Comma-separated ids.
+    #[arg(long, value_name = "D1,D2,...", conflicts_with_all = ["to", "all_pairs", "svg"])]
+    to_set: Option<String>,
+    /// Q_N: with --to-set instead of FROM, set-to-set disjoint paths (Cube-S2S): each source
+    /// reaches a different destination, the algorithm chooses which.
+    #[arg(
+        long,
+        value_name = "S1,S2,...",
+        requires = "to_set",
+        conflicts_with = "from"
+    )]
+    from_set: Option<String>,
+    /// Q_N: faulty nodes the node-to-set paths must avoid (Cube-XFTN2S).
+    #[arg(
+        long,
+        value_name = "F1,F2,...",
+        requires = "to_set",
+        conflicts_with = "from_set"
+    )]
+    avoid: Option<String>,
+    /// Q_N: keep every node of every path at weight I or I+1 (HC-CONTAINER, bit constraint
+    /// gamma_I).
+    #[arg(long, value_name = "I", conflicts_with_all = ["to_set", "all_pairs"])]
+    constraint: Option<String>,
     /// One JSON line: {"topology","from","to","distance","k","paths"} with integer ids.
     #[arg(long)]
     json: bool,
@@ -33,6 +60,21 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let topology = super::parse_topology(&args.topology)?;
     if args.all_pairs {
         return all_pairs(topology);
+    }
+    if args.to_set.is_some() || args.constraint.is_some() {
+        return super::cube_paths::run(
+            topology,
+            super::cube_paths::Request {
+                from: args.from,
+                to: args.to,
+                to_set: args.to_set,
+                from_set: args.from_set,
+                avoid: args.avoid,
+                constraint: args.constraint,
+                json: args.json,
+                svg: args.svg,
+            },
+        );
     }
     let (Some(from), Some(to)) = (&args.from, &args.to) else {
         return Err(super::usage("FROM and TO are required without --all-pairs"));

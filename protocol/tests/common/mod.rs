@@ -290,3 +290,124 @@ pub fn small_graphs(max_q: u32, max_st: u32) -> Vec<Graph> {
     }
     graphs
 }
+
+/// Check a family of paths in Q_n: every path in range, edge by edge valid and simple, and no
+/// node on two paths unless it is in `shared` (the source of a node-to-set family, the two ends
+/// of a container). Returns the longest length.
+pub fn check_family(n: u32, paths: &[Vec<u64>], shared: &[u64]) -> Result<usize, String> {
+    let mut seen: Vec<u64> = Vec::new();
+    let mut longest = 0;
+    for path in paths {
+        if path.is_empty() {
+            return Err("empty path".into());
+        }
+        if let Some(v) = path.iter().find(|&&v| v >> n != 0) {
+            return Err(format!("node {v} out of Q_{n} in {path:?}"));
+        }
+        for pair in path.windows(2) {
+            if !Graph::Q(n).adjacent(pair[0], pair[1]) {
+                return Err(format!(
+                    "{} -> {} is not an edge in {path:?}",
+                    pair[0], pair[1]
+                ));
+            }
+        }
+        let mut own = path.clone();
+        own.sort_unstable();
+        own.dedup();
+        if own.len() != path.len() {
+            return Err(format!("path {path:?} is not simple"));
+        }
+        seen.extend(path.iter().filter(|v| !shared.contains(v)));
+        longest = longest.max(path.len() - 1);
+    }
+    let total = seen.len();
+    seen.sort_unstable();
+    seen.dedup();
+    if seen.len() != total {
+        return Err(format!("paths share a node: {paths:?}"));
+    }
+    Ok(longest)
+}
+
+/// Every k-subset of `items`, in lexicographic order of positions.
+pub fn subsets<T: Copy>(items: &[T], k: usize, mut visit: impl FnMut(&[T])) {
+    fn go<T: Copy>(
+        items: &[T],
+        k: usize,
+        start: usize,
+        cur: &mut Vec<T>,
+        visit: &mut impl FnMut(&[T]),
+    ) {
+        if cur.len() == k {
+            visit(cur);
+            return;
+        }
+        for i in start..items.len() {
+            if items.len() - i < k - cur.len() {
+                break;
+            }
+            cur.push(items[i]);
+            go(items, k, i + 1, cur, visit);
+            cur.pop();
+        }
+    }
+    go(items, k, 0, &mut Vec::with_capacity(k), &mut visit);
+}
+
+/// Max flow (internally disjoint paths) between two nodes of the subgraph of Q_n induced by the
+/// nodes `keep` accepts, by BFS augmentation on the node-split graph.
+pub fn induced_max_flow(n: u32, keep: impl Fn(u64) -> bool, src: u64, dst: u64) -> u32 {
+    let nodes = 1usize << n;
+    let mut head = vec![usize::MAX; 2 * nodes];
+    let (mut to, mut cap, mut next) = (Vec::new(), Vec::new(), Vec::new());
+    let mut add = |a: usize, b: usize, c: i32, head: &mut Vec<usize>| {
+        for (x, y, c) in [(a, b, c), (b, a, 0)] {
+            to.push(y);
+            cap.push(c);
+            next.push(head[x]);
+            head[x] = to.len() - 1;
+        }
+    };
+    for v in (0..nodes as u64).filter(|&v| keep(v)) {
+        let inner = if v == src || v == dst {
+            2 * n as i32
+        } else {
+            1
+        };
+        add(2 * v as usize, 2 * v as usize + 1, inner, &mut head);
+        for w in Graph::Q(n).neighbours(v).into_iter().filter(|&w| keep(w)) {
+            add(2 * v as usize + 1, 2 * w as usize, 1, &mut head);
+        }
+    }
+    let (s, t) = (2 * src as usize + 1, 2 * dst as usize);
+    let mut flow = 0;
+    loop {
+        let mut prev = vec![usize::MAX; 2 * nodes];
+        let mut seen = vec![false; 2 * nodes];
+        seen[s] = true;
+        let mut queue = VecDeque::from([s]);
+        while let Some(x) = queue.pop_front() {
+            let mut e = head[x];
+            while e != usize::MAX {
+                if cap[e] > 0 && !seen[to[e]] {
+                    seen[to[e]] = true;
+                    prev[to[e]] = e;
+                    queue.push_back(to[e]);
+                }
+                e = next[e];
+            }
+        }
+        if !seen[t] {
+            return flow;
+        }
+        let mut x = t;
+        while x != s {
+            let e = prev[x];
+            cap[e] -= 1;
+            cap[e ^ 1] += 1;
+            x = to[e ^ 1];
+        }
+        flow += 1;
+    }
+}
