@@ -321,3 +321,45 @@ fn up_docker_refuses_a_bad_subnet() {
     ]);
     assert_eq!(out.status.code(), Some(2), "{}", stdout(&out));
 }
+
+/// The crash scenario of the chaos tests, with `docker kill` and `docker start`.
+#[test]
+fn a_compose_cluster_survives_container_kills() {
+    with_image("docker chaos", || {
+        let cluster = Cluster::up_docker("eh:1,2", "10.203.0.0");
+        let out = cluster.ok(&[
+            "chaos",
+            "run",
+            "--json",
+            "--duration",
+            "6s",
+            "--rate",
+            "100",
+            "--faults",
+            "crash",
+            "--seed",
+            "3",
+        ]);
+        let report: Value = serde_json::from_str(out.trim()).unwrap();
+        eprintln!("{}", serde_json::to_string_pretty(&report).unwrap());
+        assert_eq!(
+            report["crashed"].as_array().unwrap().len(),
+            1,
+            "k-1 = 1 for EH(1,2)"
+        );
+        let with = &report["phases"]["with_faults"];
+        assert!(with["sets_sent"].as_u64().unwrap() > 300);
+        assert_eq!(with["sets_with_a_copy"], with["sets_sent"], "{with}");
+        assert!(
+            report["rejoin_ms"].as_f64().is_some(),
+            "the killed container rejoined"
+        );
+        let after = &report["phases"]["after_faults"];
+        assert_eq!(
+            after["copies_delivered"], after["copies_expected"],
+            "{after}"
+        );
+        let status = cluster.status();
+        assert_eq!(status["nodes_up"], 16);
+    });
+}

@@ -3,6 +3,7 @@
 //! local processes, and watches them through the control API. It makes no routing decision.
 //!
 //! * [`bench`]: latency, throughput and memory of a running cluster, and the raw-quinn baseline;
+//! * [`chaos`]: the chaos run: traffic, faults on a seeded schedule, the report;
 //! * [`certs`]: the cluster CA and the certificates it issues;
 //! * [`layout`]: the files of a cluster directory;
 //! * [`generate`]: writing a cluster directory for a topology and an addressing;
@@ -12,6 +13,7 @@
 
 pub mod bench;
 pub mod certs;
+pub mod chaos;
 pub mod compose;
 pub mod docker;
 pub mod generate;

@@ -106,8 +106,12 @@ fn other_node(node: &Node, id: NodeId, role: &str) -> Result<(), ControlError> {
     Ok(())
 }
 
-async fn handle(node: &Node, request: Request) -> Response {
+async fn handle(node: &Arc<Node>, request: Request) -> Response {
     match request {
+        Request::Inject(fault) => match crate::chaos::inject(node, fault) {
+            Ok(done) => Response::Injected(done),
+            Err(e) => Response::Error(e),
+        },
         Request::Status => Response::Status(node.status()),
         Request::Send {
             to,

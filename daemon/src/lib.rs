@@ -9,8 +9,10 @@
 //! * [`link`]: one QUIC connection per neighbour, with its message buffer;
 //! * [`output`]: the ring of delivered copies that clients read;
 //! * [`control`] and [`client`]: the control API, server and client side;
-//! * [`stats`] and [`telemetry`]: counters, logs, Prometheus metrics.
+//! * [`stats`] and [`telemetry`]: counters, logs, Prometheus metrics;
+//! * [`chaos`]: transient faults injected on request, and what became of corrupted packets.
 
+pub mod chaos;
 pub mod client;
 pub mod config;
 pub mod control;

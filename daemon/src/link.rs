@@ -15,7 +15,7 @@ use crate::stats::Event;
 use crate::tls;
 use bytes::Bytes;
 use cuberoute_protocol::NodeId;
-use cuberoute_protocol::wire::link::{Hello, LinkFrame, Received};
+use cuberoute_protocol::wire::link::{ChaosMark, Hello, LinkFrame, Received};
 use cuberoute_protocol::wire::{MAX_FRAME_LEN, PREFIX_LEN, decode_body, encode_frame};
 use futures_util::StreamExt;
 use std::collections::VecDeque;
@@ -131,13 +131,13 @@ impl Link {
     }
 
     /// Queue an encoded packet for the neighbour. False if the message buffer is full.
-    pub fn enqueue(&self, packet: Vec<u8>) -> bool {
+    pub fn enqueue(&self, packet: Vec<u8>, mark: Option<ChaosMark>) -> bool {
         let mut state = self.lock();
         if state.queue.len() >= state.capacity {
             return false;
         }
         let seq = state.next_seq;
-        let frame = encode_frame(&LinkFrame::Data { seq, packet })
+        let frame = encode_frame(&LinkFrame::Data { seq, packet, mark })
             .expect("a packet body under the frame limit fits a frame");
         state.next_seq += 1;
         state.queue.push_back(Queued {
@@ -147,6 +147,40 @@ impl Link {
         drop(state);
         self.wake.notify_one();
         true
+    }
+
+    /// The chaos tooling's buffer corruption: flip bits in a share `fraction_ppm` of the packets
+    /// in the message buffer (each then carries a mark). Returns how many.
+    pub fn corrupt_queued(
+        &self,
+        chaos: &crate::chaos::Chaos,
+        fraction_ppm: u32,
+        rng: &mut impl rand::Rng,
+    ) -> usize {
+        let mut state = self.lock();
+        let mut corrupted = 0;
+        for queued in state.queue.iter_mut() {
+            if rng.random_range(0..1_000_000) >= fraction_ppm {
+                continue;
+            }
+            let Ok(LinkFrame::Data {
+                seq,
+                mut packet,
+                mark: before,
+            }) = decode_body::<LinkFrame>(&queued.frame[PREFIX_LEN..])
+            else {
+                continue;
+            };
+            let mark = chaos.corrupt_bytes(&mut packet, rng, before.is_some());
+            let frame = LinkFrame::Data {
+                seq,
+                packet,
+                mark: Some(mark),
+            };
+            queued.frame = Bytes::from(encode_frame(&frame).expect("it fitted before"));
+            corrupted += 1;
+        }
+        corrupted
     }
 
     /// Packets still queued when the daemon stops: they are counted as dropped.
@@ -344,8 +378,8 @@ impl Link {
         let mut bad = 0;
         while let Some(body) = frames.next().await {
             match decode_body::<LinkFrame>(&body?) {
-                Ok(LinkFrame::Data { seq, packet }) => {
-                    node.handle_data(self.neighbour, &packet);
+                Ok(LinkFrame::Data { seq, packet, mark }) => {
+                    node.handle_data(self.neighbour, &packet, mark);
                     if self.on_data(peer_incarnation, seq) {
                         self.wake.notify_one();
                     }
@@ -545,26 +579,26 @@ mod tests {
     #[test]
     fn a_full_buffer_refuses() {
         let link = link(2);
-        assert!(link.enqueue(vec![1]));
-        assert!(link.enqueue(vec![2]));
-        assert!(!link.enqueue(vec![3]));
+        assert!(link.enqueue(vec![1], None));
+        assert!(link.enqueue(vec![2], None));
+        assert!(!link.enqueue(vec![3], None));
         assert_eq!(link.queued(), 2);
         assert_eq!(link.take_queued(), 2);
-        assert!(link.enqueue(vec![3]));
+        assert!(link.enqueue(vec![3], None));
     }
 
     #[test]
     fn frames_are_written_once_and_kept_until_acknowledged() {
         let link = link(10);
         for i in 0..3 {
-            link.enqueue(vec![i]);
+            link.enqueue(vec![i], None);
         }
         assert_eq!(work(&link, false), (vec![1, 2, 3], None));
         assert_eq!(work(&link, false), (vec![], None));
         link.on_ack(2);
         assert_eq!(link.queued(), 1);
         // An acknowledgement of frames never written is clamped to what was written.
-        link.enqueue(vec![4]);
+        link.enqueue(vec![4], None);
         link.on_ack(99);
         assert_eq!(link.queued(), 1);
         assert_eq!(work(&link, false), (vec![4], None));
@@ -576,7 +610,7 @@ mod tests {
     fn a_new_connection_resends_what_the_neighbour_did_not_handle() {
         let link = link(10);
         for i in 0..5 {
-            link.enqueue(vec![i]);
+            link.enqueue(vec![i], None);
         }
         assert_eq!(work(&link, false).0, vec![1, 2, 3, 4, 5]);
         // The connection breaks; the neighbour's hello says it handled up to 3.
@@ -610,7 +644,7 @@ mod tests {
         assert_eq!(work(&link, false), (vec![], Some(2 * ACK_EVERY - 1)));
         // Data going the other way carries a pending acknowledgement along.
         link.on_data(9, 2 * ACK_EVERY);
-        link.enqueue(vec![1]);
+        link.enqueue(vec![1], None);
         assert_eq!(work(&link, false), (vec![1], Some(2 * ACK_EVERY)));
         // Our hello after a reconnection reports the last frame handled.
         assert_eq!(

@@ -6,14 +6,16 @@
 //! end-to-end checksum at the destination, counts, and moves bytes to the link the protocol
 //! chose.
 
+use crate::chaos::{Chaos, Fate};
 use crate::config::NodeConfig;
 use crate::link::Link;
 use crate::output::{Output, Pushed};
 use crate::stats::{Drop, Event, Stats};
 use cuberoute_protocol::wire::control::{Delivery, LinkStatus, NodeStatus};
+use cuberoute_protocol::wire::link::ChaosMark;
 use cuberoute_protocol::wire::message::{Message, split_payload};
 use cuberoute_protocol::wire::{decode_body, encode_body};
-use cuberoute_protocol::{Action, NodeId, Packet, Process, Topology};
+use cuberoute_protocol::{Action, NodeId, Packet, Process, ProcessVars, Topology};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
@@ -49,6 +51,7 @@ pub struct Node {
     next_seq: AtomicU64,
     draining: AtomicBool,
     latency: metrics::Histogram,
+    pub chaos: Chaos,
 }
 
 /// Microseconds since the Unix epoch by the wall clock: comparable between processes.
@@ -93,6 +96,7 @@ impl Node {
             next_seq: AtomicU64::new(u64::from(rand::random::<u32>())),
             draining: AtomicBool::new(false),
             latency: metrics::histogram!("cuberoute_delivery_latency_seconds"),
+            chaos: Chaos::default(),
         };
         (Arc::new(node), input_rx)
     }
@@ -165,19 +169,31 @@ impl Node {
         for (first, mut packet) in sends {
             packet.message.seal(&packet.header);
             debug!(seq = job.seq, index = packet.header.index, to = %first, "input");
-            if self.send_to(first, &packet) {
+            if self.send_to(first, &packet, None) {
                 Stats::count(&self.stats.packets_sent);
             }
         }
     }
 
-    /// The guarded action `rcv(m) from q` for the bytes of one data frame from `from`.
-    pub fn handle_data(&self, from: NodeId, bytes: &[u8]) {
+    /// The guarded action `rcv(m) from q` for the bytes of one data frame from `from`. `mark`
+    /// is set when the chaos tooling corrupted the packet on its way here.
+    pub fn handle_data(&self, from: NodeId, bytes: &[u8], mark: Option<ChaosMark>) {
+        // One more hop since the corruption, if there was one.
+        let mark = mark.map(|m| ChaosMark {
+            hops: m.hops.saturating_add(1),
+            ..m
+        });
+        let ended = |fate| {
+            if let Some(mark) = mark {
+                self.chaos.ended(mark, fate);
+            }
+        };
         let packet: Packet<Message> = match decode_body(bytes) {
             Ok(packet) => packet,
             Err(e) => {
                 debug!(%from, error = %e, "undecodable packet");
                 self.stats.drop(Drop::Malformed);
+                ended(Fate::Dropped);
                 return;
             }
         };
@@ -193,25 +209,34 @@ impl Node {
         match action {
             Action::Deliver(mut packet) => {
                 packet.message.record_hop(self.id);
-                self.deliver(packet);
+                let delivered = self.deliver(packet);
+                ended(if delivered {
+                    Fate::Delivered
+                } else {
+                    Fate::Dropped
+                });
             }
             Action::Forward { to, mut packet } => {
                 packet.message.record_hop(self.id);
                 debug!(%to, "forward");
-                if self.send_to(to, &packet) {
+                if self.send_to(to, &packet, mark) {
                     Stats::count(&self.stats.packets_forwarded);
+                } else {
+                    ended(Fate::Dropped);
                 }
             }
             Action::Drop { reason, .. } => {
                 debug!(%from, reason = reason.as_str(), "drop");
                 self.stats.drop(Drop::Protocol(reason));
+                ended(Fate::Dropped);
             }
         }
     }
 
     /// Encode `packet` onto the link to `to`. False, and counted, if it could not be queued.
-    fn send_to(&self, to: NodeId, packet: &Packet<Message>) -> bool {
-        let bytes = match encode_body(packet) {
+    /// A packet the chaos tooling corrupted keeps its `mark`; one it corrupts now gets one.
+    fn send_to(&self, to: NodeId, packet: &Packet<Message>, mark: Option<ChaosMark>) -> bool {
+        let mut bytes = match encode_body(packet) {
             Ok(bytes) => bytes,
             Err(e) => {
                 debug!(error = %e, "packet does not encode");
@@ -219,13 +244,14 @@ impl Node {
                 return false;
             }
         };
+        let mark = self.chaos.maybe_corrupt(&mut bytes, mark);
         let Some(link) = self.links.get(&to) else {
             // The protocol only ever picks a neighbour; a broken promise is still counted.
             warn!(%to, "the protocol chose a next hop that is not a neighbour");
             self.stats.drop(Drop::NoLink);
             return false;
         };
-        if link.enqueue(bytes) {
+        if link.enqueue(bytes, mark) {
             true
         } else {
             debug!(%to, "link buffer full");
@@ -234,12 +260,13 @@ impl Node {
         }
     }
 
-    fn deliver(&self, packet: Packet<Message>) {
+    /// Hand an intact copy to the output buffer. False if it was dropped instead.
+    fn deliver(&self, packet: Packet<Message>) -> bool {
         let (header, message) = (packet.header, packet.message);
         if !message.is_intact(&header) {
             debug!("checksum failed");
             self.stats.drop(Drop::Checksum);
-            return;
+            return false;
         }
         let latency_us = now_us().saturating_sub(message.sent_at_us);
         let delivery = Delivery {
@@ -256,7 +283,10 @@ impl Node {
             payload: message.payload,
         };
         match self.output.push(delivery) {
-            Pushed::Duplicate => self.stats.drop(Drop::Duplicate),
+            Pushed::Duplicate => {
+                self.stats.drop(Drop::Duplicate);
+                false
+            }
             Pushed::Added { overwrote } => {
                 if overwrote {
                     self.stats.event(Event::OutputOverwritten);
@@ -264,8 +294,16 @@ impl Node {
                 Stats::count(&self.stats.packets_delivered);
                 self.latency.record(latency_us as f64 / 1e6);
                 debug!(latency_us, "deliver");
+                true
             }
         }
+    }
+
+    /// The chaos tooling's state corruption: overwrite the paper's process variables and the
+    /// input buffer's next sequence id.
+    pub fn overwrite_state(&self, vars: ProcessVars, next_seq: u64) {
+        self.process.lock().expect("process lock").vars = vars;
+        self.next_seq.store(next_seq, Relaxed);
     }
 
     pub fn is_draining(&self) -> bool {
@@ -307,6 +345,7 @@ impl Node {
             input_queued: self.input_queued() as u64,
             output_len: self.output.len() as u64,
             counters: self.stats.counters(),
+            chaos: self.chaos.counters(),
         }
     }
 }

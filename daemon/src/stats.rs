@@ -71,6 +71,11 @@ pub enum Event {
     RequestMalformed,
     /// The output buffer was full and its oldest entry was overwritten.
     OutputOverwritten,
+    /// Faults injected by the chaos tooling.
+    ChaosCorruptState,
+    ChaosCorruptBuffers,
+    ChaosCut,
+    ChaosHeal,
 }
 
 impl Event {
@@ -90,6 +95,10 @@ impl Event {
             Event::ClientRefused => "client_refused",
             Event::RequestMalformed => "request_malformed",
             Event::OutputOverwritten => "output_overwritten",
+            Event::ChaosCorruptState => "chaos_corrupt_state",
+            Event::ChaosCorruptBuffers => "chaos_corrupt_buffers",
+            Event::ChaosCut => "chaos_cut",
+            Event::ChaosHeal => "chaos_heal",
         }
     }
 }

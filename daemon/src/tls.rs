@@ -203,6 +203,8 @@ impl Credentials {
 fn transport() -> Arc<quinn::TransportConfig> {
     let mut transport = quinn::TransportConfig::default();
     transport.keep_alive_interval(Some(KEEP_ALIVE));
+    // A client may wait on many sets at once, one stream each.
+    transport.max_concurrent_bidi_streams(4096u32.into());
     transport.max_idle_timeout(Some(
         IDLE_TIMEOUT.try_into().expect("a few seconds fit a VarInt"),
     ));

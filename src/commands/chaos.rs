@@ -1,16 +1,81 @@
-//! `cuberoute chaos ...`: inject faults into a running cluster.
+//! `cuberoute chaos ...`: inject transient faults into a running cluster, or run a whole chaos
+//! scenario with a report.
 
 use super::cluster::DirArg;
-use super::usage;
-use cuberoute_cluster::runner;
+use super::{runtime, usage};
+use cuberoute_cluster::chaos::{self, FaultKind, Progress, RunConfig};
+use cuberoute_cluster::{ClusterClient, ClusterDir, runner};
 use cuberoute_daemon::manifest::Manifest;
+use cuberoute_protocol::wire::control::{Fault, Request, Response};
+use cuberoute_protocol::{NodeId, Topology};
+use indicatif::{ProgressBar, ProgressStyle};
+use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 #[derive(clap::Subcommand, Debug)]
 pub enum Command {
+    /// Overwrite the protocol variables of nodes with random values (once, or repeatedly).
+    CorruptState(CorruptStateArgs),
+    /// Flip random bits in packets queued in nodes' link buffers.
+    CorruptBuffers(CorruptBuffersArgs),
+    /// Sever a link: both ends refuse it until it is healed.
+    Cut(LinkArgs),
+    /// Restore a cut link.
+    Heal(LinkArgs),
     /// Kill a node's process or container (SIGKILL: no draining, its buffers are lost).
     Kill(NodeArgs),
     /// Start a killed node's process or container again.
     Restart(NodeArgs),
+    /// Traffic, faults on a seeded schedule, and a report of what the protocol did.
+    Run(RunArgs),
+}
+
+#[derive(clap::Args, Debug)]
+pub struct Target {
+    #[command(flatten)]
+    pub dir: DirArg,
+    /// The node.
+    #[arg(long, required_unless_present = "all", conflicts_with = "all")]
+    pub node: Option<String>,
+    /// Every node.
+    #[arg(long)]
+    pub all: bool,
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct CorruptStateArgs {
+    #[command(flatten)]
+    pub target: Target,
+    /// Repeat this often...
+    #[arg(long, value_parser = humantime::parse_duration, requires = "for_")]
+    pub every: Option<Duration>,
+    /// ...for this long.
+    #[arg(long = "for", id = "for_", value_parser = humantime::parse_duration)]
+    pub for_: Option<Duration>,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct CorruptBuffersArgs {
+    #[command(flatten)]
+    pub target: Target,
+    /// The share of queued packets to corrupt, 0 to 1.
+    #[arg(long, default_value_t = 1.0)]
+    pub fraction: f64,
+    /// Also corrupt that share of the packets entering link buffers for this long.
+    #[arg(long = "for", value_parser = humantime::parse_duration)]
+    pub for_: Option<Duration>,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct LinkArgs {
+    #[command(flatten)]
+    pub dir: DirArg,
+    /// The link, as A-B.
+    #[arg(long)]
+    pub link: String,
 }
 
 #[derive(clap::Args, Debug)]
@@ -22,38 +87,348 @@ pub struct NodeArgs {
     pub node: String,
 }
 
-pub fn run(command: Command) -> anyhow::Result<()> {
-    match command {
-        Command::Kill(args) => {
-            let (dir, id, name) = node(&args)?;
-            if runner::kill(&dir, id).map_err(|e| usage(e.to_string()))? {
-                println!("node {name} killed");
-                Ok(())
-            } else {
-                Err(usage(format!("node {name} is not running")))
-            }
-        }
-        Command::Restart(args) => {
-            let (dir, id, name) = node(&args)?;
-            if runner::restart(&dir, id).map_err(|e| usage(e.to_string()))? {
-                println!("node {name} restarted");
-                Ok(())
-            } else {
-                Err(usage(format!("node {name} is running; kill it first")))
-            }
-        }
+#[derive(clap::Args, Debug)]
+pub struct RunArgs {
+    #[command(flatten)]
+    pub dir: DirArg,
+    /// How long the faults last (the fault-free phase before and the phase after take a third
+    /// of it each, at least 2 s).
+    #[arg(long, value_parser = humantime::parse_duration)]
+    pub duration: Duration,
+    /// Message sets per second.
+    #[arg(long)]
+    pub rate: f64,
+    /// Which faults: state, buffers, crash, cut (comma-separated).
+    #[arg(long, value_delimiter = ',', required = true)]
+    pub faults: Vec<FaultKind>,
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// For `buffers`: the share of packets corrupted.
+    #[arg(long, default_value_t = 0.05)]
+    pub fraction: f64,
+    /// For `state`: how often every node's variables are overwritten.
+    #[arg(long, default_value = "10ms", value_parser = humantime::parse_duration)]
+    pub state_every: Duration,
+    /// How long each set is waited for.
+    #[arg(long, default_value = "5s", value_parser = humantime::parse_duration)]
+    pub wait: Duration,
+    /// The report as one JSON object.
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn ppm(fraction: f64) -> anyhow::Result<u32> {
+    if !(0.0..=1.0).contains(&fraction) {
+        return Err(usage(format!(
+            "--fraction {fraction} is not between 0 and 1"
+        )));
+    }
+    Ok((fraction * 1e6).round() as u32)
+}
+
+fn millis(d: Option<Duration>) -> u32 {
+    d.map_or(0, |d| d.as_millis().min(u128::from(u32::MAX)) as u32)
+}
+
+fn manifest(dir: &ClusterDir) -> anyhow::Result<Manifest> {
+    Manifest::load(&dir.manifest()).map_err(|e| usage(e.to_string()))
+}
+
+/// The nodes a fault goes to.
+fn targets(target: &Target, topology: Topology) -> anyhow::Result<Vec<NodeId>> {
+    match &target.node {
+        Some(node) => Ok(vec![super::parse_node(topology, node)?]),
+        None => Ok(topology.nodes().collect()),
     }
 }
 
-fn node(
-    args: &NodeArgs,
-) -> anyhow::Result<(
-    cuberoute_cluster::ClusterDir,
-    cuberoute_protocol::NodeId,
-    String,
-)> {
+/// Send `fault(node)` to each node; print what each did.
+fn inject(dir: &ClusterDir, nodes: &[(NodeId, Fault)]) -> anyhow::Result<()> {
+    let runtime = runtime()?;
+    let _guard = runtime.enter();
+    let client = ClusterClient::open(dir).map_err(|e| usage(format!("{e:#}")))?;
+    let topology = client.manifest.topology;
+    let mut failed = 0;
+    for (node, fault) in nodes {
+        match runtime.block_on(client.request(*node, &Request::Inject(fault.clone()))) {
+            Ok(Response::Injected(done)) => println!("{}: {done}", topology.format_node(*node)),
+            Ok(other) => anyhow::bail!("unexpected answer {other:?}"),
+            Err(e) => {
+                failed += 1;
+                eprintln!("{}: {e}", topology.format_node(*node));
+            }
+        }
+    }
+    client.close();
+    anyhow::ensure!(
+        failed == 0,
+        "{failed} of {} nodes refused or were unreachable",
+        nodes.len()
+    );
+    Ok(())
+}
+
+fn parse_link(text: &str, topology: Topology) -> anyhow::Result<(NodeId, NodeId)> {
+    let (a, b) = text
+        .split_once('-')
+        .ok_or_else(|| usage(format!("--link {text:?} is not A-B")))?;
+    let (a, b) = (
+        super::parse_node(topology, a)?,
+        super::parse_node(topology, b)?,
+    );
+    if !topology.is_adjacent(a, b) {
+        return Err(usage(format!(
+            "{a} and {b} are not neighbours: there is no link {text}"
+        )));
+    }
+    Ok((a, b))
+}
+
+pub fn run(command: Command) -> anyhow::Result<()> {
+    match command {
+        Command::CorruptState(args) => {
+            let dir = args.target.dir.cluster();
+            let topology = manifest(&dir)?.topology;
+            let every_ms = millis(args.every);
+            let for_ms = millis(args.for_);
+            let faults: Vec<(NodeId, Fault)> = targets(&args.target, topology)?
+                .into_iter()
+                .map(|id| {
+                    let seed = args.target.seed ^ id.0;
+                    (
+                        id,
+                        Fault::CorruptState {
+                            seed,
+                            every_ms,
+                            for_ms,
+                        },
+                    )
+                })
+                .collect();
+            inject(&dir, &faults)
+        }
+        Command::CorruptBuffers(args) => {
+            let dir = args.target.dir.cluster();
+            let topology = manifest(&dir)?.topology;
+            let fraction_ppm = ppm(args.fraction)?;
+            let for_ms = millis(args.for_);
+            let faults: Vec<(NodeId, Fault)> = targets(&args.target, topology)?
+                .into_iter()
+                .map(|id| {
+                    let seed = args.target.seed ^ id.0;
+                    (
+                        id,
+                        Fault::CorruptBuffers {
+                            seed,
+                            fraction_ppm,
+                            for_ms,
+                        },
+                    )
+                })
+                .collect();
+            inject(&dir, &faults)
+        }
+        Command::Cut(args) => {
+            let dir = args.dir.cluster();
+            let (a, b) = parse_link(&args.link, manifest(&dir)?.topology)?;
+            inject(
+                &dir,
+                &[
+                    (a, Fault::Cut { neighbour: b }),
+                    (b, Fault::Cut { neighbour: a }),
+                ],
+            )
+        }
+        Command::Heal(args) => {
+            let dir = args.dir.cluster();
+            let (a, b) = parse_link(&args.link, manifest(&dir)?.topology)?;
+            inject(
+                &dir,
+                &[
+                    (a, Fault::Heal { neighbour: b }),
+                    (b, Fault::Heal { neighbour: a }),
+                ],
+            )
+        }
+        Command::Kill(args) => {
+            let dir = args.dir.cluster();
+            let topology = manifest(&dir)?.topology;
+            let id = super::parse_node(topology, &args.node)?;
+            if runner::kill(&dir, id).map_err(|e| usage(e.to_string()))? {
+                println!("node {} killed", topology.format_node(id));
+                Ok(())
+            } else {
+                Err(usage(format!(
+                    "node {} is not running",
+                    topology.format_node(id)
+                )))
+            }
+        }
+        Command::Restart(args) => {
+            let dir = args.dir.cluster();
+            let topology = manifest(&dir)?.topology;
+            let id = super::parse_node(topology, &args.node)?;
+            if runner::restart(&dir, id).map_err(|e| usage(e.to_string()))? {
+                println!("node {} restarted", topology.format_node(id));
+                Ok(())
+            } else {
+                Err(usage(format!(
+                    "node {} is running; kill it first",
+                    topology.format_node(id)
+                )))
+            }
+        }
+        Command::Run(args) => chaos_run(&args),
+    }
+}
+
+fn chaos_run(args: &RunArgs) -> anyhow::Result<()> {
     let dir = args.dir.cluster();
-    let manifest = Manifest::load(&dir.manifest()).map_err(|e| usage(e.to_string()))?;
-    let id = super::parse_node(manifest.topology, &args.node)?;
-    Ok((dir, id, manifest.topology.format_node(id)))
+    manifest(&dir)?;
+    if !(args.rate > 0.0 && args.rate <= 10_000.0) {
+        return Err(usage(format!(
+            "--rate {} must be above 0 and at most 10000",
+            args.rate
+        )));
+    }
+    if args.duration < Duration::from_millis(100) {
+        return Err(usage("--duration must be at least 100ms"));
+    }
+    let side = (args.duration / 3).max(Duration::from_secs(2));
+    let config = RunConfig {
+        fault_free: side,
+        with_faults: args.duration,
+        after_faults: side,
+        rate: args.rate,
+        faults: args.faults.iter().copied().collect::<BTreeSet<_>>(),
+        seed: args.seed,
+        state_every: args.state_every,
+        buffer_fraction_ppm: ppm(args.fraction)?,
+        wait: args.wait,
+    };
+    let progress = Arc::new(Mutex::new(Progress::default()));
+    let total = config.fault_free + config.with_faults + config.after_faults;
+    let bar = ProgressBar::new(total.as_secs());
+    bar.set_style(
+        ProgressStyle::with_template("{spinner} chaos {elapsed}/{len}s {wide_bar} {msg}")
+            .expect("a valid template"),
+    );
+    let runtime = runtime()?;
+    let _guard = runtime.enter();
+    let report = runtime.block_on(async {
+        let watcher = {
+            let (bar, progress) = (bar.clone(), progress.clone());
+            tokio::spawn(async move {
+                let started = std::time::Instant::now();
+                loop {
+                    let p = progress.lock().expect("progress").clone();
+                    bar.set_position(started.elapsed().as_secs());
+                    bar.set_message(format!(
+                        "{:?}: {} sets sent, {} done, {} copies delivered",
+                        p.phase.unwrap_or(chaos::Phase::FaultFree),
+                        p.sets_sent,
+                        p.sets_done,
+                        p.copies_delivered
+                    ));
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                }
+            })
+        };
+        let report = chaos::run(&dir, &config, progress).await;
+        watcher.abort();
+        report
+    })?;
+    bar.finish_and_clear();
+    if args.json {
+        println!("{}", serde_json::to_string(&report)?);
+    } else {
+        print_report(&report);
+    }
+    Ok(())
+}
+
+fn print_report(r: &chaos::Report) {
+    let pct = |a: u64, b: u64| {
+        if b == 0 {
+            100.0
+        } else {
+            100.0 * a as f64 / b as f64
+        }
+    };
+    println!(
+        "chaos run on {} (seed {}), faults {:?}",
+        r.topology, r.seed, r.faults
+    );
+    println!(
+        "  message sets sent: {}; copies delivered {} of {} ({:.2}%)",
+        r.sets_sent,
+        r.copies_delivered,
+        r.copies_expected,
+        pct(r.copies_delivered, r.copies_expected)
+    );
+    println!(
+        "  sets with at least one copy: {} ({:.2}%); sets lost: {}; corrupted copies handed to a client: {}",
+        r.sets_with_a_copy,
+        pct(r.sets_with_a_copy, r.sets_sent),
+        r.sets_lost,
+        r.corrupted_delivered_to_client
+    );
+    let phases = [
+        ("fault-free", &r.phases.fault_free),
+        ("with faults", &r.phases.with_faults),
+        ("after", &r.phases.after_faults),
+    ];
+    for (name, p) in phases {
+        println!(
+            "  {name:<12} {:>6} sets, copies {:>6}/{:<6} ({:.2}%), sets with a copy {:.2}%, single-path baseline {:.2}%, path mismatches {}",
+            p.sets_sent,
+            p.copies_delivered,
+            p.copies_expected,
+            pct(p.copies_delivered, p.copies_expected),
+            pct(p.sets_with_a_copy, p.sets_sent),
+            pct(p.single_path_delivered, p.sets_sent),
+            p.path_mismatches
+        );
+    }
+    let l = &r.latency_us;
+    println!(
+        "  latency per copy: fault-free p50 {} µs p99 {} µs; with faults p50 {} µs p99 {} µs; after p50 {} µs p99 {} µs",
+        l.fault_free.p50,
+        l.fault_free.p99,
+        l.with_faults.p50,
+        l.with_faults.p99,
+        l.after_faults.p50,
+        l.after_faults.p99
+    );
+    if r.state_corruptions > 0 {
+        println!(
+            "  protocol variables overwritten {} times",
+            r.state_corruptions
+        );
+    }
+    let rec = &r.recovery;
+    if rec.packets_corrupted > 0 {
+        println!(
+            "  corrupted packets: {} ({} dropped, {} delivered intact, {} corrupted again); gone within {} hops (bound B = {}) and {:.1} ms",
+            rec.packets_corrupted,
+            rec.corrupted_dropped,
+            rec.corrupted_delivered,
+            rec.corrupted_again,
+            rec.max_hops,
+            rec.bound_hops,
+            rec.max_ms
+        );
+    }
+    if !r.crashed.is_empty() || !r.cut.is_empty() {
+        println!(
+            "  crashed {:?}, cut {:?}; every link up again {}",
+            r.crashed,
+            r.cut,
+            r.rejoin_ms
+                .map_or("NOT within 60 s".to_string(), |ms| format!(
+                    "{ms:.0} ms after the restart"
+                ))
+        );
+    }
+    println!("  drops: {:?}", r.drops);
 }

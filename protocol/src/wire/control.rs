@@ -39,6 +39,35 @@ pub enum Request {
     /// Output entries with an output index of at least `after`, at most `max` of them; if there
     /// are none, wait up to `wait_ms` for one.
     Recv { after: u64, max: u32, wait_ms: u32 },
+    /// Inject a transient fault (the chaos tooling).
+    Inject(Fault),
+}
+
+/// A transient fault a daemon injects into itself on request.
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub enum Fault {
+    /// Overwrite every mutable protocol variable with random values: once, or every
+    /// `every_ms` for `for_ms`.
+    CorruptState {
+        seed: u64,
+        every_ms: u32,
+        for_ms: u32,
+    },
+    /// Flip random bits (header and payload alike) in a share `fraction_ppm` (parts per
+    /// million) of the packets queued in the link buffers now, and for `for_ms` of every packet
+    /// entering one.
+    CorruptBuffers {
+        seed: u64,
+        fraction_ppm: u32,
+        for_ms: u32,
+    },
+    /// Sever the link to `neighbour`: this side refuses it until healed.
+    Cut {
+        neighbour: NodeId,
+    },
+    Heal {
+        neighbour: NodeId,
+    },
 }
 
 #[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
@@ -57,6 +86,8 @@ pub enum Response {
         entries: Vec<Delivery>,
         next: u64,
     },
+    /// The fault was injected; what it did.
+    Injected(String),
     Error(ControlError),
 }
 
@@ -125,6 +156,26 @@ pub struct NodeStatus {
     /// Entries in the output buffer.
     pub output_len: u64,
     pub counters: Counters,
+    pub chaos: ChaosCounters,
+}
+
+/// What the chaos tooling did to a node, and what became of the packets it corrupted.
+#[derive(Clone, PartialEq, Eq, Debug, Default, Serialize, Deserialize)]
+pub struct ChaosCounters {
+    /// Times the protocol variables were overwritten.
+    pub state_corruptions: u64,
+    /// Packets this node corrupted.
+    pub packets_corrupted: u64,
+    /// Corrupted packets that ended here: dropped (by any reason) ...
+    pub corrupted_dropped: u64,
+    /// ... or delivered (intact enough to pass the checksum) ...
+    pub corrupted_delivered: u64,
+    /// ... or were corrupted once more here (and are then followed from this corruption).
+    pub corrupted_again: u64,
+    /// The most hops a corrupted packet that ended here made after its corruption.
+    pub max_hops_after: u32,
+    /// The longest a corrupted packet that ended here lived after its corruption, in µs.
+    pub max_us_after: u64,
 }
 
 impl NodeStatus {

@@ -20,10 +20,23 @@ pub enum LinkFrame {
         seq: u64,
         #[serde(with = "serde_bytes")]
         packet: Vec<u8>,
+        /// Set on a packet the chaos tooling corrupted, and carried along with it: how the
+        /// daemons measure that corrupted packets are flushed within the bound. Outside the
+        /// packet's bytes, and never read by routing.
+        mark: Option<ChaosMark>,
     },
     /// Every data frame up to `upto` (of the receiver's current view of the sender's
     /// incarnation) has been handled.
     Ack { upto: u64 },
+}
+
+/// Where and when a packet was corrupted, and how far it has gone since.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub struct ChaosMark {
+    /// The corrupting node's wall clock, microseconds since the Unix epoch.
+    pub corrupted_at_us: u64,
+    /// Hops made since the corruption.
+    pub hops: u16,
 }
 
 /// A node introducing itself on a new connection.
@@ -66,6 +79,15 @@ mod tests {
             LinkFrame::Data {
                 seq: 1,
                 packet: vec![1, 2, 3],
+                mark: None,
+            },
+            LinkFrame::Data {
+                seq: 2,
+                packet: vec![],
+                mark: Some(ChaosMark {
+                    corrupted_at_us: 5,
+                    hops: 3,
+                }),
             },
             LinkFrame::Ack { upto: 1 << 40 },
         ];
