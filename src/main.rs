@@ -50,6 +50,17 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if !matches!(cli.command, Command::Daemon(_) | Command::BenchRelayPeer(_)) {
+        // A command whose output is cut short (`| head`) ends quietly, as Unix tools do. The
+        // daemon keeps Rust's default (SIGPIPE ignored): a scraper hanging up must not kill it.
+        // SAFETY: at the start of main, before any thread exists; SIG_DFL is a valid handler.
+        unsafe {
+            let _ = nix::sys::signal::signal(
+                nix::sys::signal::Signal::SIGPIPE,
+                nix::sys::signal::SigHandler::SigDfl,
+            );
+        }
+    }
     let result = match cli.command {
         Command::Topology(args) => commands::topology::run(args),
         Command::Paths(args) => commands::paths::run(args),

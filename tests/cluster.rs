@@ -171,7 +171,7 @@ fn refused_requests_are_one_line_and_non_zero() {
         ),
         (
             &["send", "--from", "0", "--to", "0", "--message", "x"],
-            "same node",
+            "itself",
         ),
         (
             &["send", "--from", "0", "--to", "x1", "--message", "x"],

@@ -4,10 +4,11 @@
 //! Requests are checked here (ids in the topology, payload size, wait limits) and answered from
 //! the node; nothing a client sends can panic the daemon.
 
-use crate::node::Node;
+use crate::node::{Node, Routing};
 use crate::stats::Event;
 use crate::tls;
 use cuberoute_protocol::NodeId;
+use cuberoute_protocol::source_route;
 use cuberoute_protocol::wire::control::{
     ControlError, ControlErrorKind, MAX_PAYLOAD_LEN, MAX_RECV_BATCH, MAX_WAIT_MS, Request, Response,
 };
@@ -85,6 +86,13 @@ async fn answer(
     }
 }
 
+fn too_large(len: usize) -> ControlError {
+    ControlError::new(
+        ControlErrorKind::PayloadTooLarge,
+        format!("payload of {len} bytes exceeds the limit of {MAX_PAYLOAD_LEN}"),
+    )
+}
+
 fn bad(message: String) -> ControlError {
     ControlError::new(ControlErrorKind::BadRequest, message)
 }
@@ -123,15 +131,12 @@ async fn handle(node: &Arc<Node>, request: Request) -> Response {
                 return Response::Error(e);
             }
             if payload.len() > MAX_PAYLOAD_LEN {
-                return Response::Error(ControlError::new(
-                    ControlErrorKind::PayloadTooLarge,
-                    format!(
-                        "payload of {} bytes exceeds the limit of {MAX_PAYLOAD_LEN}",
-                        payload.len()
-                    ),
-                ));
+                return Response::Error(too_large(payload.len()));
             }
-            match node.submit(to, payload, split, trace).await {
+            match node
+                .submit(Routing::Protocol { to }, payload, split, trace)
+                .await
+            {
                 Ok((seq, sent_at_us)) => Response::Accepted {
                     seq,
                     k: node.k(to),
@@ -143,15 +148,44 @@ async fn handle(node: &Arc<Node>, request: Request) -> Response {
                 )),
             }
         }
+        Request::SendRouted {
+            request,
+            payload,
+            trace,
+        } => {
+            if payload.len() > MAX_PAYLOAD_LEN {
+                return Response::Error(too_large(payload.len()));
+            }
+            let routes = match source_route::routes(node.topology, node.id, &request) {
+                Ok(routes) => routes,
+                Err(e) => return Response::Error(bad(e.to_string())),
+            };
+            let k = routes.len() as u32;
+            match node
+                .submit(Routing::Source { routes }, payload, false, trace)
+                .await
+            {
+                Ok((seq, sent_at_us)) => Response::Accepted { seq, k, sent_at_us },
+                Err(e) => Response::Error(ControlError::new(
+                    ControlErrorKind::ShuttingDown,
+                    e.to_string(),
+                )),
+            }
+        }
         Request::Await {
             src,
             seq,
+            copies,
             timeout_ms,
         } => {
             if let Err(e) = other_node(node, src, "source") {
                 return Response::Error(e);
             }
-            let k = node.topology.local_connectivity(src, node.id) as usize;
+            let k = if copies > 0 {
+                copies as usize
+            } else {
+                node.topology.local_connectivity(src, node.id) as usize
+            };
             let deadline = Instant::now() + wait_limit(timeout_ms);
             let mut changes = node.output.subscribe();
             loop {

@@ -11,11 +11,13 @@ use crate::config::NodeConfig;
 use crate::link::Link;
 use crate::output::{Output, Pushed};
 use crate::stats::{Drop, Event, Stats};
+use cuberoute_protocol::source_route::{self, Hop};
 use cuberoute_protocol::wire::control::{Delivery, LinkStatus, NodeStatus};
 use cuberoute_protocol::wire::link::ChaosMark;
 use cuberoute_protocol::wire::message::{Message, split_payload};
+use cuberoute_protocol::wire::packet::{Carried, SourcePacket};
 use cuberoute_protocol::wire::{decode_body, encode_body};
-use cuberoute_protocol::{Action, NodeId, Packet, Process, ProcessVars, Topology};
+use cuberoute_protocol::{Action, NodeId, Process, ProcessVars, Topology};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
@@ -23,11 +25,20 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use tokio::sync::mpsc;
 use tracing::{debug, warn};
 
+/// How a set travels.
+#[derive(Debug, Clone)]
+pub enum Routing {
+    /// The guarded-action protocol: k copies to `to`, routed hop by hop from their headers.
+    Protocol { to: NodeId },
+    /// Source routing: one copy along each route (computed by `source_route::routes`).
+    Source { routes: Vec<Vec<NodeId>> },
+}
+
 /// A message set waiting in the input buffer.
 #[derive(Debug)]
 pub struct InputJob {
     pub seq: u64,
-    pub to: NodeId,
+    pub routing: Routing,
     pub payload: Vec<u8>,
     pub split: bool,
     pub trace: bool,
@@ -110,7 +121,7 @@ impl Node {
     /// the client). Returns the set's sequence id and send time.
     pub async fn submit(
         &self,
-        to: NodeId,
+        routing: Routing,
         payload: Vec<u8>,
         split: bool,
         trace: bool,
@@ -122,7 +133,7 @@ impl Node {
         let sent_at_us = now_us();
         let job = InputJob {
             seq,
-            to,
+            routing,
             payload,
             split,
             trace,
@@ -140,9 +151,17 @@ impl Node {
         }
     }
 
-    /// The guarded action `input(M, D)`: k packets, one per path, onto the first hops' links.
+    /// Turn a set into packets on the first hops' links.
     fn input(&self, job: InputJob) {
-        let k = self.k(job.to) as usize;
+        match job.routing.clone() {
+            Routing::Protocol { to } => self.input_protocol(to, job),
+            Routing::Source { routes } => self.input_source(routes, job),
+        }
+    }
+
+    /// The guarded action `input(M, D)`: k packets, one per path.
+    fn input_protocol(&self, to: NodeId, job: InputJob) {
+        let k = self.k(to) as usize;
         let payloads = if job.split {
             split_payload(&job.payload, k)
         } else {
@@ -156,12 +175,12 @@ impl Node {
             .process
             .lock()
             .expect("process lock")
-            .input(job.to, messages)
+            .input(to, messages)
         {
             Ok(sends) => sends,
             Err(e) => {
                 // The control API checked the destination, so this is a bug; count it anyway.
-                warn!(to = %job.to, error = %e, "input refused a set the control API accepted");
+                warn!(%to, error = %e, "input refused a set the control API accepted");
                 self.stats.drop_many(Drop::Malformed, k as u64);
                 return;
             }
@@ -169,7 +188,39 @@ impl Node {
         for (first, mut packet) in sends {
             packet.message.seal(&packet.header);
             debug!(seq = job.seq, index = packet.header.index, to = %first, "input");
-            if self.send_to(first, &packet, None) {
+            if self.send_to(first, &Carried::Protocol(packet), None) {
+                Stats::count(&self.stats.packets_sent);
+            }
+        }
+    }
+
+    /// A source-routed set: copy `i` along route `i`, the whole route in its header.
+    fn input_source(&self, routes: Vec<Vec<NodeId>>, job: InputJob) {
+        let copies = routes.len() as u8;
+        for (index, route) in routes.into_iter().enumerate() {
+            let (Some(&dst), Some(&first)) = (route.last(), route.get(1)) else {
+                warn!(?route, "a source route with fewer than two nodes");
+                self.stats.drop(Drop::Malformed);
+                continue;
+            };
+            let mut message = Message::new(
+                self.id,
+                job.seq,
+                false,
+                job.sent_at_us,
+                job.trace,
+                job.payload.clone(),
+            );
+            message.checksum = message.checksum_for(self.id, dst, index as u8);
+            let packet = SourcePacket {
+                route,
+                position: 1,
+                index: index as u8,
+                copies,
+                message,
+            };
+            debug!(seq = job.seq, index, to = %first, "input (source-routed)");
+            if self.send_to(first, &Carried::Source(packet), None) {
                 Stats::count(&self.stats.packets_sent);
             }
         }
@@ -188,8 +239,9 @@ impl Node {
                 self.chaos.ended(mark, fate);
             }
         };
-        let packet: Packet<Message> = match decode_body(bytes) {
-            Ok(packet) => packet,
+        let packet = match decode_body::<Carried>(bytes) {
+            Ok(Carried::Protocol(packet)) => packet,
+            Ok(Carried::Source(packet)) => return self.handle_source(from, packet, mark),
             Err(e) => {
                 debug!(%from, error = %e, "undecodable packet");
                 self.stats.drop(Drop::Malformed);
@@ -209,7 +261,15 @@ impl Node {
         match action {
             Action::Deliver(mut packet) => {
                 packet.message.record_hop(self.id);
-                let delivered = self.deliver(packet);
+                let (header, message) = (packet.header, packet.message);
+                let delivered = self.deliver(
+                    message.is_intact(&header),
+                    header.src,
+                    header.dst,
+                    header.index,
+                    self.topology.local_connectivity(header.src, header.dst),
+                    message,
+                );
                 ended(if delivered {
                     Fate::Delivered
                 } else {
@@ -219,7 +279,7 @@ impl Node {
             Action::Forward { to, mut packet } => {
                 packet.message.record_hop(self.id);
                 debug!(%to, "forward");
-                if self.send_to(to, &packet, mark) {
+                if self.send_to(to, &Carried::Protocol(packet), mark) {
                     Stats::count(&self.stats.packets_forwarded);
                 } else {
                     ended(Fate::Dropped);
@@ -233,9 +293,51 @@ impl Node {
         }
     }
 
+    /// `rcv` for a source-routed packet: the checks of `source_route::receive_source`, then
+    /// forward along the route or deliver.
+    fn handle_source(&self, from: NodeId, mut packet: SourcePacket, mark: Option<ChaosMark>) {
+        let ended = |fate| {
+            if let Some(mark) = mark {
+                self.chaos.ended(mark, fate);
+            }
+        };
+        let position = usize::from(packet.position);
+        match source_route::receive_source(self.topology, self.id, from, &packet.route, position) {
+            Ok(Hop::Forward(next)) => {
+                packet.position += 1;
+                packet.message.record_hop(self.id);
+                debug!(%next, position, "forward (source-routed)");
+                if self.send_to(next, &Carried::Source(packet), mark) {
+                    Stats::count(&self.stats.packets_forwarded);
+                } else {
+                    ended(Fate::Dropped);
+                }
+            }
+            Ok(Hop::Deliver) => {
+                packet.message.record_hop(self.id);
+                let intact = packet.is_intact();
+                let (index, copies) = (packet.index, u32::from(packet.copies));
+                let delivered = match packet.src() {
+                    Some(src) => self.deliver(intact, src, self.id, index, copies, packet.message),
+                    None => false,
+                };
+                ended(if delivered {
+                    Fate::Delivered
+                } else {
+                    Fate::Dropped
+                });
+            }
+            Err(reason) => {
+                debug!(%from, reason = reason.as_str(), "drop (source-routed)");
+                self.stats.drop(Drop::Source(reason.as_str()));
+                ended(Fate::Dropped);
+            }
+        }
+    }
+
     /// Encode `packet` onto the link to `to`. False, and counted, if it could not be queued.
     /// A packet the chaos tooling corrupted keeps its `mark`; one it corrupts now gets one.
-    fn send_to(&self, to: NodeId, packet: &Packet<Message>, mark: Option<ChaosMark>) -> bool {
+    fn send_to(&self, to: NodeId, packet: &Carried, mark: Option<ChaosMark>) -> bool {
         let mut bytes = match encode_body(packet) {
             Ok(bytes) => bytes,
             Err(e) => {
@@ -260,10 +362,18 @@ impl Node {
         }
     }
 
-    /// Hand an intact copy to the output buffer. False if it was dropped instead.
-    fn deliver(&self, packet: Packet<Message>) -> bool {
-        let (header, message) = (packet.header, packet.message);
-        if !message.is_intact(&header) {
+    /// Hand copy `index` (of `k`) of a set from `src` to the output buffer if its end-to-end
+    /// checksum held (`intact`). False, and counted, if it was dropped instead.
+    fn deliver(
+        &self,
+        intact: bool,
+        src: NodeId,
+        dst: NodeId,
+        index: u8,
+        k: u32,
+        message: Message,
+    ) -> bool {
+        if !intact {
             debug!("checksum failed");
             self.stats.drop(Drop::Checksum);
             return false;
@@ -271,11 +381,11 @@ impl Node {
         let latency_us = now_us().saturating_sub(message.sent_at_us);
         let delivery = Delivery {
             output_index: 0,
-            src: header.src,
-            dst: header.dst,
+            src,
+            dst,
             seq: message.seq,
-            index: header.index,
-            k: self.topology.local_connectivity(header.src, header.dst),
+            index,
+            k,
             split: message.split,
             hops: u32::from(message.hops),
             path: message.trace,

@@ -15,6 +15,8 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 pub enum Drop {
     /// The protocol's `rcv` refused the header.
     Protocol(DropReason),
+    /// The per-hop check of a source route refused it (`source_route::SourceDrop`'s label).
+    Source(&'static str),
     /// The bytes of a data frame are not a packet.
     Malformed,
     /// At the destination, the end-to-end checksum failed: never handed to a client.
@@ -33,6 +35,7 @@ impl Drop {
     pub fn as_str(self) -> &'static str {
         match self {
             Drop::Protocol(reason) => reason.as_str(),
+            Drop::Source(label) => label,
             Drop::Malformed => "packet_malformed",
             Drop::Checksum => "checksum_failed",
             Drop::Duplicate => "duplicate",

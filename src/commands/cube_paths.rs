@@ -16,6 +16,7 @@
 use super::usage;
 use cuberoute_protocol::cube::{self, CubeError, Path};
 use cuberoute_protocol::hypercube::Hypercube;
+use cuberoute_protocol::source_route::{self, RouteRequest, RoutesError};
 use cuberoute_protocol::{NodeId, PathSet, Topology};
 use std::io::Write;
 use std::path::PathBuf;
@@ -93,6 +94,15 @@ pub fn run(topology: Topology, req: Request) -> anyhow::Result<()> {
 }
 
 /// A protocol refusal is the user's to fix (exit 2), except an internal error (exit 1).
+/// `source_route::routes`, with its refusals as usage errors.
+fn routes(topology: Topology, s: NodeId, request: &RouteRequest) -> anyhow::Result<Vec<Path>> {
+    match source_route::routes(topology, s, request) {
+        Ok(paths) => Ok(paths),
+        Err(RoutesError::Cube(e)) => Err(refused(e)),
+        Err(e) => Err(usage(e.to_string())),
+    }
+}
+
 fn refused(err: CubeError) -> anyhow::Error {
     match err {
         CubeError::Internal(_) => anyhow::anyhow!(err),
@@ -129,18 +139,20 @@ fn node_to_set(topology: Topology, q: Hypercube, req: &Request) -> anyhow::Resul
         req.to_set.as_deref().unwrap_or_default(),
         "--to-set",
     )?;
-    let (paths, avoid, algorithm, bound) = match &req.avoid {
-        None => (
-            cube::n2s::cube_n2s(q, s, &dests, &[]).map_err(refused)?,
-            None,
-            "Cube-N2S",
-            q.n as usize + 1,
-        ),
-        Some(text) => {
-            let faults = parse_set(topology, text, "--avoid")?;
-            let paths = cube::xftn2s::cube_xftn2s(q, s, &dests, &faults, None).map_err(refused)?;
-            (paths, Some(faults), "Cube-XFTN2S", q.n as usize + 3)
-        }
+    let faults = match &req.avoid {
+        Some(text) => Some(parse_set(topology, text, "--avoid")?),
+        None => None,
+    };
+    // The same choice of algorithm as a source-routed send on a cluster.
+    let request = RouteRequest {
+        to: dests.clone(),
+        avoid: faults.clone().unwrap_or_default(),
+        constraint: None,
+    };
+    let paths = routes(topology, s, &request)?;
+    let (avoid, algorithm, bound) = match faults {
+        None => (None, "Cube-N2S", q.n as usize + 1),
+        Some(faults) => (Some(faults), "Cube-XFTN2S", q.n as usize + 3),
     };
     Ok(Answer {
         topology,
@@ -193,7 +205,12 @@ fn container(topology: Topology, q: Hypercube, req: &Request, i: &str) -> anyhow
     };
     let s = super::parse_node(topology, from)?;
     let d = super::parse_node(topology, to)?;
-    let paths = cube::container::hc_container(q, i, s, d).map_err(refused)?;
+    let request = RouteRequest {
+        to: vec![d],
+        avoid: Vec::new(),
+        constraint: Some(i),
+    };
+    let paths = routes(topology, s, &request)?;
     let k = paths.len();
     Ok(Answer {
         topology,

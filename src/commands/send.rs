@@ -1,11 +1,15 @@
-//! `cuberoute send --from S --to D (--message TEXT | --file F) [--split] [--wait] [--json]`.
+//! `cuberoute send --from S --to D (--message TEXT | --file F) [--split] [--wait] [--json]`,
+//! and on Q_n the source-routed forms: `--to D1,D2,...` (one copy to each, over disjoint paths;
+//! `--avoid F1,...` keeps off faulty nodes) and `--to D --constraint I` (the container).
 
 use super::cluster::DirArg;
 use super::{runtime, usage};
-use anyhow::Context;
 use cuberoute_cluster::ClusterClient;
-use cuberoute_cluster::traffic::{SendOptions, SendReport};
+use cuberoute_cluster::traffic::{Destinations, SendOptions, SendReport};
+use cuberoute_daemon::client::ClientError;
 use cuberoute_protocol::Topology;
+use cuberoute_protocol::source_route::RouteRequest;
+use cuberoute_protocol::wire::control::ControlErrorKind;
 use cuberoute_protocol::wire::control::MAX_PAYLOAD_LEN;
 use std::io::Write;
 use std::path::PathBuf;
@@ -18,9 +22,15 @@ pub struct Args {
     /// The source node.
     #[arg(long)]
     pub from: String,
-    /// The destination node.
+    /// The destination node; on q:N also a list D1,D2,... (a disjoint multicast).
     #[arg(long)]
     pub to: String,
+    /// Source-routed, on q:N: nodes the paths must avoid.
+    #[arg(long, value_name = "F1,F2,...")]
+    pub avoid: Option<String>,
+    /// Source-routed, on q:N: keep every node of every path at weight I or I+1.
+    #[arg(long, value_name = "I", conflicts_with_all = ["avoid", "split"])]
+    pub constraint: Option<u32>,
     /// The payload, as text.
     #[arg(long, conflicts_with = "file", required_unless_present = "file")]
     pub message: Option<String>,
@@ -60,18 +70,42 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let cluster = ClusterClient::open(&dir).map_err(|e| usage(format!("{e:#}")))?;
     let topology = cluster.manifest.topology;
     let from = super::parse_node(topology, &args.from)?;
-    let to = super::parse_node(topology, &args.to)?;
-    if from == to {
-        return Err(usage("--from and --to are the same node"));
+    let to = super::cube_paths::parse_set(topology, &args.to, "--to")?;
+    let avoid = match &args.avoid {
+        Some(text) => super::cube_paths::parse_set(topology, text, "--avoid")?,
+        None => Vec::new(),
+    };
+    if to.contains(&from) {
+        return Err(usage(
+            "--from is also in --to: a node does not send to itself",
+        ));
     }
     let options = SendOptions {
         split: args.split,
         trace: args.wait,
         wait: args.wait.then_some(args.timeout),
     };
-    let report = runtime
-        .block_on(cluster.send(from, to, payload, options))
-        .context("send failed")?;
+    let routed = to.len() > 1 || !avoid.is_empty() || args.constraint.is_some();
+    if routed && args.split {
+        return Err(usage("--split is for node-to-node sends"));
+    }
+    let sending = if routed {
+        let request = RouteRequest {
+            to,
+            avoid,
+            constraint: args.constraint,
+        };
+        runtime.block_on(cluster.send_routed(from, request, payload, options))
+    } else {
+        runtime.block_on(cluster.send(from, to[0], payload, options))
+    };
+    let report = sending.map_err(|e| match &e {
+        // The daemon refused the request as malformed: the user's to fix.
+        ClientError::Refused { error, .. } if error.kind != ControlErrorKind::ShuttingDown => {
+            usage(e.to_string())
+        }
+        _ => anyhow::Error::new(e).context("send failed"),
+    })?;
     cluster.close();
     let mut out = std::io::stdout().lock();
     if args.json {
@@ -99,13 +133,17 @@ pub fn write_report(
     waited: bool,
 ) -> std::io::Result<()> {
     let name = |v: u64| topology.format_node(cuberoute_protocol::NodeId(v));
+    let to = match &report.to {
+        Destinations::One(v) => name(*v),
+        Destinations::Many(vs) => vs.iter().map(|&v| name(v)).collect::<Vec<_>>().join(","),
+    };
     if !waited {
         return writeln!(
             out,
             "set {} from {} to {} accepted: {} packets on {} disjoint paths",
             report.seq,
             name(report.from),
-            name(report.to),
+            to,
             report.k,
             report.k
         );
@@ -115,7 +153,7 @@ pub fn write_report(
         "set {} from {} to {}: {} of {} copies delivered",
         report.seq,
         name(report.from),
-        name(report.to),
+        to,
         report.delivered(),
         report.k
     )?;
@@ -125,13 +163,21 @@ pub fn write_report(
                 let path = path.as_ref().map_or(String::new(), |p| {
                     p.iter().map(|&v| name(v)).collect::<Vec<_>>().join(" ")
                 });
+                let to = copy
+                    .to
+                    .map_or(String::new(), |v| format!(" to {}", name(v)));
                 writeln!(
                     out,
-                    "  copy {}: {hops:>2} hops, {:>7} µs  {path}",
+                    "  copy {}{to}: {hops:>2} hops, {:>7} µs  {path}",
                     copy.index, latency
                 )?;
             }
-            _ => writeln!(out, "  copy {}: NOT delivered", copy.index)?,
+            _ => {
+                let to = copy
+                    .to
+                    .map_or(String::new(), |v| format!(" to {}", name(v)));
+                writeln!(out, "  copy {}{to}: NOT delivered", copy.index)?
+            }
         }
     }
     Ok(())

@@ -2,6 +2,7 @@
 //! daemon, and what it answers. One request and one response per QUIC stream, each one frame of
 //! the codec of [`super`].
 
+use crate::source_route::RouteRequest;
 use crate::{NodeId, Topology};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -29,11 +30,22 @@ pub enum Request {
         split: bool,
         trace: bool,
     },
-    /// Wait until every copy of the set (`src`, `seq`) has been delivered here, or `timeout_ms`
-    /// has passed; answer with the copies delivered so far.
+    /// Route a message set from this node along whole paths the source computes (source
+    /// routing): one copy to each destination (node-to-set, fault-tolerant with `avoid`), or k
+    /// copies under a bit constraint. See `source_route::routes`.
+    SendRouted {
+        request: RouteRequest,
+        #[serde(with = "serde_bytes")]
+        payload: Vec<u8>,
+        trace: bool,
+    },
+    /// Wait until `copies` copies of the set (`src`, `seq`) have been delivered here (0: all k
+    /// of a node-to-node set), or `timeout_ms` has passed; answer with the copies delivered so
+    /// far.
     Await {
         src: NodeId,
         seq: u64,
+        copies: u32,
         timeout_ms: u32,
     },
     /// Output entries with an output index of at least `after`, at most `max` of them; if there

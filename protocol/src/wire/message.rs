@@ -58,10 +58,15 @@ impl Message {
 
     /// The checksum this message should carry under `header`.
     pub fn expected_checksum(&self, header: &Header) -> u32 {
+        self.checksum_for(header.src, header.dst, header.index)
+    }
+
+    /// The checksum of this message as copy `index` of a set from `src` to `dst`.
+    pub fn checksum_for(&self, src: NodeId, dst: NodeId, index: u8) -> u32 {
         let mut hasher = crc32fast::Hasher::new();
-        hasher.update(&header.src.0.to_le_bytes());
-        hasher.update(&header.dst.0.to_le_bytes());
-        hasher.update(&[header.index, self.split as u8]);
+        hasher.update(&src.0.to_le_bytes());
+        hasher.update(&dst.0.to_le_bytes());
+        hasher.update(&[index, self.split as u8]);
         hasher.update(&self.seq.to_le_bytes());
         hasher.update(&self.sent_at_us.to_le_bytes());
         hasher.update(&self.payload);

@@ -8,6 +8,7 @@
 pub mod control;
 pub mod link;
 pub mod message;
+pub mod packet;
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -161,7 +162,7 @@ mod tests {
             let _ = decode_frame::<Header>(&bytes);
             let _ = decode_body::<Header>(&bytes);
             let _ = decode_body::<link::LinkFrame>(&bytes);
-            let _ = decode_body::<crate::Packet<message::Message>>(&bytes);
+            let _ = decode_body::<packet::Carried>(&bytes);
         }
     }
 }
