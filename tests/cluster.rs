@@ -286,9 +286,13 @@ fn bad_configs_name_the_key_and_exit_2() {
 
 #[test]
 fn the_demo_runs_the_main_job_and_tears_down() {
-    let dir = tempfile::tempdir().unwrap();
-    let d = dir.path().join("c");
-    let out = cuberoute(&["demo", "eh:1,2", "--dir", d.to_str().unwrap(), "--down"]);
+    // As on a fresh machine: no --dir, so the default directory in the working directory.
+    let cwd = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_cuberoute"))
+        .args(["demo", "eh:1,2", "--down"])
+        .current_dir(cwd.path())
+        .output()
+        .unwrap();
     let text = stdout(&out);
     assert!(out.status.success(), "{text}{}", stderr(&out));
     assert!(text.contains("farthest pair: distance 5, k 2"), "{text}");
@@ -302,6 +306,7 @@ fn the_demo_runs_the_main_job_and_tears_down() {
     );
     assert!(text.contains("16/16 up"), "{text}");
     assert!(text.contains("stopped"), "{text}");
+    let d = cwd.path().join("cuberoute-cluster");
     let svg = std::fs::read_to_string(d.join("demo-farthest-pair.svg")).unwrap();
     assert!(svg.starts_with("<svg"), "{}", &svg[..50.min(svg.len())]);
 }

@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 
 pub use up::{InitArgs, UpArgs};
 
-pub const DEFAULT_DIR: &str = "cluster";
+pub const DEFAULT_DIR: &str = "cuberoute-cluster";
 
 #[derive(clap::Args, Debug, Clone)]
 pub struct DirArg {

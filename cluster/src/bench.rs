@@ -1,0 +1,330 @@
+//! Measurements of a running cluster, and their baseline: one raw quinn stream relay hop
+//! between two processes, with the same TLS and transport configuration as the links.
+
+use crate::status::ClusterClient;
+use crate::traffic::SendOptions;
+use cuberoute_daemon::client::ClientError;
+use cuberoute_daemon::link::codec;
+use cuberoute_daemon::tls::{self, ALPN_LINK, Credentials};
+use cuberoute_protocol::{NodeId, Topology};
+use futures_util::StreamExt;
+use rand::{Rng, SeedableRng};
+use serde::Serialize;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::time::{Duration, Instant};
+use tokio_util::codec::FramedRead;
+
+/// Percentiles of a sample, in microseconds.
+#[derive(Clone, Copy, Debug, Serialize, Default)]
+pub struct Percentiles {
+    pub samples: usize,
+    pub p50_us: f64,
+    pub p99_us: f64,
+    pub mean_us: f64,
+}
+
+impl Percentiles {
+    pub fn of(mut values: Vec<f64>) -> Percentiles {
+        if values.is_empty() {
+            return Percentiles::default();
+        }
+        values.sort_by(f64::total_cmp);
+        let at = |q: f64| values[((values.len() - 1) as f64 * q).round() as usize];
+        Percentiles {
+            samples: values.len(),
+            p50_us: at(0.5),
+            p99_us: at(0.99),
+            mean_us: values.iter().sum::<f64>() / values.len() as f64,
+        }
+    }
+}
+
+/// Latency of k-copy sends between one pair.
+#[derive(Clone, Debug, Serialize)]
+pub struct PairLatency {
+    pub from: u64,
+    pub to: u64,
+    pub k: u32,
+    pub distance: u32,
+    /// From `input` at the source until the last copy is delivered.
+    pub set: Percentiles,
+    /// Each copy's latency divided by its hops.
+    pub per_hop: Percentiles,
+    /// (hops, latency in µs) of every delivered copy, for [`hop_slope`].
+    #[serde(skip)]
+    pub copies: Vec<(u32, f64)>,
+}
+
+/// The least-squares line `latency = fixed + slope * hops` through the copies of several
+/// pairs: `slope` is the marginal latency of one hop, `fixed` what input and delivery cost.
+/// `None` unless the copies have at least two different hop counts.
+pub fn hop_slope(copies: &[(u32, f64)]) -> Option<(f64, f64)> {
+    let n = copies.len() as f64;
+    let mean_h = copies.iter().map(|c| f64::from(c.0)).sum::<f64>() / n;
+    let mean_l = copies.iter().map(|c| c.1).sum::<f64>() / n;
+    let var = copies
+        .iter()
+        .map(|c| (f64::from(c.0) - mean_h).powi(2))
+        .sum::<f64>();
+    if var == 0.0 {
+        return None;
+    }
+    let cov = copies
+        .iter()
+        .map(|c| (f64::from(c.0) - mean_h) * (c.1 - mean_l))
+        .sum::<f64>();
+    let slope = cov / var;
+    Some((slope, mean_l - slope * mean_h))
+}
+
+/// Send `n` sets from `from` to `to`, one after the other, each waiting for all its copies.
+pub async fn pair_latency(
+    client: &ClusterClient,
+    from: NodeId,
+    to: NodeId,
+    n: usize,
+) -> Result<PairLatency, ClientError> {
+    let options = SendOptions {
+        split: false,
+        trace: false,
+        wait: Some(Duration::from_secs(5)),
+    };
+    let (mut sets, mut hops, mut copies) = (Vec::new(), Vec::new(), Vec::new());
+    let mut k = 0;
+    for _ in 0..n {
+        let report = client.send(from, to, vec![0; 64], options).await?;
+        k = report.k;
+        if report.delivered() < k as usize {
+            continue;
+        }
+        let mut last = 0;
+        for d in &report.deliveries {
+            last = last.max(d.latency_us);
+            hops.push(d.latency_us as f64 / f64::from(d.hops.max(1)));
+            copies.push((d.hops, d.latency_us as f64));
+        }
+        sets.push(last as f64);
+    }
+    Ok(PairLatency {
+        from: from.0,
+        to: to.0,
+        k,
+        distance: client.manifest.topology.distance(from, to),
+        set: Percentiles::of(sets),
+        per_hop: Percentiles::of(hops),
+        copies,
+    })
+}
+
+/// What a saturation run achieved.
+#[derive(Clone, Debug, Serialize)]
+pub struct Throughput {
+    pub seconds: f64,
+    pub concurrency: usize,
+    pub sets_completed: u64,
+    pub sets_incomplete: u64,
+    pub sets_per_second: f64,
+    /// Packets received by some node (forwarded, delivered or dropped), over all nodes.
+    pub packet_hops: u64,
+    pub packet_hops_per_second: f64,
+    pub packets_dropped: u64,
+}
+
+/// Sum over all nodes of (packet receptions, drops).
+async fn hop_counters(client: &ClusterClient) -> (u64, u64) {
+    let mut hops = 0;
+    let mut drops = 0;
+    for (_, status) in client.statuses(Duration::from_secs(5)).await {
+        if let Ok(s) = status {
+            let c = &s.counters;
+            hops += c.packets_forwarded + c.packets_delivered + c.dropped_total();
+            drops += c.dropped_total();
+        }
+    }
+    (hops, drops)
+}
+
+/// Keep `concurrency` sets in flight between random pairs for `duration`, each waiting for
+/// its copies, and count what the whole cluster forwarded.
+pub async fn saturate(
+    client: &ClusterClient,
+    duration: Duration,
+    concurrency: usize,
+    seed: u64,
+) -> Throughput {
+    let topology = client.manifest.topology;
+    let (hops_before, drops_before) = hop_counters(client).await;
+    let completed = Arc::new(AtomicU64::new(0));
+    let incomplete = Arc::new(AtomicU64::new(0));
+    let started = Instant::now();
+    let workers = (0..concurrency).map(|w| {
+        let client = client.clone();
+        let completed = completed.clone();
+        let incomplete = incomplete.clone();
+        tokio::spawn(async move {
+            let mut rng = rand::rngs::StdRng::seed_from_u64(seed ^ (w as u64) << 32);
+            let options = SendOptions {
+                split: false,
+                trace: false,
+                wait: Some(Duration::from_secs(5)),
+            };
+            while started.elapsed() < duration {
+                let (from, to) = random_pair(topology, &mut rng);
+                match client.send(from, to, vec![0; 64], options).await {
+                    Ok(r) if r.delivered() == r.k as usize => completed.fetch_add(1, Relaxed),
+                    _ => incomplete.fetch_add(1, Relaxed),
+                };
+            }
+        })
+    });
+    for worker in futures_util::future::join_all(workers).await {
+        worker.expect("a bench worker does not panic");
+    }
+    let seconds = started.elapsed().as_secs_f64();
+    // Counters reach the control API at once; nothing is left in flight once every set is
+    // complete or timed out.
+    let (hops_after, drops_after) = hop_counters(client).await;
+    let sets = completed.load(Relaxed);
+    let packet_hops = hops_after - hops_before;
+    Throughput {
+        seconds,
+        concurrency,
+        sets_completed: sets,
+        sets_incomplete: incomplete.load(Relaxed),
+        sets_per_second: sets as f64 / seconds,
+        packet_hops,
+        packet_hops_per_second: packet_hops as f64 / seconds,
+        packets_dropped: drops_after - drops_before,
+    }
+}
+
+/// A uniformly random ordered pair of distinct nodes.
+pub fn random_pair(topology: Topology, rng: &mut impl Rng) -> (NodeId, NodeId) {
+    let n = topology.node_count();
+    let from = rng.random_range(0..n);
+    let to = (from + rng.random_range(1..n)) % n;
+    (NodeId(from), NodeId(to))
+}
+
+/// Resident set size of a process, in KiB.
+pub fn rss_kib(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+}
+
+/// The baseline's peer: accept one connection at a time on `listen` and echo every frame of
+/// every stream back on that stream. Runs until the process is killed.
+pub async fn relay_peer(listen: SocketAddr, credentials: Credentials) -> anyhow::Result<()> {
+    let endpoint = quinn::Endpoint::server(credentials.server_config(ALPN_LINK), listen)?;
+    while let Some(incoming) = endpoint.accept().await {
+        tokio::spawn(async move {
+            let Ok(connection) = incoming.await else {
+                return;
+            };
+            while let Ok((mut send, recv)) = connection.accept_bi().await {
+                tokio::spawn(async move {
+                    let mut frames = FramedRead::new(recv, codec());
+                    while let Some(Ok(body)) = frames.next().await {
+                        let mut frame = (body.len() as u32).to_be_bytes().to_vec();
+                        frame.extend_from_slice(&body);
+                        if send.write_all(&frame).await.is_err() {
+                            return;
+                        }
+                    }
+                });
+            }
+        });
+    }
+    Ok(())
+}
+
+/// The baseline, measured against a [`relay_peer`] at `peer` (which presents node `peer_id`'s
+/// certificate): per-hop latency (half a round trip) of `n` frames of `frame_len` bytes sent one
+/// at a time, and frame-hops per second with `window` frames in flight for `duration`.
+#[derive(Clone, Debug, Serialize)]
+pub struct RelayBaseline {
+    pub frame_len: usize,
+    pub per_hop: Percentiles,
+    pub window: usize,
+    pub frame_hops_per_second: f64,
+}
+
+pub async fn relay_baseline(
+    peer: SocketAddr,
+    peer_id: NodeId,
+    credentials: &Credentials,
+    frame_len: usize,
+    n: usize,
+    window: usize,
+    duration: Duration,
+) -> anyhow::Result<RelayBaseline> {
+    let endpoint = quinn::Endpoint::client("127.0.0.1:0".parse()?)?;
+    let connection = endpoint
+        .connect_with(
+            credentials.client_config(ALPN_LINK),
+            peer,
+            &tls::node_name(peer_id),
+        )?
+        .await?;
+    let (mut send, recv) = connection.open_bi().await?;
+    let mut frames = FramedRead::new(recv, codec());
+    let mut frame = (frame_len as u32).to_be_bytes().to_vec();
+    frame.resize(4 + frame_len, 7);
+
+    let mut hops = Vec::with_capacity(n);
+    for _ in 0..n {
+        let sent = Instant::now();
+        send.write_all(&frame).await?;
+        frames
+            .next()
+            .await
+            .ok_or_else(|| anyhow::anyhow!("relay closed"))??;
+        hops.push(sent.elapsed().as_secs_f64() * 1e6 / 2.0);
+    }
+
+    let started = Instant::now();
+    let mut echoed = 0u64;
+    for _ in 0..window {
+        send.write_all(&frame).await?;
+    }
+    while started.elapsed() < duration {
+        frames
+            .next()
+            .await
+            .ok_or_else(|| anyhow::anyhow!("relay closed"))??;
+        echoed += 1;
+        send.write_all(&frame).await?;
+    }
+    let seconds = started.elapsed().as_secs_f64();
+    connection.close(0u32.into(), b"");
+    Ok(RelayBaseline {
+        frame_len,
+        per_hop: Percentiles::of(hops),
+        window,
+        // Every echoed frame made two hops.
+        frame_hops_per_second: 2.0 * echoed as f64 / seconds,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentiles_and_slope() {
+        let p = Percentiles::of((1..=100).map(f64::from).collect());
+        assert_eq!(
+            (p.samples, p.p50_us, p.p99_us, p.mean_us),
+            (100, 51.0, 99.0, 50.5)
+        );
+        let copies = [(1, 150.0), (3, 250.0), (7, 450.0), (7, 450.0)];
+        let (slope, fixed) = hop_slope(&copies).unwrap();
+        assert!((slope - 50.0).abs() < 1e-9 && (fixed - 100.0).abs() < 1e-9);
+        assert_eq!(hop_slope(&[(2, 1.0), (2, 5.0)]), None);
+    }
+}

@@ -1,0 +1,599 @@
+//! `cuberoute chaos run`: traffic between random pairs through a running cluster, faults on a
+//! schedule made reproducible by a seed, and a report of what the protocol did.
+//!
+//! The run has three phases, each with the same traffic (message sets at a fixed rate, each
+//! waited for):
+//! 1. **fault-free**: the baseline for latency;
+//! 2. **with faults**: the chosen faults are injected at its start and last its whole length:
+//!    * `state`: every node overwrites its protocol variables every 10 ms;
+//!    * `buffers`: every node flips bits in its queued packets, and in a share of the packets
+//!      entering its link buffers;
+//!    * `crash`: nodes are killed (SIGKILL, or `docker kill`);
+//!    * `cut`: links are severed on both sides.
+//!
+//!    Crashed nodes and cut links together number at most k-1 = connectivity-1, so every set
+//!    between live endpoints keeps a path; traffic in this phase is between live nodes only;
+//! 3. **after faults**: cut links are healed and crashed nodes restarted, and traffic goes on.
+//!    Everything sent in this phase must arrive.
+
+use crate::layout::ClusterDir;
+use crate::runner;
+use crate::status::ClusterClient;
+use crate::traffic::SendOptions;
+use cuberoute_protocol::wire::control::{Fault, NodeStatus, Request, Response};
+use cuberoute_protocol::{NodeId, Topology, actions, disjoint_paths};
+use rand::rngs::StdRng;
+use rand::seq::SliceRandom;
+use rand::{Rng, SeedableRng};
+use serde::Serialize;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Serialize, PartialOrd, Ord)]
+#[serde(rename_all = "lowercase")]
+pub enum FaultKind {
+    State,
+    Buffers,
+    Crash,
+    Cut,
+}
+
+impl std::str::FromStr for FaultKind {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.trim() {
+            "state" => Ok(FaultKind::State),
+            "buffers" => Ok(FaultKind::Buffers),
+            "crash" => Ok(FaultKind::Crash),
+            "cut" => Ok(FaultKind::Cut),
+            other => Err(format!(
+                "unknown fault {other:?}: expected state, buffers, crash or cut"
+            )),
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct RunConfig {
+    pub fault_free: Duration,
+    pub with_faults: Duration,
+    pub after_faults: Duration,
+    /// Message sets per second.
+    pub rate: f64,
+    pub faults: BTreeSet<FaultKind>,
+    pub seed: u64,
+    /// How often `state` overwrites every node's variables.
+    pub state_every: Duration,
+    /// The share of packets `buffers` corrupts, in parts per million.
+    pub buffer_fraction_ppm: u32,
+    /// How long each set is waited for.
+    pub wait: Duration,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Phase {
+    FaultFree,
+    WithFaults,
+    AfterFaults,
+}
+
+/// Live counts, for a progress display.
+#[derive(Clone, Debug, Default)]
+pub struct Progress {
+    pub phase: Option<Phase>,
+    pub sets_sent: u64,
+    pub sets_done: u64,
+    pub copies_delivered: u64,
+}
+
+/// What one set became.
+#[derive(Clone, Debug)]
+struct SetResult {
+    phase: Phase,
+    k: u32,
+    delivered: u32,
+    /// Delivered copies whose payload differs from what was sent.
+    corrupted: u32,
+    /// Delivered copies whose path differs from the protocol's construction.
+    path_mismatches: u32,
+    /// Whether the copy on the shortest constructed path arrived (the single-path baseline).
+    shortest_delivered: bool,
+    latencies_us: Vec<u64>,
+    /// The request failed (the source was unreachable).
+    failed: bool,
+}
+
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Percentiles {
+    pub p50: u64,
+    pub p99: u64,
+    pub samples: usize,
+}
+
+fn percentiles(mut v: Vec<u64>) -> Percentiles {
+    if v.is_empty() {
+        return Percentiles::default();
+    }
+    v.sort_unstable();
+    let at = |q: f64| v[((v.len() - 1) as f64 * q).round() as usize];
+    Percentiles {
+        p50: at(0.5),
+        p99: at(0.99),
+        samples: v.len(),
+    }
+}
+
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct PhaseReport {
+    pub sets_sent: u64,
+    pub copies_expected: u64,
+    pub copies_delivered: u64,
+    pub sets_with_a_copy: u64,
+    pub sets_lost: u64,
+    pub sets_failed_to_send: u64,
+    pub path_mismatches: u64,
+    pub corrupted_delivered_to_client: u64,
+    /// Sets whose copy on the shortest constructed path arrived: what routing over one path
+    /// would have delivered.
+    pub single_path_delivered: u64,
+}
+
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Phases {
+    pub fault_free: PhaseReport,
+    pub with_faults: PhaseReport,
+    pub after_faults: PhaseReport,
+}
+
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Latency {
+    pub fault_free: Percentiles,
+    pub with_faults: Percentiles,
+    pub after_faults: Percentiles,
+}
+
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Recovery {
+    /// The most hops a corrupted packet made after its corruption before it was dropped or
+    /// delivered.
+    pub max_hops: u32,
+    pub max_ms: f64,
+    /// The bound B of docs/protocol.md.
+    pub bound_hops: u32,
+    pub packets_corrupted: u64,
+    pub corrupted_dropped: u64,
+    pub corrupted_delivered: u64,
+    /// Corrupted packets corrupted once more before they ended (then counted from there).
+    pub corrupted_again: u64,
+}
+
+/// The report. Its first keys are the schema.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Report {
+    pub sets_sent: u64,
+    pub copies_expected: u64,
+    pub copies_delivered: u64,
+    pub sets_with_a_copy: u64,
+    pub sets_lost: u64,
+    pub corrupted_delivered_to_client: u64,
+    pub drops: BTreeMap<String, u64>,
+    pub latency_us: Latency,
+    pub recovery: Recovery,
+    pub topology: String,
+    pub seed: u64,
+    pub faults: Vec<FaultKind>,
+    pub phases: Phases,
+    pub state_corruptions: u64,
+    pub crashed: Vec<u64>,
+    pub cut: Vec<(u64, u64)>,
+    /// From the restart of the crashed nodes (and the healing of cut links) until every link of
+    /// the cluster was up again.
+    pub rejoin_ms: Option<f64>,
+}
+
+/// Sum of drop counters over nodes, between two snapshots. A node that restarted in between
+/// counts from zero.
+fn drop_delta(
+    before: &BTreeMap<NodeId, NodeStatus>,
+    after: &BTreeMap<NodeId, NodeStatus>,
+) -> BTreeMap<String, u64> {
+    let mut drops = BTreeMap::new();
+    for (id, now) in after {
+        let then = before
+            .get(id)
+            .filter(|b| b.incarnation == now.incarnation)
+            .map(|b| b.counters.dropped.clone())
+            .unwrap_or_default();
+        for (reason, n) in &now.counters.dropped {
+            let d = n - then.get(reason).copied().unwrap_or(0);
+            if d > 0 {
+                *drops.entry(reason.clone()).or_default() += d;
+            }
+        }
+    }
+    drops
+}
+
+async fn snapshot(client: &ClusterClient) -> BTreeMap<NodeId, NodeStatus> {
+    client
+        .statuses(Duration::from_secs(3))
+        .await
+        .into_iter()
+        .filter_map(|(id, s)| s.ok().map(|s| (id, s)))
+        .collect()
+}
+
+/// Send one set and judge what arrived.
+async fn one_set(
+    client: ClusterClient,
+    topology: Topology,
+    phase: Phase,
+    from: NodeId,
+    to: NodeId,
+    payload: Vec<u8>,
+    wait: Duration,
+) -> SetResult {
+    let expected = disjoint_paths(topology, from, to).expect("distinct nodes of the topology");
+    let shortest = (0..expected.paths.len())
+        .min_by_key(|&i| expected.paths[i].len())
+        .expect("k >= 1");
+    let options = SendOptions {
+        split: false,
+        trace: true,
+        wait: Some(wait),
+    };
+    let mut result = SetResult {
+        phase,
+        k: expected.paths.len() as u32,
+        delivered: 0,
+        corrupted: 0,
+        path_mismatches: 0,
+        shortest_delivered: false,
+        latencies_us: Vec::new(),
+        failed: false,
+    };
+    let Ok(report) = client.send(from, to, payload.clone(), options).await else {
+        result.failed = true;
+        return result;
+    };
+    for d in &report.deliveries {
+        result.delivered += 1;
+        result.latencies_us.push(d.latency_us);
+        if d.payload != payload {
+            result.corrupted += 1;
+        }
+        let path_ok = d.path.as_ref() == expected.paths.get(d.index as usize);
+        if !path_ok {
+            result.path_mismatches += 1;
+        }
+        if d.index as usize == shortest {
+            result.shortest_delivered = true;
+        }
+    }
+    result
+}
+
+/// Drive traffic at `rate` between random pairs of `alive` nodes for `length`.
+#[allow(clippy::too_many_arguments)]
+async fn traffic(
+    client: &ClusterClient,
+    phase: Phase,
+    length: Duration,
+    rate: f64,
+    alive: &[NodeId],
+    rng: &mut StdRng,
+    wait: Duration,
+    results: &Arc<Mutex<Vec<SetResult>>>,
+    progress: &Arc<Mutex<Progress>>,
+    tasks: &mut Vec<tokio::task::JoinHandle<()>>,
+) {
+    let topology = client.manifest.topology;
+    progress.lock().expect("progress").phase = Some(phase);
+    let started = tokio::time::Instant::now();
+    let interval = Duration::from_secs_f64(1.0 / rate);
+    let mut n = 0u64;
+    loop {
+        let at = started + interval.mul_f64(n as f64);
+        if at.duration_since(started) >= length {
+            return;
+        }
+        tokio::time::sleep_until(at).await;
+        n += 1;
+        let from = alive[rng.random_range(0..alive.len())];
+        let to = loop {
+            let to = alive[rng.random_range(0..alive.len())];
+            if to != from {
+                break to;
+            }
+        };
+        let payload =
+            format!("chaos {phase:?} #{n} {from}->{to} {}", rng.random::<u32>()).into_bytes();
+        let (client, results, progress) = (client.clone(), results.clone(), progress.clone());
+        progress.lock().expect("progress").sets_sent += 1;
+        tasks.push(tokio::spawn(async move {
+            let result = one_set(client, topology, phase, from, to, payload, wait).await;
+            {
+                let mut p = progress.lock().expect("progress");
+                p.sets_done += 1;
+                p.copies_delivered += u64::from(result.delivered);
+            }
+            results.lock().expect("results").push(result);
+        }));
+    }
+}
+
+async fn inject_everywhere(
+    client: &ClusterClient,
+    nodes: &[NodeId],
+    fault: impl Fn(NodeId) -> Fault,
+) {
+    let asks = nodes.iter().map(|&id| {
+        let request = Request::Inject(fault(id));
+        async move { client.request(id, &request).await }
+    });
+    futures_util::future::join_all(asks).await;
+}
+
+async fn inject(client: &ClusterClient, node: NodeId, fault: Fault) -> anyhow::Result<()> {
+    match client.request(node, &Request::Inject(fault)).await? {
+        Response::Injected(_) => Ok(()),
+        other => anyhow::bail!("node {node}: unexpected answer {other:?}"),
+    }
+}
+
+/// Wait until every node answers and every link is up; the time it took.
+async fn wait_all_linked(client: &ClusterClient, timeout: Duration) -> Option<Duration> {
+    let started = Instant::now();
+    while started.elapsed() < timeout {
+        let statuses = client.statuses(Duration::from_secs(1)).await;
+        let (up, total) = crate::status::links_up(&statuses, &client.manifest);
+        if up == total && statuses.iter().all(|(_, s)| s.is_ok()) {
+            return Some(started.elapsed());
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    None
+}
+
+/// Run the whole scenario against the cluster in `dir`.
+pub async fn run(
+    dir: &ClusterDir,
+    config: &RunConfig,
+    progress: Arc<Mutex<Progress>>,
+) -> anyhow::Result<Report> {
+    let client = ClusterClient::open(dir)?;
+    let topology = client.manifest.topology;
+    let nodes: Vec<NodeId> = client.manifest.nodes.iter().map(|n| n.id).collect();
+    let mut rng = StdRng::seed_from_u64(config.seed);
+    let results = Arc::new(Mutex::new(Vec::new()));
+    let mut tasks = Vec::new();
+    let before = snapshot(&client).await;
+    anyhow::ensure!(
+        before.len() == nodes.len(),
+        "{} of {} nodes answer: start the run on a healthy cluster",
+        before.len(),
+        nodes.len()
+    );
+    let args = (config.rate, config.wait);
+
+    // 1. Fault-free.
+    traffic(
+        &client,
+        Phase::FaultFree,
+        config.fault_free,
+        args.0,
+        &nodes,
+        &mut rng,
+        args.1,
+        &results,
+        &progress,
+        &mut tasks,
+    )
+    .await;
+
+    // Let the fault-free sets finish, so that no fault touches them.
+    for task in tasks.drain(..) {
+        task.await?;
+    }
+
+    // 2. Faults.
+    let for_ms = config.with_faults.as_millis() as u32;
+    if config.faults.contains(&FaultKind::State) {
+        let every_ms = config.state_every.as_millis().max(1) as u32;
+        let seed = rng.random::<u64>();
+        inject_everywhere(&client, &nodes, |id| Fault::CorruptState {
+            seed: seed ^ id.0,
+            every_ms,
+            for_ms,
+        })
+        .await;
+    }
+    if config.faults.contains(&FaultKind::Buffers) {
+        let seed = rng.random::<u64>();
+        inject_everywhere(&client, &nodes, |id| Fault::CorruptBuffers {
+            seed: seed ^ id.0,
+            fraction_ppm: config.buffer_fraction_ppm,
+            for_ms,
+        })
+        .await;
+    }
+    // At most k-1 failures in all, so that every set between live nodes keeps a path.
+    let budget = topology.connectivity() as usize - 1;
+    let (crashes, cuts) = match (
+        config.faults.contains(&FaultKind::Crash),
+        config.faults.contains(&FaultKind::Cut),
+    ) {
+        (true, true) => (budget.div_ceil(2), budget / 2),
+        (true, false) => (budget, 0),
+        (false, true) => (0, budget),
+        (false, false) => (0, 0),
+    };
+    let mut shuffled = nodes.clone();
+    shuffled.shuffle(&mut rng);
+    let crashed: Vec<NodeId> = shuffled.iter().copied().take(crashes).collect();
+    for &id in &crashed {
+        runner::kill(dir, id)?;
+    }
+    let mut cut = Vec::new();
+    for &a in shuffled.iter().skip(crashes) {
+        if cut.len() >= cuts {
+            break;
+        }
+        let b = topology
+            .neighbours(a)
+            .find(|b| !crashed.contains(b) && !cut.iter().any(|&(x, y)| x == *b || y == *b));
+        if let Some(b) = b {
+            inject(&client, a, Fault::Cut { neighbour: b }).await?;
+            inject(&client, b, Fault::Cut { neighbour: a }).await?;
+            cut.push((a, b));
+        }
+    }
+    let alive: Vec<NodeId> = nodes
+        .iter()
+        .copied()
+        .filter(|n| !crashed.contains(n))
+        .collect();
+    traffic(
+        &client,
+        Phase::WithFaults,
+        config.with_faults,
+        args.0,
+        &alive,
+        &mut rng,
+        args.1,
+        &results,
+        &progress,
+        &mut tasks,
+    )
+    .await;
+
+    // 3. After: heal, restart, and keep sending. The corruption windows close with the phase;
+    // a little slack keeps this phase's packets out of them.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let healing = Instant::now();
+    for &(a, b) in &cut {
+        inject(&client, a, Fault::Heal { neighbour: b }).await?;
+        inject(&client, b, Fault::Heal { neighbour: a }).await?;
+    }
+    for &id in &crashed {
+        runner::restart(dir, id)?;
+    }
+    let rejoin = if crashed.is_empty() && cut.is_empty() {
+        None
+    } else {
+        let waited = wait_all_linked(&client, Duration::from_secs(60)).await;
+        waited.map(|_| healing.elapsed())
+    };
+    traffic(
+        &client,
+        Phase::AfterFaults,
+        config.after_faults,
+        args.0,
+        &nodes,
+        &mut rng,
+        args.1,
+        &results,
+        &progress,
+        &mut tasks,
+    )
+    .await;
+    for task in tasks {
+        task.await?;
+    }
+    let after = snapshot(&client).await;
+    client.close();
+    Ok(report(
+        config,
+        topology,
+        &results.lock().expect("results"),
+        &before,
+        &after,
+        crashed,
+        cut,
+        rejoin,
+    ))
+}
+
+#[allow(clippy::too_many_arguments)]
+fn report(
+    config: &RunConfig,
+    topology: Topology,
+    results: &[SetResult],
+    before: &BTreeMap<NodeId, NodeStatus>,
+    after: &BTreeMap<NodeId, NodeStatus>,
+    crashed: Vec<NodeId>,
+    cut: Vec<(NodeId, NodeId)>,
+    rejoin: Option<Duration>,
+) -> Report {
+    let mut phases: BTreeMap<Phase, PhaseReport> = BTreeMap::new();
+    let mut latency: BTreeMap<Phase, Vec<u64>> = BTreeMap::new();
+    for r in results {
+        let p = phases.entry(r.phase).or_default();
+        p.sets_sent += 1;
+        p.copies_expected += u64::from(r.k);
+        p.copies_delivered += u64::from(r.delivered);
+        p.sets_with_a_copy += u64::from(r.delivered > 0);
+        p.sets_lost += u64::from(r.delivered == 0);
+        p.sets_failed_to_send += u64::from(r.failed);
+        p.path_mismatches += u64::from(r.path_mismatches);
+        p.corrupted_delivered_to_client += u64::from(r.corrupted);
+        p.single_path_delivered += u64::from(r.shortest_delivered);
+        latency.entry(r.phase).or_default().extend(&r.latencies_us);
+    }
+    let total = |f: fn(&PhaseReport) -> u64| phases.values().map(f).sum::<u64>();
+    let mut recovery = Recovery {
+        bound_hops: actions::flush_bound(topology),
+        ..Recovery::default()
+    };
+    let mut state_corruptions = 0;
+    for (id, status) in after {
+        // Counters since the run began: a node that restarted counts from zero.
+        let zero = Default::default();
+        let then = before
+            .get(id)
+            .filter(|b| b.incarnation == status.incarnation)
+            .map_or(&zero, |b| &b.chaos);
+        let c = &status.chaos;
+        recovery.packets_corrupted += c.packets_corrupted - then.packets_corrupted;
+        recovery.corrupted_dropped += c.corrupted_dropped - then.corrupted_dropped;
+        recovery.corrupted_delivered += c.corrupted_delivered - then.corrupted_delivered;
+        recovery.corrupted_again += c.corrupted_again - then.corrupted_again;
+        state_corruptions += c.state_corruptions - then.state_corruptions;
+        // The maxima are since the process started: meaningful when this run is the first
+        // to corrupt packets on this cluster.
+        if c.packets_corrupted > then.packets_corrupted || c.max_hops_after > then.max_hops_after {
+            recovery.max_hops = recovery.max_hops.max(c.max_hops_after);
+            recovery.max_ms = recovery.max_ms.max(c.max_us_after as f64 / 1000.0);
+        }
+    }
+    let mut take = |p| percentiles(latency.remove(&p).unwrap_or_default());
+    Report {
+        sets_sent: total(|p| p.sets_sent),
+        copies_expected: total(|p| p.copies_expected),
+        copies_delivered: total(|p| p.copies_delivered),
+        sets_with_a_copy: total(|p| p.sets_with_a_copy),
+        sets_lost: total(|p| p.sets_lost),
+        corrupted_delivered_to_client: total(|p| p.corrupted_delivered_to_client),
+        drops: drop_delta(before, after),
+        latency_us: Latency {
+            fault_free: take(Phase::FaultFree),
+            with_faults: take(Phase::WithFaults),
+            after_faults: take(Phase::AfterFaults),
+        },
+        recovery,
+        topology: topology.to_string(),
+        seed: config.seed,
+        faults: config.faults.iter().copied().collect(),
+        phases: Phases {
+            fault_free: phases.remove(&Phase::FaultFree).unwrap_or_default(),
+            with_faults: phases.remove(&Phase::WithFaults).unwrap_or_default(),
+            after_faults: phases.remove(&Phase::AfterFaults).unwrap_or_default(),
+        },
+        state_corruptions,
+        crashed: crashed.iter().map(|n| n.0).collect(),
+        cut: cut.iter().map(|(a, b)| (a.0, b.0)).collect(),
+        rejoin_ms: rejoin.map(|d| d.as_secs_f64() * 1000.0),
+    }
+}

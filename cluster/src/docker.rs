@@ -1,0 +1,303 @@
+//! A cluster of containers, run with docker compose: `docker compose` (v2) where it exists,
+//! else `docker-compose` (v1). Every operation names the project and the compose file, so that
+//! several clusters can run side by side.
+
+use crate::compose;
+use crate::generate::{Addressing, Ports};
+use crate::layout::ClusterDir;
+use anyhow::Context;
+use serde::{Deserialize, Serialize};
+use std::net::Ipv4Addr;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+/// How a docker cluster was started: recorded in `DIR/run.toml`.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct DockerRun {
+    pub project: String,
+    pub compose_file: PathBuf,
+    pub subnet: Ipv4Addr,
+}
+
+/// The compose program of this machine.
+#[derive(Clone, Debug)]
+pub struct Compose {
+    program: Vec<String>,
+}
+
+fn succeeds(program: &str, args: &[&str]) -> bool {
+    Command::new(program)
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// Whether the Docker engine answers.
+pub fn available() -> Result<(), String> {
+    match Command::new("docker").arg("info").output() {
+        Ok(out) if out.status.success() => Ok(()),
+        Ok(out) => Err(String::from_utf8_lossy(&out.stderr)
+            .lines()
+            .last()
+            .unwrap_or("docker info failed")
+            .to_string()),
+        Err(e) => Err(format!("cannot run docker: {e}")),
+    }
+}
+
+impl Compose {
+    pub fn detect() -> anyhow::Result<Compose> {
+        if succeeds("docker", &["compose", "version"]) {
+            Ok(Compose {
+                program: vec!["docker".into(), "compose".into()],
+            })
+        } else if succeeds("docker-compose", &["version"]) {
+            Ok(Compose {
+                program: vec!["docker-compose".into()],
+            })
+        } else {
+            anyhow::bail!("neither `docker compose` nor `docker-compose` is available")
+        }
+    }
+
+    fn command(&self, run: &DockerRun) -> Command {
+        let mut command = Command::new(&self.program[0]);
+        command
+            .args(&self.program[1..])
+            .arg("-p")
+            .arg(&run.project)
+            .arg("-f")
+            .arg(&run.compose_file);
+        command
+    }
+
+    /// Run a compose subcommand; its output, or an error with its stderr.
+    pub fn run(&self, run: &DockerRun, args: &[&str]) -> anyhow::Result<Output> {
+        let out = self
+            .command(run)
+            .args(args)
+            .output()
+            .with_context(|| format!("running {} {args:?}", self.program.join(" ")))?;
+        anyhow::ensure!(
+            out.status.success(),
+            "{} {} failed: {}",
+            self.program.join(" "),
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+        Ok(out)
+    }
+
+    /// Run a compose subcommand with its output going to ours.
+    pub fn run_inherit(&self, run: &DockerRun, args: &[&str]) -> anyhow::Result<()> {
+        let status = self.command(run).args(args).status()?;
+        anyhow::ensure!(
+            status.success(),
+            "{} {args:?} failed",
+            self.program.join(" ")
+        );
+        Ok(())
+    }
+}
+
+/// A compose project name for a cluster directory: stable, and distinct for distinct paths.
+pub fn project_name(dir: &ClusterDir) -> String {
+    let absolute = std::path::absolute(dir.path()).unwrap_or_else(|_| dir.path().to_path_buf());
+    let name: String = absolute
+        .file_name()
+        .map(|n| n.to_string_lossy().to_lowercase())
+        .unwrap_or_default()
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric())
+        .take(20)
+        .collect();
+    let hash = fnv1a(absolute.to_string_lossy().as_bytes());
+    format!("cuberoute{name}{hash:08x}")
+}
+
+fn fnv1a(bytes: &[u8]) -> u32 {
+    // FNV-1a: enough to tell two directories apart in a project name.
+    bytes.iter().fold(0x811c_9dc5u32, |h, &b| {
+        (h ^ u32::from(b)).wrapping_mul(0x0100_0193)
+    })
+}
+
+/// Generate the cluster for containers and write its compose file to `DIR/compose.yml`.
+pub fn prepare(
+    dir: &ClusterDir,
+    topology: cuberoute_protocol::Topology,
+    subnet: Ipv4Addr,
+    image: &str,
+) -> anyhow::Result<DockerRun> {
+    let ports = Ports::default();
+    crate::generate::generate(dir, topology, &Addressing::Docker { subnet, ports })?;
+    let compose_file = dir.path().join("compose.yml");
+    std::fs::write(
+        &compose_file,
+        compose::compose_file(topology, subnet, ports, image),
+    )
+    .with_context(|| format!("writing {}", compose_file.display()))?;
+    Ok(DockerRun {
+        project: project_name(dir),
+        compose_file: std::path::absolute(&compose_file)?,
+        subnet,
+    })
+}
+
+/// One container's state, as docker reports it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Container {
+    pub service: String,
+    /// `running`, `exited`, ...
+    pub state: String,
+    /// `healthy`, `unhealthy`, `starting`, or empty without a healthcheck.
+    pub health: String,
+}
+
+/// The containers of a compose project.
+pub fn containers(run: &DockerRun) -> anyhow::Result<Vec<Container>> {
+    let out = Command::new("docker")
+        .args([
+            "ps",
+            "-a",
+            "--filter",
+            &format!("label=com.docker.compose.project={}", run.project),
+            "--format",
+            "{{.ID}}",
+        ])
+        .output()?;
+    let ids: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .map(str::to_string)
+        .collect();
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let out = Command::new("docker")
+        .arg("inspect")
+        .arg("--format")
+        .arg(
+            "{{index .Config.Labels \"com.docker.compose.service\"}} {{.State.Status}} \
+             {{if .State.Health}}{{.State.Health.Status}}{{end}}",
+        )
+        .args(&ids)
+        .output()?;
+    anyhow::ensure!(
+        out.status.success(),
+        "docker inspect failed: {}",
+        String::from_utf8_lossy(&out.stderr).trim()
+    );
+    Ok(String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|line| {
+            let mut fields = line.split_whitespace();
+            Some(Container {
+                service: fields.next()?.to_string(),
+                state: fields.next()?.to_string(),
+                health: fields.next().unwrap_or("").to_string(),
+            })
+        })
+        .collect())
+}
+
+/// The host pids of the main processes of a project's running containers.
+pub fn container_pids(run: &DockerRun) -> anyhow::Result<Vec<u32>> {
+    let out = Command::new("docker")
+        .args([
+            "ps",
+            "-q",
+            "--filter",
+            &format!("label=com.docker.compose.project={}", run.project),
+        ])
+        .output()?;
+    let ids: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .map(str::to_string)
+        .collect();
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let out = Command::new("docker")
+        .args(["inspect", "--format", "{{.State.Pid}}"])
+        .args(&ids)
+        .output()?;
+    Ok(String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .filter_map(|p| p.parse().ok())
+        .filter(|&p| p != 0)
+        .collect())
+}
+
+/// Whether the image exists in the local engine.
+pub fn image_exists(image: &str) -> bool {
+    succeeds("docker", &["image", "inspect", image])
+}
+
+/// The size of an image in bytes.
+pub fn image_size(image: &str) -> anyhow::Result<u64> {
+    let out = Command::new("docker")
+        .args(["image", "inspect", "--format", "{{.Size}}", image])
+        .output()?;
+    anyhow::ensure!(out.status.success(), "no image {image}");
+    Ok(String::from_utf8_lossy(&out.stdout).trim().parse()?)
+}
+
+/// Build the static binary and the FROM-scratch image from the source tree at `workspace`;
+/// tag it `cuberoute:<version>` and `cuberoute:local`. Returns the tags.
+pub fn build_image(workspace: &Path, version: &str) -> anyhow::Result<Vec<String>> {
+    anyhow::ensure!(
+        workspace.join("deploy/Dockerfile").is_file(),
+        "{} is not a cuberoute source tree (no deploy/Dockerfile): the image is built from source",
+        workspace.display()
+    );
+    let target = "x86_64-unknown-linux-gnu";
+    let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+        .current_dir(workspace)
+        .env("RUSTFLAGS", "-C target-feature=+crt-static")
+        .args([
+            "build",
+            "--profile",
+            "image",
+            "--target",
+            target,
+            "--bin",
+            "cuberoute",
+        ])
+        .status()
+        .context("running cargo")?;
+    anyhow::ensure!(status.success(), "the static build failed");
+    let target_dir = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace.join("target"));
+    let binary = target_dir.join(target).join("image").join("cuberoute");
+    let context = std::env::temp_dir().join(format!("cuberoute-image-{}", std::process::id()));
+    std::fs::create_dir_all(&context)?;
+    std::fs::copy(&binary, context.join("cuberoute"))
+        .with_context(|| format!("copying {}", binary.display()))?;
+    let tags = vec![
+        format!("cuberoute:{version}"),
+        "cuberoute:local".to_string(),
+    ];
+    let mut build = Command::new("docker");
+    build
+        .arg("build")
+        .arg("-q")
+        .arg("-f")
+        .arg(workspace.join("deploy/Dockerfile"));
+    for tag in &tags {
+        build.arg("-t").arg(tag);
+    }
+    let out = build
+        .arg(&context)
+        .output()
+        .context("running docker build")?;
+    let _ = std::fs::remove_dir_all(&context);
+    anyhow::ensure!(
+        out.status.success(),
+        "docker build failed: {}",
+        String::from_utf8_lossy(&out.stderr).trim()
+    );
+    Ok(tags)
+}

@@ -1,0 +1,229 @@
+//! Generate a cluster directory: the CA, a certificate per node and for clients, the manifest,
+//! and one configuration per node.
+
+use crate::certs::ClusterCa;
+use crate::layout::{self, ClusterDir};
+use anyhow::Context;
+use cuberoute_daemon::manifest::{Manifest, ManifestNode};
+use cuberoute_protocol::{NodeId, Topology};
+use std::fs;
+use std::net::Ipv4Addr;
+use std::path::Path;
+
+/// The most nodes a cluster on one machine may have.
+pub const MAX_LOCAL_NODES: u64 = 1024;
+
+/// Ports every node uses, each on its own address.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Ports {
+    pub link: u16,
+    pub control: u16,
+    pub metrics: u16,
+}
+
+impl Default for Ports {
+    fn default() -> Self {
+        Ports {
+            link: 7000,
+            control: 7001,
+            metrics: 7002,
+        }
+    }
+}
+
+/// How nodes are addressed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Addressing {
+    /// Node `i` (in id order) on loopback address `base + 1 + i`, all on the same ports.
+    Loopback { base: Ipv4Addr, ports: Ports },
+    /// One container per node in a network of its own: nodes reach each other by service name
+    /// (`node-<id>`, Docker's DNS); the host reaches node `i` at its fixed address
+    /// `subnet + 2 + i` (the network's gateway is `subnet + 1`).
+    Docker { subnet: Ipv4Addr, ports: Ports },
+    /// Pods of a StatefulSet `name` with a headless Service of the same name in `namespace`:
+    /// node `i` is pod `name-i`, reached by its pod DNS name.
+    Kubernetes {
+        name: String,
+        namespace: String,
+        ports: Ports,
+    },
+}
+
+/// Where one node listens and how it is reached.
+struct NodeAddresses {
+    /// The address the daemon binds.
+    bind: String,
+    /// How the other nodes reach it.
+    peer_host: String,
+    /// How a client on the machine that generated the cluster reaches it.
+    client_host: String,
+}
+
+impl Addressing {
+    fn node(&self, index: u64, id: NodeId) -> NodeAddresses {
+        match self {
+            Addressing::Loopback { base, .. } => {
+                let ip = Ipv4Addr::from(u32::from(*base) + 1 + index as u32).to_string();
+                NodeAddresses {
+                    bind: ip.clone(),
+                    peer_host: ip.clone(),
+                    client_host: ip,
+                }
+            }
+            Addressing::Docker { subnet, .. } => NodeAddresses {
+                bind: "0.0.0.0".into(),
+                peer_host: service_name(id),
+                client_host: docker_ip(*subnet, index).to_string(),
+            },
+            Addressing::Kubernetes {
+                name, namespace, ..
+            } => {
+                let host = pod_dns_name(name, namespace, index);
+                NodeAddresses {
+                    bind: "0.0.0.0".into(),
+                    peer_host: host.clone(),
+                    client_host: host,
+                }
+            }
+        }
+    }
+
+    pub fn ports(&self) -> Ports {
+        match self {
+            Addressing::Loopback { ports, .. }
+            | Addressing::Docker { ports, .. }
+            | Addressing::Kubernetes { ports, .. } => *ports,
+        }
+    }
+}
+
+/// The compose service (and container host name) of a node.
+pub fn service_name(id: NodeId) -> String {
+    format!("node-{}", id.0)
+}
+
+/// The DNS name of pod `index` of StatefulSet `name` behind the headless Service `name`.
+pub fn pod_dns_name(name: &str, namespace: &str, index: u64) -> String {
+    format!("{name}-{index}.{name}.{namespace}.svc.cluster.local")
+}
+
+/// The fixed address of node number `index` in a Docker network.
+pub fn docker_ip(subnet: Ipv4Addr, index: u64) -> Ipv4Addr {
+    Ipv4Addr::from(u32::from(subnet) + 2 + index as u32)
+}
+
+/// Check that `base` leaves room on 127.0.0.0/8 for `nodes` addresses.
+pub fn check_loopback(base: Ipv4Addr, nodes: u64) -> anyhow::Result<()> {
+    let first = u32::from(base) + 1;
+    let last = u32::from(base) as u64 + nodes;
+    anyhow::ensure!(
+        base.octets()[0] == 127 && last <= u64::from(u32::from(Ipv4Addr::new(127, 255, 255, 254))),
+        "base address {base} must leave {nodes} addresses inside 127.0.0.0/8 (first {})",
+        Ipv4Addr::from(first)
+    );
+    Ok(())
+}
+
+/// Write a whole cluster into `dir`, replacing any cluster generated there before. Returns
+/// the client's manifest (`DIR/manifest.toml`); each node's directory holds the nodes' view.
+pub fn generate(
+    dir: &ClusterDir,
+    topology: Topology,
+    addressing: &Addressing,
+) -> anyhow::Result<Manifest> {
+    let ports = addressing.ports();
+    let nodes: Vec<(NodeId, NodeAddresses)> = topology
+        .nodes()
+        .enumerate()
+        .map(|(i, id)| (id, addressing.node(i as u64, id)))
+        .collect();
+    let manifest = |host: fn(&NodeAddresses) -> &String| Manifest {
+        topology,
+        nodes: nodes
+            .iter()
+            .map(|(id, a)| ManifestNode {
+                id: *id,
+                addr: format!("{}:{}", host(a), ports.link),
+                control: format!("{}:{}", host(a), ports.control),
+                metrics: Some(format!("{}:{}", host(a), ports.metrics)),
+            })
+            .collect(),
+    };
+    let client_manifest = manifest(|a| &a.client_host);
+    let peer_manifest = manifest(|a| &a.peer_host).to_toml();
+    if dir.nodes().exists() {
+        fs::remove_dir_all(dir.nodes())
+            .with_context(|| format!("clearing {}", dir.nodes().display()))?;
+    }
+    fs::create_dir_all(dir.nodes())?;
+    fs::create_dir_all(dir.logs())?;
+
+    let ca = ClusterCa::generate(&topology.to_string())?;
+    write(&dir.manifest(), &client_manifest.to_toml())?;
+    write(&dir.ca_cert(), &ca.cert_pem())?;
+    write_secret(&dir.ca_key(), &ca.key_pem())?;
+    let client = ca.issue_client()?;
+    write(&dir.client_cert(), &client.cert)?;
+    write_secret(&dir.client_key(), &client.key)?;
+
+    for (id, addresses) in &nodes {
+        let node_dir = dir.node_dir(*id);
+        fs::create_dir_all(&node_dir)?;
+        let pem = ca.issue_node(*id)?;
+        write(&node_dir.join(layout::NODE_CERT), &pem.cert)?;
+        write_secret(&node_dir.join(layout::NODE_KEY), &pem.key)?;
+        write(&node_dir.join(layout::NODE_CA), &ca.cert_pem())?;
+        write(&node_dir.join(layout::NODE_MANIFEST), &peer_manifest)?;
+        write(
+            &node_dir.join(layout::NODE_CONFIG),
+            &node_config(topology, *id, &addresses.bind, ports),
+        )?;
+    }
+    Ok(client_manifest)
+}
+
+/// One node's configuration; paths are relative to its own directory.
+fn node_config(topology: Topology, id: NodeId, bind: &str, ports: Ports) -> String {
+    format!(
+        r#"# cuberoute node {id} of {topology}, generated by `cuberoute cluster`.
+topology = "{topology}"
+id = {id}
+listen = "{bind}:{link}"
+control_listen = "{bind}:{control}"
+metrics_listen = "{bind}:{metrics}"
+manifest = "{manifest}"
+log_format = "text"
+
+[tls]
+ca = "{ca}"
+cert = "{cert}"
+key = "{key}"
+"#,
+        link = ports.link,
+        control = ports.control,
+        metrics = ports.metrics,
+        manifest = layout::NODE_MANIFEST,
+        ca = layout::NODE_CA,
+        cert = layout::NODE_CERT,
+        key = layout::NODE_KEY,
+    )
+}
+
+fn write(path: &Path, text: &str) -> anyhow::Result<()> {
+    fs::write(path, text).with_context(|| format!("writing {}", path.display()))
+}
+
+/// Write a private key readable by its owner only.
+fn write_secret(path: &Path, text: &str) -> anyhow::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let _ = fs::remove_file(path);
+    let mut file = fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+        .with_context(|| format!("writing {}", path.display()))?;
+    file.write_all(text.as_bytes())
+        .with_context(|| format!("writing {}", path.display()))
+}

@@ -1,0 +1,202 @@
+//! What runs a cluster's nodes, local processes or containers, behind one interface: which
+//! runners are alive, stop them all, kill or restart one, show one's log.
+
+use crate::docker::{self, Compose};
+use crate::generate::service_name;
+use crate::layout::ClusterDir;
+use crate::local::{self, RunState};
+use cuberoute_protocol::NodeId;
+use nix::sys::signal::Signal;
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// The runner of one node.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Runner {
+    /// Running (a container: healthy, or without a verdict yet).
+    Alive(String),
+    /// Not running: why.
+    Dead(String),
+}
+
+impl Runner {
+    pub fn is_alive(&self) -> bool {
+        matches!(self, Runner::Alive(_))
+    }
+
+    pub fn describe(&self) -> &str {
+        match self {
+            Runner::Alive(s) | Runner::Dead(s) => s,
+        }
+    }
+}
+
+/// A running (or once started) cluster and the state of each node's runner.
+pub struct Runners {
+    pub state: RunState,
+    pub nodes: BTreeMap<NodeId, Runner>,
+}
+
+impl Runners {
+    pub fn alive(&self) -> usize {
+        self.nodes.values().filter(|r| r.is_alive()).count()
+    }
+
+    pub fn kind(&self) -> &'static str {
+        if self.state.docker.is_some() {
+            "containers"
+        } else {
+            "processes"
+        }
+    }
+
+    /// For a container cluster: whether every container reports healthy.
+    pub fn all_healthy(&self) -> bool {
+        self.nodes
+            .values()
+            .all(|r| r == &Runner::Alive("healthy".into()))
+    }
+}
+
+/// The runners of the cluster in `dir`, if one was started there and not taken down.
+pub fn inspect(dir: &ClusterDir) -> anyhow::Result<Option<Runners>> {
+    let Some(state) = RunState::load(dir)? else {
+        return Ok(None);
+    };
+    let nodes = match &state.docker {
+        None => {
+            let alive = state.alive(dir);
+            state
+                .processes
+                .iter()
+                .map(|p| {
+                    let runner = if alive.iter().any(|a| a.id == p.id) {
+                        Runner::Alive(format!("process {}", p.pid))
+                    } else {
+                        Runner::Dead("process exited".into())
+                    };
+                    (p.id, runner)
+                })
+                .collect()
+        }
+        Some(run) => {
+            let containers = docker::containers(run)?;
+            state
+                .topology
+                .nodes()
+                .map(|id| {
+                    let service = service_name(id);
+                    let runner = match containers.iter().find(|c| c.service == service) {
+                        None => Runner::Dead("no container".into()),
+                        Some(c) if c.state == "running" => Runner::Alive(if c.health.is_empty() {
+                            "running".into()
+                        } else {
+                            c.health.clone()
+                        }),
+                        Some(c) => Runner::Dead(format!("container {}", c.state)),
+                    };
+                    (id, runner)
+                })
+                .collect()
+        }
+    };
+    Ok(Some(Runners { state, nodes }))
+}
+
+/// The host pids of every running daemon (a process, or a container's main process).
+pub fn pids(dir: &ClusterDir) -> anyhow::Result<Vec<u32>> {
+    let Some(state) = RunState::load(dir)? else {
+        return Ok(Vec::new());
+    };
+    match &state.docker {
+        None => Ok(state.alive(dir).iter().map(|p| p.pid).collect()),
+        Some(run) => docker::container_pids(run),
+    }
+}
+
+/// Stop the whole cluster and leave nothing behind. Returns what was done, for the user.
+pub fn stop(dir: &ClusterDir) -> anyhow::Result<String> {
+    let Some(state) = RunState::load(dir)? else {
+        return Ok(format!("no cluster is running in {}", dir.display()));
+    };
+    match &state.docker {
+        None => {
+            let report = local::stop(dir, Duration::from_secs(5))?;
+            Ok(format!(
+                "cluster in {} stopped: {} processes exited on SIGTERM, {} killed",
+                dir.display(),
+                report.terminated,
+                report.killed
+            ))
+        }
+        Some(run) => {
+            let n = docker::containers(run)?.len();
+            Compose::detect()?.run(
+                run,
+                &["down", "--volumes", "--remove-orphans", "--timeout", "5"],
+            )?;
+            std::fs::remove_file(dir.run_state())?;
+            Ok(format!(
+                "cluster in {} stopped: {n} containers and the project network removed",
+                dir.display()
+            ))
+        }
+    }
+}
+
+/// Kill one node's runner at once (SIGKILL: nothing drains). False if it was not running.
+pub fn kill(dir: &ClusterDir, id: NodeId) -> anyhow::Result<bool> {
+    let runners = inspect(dir)?.ok_or_else(|| anyhow::anyhow!("no cluster is running"))?;
+    if !runners.nodes.get(&id).is_some_and(Runner::is_alive) {
+        return Ok(false);
+    }
+    match &runners.state.docker {
+        None => local::signal_node(dir, id, Signal::SIGKILL),
+        Some(run) => {
+            Compose::detect()?.run(run, &["kill", "-s", "SIGKILL", &service_name(id)])?;
+            Ok(true)
+        }
+    }
+}
+
+/// Start a killed node's runner again. False if it is running.
+pub fn restart(dir: &ClusterDir, id: NodeId) -> anyhow::Result<bool> {
+    let runners = inspect(dir)?.ok_or_else(|| anyhow::anyhow!("no cluster is running"))?;
+    if runners.nodes.get(&id).is_some_and(Runner::is_alive) {
+        return Ok(false);
+    }
+    match &runners.state.docker {
+        None => {
+            local::restart_node(dir, &std::env::current_exe()?, id)?;
+        }
+        Some(run) => {
+            Compose::detect()?.run(run, &["start", &service_name(id)])?;
+        }
+    }
+    Ok(true)
+}
+
+/// Print one node's log to stdout (following it with `follow`).
+pub fn logs(dir: &ClusterDir, id: NodeId, follow: bool) -> anyhow::Result<()> {
+    if let Some(run) = RunState::load(dir)?.and_then(|s| s.docker) {
+        let service = service_name(id);
+        let mut args = vec!["logs", "--no-color"];
+        if follow {
+            args.push("--follow");
+        }
+        args.push(&service);
+        return Compose::detect()?.run_inherit(&run, &args);
+    }
+    let path = dir.log(id);
+    let mut file = std::fs::File::open(&path)
+        .map_err(|e| anyhow::anyhow!("no log for node {id} at {}: {e}", path.display()))?;
+    let mut out = std::io::stdout().lock();
+    loop {
+        std::io::copy(&mut file, &mut out)?;
+        if !follow {
+            return Ok(());
+        }
+        std::io::Write::flush(&mut out)?;
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
