@@ -141,6 +141,9 @@ impl Node {
         };
         self.input.send(job).await.map_err(|_| Draining)?;
         Stats::count(&self.stats.sets_accepted);
+        // Let the input task put the packets on their links before this request's answer goes
+        // out: the answer can wait, the packets are the latency.
+        tokio::task::yield_now().await;
         Ok((seq, sent_at_us))
     }
 

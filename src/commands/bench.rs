@@ -141,7 +141,7 @@ fn measure(args: &Args, topology: Topology) -> anyhow::Result<ClusterFigures> {
         cluster::up::start(&up)?.2
     };
     let result = measure_running(args, topology, &dir, startup);
-    cluster::down(&dir)?;
+    eprintln!("{}", cuberoute_cluster::runner::stop(&dir)?);
     result
 }
 
