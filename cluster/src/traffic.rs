@@ -97,14 +97,17 @@ impl ClusterClient {
             split: options.split,
             trace: options.trace,
         };
-        let (seq, k) = match self.request(from, &request).await? {
-            Response::Accepted { seq, k, .. } => (seq, k),
+        let (seq, k, sent_at) = match self.request(from, &request).await? {
+            Response::Accepted { seq, k, sent_at_us } => (seq, k, sent_at_us),
             other => return Err(unexpected(from, other)),
         };
         let copy_to = vec![to; k as usize];
         let deliveries = match options.wait {
             None => Vec::new(),
-            Some(wait) => self.await_copies(from, seq, &copy_to, wait).await?,
+            Some(wait) => {
+                self.await_copies(from, (seq, sent_at), &copy_to, wait)
+                    .await?
+            }
         };
         Ok(report(
             from,
@@ -131,8 +134,8 @@ impl ClusterClient {
             payload,
             trace: options.trace,
         };
-        let (seq, k) = match self.request(from, &ask).await? {
-            Response::Accepted { seq, k, .. } => (seq, k),
+        let (seq, k, sent_at) = match self.request(from, &ask).await? {
+            Response::Accepted { seq, k, sent_at_us } => (seq, k, sent_at_us),
             other => return Err(unexpected(from, other)),
         };
         // Copy i goes to destination i, or every copy to the one destination of a container.
@@ -142,7 +145,10 @@ impl ClusterClient {
         };
         let deliveries = match options.wait {
             None => Vec::new(),
-            Some(wait) => self.await_copies(from, seq, &copy_to, wait).await?,
+            Some(wait) => {
+                self.await_copies(from, (seq, sent_at), &copy_to, wait)
+                    .await?
+            }
         };
         let many = request.constraint.is_none();
         let to = if many {
@@ -153,11 +159,12 @@ impl ClusterClient {
         Ok(report(from, to, k, seq, &copy_to, many, deliveries))
     }
 
-    /// Wait at every destination, at once, for the copies of (`from`, `seq`) meant for it.
+    /// Wait at every destination, at once, for the copies of the set (`from`, `seq`, sent at
+    /// `sent_at_us`) meant for it.
     async fn await_copies(
         &self,
         from: NodeId,
-        seq: u64,
+        (seq, sent_at_us): (u64, u64),
         copy_to: &[NodeId],
         wait: Duration,
     ) -> Result<Vec<Delivery>, ClientError> {
@@ -169,6 +176,7 @@ impl ClusterClient {
             let request = Request::Await {
                 src: from,
                 seq,
+                sent_at_us,
                 copies,
                 timeout_ms: wait.as_millis().min(u128::from(u32::MAX)) as u32,
             };

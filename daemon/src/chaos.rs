@@ -182,7 +182,10 @@ pub fn inject(node: &Arc<Node>, fault: Fault) -> Result<String, ControlError> {
             every_ms,
             for_ms,
         } => {
-            let mut rng = StdRng::seed_from_u64(seed);
+            // The schedule is the caller's (reproducible by its seed); the garbage is fresh each
+            // time, as a real fault's would be: a sequence id overwritten with the same values
+            // in two runs would name two sets alike.
+            let mut rng = StdRng::seed_from_u64(seed ^ node.incarnation ^ now_us());
             corrupt_state(node, &mut rng);
             warn!(
                 every_ms,

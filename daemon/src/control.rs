@@ -175,6 +175,7 @@ async fn handle(node: &Arc<Node>, request: Request) -> Response {
         Request::Await {
             src,
             seq,
+            sent_at_us,
             copies,
             timeout_ms,
         } => {
@@ -189,12 +190,12 @@ async fn handle(node: &Arc<Node>, request: Request) -> Response {
             let deadline = Instant::now() + wait_limit(timeout_ms);
             let mut changes = node.output.subscribe();
             loop {
-                if node.output.copy_count(src, seq) >= k
+                if node.output.copy_count(src, seq, sent_at_us) >= k
                     || tokio::time::timeout_at(deadline, changes.changed())
                         .await
                         .is_err()
                 {
-                    return Response::Copies(node.output.copies(src, seq));
+                    return Response::Copies(node.output.copies(src, seq, sent_at_us));
                 }
             }
         }

@@ -381,12 +381,14 @@ impl Node {
             self.stats.drop(Drop::Checksum);
             return false;
         }
-        let latency_us = now_us().saturating_sub(message.sent_at_us);
+        let sent_at_us = message.sent_at_us;
+        let latency_us = now_us().saturating_sub(sent_at_us);
         let delivery = Delivery {
             output_index: 0,
             src,
             dst,
             seq: message.seq,
+            sent_at_us,
             index,
             k,
             split: message.split,

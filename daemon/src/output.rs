@@ -9,8 +9,8 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
 use tokio::sync::watch;
 
-/// A message set: (source, sequence id).
-type SetId = (NodeId, u64);
+/// A message set: (source, sequence id, send time).
+type SetId = (NodeId, u64, u64);
 
 pub struct Output {
     ring: Mutex<Ring>,
@@ -56,7 +56,7 @@ pub enum Pushed {
 }
 
 fn set_id(d: &Delivery) -> SetId {
-    (d.src, d.seq)
+    (d.src, d.seq, d.sent_at_us)
 }
 
 impl Output {
@@ -110,12 +110,12 @@ impl Output {
         self.len() == 0
     }
 
-    /// The copies of the set (`src`, `seq`) delivered so far, in index order.
-    pub fn copies(&self, src: NodeId, seq: u64) -> Vec<Delivery> {
+    /// The copies of the set (`src`, `seq`, `sent_at_us`) delivered so far, in index order.
+    pub fn copies(&self, src: NodeId, seq: u64, sent_at_us: u64) -> Vec<Delivery> {
         let ring = self.ring.lock().expect("output lock");
         let mut copies: Vec<Delivery> = ring
             .sets
-            .get(&(src, seq))
+            .get(&(src, seq, sent_at_us))
             .into_iter()
             .flatten()
             .filter_map(|&i| ring.get(i).cloned())
@@ -124,10 +124,10 @@ impl Output {
         copies
     }
 
-    /// How many copies of the set (`src`, `seq`) were delivered so far.
-    pub fn copy_count(&self, src: NodeId, seq: u64) -> usize {
+    /// How many copies of the set (`src`, `seq`, `sent_at_us`) were delivered so far.
+    pub fn copy_count(&self, src: NodeId, seq: u64, sent_at_us: u64) -> usize {
         let ring = self.ring.lock().expect("output lock");
-        ring.sets.get(&(src, seq)).map_or(0, Vec::len)
+        ring.sets.get(&(src, seq, sent_at_us)).map_or(0, Vec::len)
     }
 
     /// Up to `max` entries with an output index of at least `after`, and the index to ask for
@@ -161,6 +161,7 @@ mod tests {
             src: NodeId(1),
             dst: NodeId(2),
             seq,
+            sent_at_us: 77,
             index,
             k: 2,
             split: false,
@@ -182,8 +183,8 @@ mod tests {
         assert_eq!(out.len(), 3);
         // (1, 0) was overwritten, so it is no longer a duplicate.
         assert_eq!(out.push(delivery(1, 0)), Pushed::Added { overwrote: true });
-        assert_eq!(out.copies(NodeId(1), 2).len(), 2);
-        assert_eq!(out.copies(NodeId(1), 1).len(), 1);
+        assert_eq!(out.copies(NodeId(1), 2, 77).len(), 2);
+        assert_eq!(out.copies(NodeId(1), 1, 77).len(), 1);
         let (entries, next) = out.since(0, 10);
         let indices: Vec<u64> = entries.iter().map(|d| d.output_index).collect();
         assert_eq!(indices, vec![2, 3, 4]);
@@ -197,6 +198,17 @@ mod tests {
         let (entries, next) = out.since(99, 10);
         assert!(entries.is_empty());
         assert_eq!(next, 5);
+    }
+
+    #[test]
+    fn a_repeated_sequence_id_with_another_send_time_is_another_set() {
+        let out = Output::new(8);
+        out.push(delivery(5, 0));
+        let mut again = delivery(5, 0);
+        again.sent_at_us = 99;
+        assert_eq!(out.push(again), Pushed::Added { overwrote: false });
+        assert_eq!(out.copy_count(NodeId(1), 5, 77), 1);
+        assert_eq!(out.copy_count(NodeId(1), 5, 99), 1);
     }
 
     #[tokio::test]

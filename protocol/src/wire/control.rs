@@ -39,12 +39,14 @@ pub enum Request {
         payload: Vec<u8>,
         trace: bool,
     },
-    /// Wait until `copies` copies of the set (`src`, `seq`) have been delivered here (0: all k
-    /// of a node-to-node set), or `timeout_ms` has passed; answer with the copies delivered so
-    /// far.
+    /// Wait until `copies` copies of the set (`src`, `seq`, `sent_at_us`) have been delivered
+    /// here (0: all k of a node-to-node set), or `timeout_ms` has passed; answer with the copies
+    /// delivered so far. A set is named by its send time too: a sequence id alone may repeat
+    /// (after a restart, or when the chaos tooling overwrites it).
     Await {
         src: NodeId,
         seq: u64,
+        sent_at_us: u64,
         copies: u32,
         timeout_ms: u32,
     },
@@ -111,6 +113,8 @@ pub struct Delivery {
     pub src: NodeId,
     pub dst: NodeId,
     pub seq: u64,
+    /// When the source's `input` took the set: with `src` and `seq`, the set's name.
+    pub sent_at_us: u64,
     pub index: u8,
     /// How many copies (or parts) the set has.
     pub k: u32,
