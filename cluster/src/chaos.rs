@@ -275,52 +275,67 @@ async fn one_set(
     result
 }
 
-/// Drive traffic at `rate` between random pairs of `alive` nodes for `length`.
-#[allow(clippy::too_many_arguments)]
-async fn traffic(
-    client: &ClusterClient,
-    phase: Phase,
-    length: Duration,
+/// The traffic of a run: sets at a fixed rate between random pairs, each waited for and judged.
+struct Traffic {
+    client: ClusterClient,
     rate: f64,
-    alive: &[NodeId],
-    rng: &mut StdRng,
     wait: Duration,
-    results: &Arc<Mutex<Vec<SetResult>>>,
-    progress: &Arc<Mutex<Progress>>,
-    tasks: &mut Vec<tokio::task::JoinHandle<()>>,
-) {
-    let topology = client.manifest.topology;
-    progress.lock().expect("progress").phase = Some(phase);
-    let started = tokio::time::Instant::now();
-    let interval = Duration::from_secs_f64(1.0 / rate);
-    let mut n = 0u64;
-    loop {
-        let at = started + interval.mul_f64(n as f64);
-        if at.duration_since(started) >= length {
-            return;
+    rng: StdRng,
+    results: Arc<Mutex<Vec<SetResult>>>,
+    progress: Arc<Mutex<Progress>>,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl Traffic {
+    /// Send between random pairs of `alive` nodes for `length`; the sets finish on their own.
+    async fn run(&mut self, phase: Phase, length: Duration, alive: &[NodeId]) {
+        let topology = self.client.manifest.topology;
+        self.progress.lock().expect("progress").phase = Some(phase);
+        let started = tokio::time::Instant::now();
+        let interval = Duration::from_secs_f64(1.0 / self.rate);
+        for n in 0u64.. {
+            let at = started + interval.mul_f64(n as f64);
+            if at.duration_since(started) >= length {
+                return;
+            }
+            tokio::time::sleep_until(at).await;
+            let from = alive[self.rng.random_range(0..alive.len())];
+            let to = loop {
+                let to = alive[self.rng.random_range(0..alive.len())];
+                if to != from {
+                    break to;
+                }
+            };
+            let payload = format!(
+                "chaos {phase:?} #{n} {from}->{to} {}",
+                self.rng.random::<u32>()
+            )
+            .into_bytes();
+            let (client, results, progress) = (
+                self.client.clone(),
+                self.results.clone(),
+                self.progress.clone(),
+            );
+            let wait = self.wait;
+            progress.lock().expect("progress").sets_sent += 1;
+            self.tasks.push(tokio::spawn(async move {
+                let result = one_set(client, topology, phase, from, to, payload, wait).await;
+                {
+                    let mut p = progress.lock().expect("progress");
+                    p.sets_done += 1;
+                    p.copies_delivered += u64::from(result.delivered);
+                }
+                results.lock().expect("results").push(result);
+            }));
         }
-        tokio::time::sleep_until(at).await;
-        n += 1;
-        let from = alive[rng.random_range(0..alive.len())];
-        let to = loop {
-            let to = alive[rng.random_range(0..alive.len())];
-            if to != from {
-                break to;
-            }
-        };
-        let payload =
-            format!("chaos {phase:?} #{n} {from}->{to} {}", rng.random::<u32>()).into_bytes();
-        let (client, results, progress) = (client.clone(), results.clone(), progress.clone());
-        progress.lock().expect("progress").sets_sent += 1;
-        tasks.push(tokio::spawn(async move {
-            let result = one_set(client, topology, phase, from, to, payload, wait).await;
-            {
-                let mut p = progress.lock().expect("progress");
-                p.sets_done += 1;
-                p.copies_delivered += u64::from(result.delivered);
-            }
-            results.lock().expect("results").push(result);
-        }));
+    }
+
+    /// Wait until every set sent so far is done.
+    async fn finish(&mut self) -> anyhow::Result<()> {
+        for task in self.tasks.drain(..) {
+            task.await?;
+        }
+        Ok(())
     }
 }
 
@@ -366,9 +381,6 @@ pub async fn run(
     let client = ClusterClient::open(dir)?;
     let topology = client.manifest.topology;
     let nodes: Vec<NodeId> = client.manifest.nodes.iter().map(|n| n.id).collect();
-    let mut rng = StdRng::seed_from_u64(config.seed);
-    let results = Arc::new(Mutex::new(Vec::new()));
-    let mut tasks = Vec::new();
     let before = snapshot(&client).await;
     anyhow::ensure!(
         before.len() == nodes.len(),
@@ -376,33 +388,27 @@ pub async fn run(
         before.len(),
         nodes.len()
     );
-    let args = (config.rate, config.wait);
+    let mut traffic = Traffic {
+        client: client.clone(),
+        rate: config.rate,
+        wait: config.wait,
+        rng: StdRng::seed_from_u64(config.seed),
+        results: Arc::new(Mutex::new(Vec::new())),
+        progress,
+        tasks: Vec::new(),
+    };
 
-    // 1. Fault-free.
-    traffic(
-        &client,
-        Phase::FaultFree,
-        config.fault_free,
-        args.0,
-        &nodes,
-        &mut rng,
-        args.1,
-        &results,
-        &progress,
-        &mut tasks,
-    )
-    .await;
-
-    // Let the fault-free sets finish, so that no fault touches them.
-    for task in tasks.drain(..) {
-        task.await?;
-    }
+    // 1. Fault-free, and let those sets finish, so that no fault touches them.
+    traffic
+        .run(Phase::FaultFree, config.fault_free, &nodes)
+        .await;
+    traffic.finish().await?;
 
     // 2. Faults.
     let for_ms = config.with_faults.as_millis() as u32;
     if config.faults.contains(&FaultKind::State) {
         let every_ms = config.state_every.as_millis().max(1) as u32;
-        let seed = rng.random::<u64>();
+        let seed = traffic.rng.random::<u64>();
         inject_everywhere(&client, &nodes, |id| Fault::CorruptState {
             seed: seed ^ id.0,
             every_ms,
@@ -411,7 +417,7 @@ pub async fn run(
         .await;
     }
     if config.faults.contains(&FaultKind::Buffers) {
-        let seed = rng.random::<u64>();
+        let seed = traffic.rng.random::<u64>();
         inject_everywhere(&client, &nodes, |id| Fault::CorruptBuffers {
             seed: seed ^ id.0,
             fraction_ppm: config.buffer_fraction_ppm,
@@ -431,7 +437,7 @@ pub async fn run(
         (false, false) => (0, 0),
     };
     let mut shuffled = nodes.clone();
-    shuffled.shuffle(&mut rng);
+    shuffled.shuffle(&mut traffic.rng);
     let crashed: Vec<NodeId> = shuffled.iter().copied().take(crashes).collect();
     for &id in &crashed {
         runner::kill(dir, id)?;
@@ -455,19 +461,9 @@ pub async fn run(
         .copied()
         .filter(|n| !crashed.contains(n))
         .collect();
-    traffic(
-        &client,
-        Phase::WithFaults,
-        config.with_faults,
-        args.0,
-        &alive,
-        &mut rng,
-        args.1,
-        &results,
-        &progress,
-        &mut tasks,
-    )
-    .await;
+    traffic
+        .run(Phase::WithFaults, config.with_faults, &alive)
+        .await;
 
     // 3. After: heal, restart, and keep sending. The corruption windows close with the phase;
     // a little slack keeps this phase's packets out of them.
@@ -486,28 +482,16 @@ pub async fn run(
         let waited = wait_all_linked(&client, Duration::from_secs(60)).await;
         waited.map(|_| healing.elapsed())
     };
-    traffic(
-        &client,
-        Phase::AfterFaults,
-        config.after_faults,
-        args.0,
-        &nodes,
-        &mut rng,
-        args.1,
-        &results,
-        &progress,
-        &mut tasks,
-    )
-    .await;
-    for task in tasks {
-        task.await?;
-    }
+    traffic
+        .run(Phase::AfterFaults, config.after_faults, &nodes)
+        .await;
+    traffic.finish().await?;
     let after = snapshot(&client).await;
     client.close();
     Ok(report(
         config,
         topology,
-        &results.lock().expect("results"),
+        &traffic.results.lock().expect("results"),
         &before,
         &after,
         crashed,

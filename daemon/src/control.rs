@@ -4,6 +4,7 @@
 //! Requests are checked here (ids in the topology, payload size, wait limits) and answered from
 //! the node; nothing a client sends can panic the daemon.
 
+use crate::accept::accept_each;
 use crate::node::{Node, Routing};
 use crate::stats::Event;
 use crate::tls;
@@ -13,6 +14,7 @@ use cuberoute_protocol::wire::control::{
     ControlError, ControlErrorKind, MAX_PAYLOAD_LEN, MAX_RECV_BATCH, MAX_WAIT_MS, Request, Response,
 };
 use cuberoute_protocol::wire::{MAX_FRAME_LEN, PREFIX_LEN, decode_frame, encode_frame};
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::time::Instant;
@@ -20,33 +22,31 @@ use tracing::{debug, warn};
 
 /// Accept control connections for as long as the endpoint is open.
 pub async fn serve(node: Arc<Node>, endpoint: quinn::Endpoint) {
-    while let Some(incoming) = endpoint.accept().await {
-        let node = node.clone();
-        tokio::spawn(async move {
-            let remote = incoming.remote_address();
-            let connection = match incoming.await {
-                Ok(connection) => connection,
-                Err(e) => {
-                    node.stats.event(Event::ClientRefused);
-                    warn!(%remote, error = %e, "control handshake refused");
-                    return;
-                }
-            };
-            // A client may ask anything; the node itself (its healthcheck) only for its status.
-            let status_only = match tls::peer_identity(&connection) {
-                Ok(tls::Identity::Client) => false,
-                Ok(tls::Identity::Node(id)) if id == node.id => true,
-                other => {
-                    node.stats.event(Event::ClientRefused);
-                    warn!(%remote, identity = ?other, "control connection refused: not a client certificate");
-                    connection.close(3u32.into(), b"a client certificate is required");
-                    return;
-                }
-            };
-            while let Ok((send, recv)) = connection.accept_bi().await {
-                tokio::spawn(answer(node.clone(), send, recv, status_only));
-            }
-        });
+    accept_each(
+        node,
+        endpoint,
+        Event::ClientRefused,
+        "control",
+        serve_client,
+    )
+    .await
+}
+
+/// One client connection: check who it is, then answer each stream.
+async fn serve_client(node: Arc<Node>, connection: quinn::Connection, remote: SocketAddr) {
+    // A client may ask anything; the node itself (its healthcheck) only for its status.
+    let status_only = match tls::peer_identity(&connection) {
+        Ok(tls::Identity::Client) => false,
+        Ok(tls::Identity::Node(id)) if id == node.id => true,
+        other => {
+            node.stats.event(Event::ClientRefused);
+            warn!(%remote, identity = ?other, "control connection refused: not a client certificate");
+            connection.close(3u32.into(), b"a client certificate is required");
+            return;
+        }
+    };
+    while let Ok((send, recv)) = connection.accept_bi().await {
+        tokio::spawn(answer(node.clone(), send, recv, status_only));
     }
 }
 

@@ -8,10 +8,12 @@
 //! * [`node`]: where link bytes and client requests meet the protocol's `input` and `rcv`;
 //! * [`link`]: one QUIC connection per neighbour, with its message buffer;
 //! * [`output`]: the ring of delivered copies that clients read;
-//! * [`control`] and [`client`]: the control API, server and client side;
+//! * [`control`] and [`client`]: the control API, server and client side; [`accept`]: the
+//!   accept loop both endpoints share;
 //! * [`stats`] and [`telemetry`]: counters, logs, Prometheus metrics;
 //! * [`chaos`]: transient faults injected on request, and what became of corrupted packets.
 
+pub mod accept;
 pub mod chaos;
 pub mod client;
 pub mod config;

@@ -10,6 +10,7 @@
 //!   the drop.
 //! * A peer that sends more than [`MAX_BAD_FRAMES`] malformed frames is disconnected.
 
+use crate::accept::accept_each;
 use crate::node::Node;
 use crate::stats::Event;
 use crate::tls;
@@ -495,51 +496,42 @@ fn display_result(result: &anyhow::Result<()>) -> String {
 /// The endpoint's accept loop for links: authenticate each connection, check that the peer is
 /// a neighbour that should dial us, and hand it to its link.
 pub async fn accept_links(node: Arc<Node>, endpoint: quinn::Endpoint) {
-    while let Some(incoming) = endpoint.accept().await {
-        let node = node.clone();
-        tokio::spawn(async move {
-            let remote = incoming.remote_address();
-            let connection = match incoming.await {
-                Ok(connection) => connection,
-                Err(e) => {
-                    node.stats.event(Event::PeerRefusedTls);
-                    warn!(%remote, error = %e, "link handshake refused");
-                    return;
-                }
-            };
-            let refuse = |event, why: &str| {
-                node.stats.event(event);
-                warn!(%remote, why, "link refused");
-                connection.close(close::REFUSED.into(), why.as_bytes());
-            };
-            let peer = match tls::peer_identity(&connection) {
-                Ok(tls::Identity::Node(peer)) => peer,
-                Ok(tls::Identity::Client) => {
-                    return refuse(
-                        Event::PeerRefusedNotANode,
-                        "a client certificate on the link port",
-                    );
-                }
-                Err(e) => return refuse(Event::PeerRefusedNotANode, &e.to_string()),
-            };
-            let Some(link) = node.links.get(&peer) else {
-                return refuse(
-                    Event::PeerRefusedNotNeighbour,
-                    &format!("node {peer} is not a neighbour"),
-                );
-            };
-            if link.dials() {
-                return refuse(
-                    Event::PeerRefusedWrongDirection,
-                    &format!("node {peer} has the higher id: this node dials it"),
-                );
-            }
-            if link.is_cut() {
-                return refuse(Event::PeerRefusedCut, "the link is cut");
-            }
-            link.offer(connection);
-        });
+    accept_each(node, endpoint, Event::PeerRefusedTls, "link", admit).await
+}
+
+/// Admit an authenticated connection to its link, or refuse it, counted and logged.
+async fn admit(node: Arc<Node>, connection: quinn::Connection, remote: std::net::SocketAddr) {
+    let refuse = |event, why: &str| {
+        node.stats.event(event);
+        warn!(%remote, why, "link refused");
+        connection.close(close::REFUSED.into(), why.as_bytes());
+    };
+    let peer = match tls::peer_identity(&connection) {
+        Ok(tls::Identity::Node(peer)) => peer,
+        Ok(tls::Identity::Client) => {
+            return refuse(
+                Event::PeerRefusedNotANode,
+                "a client certificate on the link port",
+            );
+        }
+        Err(e) => return refuse(Event::PeerRefusedNotANode, &e.to_string()),
+    };
+    let Some(link) = node.links.get(&peer) else {
+        return refuse(
+            Event::PeerRefusedNotNeighbour,
+            &format!("node {peer} is not a neighbour"),
+        );
+    };
+    if link.dials() {
+        return refuse(
+            Event::PeerRefusedWrongDirection,
+            &format!("node {peer} has the higher id: this node dials it"),
+        );
     }
+    if link.is_cut() {
+        return refuse(Event::PeerRefusedCut, "the link is cut");
+    }
+    link.offer(connection);
 }
 
 #[cfg(test)]

@@ -134,12 +134,19 @@ fn manifest(dir: &ClusterDir) -> anyhow::Result<Manifest> {
     Manifest::load(&dir.manifest()).map_err(|e| usage(e.to_string()))
 }
 
-/// The nodes a fault goes to.
-fn targets(target: &Target, topology: Topology) -> anyhow::Result<Vec<NodeId>> {
-    match &target.node {
-        Some(node) => Ok(vec![super::parse_node(topology, node)?]),
-        None => Ok(topology.nodes().collect()),
-    }
+/// Send `fault(seed)` to each node the target names, with a seed of its own.
+fn inject_each(target: &Target, fault: impl Fn(u64) -> Fault) -> anyhow::Result<()> {
+    let dir = target.dir.cluster();
+    let topology = manifest(&dir)?.topology;
+    let nodes: Vec<NodeId> = match &target.node {
+        Some(node) => vec![super::parse_node(topology, node)?],
+        None => topology.nodes().collect(),
+    };
+    let faults: Vec<(NodeId, Fault)> = nodes
+        .into_iter()
+        .map(|id| (id, fault(target.seed ^ id.0)))
+        .collect();
+    inject(&dir, &faults)
 }
 
 /// Send `fault(node)` to each node; print what each did.
@@ -187,46 +194,20 @@ fn parse_link(text: &str, topology: Topology) -> anyhow::Result<(NodeId, NodeId)
 pub fn run(command: Command) -> anyhow::Result<()> {
     match command {
         Command::CorruptState(args) => {
-            let dir = args.target.dir.cluster();
-            let topology = manifest(&dir)?.topology;
-            let every_ms = millis(args.every);
-            let for_ms = millis(args.for_);
-            let faults: Vec<(NodeId, Fault)> = targets(&args.target, topology)?
-                .into_iter()
-                .map(|id| {
-                    let seed = args.target.seed ^ id.0;
-                    (
-                        id,
-                        Fault::CorruptState {
-                            seed,
-                            every_ms,
-                            for_ms,
-                        },
-                    )
-                })
-                .collect();
-            inject(&dir, &faults)
+            let (every_ms, for_ms) = (millis(args.every), millis(args.for_));
+            inject_each(&args.target, |seed| Fault::CorruptState {
+                seed,
+                every_ms,
+                for_ms,
+            })
         }
         Command::CorruptBuffers(args) => {
-            let dir = args.target.dir.cluster();
-            let topology = manifest(&dir)?.topology;
-            let fraction_ppm = ppm(args.fraction)?;
-            let for_ms = millis(args.for_);
-            let faults: Vec<(NodeId, Fault)> = targets(&args.target, topology)?
-                .into_iter()
-                .map(|id| {
-                    let seed = args.target.seed ^ id.0;
-                    (
-                        id,
-                        Fault::CorruptBuffers {
-                            seed,
-                            fraction_ppm,
-                            for_ms,
-                        },
-                    )
-                })
-                .collect();
-            inject(&dir, &faults)
+            let (fraction_ppm, for_ms) = (ppm(args.fraction)?, millis(args.for_));
+            inject_each(&args.target, |seed| Fault::CorruptBuffers {
+                seed,
+                fraction_ppm,
+                for_ms,
+            })
         }
         Command::Cut(args) => {
             let dir = args.dir.cluster();

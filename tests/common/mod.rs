@@ -51,40 +51,24 @@ pub struct Cluster {
 impl Cluster {
     /// `cluster up TOPOLOGY` on loopback addresses from `base` on.
     pub fn up(topology: &str, base: &str) -> Cluster {
-        let dir = tempfile::tempdir().unwrap();
-        let cluster = Cluster {
-            dir,
-            topology: topology.to_string(),
-        };
-        ok(&[
-            "cluster",
-            "up",
-            topology,
-            "--dir",
-            cluster.path_str(),
-            "--base-addr",
-            base,
-        ]);
-        cluster
+        Cluster::up_with(topology, &["--base-addr", base])
     }
 
     /// `cluster up TOPOLOGY --docker` in the /16 network `subnet`.
     pub fn up_docker(topology: &str, subnet: &str) -> Cluster {
-        let dir = tempfile::tempdir().unwrap();
+        Cluster::up_with(topology, &["--docker", "--subnet", subnet])
+    }
+
+    /// `cluster up TOPOLOGY ARGS` in a new temporary directory. The cluster is created before
+    /// `up` runs, so that it is taken down even when `up` fails half way.
+    fn up_with(topology: &str, args: &[&str]) -> Cluster {
         let cluster = Cluster {
-            dir,
+            dir: tempfile::tempdir().unwrap(),
             topology: topology.to_string(),
         };
-        ok(&[
-            "cluster",
-            "up",
-            topology,
-            "--docker",
-            "--subnet",
-            subnet,
-            "--dir",
-            cluster.path_str(),
-        ]);
+        let mut all = vec!["cluster", "up", topology, "--dir", cluster.path_str()];
+        all.extend(args);
+        ok(&all);
         cluster
     }
 
