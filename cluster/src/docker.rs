@@ -146,6 +146,25 @@ pub fn prepare(
     })
 }
 
+/// The ids of a project's containers: running ones, or (`all`) stopped ones too.
+fn container_ids(run: &DockerRun, all: bool) -> anyhow::Result<Vec<String>> {
+    let filter = format!("label=com.docker.compose.project={}", run.project);
+    let mut args = vec!["ps", "-q", "--filter", &filter];
+    if all {
+        args.push("-a");
+    }
+    let out = Command::new("docker").args(&args).output()?;
+    anyhow::ensure!(
+        out.status.success(),
+        "docker ps failed: {}",
+        String::from_utf8_lossy(&out.stderr).trim()
+    );
+    Ok(String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .map(str::to_string)
+        .collect())
+}
+
 /// One container's state, as docker reports it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Container {
@@ -158,20 +177,7 @@ pub struct Container {
 
 /// The containers of a compose project.
 pub fn containers(run: &DockerRun) -> anyhow::Result<Vec<Container>> {
-    let out = Command::new("docker")
-        .args([
-            "ps",
-            "-a",
-            "--filter",
-            &format!("label=com.docker.compose.project={}", run.project),
-            "--format",
-            "{{.ID}}",
-        ])
-        .output()?;
-    let ids: Vec<String> = String::from_utf8_lossy(&out.stdout)
-        .split_whitespace()
-        .map(str::to_string)
-        .collect();
+    let ids = container_ids(run, true)?;
     if ids.is_empty() {
         return Ok(Vec::new());
     }
@@ -204,18 +210,7 @@ pub fn containers(run: &DockerRun) -> anyhow::Result<Vec<Container>> {
 
 /// The host pids of the main processes of a project's running containers.
 pub fn container_pids(run: &DockerRun) -> anyhow::Result<Vec<u32>> {
-    let out = Command::new("docker")
-        .args([
-            "ps",
-            "-q",
-            "--filter",
-            &format!("label=com.docker.compose.project={}", run.project),
-        ])
-        .output()?;
-    let ids: Vec<String> = String::from_utf8_lossy(&out.stdout)
-        .split_whitespace()
-        .map(str::to_string)
-        .collect();
+    let ids = container_ids(run, false)?;
     if ids.is_empty() {
         return Ok(Vec::new());
     }
