@@ -286,10 +286,11 @@ fn bad_configs_name_the_key_and_exit_2() {
 
 #[test]
 fn the_demo_runs_the_main_job_and_tears_down() {
-    // As on a fresh machine: no --dir, so the default directory in the working directory.
+    // As on a fresh machine: no --dir, so the default directory in the working directory (the
+    // addresses are this test's own, so that a demo left running elsewhere does not collide).
     let cwd = tempfile::tempdir().unwrap();
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_cuberoute"))
-        .args(["demo", "eh:1,2", "--down"])
+        .args(["demo", "eh:1,2", "--down", "--base-addr", "127.2.19.0"])
         .current_dir(cwd.path())
         .output()
         .unwrap();

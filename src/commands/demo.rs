@@ -22,6 +22,9 @@ pub struct Args {
     /// Take the cluster down at the end instead of leaving it running.
     #[arg(long)]
     pub down: bool,
+    /// Node i listens on this address + 1 + i (inside 127.0.0.0/8).
+    #[arg(long, default_value = "127.1.0.0")]
+    pub base_addr: Ipv4Addr,
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
@@ -44,11 +47,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             )));
         }
         None => {
-            cluster::up::up(&UpArgs::local(
-                topology,
-                args.dir.clone(),
-                Ipv4Addr::new(127, 1, 0, 0),
-            ))?;
+            cluster::up::up(&UpArgs::local(topology, args.dir.clone(), args.base_addr))?;
         }
     }
     println!();
