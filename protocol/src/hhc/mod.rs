@@ -15,7 +15,16 @@
 //! addresses of at most 63 dimensions, so this crate stops at m = 5 ([`Hhc::MAX_M`]); the study
 //! of appendix A (m = 3..9) is reproduced for m = 3..5 (BENCHMARKS.md).
 //!
-//! The algorithms follow in their own modules.
+//! Algorithms, one module each, named as in the thesis:
+//! - [`conv`]: CONV, a cube-level path to an HHC-level path (Algorithm 5);
+//! - [`distrib`]: DISTRIB, Lemma 3's distribution of destinations to distinct subcubes;
+//! - [`n2s`]: HHC-N2S (chapter 5, Algorithm 6);
+//! - [`in2s`]: HHC-iN2S (appendix A, Algorithm 2);
+
+pub mod conv;
+pub mod distrib;
+pub mod in2s;
+pub mod n2s;
 
 use crate::NodeId;
 use crate::tour::{Walk, shortest_walk};
