@@ -17,14 +17,21 @@ pub type Path = Vec<NodeId>;
 pub enum Construction {
     /// The paper's algorithm (with the documented corrections).
     Paper,
+    /// The paper's printed construction fails on this instance; its building blocks with other
+    /// free choices (and our documented corrections), found by a search, with the reason.
+    Corrected(&'static str),
     /// The paper's algorithm does not cover this instance: the exact minimum-total-length search
     /// of [`crate::fallback`], with the reason.
     ExactSearch(&'static str),
+    /// The paper's algorithm does not cover this instance, which is too large for the exact
+    /// search: the instance is solved in an isomorphic network by that network's algorithm
+    /// (MC(k,1) = HHC_{2^k+k}), with the reason.
+    Isomorphic(&'static str),
 }
 
 impl Construction {
     pub fn is_fallback(self) -> bool {
-        matches!(self, Construction::ExactSearch(_))
+        !matches!(self, Construction::Paper)
     }
 }
 

@@ -20,10 +20,12 @@
 //! - [`distrib`]: DISTRIB, Lemma 3's distribution of destinations to distinct subcubes;
 //! - [`n2s`]: HHC-N2S (chapter 5, Algorithm 6);
 //! - [`in2s`]: HHC-iN2S (appendix A, Algorithm 2);
+//! - [`n2n`]: the m+1 disjoint paths between two nodes, derived from node-to-set (ours).
 
 pub mod conv;
 pub mod distrib;
 pub mod in2s;
+pub mod n2n;
 pub mod n2s;
 
 use crate::NodeId;

@@ -16,7 +16,10 @@
 //! Algorithms: [`n2n`] MC-N2N (seed 002, Algorithm 4: all k+m disjoint paths between two nodes)
 //! and [`n2s`] MC-N2S (thesis chapter 6: node-to-set).
 
+pub mod n2n;
+
 use crate::NodeId;
+use crate::family::{Construction, FamilyError, PathSystem};
 use crate::tour::{Walk, shortest_walk};
 
 /// MC(k,m), k, m >= 1, k + m*2^k <= 63.
@@ -131,9 +134,67 @@ impl Metacube {
     }
 }
 
+/// The isomorphism MC(k,1) = HHC_{2^k+k} (research summary §1, "my observation"; the thesis
+/// states MC(2,1) = HHC_6): the fields are the subcube id and the class the processor id, so a
+/// cube edge (flip M[c]) is the external edge at processor c and a cross edge an internal edge.
+/// Returns the HHC and the image of `v`.
+pub fn hhc_isomorphism(mc: Metacube, v: NodeId) -> (crate::hhc::Hhc, NodeId) {
+    assert_eq!(mc.m, 1, "only MC(k,1) is an HHC");
+    let h = crate::hhc::Hhc { m: mc.k };
+    (h, h.node(mc.fields(v), mc.class(v)))
+}
+
+/// The inverse of [`hhc_isomorphism`].
+pub fn from_hhc(mc: Metacube, v: NodeId) -> NodeId {
+    let h = crate::hhc::Hhc { m: mc.k };
+    mc.node(h.processor(v), h.subcube(v))
+}
+
+/// Node-to-node where MC-N2N's construction does not apply (MC(k,1), pitfall 6): HHC
+/// node-to-node ([`crate::hhc::n2n`]) through [`hhc_isomorphism`].
+pub(crate) fn uncovered_node_to_node(
+    mc: Metacube,
+    s: NodeId,
+    t: NodeId,
+    why: &'static str,
+) -> Result<PathSystem, FamilyError> {
+    let topology = crate::Topology::Metacube(mc);
+    let (h, hs) = hhc_isomorphism(mc, s);
+    let (_, ht) = hhc_isomorphism(mc, t);
+    let paths: Vec<crate::family::Path> = crate::hhc::n2n::hhc_n2n(h, hs, ht)?
+        .paths
+        .into_iter()
+        .map(|p| p.into_iter().map(|v| from_hhc(mc, v)).collect())
+        .collect();
+    let k = mc.connectivity() as usize;
+    let shape = crate::verify::Shape::NodeToNode { s, d: t, k };
+    crate::verify::check(topology, shape, &paths)
+        .map_err(|e| FamilyError::Internal(format!("MC-N2N through HHC: {e}")))?;
+    Ok(PathSystem {
+        paths,
+        construction: Construction::Isomorphic(why),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn mc_k_1_is_an_hhc() {
+        for k in 1..=3 {
+            let mc = Metacube { k, m: 1 };
+            let mc_t = crate::Topology::Metacube(mc);
+            for u in mc_t.nodes() {
+                let (h, hu) = hhc_isomorphism(mc, u);
+                assert_eq!(from_hhc(mc, hu), u);
+                for v in mc_t.neighbours(u) {
+                    let (_, hv) = hhc_isomorphism(mc, v);
+                    assert!(crate::Topology::Hhc(h).is_adjacent(hu, hv));
+                }
+            }
+        }
+    }
 
     #[test]
     fn field_weights_are_2_to_the_m_i() {
