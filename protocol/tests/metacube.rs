@@ -7,7 +7,7 @@ mod common;
 use common::families::{Family, Rng};
 use cuberoute_protocol::NodeId;
 use cuberoute_protocol::family::Construction;
-use cuberoute_protocol::metacube::{Metacube, n2n};
+use cuberoute_protocol::metacube::{Metacube, n2n, n2s};
 
 fn raw(paths: &[Vec<NodeId>]) -> Vec<Vec<u64>> {
     paths
@@ -102,6 +102,95 @@ fn mc_n2n_random_pairs_up_to_mc_3_3() {
         }
         eprintln!("mc:{k},{m}: {tally:?}");
         if m >= 2 {
+            assert_eq!(tally.fallback, 0, "mc:{k},{m}");
+        }
+    }
+}
+
+/// MC-N2S on one instance, checked; counts the construction.
+fn n2s_set(k: u32, m: u32, s: u64, dests: &[u64], tally: &mut Tally) {
+    let mc = Metacube { k, m };
+    let ids: Vec<NodeId> = dests.iter().map(|&d| NodeId(d)).collect();
+    let system = n2s::mc_n2s(mc, NodeId(s), &ids)
+        .unwrap_or_else(|e| panic!("mc:{k},{m} {s} -> {dests:?}: {e}"));
+    let longest = Family::Mc(k, m)
+        .check_node_to_set(s, dests, &raw(&system.paths))
+        .unwrap_or_else(|e| panic!("mc:{k},{m} {s} -> {dests:?}: {e}"));
+    match system.construction {
+        Construction::Paper => tally.printed += 1,
+        Construction::Corrected(_) => tally.corrected += 1,
+        _ => tally.fallback += 1,
+    }
+    if system.construction == Construction::Paper {
+        let bound = n2s::bound(mc, dests.len());
+        assert!(
+            longest <= bound,
+            "mc:{k},{m} {s} -> {dests:?}: {longest} > {bound}"
+        );
+    }
+}
+
+/// Destinations for MC-N2S: uniform, or crowded into few k-cubes near s (Steps 1a, 1b, 1d).
+fn destinations(rng: &mut Rng, k: u32, m: u32, s: u64, count: usize) -> Vec<u64> {
+    let nodes = 1u64 << (k + (m << k));
+    let fields = (1u64 << (m << k)) - 1;
+    match rng.below(3) {
+        0 => rng.distinct(nodes, count, &[s]),
+        _ => {
+            let mut out = Vec::new();
+            while out.len() < count {
+                // A class anywhere, fields within one or two bits of s's.
+                let mut v = (rng.below(1 << k) << (m << k)) | (s & fields);
+                for _ in 0..rng.below(3) {
+                    v ^= 1 << rng.below((m << k) as u64);
+                }
+                if v != s && !out.contains(&v) {
+                    out.push(v);
+                }
+            }
+            out
+        }
+    }
+}
+
+#[test]
+fn mc_n2s_every_pair_of_mc_1_3_and_mc_2_2_from_node_0() {
+    for (k, m) in [(1u32, 3u32), (2, 2), (2, 1), (1, 2)] {
+        let nodes = 1u64 << (k + (m << k));
+        let mut tally = Tally::default();
+        let step = if nodes > 512 { 7 } else { 1 };
+        for d1 in 1..nodes {
+            for d2 in (d1 + 1..nodes).step_by(step) {
+                n2s_set(k, m, 0, &[d1, d2], &mut tally);
+            }
+        }
+        eprintln!("mc:{k},{m} N2S pairs: {tally:?}");
+    }
+}
+
+#[test]
+fn mc_n2s_random_sets_of_k_plus_m_up_to_mc_3_3() {
+    let mut rng = Rng(5);
+    for (k, m, count) in [
+        (1, 3, 5_000),
+        (2, 2, 10_000),
+        (2, 3, 10_000),
+        (3, 2, 10_000),
+        (3, 3, 10_000),
+        (1, 5, 3_000),
+        (4, 2, 2_000),
+        (4, 1, 2_000),
+        (2, 1, 2_000),
+    ] {
+        let nodes = 1u64 << (k + (m << k));
+        let mut tally = Tally::default();
+        for _ in 0..count {
+            let s = rng.below(nodes);
+            let dests = destinations(&mut rng, k, m, s, (k + m) as usize);
+            n2s_set(k, m, s, &dests, &mut tally);
+        }
+        eprintln!("mc:{k},{m} N2S k+m: {tally:?}");
+        if (k, m) != (1, 3) && (k, m) != (2, 1) {
             assert_eq!(tally.fallback, 0, "mc:{k},{m}");
         }
     }

@@ -17,6 +17,7 @@
 //! and [`n2s`] MC-N2S (thesis chapter 6: node-to-set).
 
 pub mod n2n;
+pub mod n2s;
 
 use crate::NodeId;
 use crate::family::{Construction, FamilyError, PathSystem};
