@@ -22,8 +22,10 @@
 //! Distances are exact in closed form ([`DualNet::distance`]).
 //!
 //! Modules: [`routing`] RDN_routing (Algorithm 1), [`n2s`] RDN_N2S_disjoint_paths (Algorithm 4
-//! with Algorithms 2 and 3).
+//! with Algorithms 2 and 3), [`n2n`] node-to-node derived from it (ours).
 
+pub mod n2n;
+pub mod n2s;
 pub mod routing;
 
 use crate::NodeId;
