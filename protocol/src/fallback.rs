@@ -117,7 +117,35 @@ fn solve(
     if topology.node_count() > MAX_NODES {
         return None;
     }
-    let n = topology.node_count() as usize;
+    let nodes: Vec<u64> = (0..topology.node_count()).collect();
+    let raw = |v: &[(NodeId, u32)]| v.iter().map(|&(x, c)| (x.0, c)).collect::<Vec<_>>();
+    let paths = min_cost_paths(
+        &nodes,
+        |v| topology.neighbours(NodeId(v)).map(|w| w.0).collect(),
+        &raw(sources),
+        &raw(sinks),
+    )?;
+    Some(
+        paths
+            .into_iter()
+            .map(|p| p.into_iter().map(NodeId).collect())
+            .collect(),
+    )
+}
+
+/// Disjoint paths of minimum total length in any small graph, given by its node list and a
+/// neighbour function (edges leaving `nodes` are ignored): from the sources to the sinks, each
+/// terminal with how many paths it starts or ends; no path passes through a terminal. `None`
+/// unless every source is saturated. The algorithms use it for small local problems (inside one
+/// subcube of HHC, for instance).
+pub fn min_cost_paths(
+    nodes: &[u64],
+    neighbours: impl Fn(u64) -> Vec<u64>,
+    sources: &[(u64, u32)],
+    sinks: &[(u64, u32)],
+) -> Option<Vec<Vec<u64>>> {
+    let n = nodes.len();
+    let index: HashMap<u64, usize> = nodes.iter().enumerate().map(|(i, &v)| (v, i)).collect();
     let (src, sink) = (2 * n, 2 * n + 1);
     let entry = |v: usize| 2 * v;
     let exit = |v: usize| 2 * v + 1;
@@ -125,21 +153,22 @@ fn solve(
         arcs: Vec::new(),
         out: vec![Vec::new(); 2 * n + 2],
     };
-    let source_cap: HashMap<u64, u32> = sources.iter().map(|&(v, c)| (v.0, c)).collect();
-    let sink_cap: HashMap<u64, u32> = sinks.iter().map(|&(v, c)| (v.0, c)).collect();
-    for v in topology.nodes() {
-        let i = v.0 as usize;
-        if let Some(&c) = source_cap.get(&v.0) {
+    let source_cap: HashMap<u64, u32> = sources.iter().copied().collect();
+    let sink_cap: HashMap<u64, u32> = sinks.iter().copied().collect();
+    for (i, &v) in nodes.iter().enumerate() {
+        if let Some(&c) = source_cap.get(&v) {
             net.add(src, exit(i), c as i32, 0);
-        } else if let Some(&c) = sink_cap.get(&v.0) {
+        } else if let Some(&c) = sink_cap.get(&v) {
             net.add(entry(i), sink, c as i32, 0);
             continue;
         } else {
             net.add(entry(i), exit(i), 1, 0);
         }
-        for w in topology.neighbours(v) {
-            if !source_cap.contains_key(&w.0) {
-                net.add(exit(i), entry(w.0 as usize), 1, 1);
+        for w in neighbours(v) {
+            if let Some(&j) = index.get(&w)
+                && !source_cap.contains_key(&w)
+            {
+                net.add(exit(i), entry(j), 1, 1);
             }
         }
     }
@@ -154,7 +183,7 @@ fn solve(
     for &(s, count) in sources {
         for _ in 0..count {
             let mut path = vec![s];
-            let mut at = exit(s.0 as usize);
+            let mut at = exit(*index.get(&s)?);
             loop {
                 let next = net.out[at]
                     .iter()
@@ -162,12 +191,12 @@ fn solve(
                     .find(|&a| a % 2 == 0 && net.arcs[a].to < 2 * n && net.arcs[a ^ 1].cap > 0)?;
                 // Use this unit of flow once.
                 net.arcs[next ^ 1].cap -= 1;
-                let w = net.arcs[next].to / 2;
-                path.push(NodeId(w as u64));
-                if sink_cap.contains_key(&(w as u64)) {
+                let w = nodes[net.arcs[next].to / 2];
+                path.push(w);
+                if sink_cap.contains_key(&w) {
                     break;
                 }
-                at = exit(w);
+                at = exit(net.arcs[next].to / 2);
             }
             paths.push(path);
         }

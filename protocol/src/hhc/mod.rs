@@ -20,13 +20,15 @@
 //! - [`distrib`]: DISTRIB, Lemma 3's distribution of destinations to distinct subcubes;
 //! - [`n2s`]: HHC-N2S (chapter 5, Algorithm 6);
 //! - [`in2s`]: HHC-iN2S (appendix A, Algorithm 2);
-//! - [`n2n`]: the m+1 disjoint paths between two nodes, derived from node-to-set (ours).
+//! - [`n2n`]: the m+1 disjoint paths between two nodes, derived from node-to-set (ours);
+//! - [`s2s`]: HHC-S2S (chapter 7), with the m = 2, k = 3 case table of §7.6.
 
 pub mod conv;
 pub mod distrib;
 pub mod in2s;
 pub mod n2n;
 pub mod n2s;
+pub mod s2s;
 
 use crate::NodeId;
 use crate::tour::{Walk, shortest_walk};
