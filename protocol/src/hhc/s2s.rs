@@ -174,6 +174,9 @@ fn case_one(h: Hhc, s: &[u64], d: &[u64]) -> Result<Vec<Vec<u64>>, Stuck> {
     Ok(out)
 }
 
+/// Per subcube, the terminal that stays in it as its representative (§7.6).
+type KeepPlan = HashMap<u64, (Side, usize)>;
+
 /// Which side a terminal is on.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Side {
@@ -272,7 +275,7 @@ impl<'a> Instance<'a> {
 
     /// Case II; `keep` names, per subcube, the terminal that stays as its representative
     /// (empty for the general case, §7.6's choices for m = 2, k = 3).
-    fn case_two(mut self, keep: &HashMap<u64, (Side, usize)>) -> Result<Vec<Vec<u64>>, Stuck> {
+    fn case_two(mut self, keep: &KeepPlan) -> Result<Vec<Vec<u64>>, Stuck> {
         let mut subcubes: Vec<u64> = self.terminal_subcubes().into_iter().collect();
         subcubes.sort_unstable();
         // Lone terminals first: they represent themselves.
@@ -592,11 +595,7 @@ pub fn case_7_6(h: Hhc, sources: &[NodeId], dests: &[NodeId]) -> Option<(usize, 
 /// end of the three, not the middle one adjacent to both others); with three on one side and
 /// more subcubes on the other ((3,1), (2,1)) all three leave and the subcube is faulty. Every
 /// choice of the kept one among two is a plan, tried in turn.
-fn table_7_6(
-    h: Hhc,
-    s: &[u64],
-    d: &[u64],
-) -> Option<(Option<(usize, usize)>, Vec<HashMap<u64, (Side, usize)>>)> {
+fn table_7_6(h: Hhc, s: &[u64], d: &[u64]) -> Option<(Option<(usize, usize)>, Vec<KeepPlan>)> {
     if h.m != 2 || s.len() != 3 {
         return None;
     }
@@ -638,7 +637,7 @@ fn table_7_6(
     let gs = groups(Side::Source, &left_s, s);
     let gd = groups(Side::Dest, &left_d, d);
     let (x, y) = (gs.len(), gd.len());
-    let mut plans: Vec<HashMap<u64, (Side, usize)>> = vec![HashMap::new()];
+    let mut plans: Vec<KeepPlan> = vec![HashMap::new()];
     for (c, side, members) in gs.iter().chain(&gd) {
         let t = if *side == Side::Source { s } else { d };
         let options: Vec<usize> = match members.len() {
