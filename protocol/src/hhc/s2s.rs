@@ -174,6 +174,9 @@ fn case_one(h: Hhc, s: &[u64], d: &[u64]) -> Result<Vec<Vec<u64>>, Stuck> {
     Ok(out)
 }
 
+/// A case (x, y) of §7.6's table.
+type Case76 = (usize, usize);
+
 /// Per subcube, the terminal that stays in it as its representative (§7.6).
 type KeepPlan = HashMap<u64, (Side, usize)>;
 
@@ -595,7 +598,7 @@ pub fn case_7_6(h: Hhc, sources: &[NodeId], dests: &[NodeId]) -> Option<(usize, 
 /// end of the three, not the middle one adjacent to both others); with three on one side and
 /// more subcubes on the other ((3,1), (2,1)) all three leave and the subcube is faulty. Every
 /// choice of the kept one among two is a plan, tried in turn.
-fn table_7_6(h: Hhc, s: &[u64], d: &[u64]) -> Option<(Option<(usize, usize)>, Vec<KeepPlan>)> {
+fn table_7_6(h: Hhc, s: &[u64], d: &[u64]) -> Option<(Option<Case76>, Vec<KeepPlan>)> {
     if h.m != 2 || s.len() != 3 {
         return None;
     }
