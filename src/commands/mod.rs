@@ -7,6 +7,7 @@ pub mod cluster;
 pub mod cube_paths;
 pub mod daemon;
 pub mod demo;
+pub mod family_paths;
 pub mod paths;
 pub mod recv;
 pub mod send;
