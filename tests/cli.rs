@@ -543,3 +543,39 @@ fn seed_topologies_all_pairs() {
         assert_eq!(v["k"], 3);
     }
 }
+
+#[test]
+fn seed_studies_write_their_tables() {
+    let dir = std::env::temp_dir().join(format!("cuberoute-seed-study-{}", std::process::id()));
+    let run = |args: &[&str]| {
+        let mut all = vec!["study"];
+        all.extend_from_slice(args);
+        all.extend_from_slice(&["--instances", "40", "--out", dir.to_str().unwrap()]);
+        let out = cuberoute(&all);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    run(&["hhc-n2s", "--sizes", "3..4"]);
+    let csv = std::fs::read_to_string(dir.join("hhc-n2s.csv")).unwrap();
+    let lines: Vec<&str> = csv.lines().collect();
+    assert_eq!(lines.len(), 3, "header and m = 3, 4");
+    for line in &lines[1..] {
+        let c: Vec<&str> = line.split(',').collect();
+        let n = |i: usize| c[i].parse::<f64>().unwrap();
+        assert!(
+            n(5) <= n(6) && n(9) <= n(10),
+            "max <= bound for both: {line}"
+        );
+    }
+    run(&["mc-n2s", "--sizes", "2..2"]);
+    let md = std::fs::read_to_string(dir.join("mc-n2s.md")).unwrap();
+    assert!(md.contains("| 2 | 2 | 4 | 40 |"), "{md}");
+    let svg = std::fs::read_to_string(dir.join("mc-n2s.svg")).unwrap();
+    assert!(svg.starts_with("<svg") && svg.contains("MC-N2S"));
+    let bad = cuberoute(&["study", "hhc-n2s", "--sizes", "3..6"]);
+    assert_eq!(bad.status.code(), Some(2));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
