@@ -1,5 +1,6 @@
 //! `cuberoute`: the one command-line binary. Each subcommand lives in `commands/`.
 
+mod chart;
 mod commands;
 mod maxflow;
 mod plot;
@@ -43,8 +44,9 @@ enum Command {
     BenchRelayPeer(commands::bench::RelayPeerArgs),
     /// Run one node (started by `cluster up`, or by hand with a config file).
     Daemon(cuberoute_daemon::config::DaemonArgs),
-    /// Reproduce the papers' empirical study of an algorithm on Q_n: longest paths and time per
-    /// size, against the bound and a generic max flow; writes CSV, Markdown and SVG.
+    /// Reproduce the papers' empirical study of an algorithm: on Q_n against the bound and a
+    /// generic max flow, HHC-N2S against HHC-iN2S, MC-N2S against its bound; writes CSV,
+    /// Markdown and SVG.
     Study(commands::study::Args),
 }
 

@@ -4,7 +4,10 @@
 //! cells. For EH(s,t) the column is the `a` field and the row the `b` field; each cell holds its
 //! s-type node (upper left) and t-type node (lower right), joined by the dummy edge; `a` edges
 //! run along rows, `b` edges along columns. For Q_n the low half of the bits picks the column and
-//! the high half the row. Edges between cells that are not next to each other are drawn as arcs.
+//! the high half the row. The two-level families put each group in a cell, its members on a small
+//! circle inside: HHC groups by subcube (Gray grid of sigma, members by processor), the metacube
+//! by k-cube (Gray grid of the fields, members by class), RDN by cluster (one row per type, members
+//! by node id). Edges between cells that are not next to each other are drawn as arcs.
 
 use cuberoute_protocol::{NodeId, PathSet, Topology};
 use std::fmt::Write;
@@ -46,7 +49,35 @@ fn position(topology: Topology, v: NodeId) -> (f64, f64) {
                 MARGIN + rank(v.0 >> low) * CELL,
             )
         }
+        Topology::Hhc(h) => {
+            let sigma = h.subcube(v);
+            let low = h.cube_dimension().div_ceil(2);
+            let cell = (rank(sigma & ((1 << low) - 1)), rank(sigma >> low));
+            in_cell(cell, h.processor(v) as u64, 1 << h.m)
+        }
+        Topology::Metacube(mc) => {
+            let fields = mc.fields(v);
+            let low = mc.field_bits().div_ceil(2);
+            let cell = (rank(fields & ((1 << low) - 1)), rank(fields >> low));
+            in_cell(cell, mc.class(v) as u64, mc.classes() as u64)
+        }
+        Topology::DualNet(r) => {
+            let n = r.nodes_at(r.k - 1);
+            let cluster = v.0 / n;
+            let cell = ((cluster % n) as f64, (cluster / n) as f64);
+            in_cell(cell, v.0 % n, n)
+        }
     }
+}
+
+/// Member `i` of `count` on a circle inside grid cell `(column, row)`.
+fn in_cell((column, row): (f64, f64), i: u64, count: u64) -> (f64, f64) {
+    let angle = std::f64::consts::TAU * i as f64 / count as f64 - std::f64::consts::FRAC_PI_2;
+    let radius = CELL * 0.3;
+    (
+        MARGIN + column * CELL + radius * angle.cos(),
+        MARGIN + row * CELL + radius * angle.sin(),
+    )
 }
 
 /// The SVG path data of the edge u-v: a line between nearby nodes, else an arc.
@@ -170,7 +201,17 @@ mod tests {
 
     #[test]
     fn nodes_do_not_overlap() {
-        for name in ["eh:2,3", "eh:3,2", "q:6", "eh:1,4"] {
+        for name in [
+            "eh:2,3",
+            "eh:3,2",
+            "q:6",
+            "eh:1,4",
+            "hhc:2",
+            "mc:1,2",
+            "mc:2,1",
+            "rdn:ring3,1",
+            "rdn:q2,1",
+        ] {
             let t: Topology = name.parse().unwrap();
             let mut seen = std::collections::HashSet::new();
             for v in t.nodes() {

@@ -349,3 +349,233 @@ fn study_writes_csv_markdown_and_svg() {
     assert_eq!(bad.status.code(), Some(2));
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+// ---- The seed topologies of issue 7: hhc:M, mc:K,M, rdn:BASE,K ----
+
+/// Paths of a JSON answer, checked against a topology's adjacency (via `cuberoute topology`
+/// facts is not enough: the neighbours are recomputed here from the definitions).
+fn family_paths(v: &Value, adjacent: impl Fn(u64, u64) -> bool) -> Vec<Vec<u64>> {
+    let paths: Vec<Vec<u64>> = v["paths"].as_array().unwrap().iter().map(ids).collect();
+    for p in &paths {
+        assert!(p.windows(2).all(|w| adjacent(w[0], w[1])), "{p:?}");
+    }
+    paths
+}
+
+/// HHC_{2^m+m} adjacency from the definition: id = sigma << m | pi.
+fn hhc_adjacent(m: u32) -> impl Fn(u64, u64) -> bool {
+    move |u, v| {
+        let x = u ^ v;
+        let bit = x.trailing_zeros() as u64;
+        x.count_ones() == 1 && (bit < m as u64 || bit == m as u64 + (u & ((1 << m) - 1)))
+    }
+}
+
+#[test]
+fn seed_topologies_facts() {
+    let out = cuberoute(&["topology", "hhc:3", "--json"]);
+    assert!(out.status.success());
+    let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(
+        (v["nodes"].as_u64(), v["degree"].as_u64()),
+        (Some(2048), Some(4))
+    );
+    assert_eq!(v["diameter"], 16);
+    assert_eq!(v["flush_bound"], Value::Null);
+    let out = cuberoute(&["topology", "mc:3,3", "--json"]);
+    let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(v["nodes"].as_u64(), Some(1 << 27));
+    assert_eq!(
+        (v["diameter"].as_u64(), v["k"].as_u64()),
+        (Some(32), Some(6))
+    );
+    let out = cuberoute(&["topology", "rdn:q3,2"]);
+    let text = stdout(&out);
+    assert!(
+        text.contains("RDN^2(Q_3)") && text.contains("nodes          32768"),
+        "{text}"
+    );
+}
+
+#[test]
+fn seed_topologies_node_to_node_json_keeps_the_schema() {
+    // MC(2,2), seed 002 Example 3: the four paths of Table 3.
+    let out = cuberoute(&["paths", "mc:2,2", "0", "0b00.01.01.11.01", "--json"]);
+    assert!(out.status.success());
+    let text = stdout(&out);
+    assert!(
+        text.starts_with(
+            r#"{"topology":"mc:2,2","from":0,"to":93,"distance":9,"k":4,"paths":[[0,256,"#
+        ),
+        "{text}"
+    );
+    let v: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(v.as_object().unwrap().len(), 6);
+    let lengths: Vec<usize> = v["paths"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| ids(p).len() - 1)
+        .collect();
+    assert_eq!(lengths, [11, 13, 11, 11]);
+    // HHC_11: m+1 = 4 paths from the thesis's source to a destination of Table 5.1.
+    let out = cuberoute(&["paths", "hhc:3", "00000000.000", "00001010.001", "--json"]);
+    let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(v["k"], 4);
+    let paths = family_paths(&v, hhc_adjacent(3));
+    assert!(
+        paths
+            .iter()
+            .all(|p| p[0] == 0 && *p.last().unwrap() == (0b0000_1010 << 3 | 1))
+    );
+}
+
+#[test]
+fn seed_topologies_sets() {
+    // Node-to-set on HHC_11 (Table 5.1's instance, HHC-N2S: lengths 14, 5, 16, 9).
+    let out = cuberoute(&[
+        "paths",
+        "hhc:3",
+        "0",
+        "--to-set",
+        "00001010.000,00001010.001,00111000.100,10000010.010",
+        "--algorithm",
+        "n2s",
+        "--json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let lengths: Vec<usize> = family_paths(&v, hhc_adjacent(3))
+        .iter()
+        .map(|p| p.len() - 1)
+        .collect();
+    assert_eq!(lengths, [14, 5, 16, 9]);
+    // RDN with the paper's triples, commas and all (seed 003, Example 1).
+    let out = cuberoute(&[
+        "paths",
+        "rdn:ring3,2",
+        "(0,(0,0,0),(0,0,0))",
+        "--to-set",
+        "(0,(1,0,0),(1,1,0)),(0,(1,0,0),(0,1,1)),(1,(1,1,1),(1,0,0)),(1,(1,1,1),(0,2,2))",
+        "--json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let lengths: Vec<usize> = v["paths"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| ids(p).len() - 1)
+        .collect();
+    assert_eq!(lengths, [7, 11, 9, 11]);
+    // Set-to-set on HHC_6 (HHC-S2S): lists on both sides, every destination once.
+    let out = cuberoute(&[
+        "paths",
+        "hhc:2",
+        "--from-set",
+        "0,1,2",
+        "--to-set",
+        "60,61,62",
+        "--json",
+    ]);
+    assert!(out.status.success());
+    let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let paths = family_paths(&v, hhc_adjacent(2));
+    let mut ends: Vec<u64> = paths.iter().map(|p| *p.last().unwrap()).collect();
+    ends.sort_unstable();
+    assert_eq!(ends, [60, 61, 62]);
+    // MC-N2S text output names the algorithm and its bound.
+    let out = cuberoute(&["paths", "mc:2,2", "0", "--to-set", "341,853,768,748"]);
+    let text = stdout(&out);
+    assert!(
+        text.contains("MC-N2S") && text.contains("bound 42"),
+        "{text}"
+    );
+}
+
+#[test]
+fn seed_topologies_refuse_bad_input_in_one_line() {
+    let cases: [&[&str]; 10] = [
+        &["paths", "hhc:0", "0", "1"],
+        &["paths", "hhc:6", "0", "1"],
+        &["paths", "mc:3,8", "0", "1"],
+        &["paths", "rdn:q5,1", "0", "1"],
+        &["paths", "rdn:ring3", "0", "1"],
+        &["paths", "rdn:ring3,1", "0", "18"],
+        &["paths", "rdn:ring3,1", "(0,0,3)", "1"],
+        &["paths", "mc:2,2", "--from-set", "0,1", "--to-set", "5,6"],
+        &[
+            "paths",
+            "hhc:3",
+            "0",
+            "--to-set",
+            "1,2",
+            "--algorithm",
+            "fast",
+        ],
+        &["paths", "hhc:2", "0", "--to-set", "1,2,3,4"],
+    ];
+    for args in cases {
+        let out = cuberoute(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+        assert!(out.stdout.is_empty());
+    }
+}
+
+#[test]
+fn seed_topologies_all_pairs() {
+    let out = cuberoute(&["paths", "rdn:ring3,1", "--all-pairs", "--json"]);
+    assert!(out.status.success());
+    let text = stdout(&out);
+    assert_eq!(text.lines().count(), 18 * 17);
+    for line in text.lines() {
+        let v: Value = serde_json::from_str(line).unwrap();
+        assert_eq!(v["k"], 3);
+    }
+}
+
+#[test]
+fn seed_studies_write_their_tables() {
+    let dir = std::env::temp_dir().join(format!("cuberoute-seed-study-{}", std::process::id()));
+    let run = |args: &[&str]| {
+        let mut all = vec!["study"];
+        all.extend_from_slice(args);
+        all.extend_from_slice(&["--instances", "40", "--out", dir.to_str().unwrap()]);
+        let out = cuberoute(&all);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    run(&["hhc-n2s", "--sizes", "3..4"]);
+    let csv = std::fs::read_to_string(dir.join("hhc-n2s.csv")).unwrap();
+    let lines: Vec<&str> = csv.lines().collect();
+    assert_eq!(lines.len(), 3, "header and m = 3, 4");
+    for line in &lines[1..] {
+        let c: Vec<&str> = line.split(',').collect();
+        let n = |i: usize| c[i].parse::<f64>().unwrap();
+        assert!(
+            n(5) <= n(6) && n(9) <= n(10),
+            "max <= bound for both: {line}"
+        );
+    }
+    run(&["mc-n2s", "--sizes", "2..2"]);
+    let md = std::fs::read_to_string(dir.join("mc-n2s.md")).unwrap();
+    assert!(md.contains("| 2 | 2 | 4 | 40 |"), "{md}");
+    let svg = std::fs::read_to_string(dir.join("mc-n2s.svg")).unwrap();
+    assert!(svg.starts_with("<svg") && svg.contains("MC-N2S"));
+    let bad = cuberoute(&["study", "hhc-n2s", "--sizes", "3..6"]);
+    assert_eq!(bad.status.code(), Some(2));
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -59,10 +59,13 @@ pub enum DropReason {
     /// The hops this header still needs, plus the hops it must already have made, exceed the
     /// longest route the map ever builds for (S, D). This check bounds the life of any header.
     OverBudget,
+    /// The topology has no guarded-action routing (HHC, metacube, recursive dual-net: see
+    /// [`Topology::has_guarded_protocol`]); such a packet is dropped, never routed.
+    UnsupportedTopology,
 }
 
 impl DropReason {
-    pub const ALL: [DropReason; 7] = [
+    pub const ALL: [DropReason; 8] = [
         DropReason::UnknownNode,
         DropReason::SourceIsDestination,
         DropReason::PdNotNeighbour,
@@ -70,6 +73,7 @@ impl DropReason {
         DropReason::BadAnchor,
         DropReason::NotFromNeighbour,
         DropReason::OverBudget,
+        DropReason::UnsupportedTopology,
     ];
 
     /// A stable snake_case name, for metrics labels and reports.
@@ -82,6 +86,7 @@ impl DropReason {
             DropReason::BadAnchor => "bad_anchor",
             DropReason::NotFromNeighbour => "not_from_neighbour",
             DropReason::OverBudget => "over_budget",
+            DropReason::UnsupportedTopology => "unsupported_topology",
         }
     }
 }
@@ -96,19 +101,23 @@ pub enum InputError {
 }
 
 /// The longest route the map builds, beyond the distance: `d + 2` in Q_n (Saad-Schultz), `d + 6`
-/// in EH (the exact optimum L* reaches `d + 6`; NOTES.md).
-pub fn max_stretch(topology: Topology) -> u32 {
+/// in EH (the exact optimum L* reaches `d + 6`; NOTES.md). `None` for the topologies without
+/// guarded-action routing (HHC, MC, RDN), where the notion does not apply.
+pub fn max_stretch(topology: Topology) -> Option<u32> {
     match topology {
-        Topology::Hypercube(_) => 2,
-        Topology::Exchanged(_) => 6,
+        Topology::Hypercube(_) => Some(2),
+        Topology::Exchanged(_) => Some(6),
+        _ => None,
     }
 }
 
 /// B: no packet, whatever its header, makes more hops than this after the last corruption.
 /// A packet that passes the [`DropReason::OverBudget`] check needs at most
 /// `d(S,D) + stretch - d(S,p) <= diameter + stretch` more hops, and each hop takes one off.
-pub fn flush_bound(topology: Topology) -> u32 {
-    topology.diameter() + max_stretch(topology)
+/// `None` for the topologies without guarded-action routing: their packets are dropped at the
+/// first hop ([`DropReason::UnsupportedTopology`]).
+pub fn flush_bound(topology: Topology) -> Option<u32> {
+    max_stretch(topology).map(|stretch| topology.diameter() + stretch)
 }
 
 /// The paper's `input(M, D)` at source `me`: one packet per message, each for a distinct
@@ -165,6 +174,9 @@ pub fn decide(
     header: &Header,
     from: NodeId,
 ) -> Result<Option<(NodeId, Header)>, DropReason> {
+    let Some(stretch) = max_stretch(topology) else {
+        return Err(DropReason::UnsupportedTopology);
+    };
     check(topology, header)?;
     if !topology.is_adjacent(me, from) {
         return Err(DropReason::NotFromNeighbour);
@@ -177,7 +189,7 @@ pub fn decide(
         header.via = None;
     }
     if remaining_hops(topology, me, &header) + topology.distance(header.src, me)
-        > topology.distance(header.src, header.dst) + max_stretch(topology)
+        > topology.distance(header.src, header.dst) + stretch
     {
         return Err(DropReason::OverBudget);
     }
@@ -212,6 +224,7 @@ fn check(topology: Topology, header: &Header) -> Result<(), DropReason> {
     let anchors_ok = match topology {
         Topology::Hypercube(q) => fa < q.n && fb == 0,
         Topology::Exchanged(eh) => fa < eh.s && fb < eh.t,
+        _ => false,
     };
     if !anchors_ok {
         return Err(DropReason::BadAnchor);
@@ -305,14 +318,18 @@ mod tests {
             (1u64..=61)
                 .prop_flat_map(|s| (Just(s), 1u64..=(62 - s)))
                 .prop_map(|(s, t)| Topology::exchanged(s, t).unwrap()),
+            (1u64..=5).prop_map(|m| Topology::hhc(m).unwrap()),
+            (1u64..=3, 1u64..=3).prop_map(|(k, m)| Topology::metacube(k, m).unwrap()),
+            (0usize..4, 1u64..=3)
+                .prop_map(|(b, k)| { Topology::dualnet(crate::dualnet::Base::ALL[b], k).unwrap() }),
         ]
     }
 
     fn small_id(topology: Topology) -> impl Strategy<Value = NodeId> {
         // Mostly ids of the topology, sometimes any u64: both must be handled.
-        let mask = topology.node_count() - 1;
+        let count = topology.node_count();
         prop_oneof![
-            4 => any::<u64>().prop_map(move |x| NodeId(x & mask)),
+            4 => any::<u64>().prop_map(move |x| NodeId(x % count)),
             1 => any::<u64>().prop_map(NodeId),
         ]
     }

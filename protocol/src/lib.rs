@@ -1,6 +1,7 @@
 //! cuberoute-protocol: the sans-IO, deterministic core of cuberoute.
 //!
-//! * [`Topology`]: Q_n and EH(s,t), node ids and their facts in closed form;
+//! * [`Topology`]: Q_n, EH(s,t), HHC, the metacube and the recursive dual-net: node ids and
+//!   their facts;
 //! * [`map()`]: the source's construction of k disjoint routes;
 //! * [`route`]: the per-hop rule (decidePhase, nextPos);
 //! * [`actions`]: the guarded actions `input` and `receive` as pure functions;
@@ -9,7 +10,12 @@
 //! * [`wire`]: the frame codec;
 //! * [`source_route`]: the stateless per-hop check of a source route (for sends along `cube` paths);
 //! * [`cube`]: the thesis's and seed 001's algorithms on Q_n: node-to-set, fault-tolerant
-//!   node-to-set, set-to-set, the bit-constrained container, SPR-Gray.
+//!   node-to-set, set-to-set, the bit-constrained container, SPR-Gray;
+//! * [`hhc`], [`metacube`], [`dualnet`]: the seed topologies of issue 7 and their papers'
+//!   disjoint-path algorithms (HHC-N2S, HHC-iN2S, HHC-S2S, MC-N2N, MC-N2S, RDN N2S);
+//! * [`family`]: what those algorithms return and refuse; [`fallback`]: the exact small-instance
+//!   solver they fall back to where a paper does not cover a case; [`verify`]: the check every
+//!   path system passes before it is returned.
 //!
 //! No I/O, no clock, no threads: the daemon does those.
 
@@ -18,10 +24,15 @@
 
 pub mod actions;
 pub mod cube;
+pub mod dualnet;
 pub mod exchanged;
+pub mod fallback;
+pub mod family;
 pub mod header;
+pub mod hhc;
 pub mod hypercube;
 pub mod map;
+pub mod metacube;
 pub mod node;
 pub mod optimum;
 pub mod paths;
@@ -29,6 +40,8 @@ pub mod route;
 pub mod sim;
 pub mod source_route;
 pub mod topology;
+pub mod tour;
+pub mod verify;
 pub mod wire;
 
 pub use actions::{Action, DropReason, InputError, Packet, Process, ProcessVars, input, receive};

@@ -58,7 +58,9 @@ fn follow(
     first: NodeId,
     packet: actions::Packet<()>,
 ) -> Vec<NodeId> {
-    let limit = actions::flush_bound(topology) as usize + 1;
+    let limit = actions::flush_bound(topology).expect("input succeeded, so the topology routes")
+        as usize
+        + 1;
     let mut path = vec![src, first];
     let (mut at, mut from, mut packet) = (first, src, packet);
     while path.len() <= limit + 1 {

@@ -58,7 +58,12 @@ pub fn next_pos(diff: u64, anchor: u32) -> Option<u32> {
 
 /// The neighbour a message at `p` goes to next on its way to `target`; `None` at the target.
 #[inline]
+///
+/// Only Q_n and EH route by this rule: for the other families it returns `None`.
 pub fn next_hop(topology: Topology, p: NodeId, target: NodeId, anchors: Anchors) -> Option<NodeId> {
+    if !topology.has_guarded_protocol() {
+        return None;
+    }
     match decide_phase(topology, p, target) {
         Phase::Arrived => None,
         Phase::Switch => Some(p.flip(0)),
@@ -71,12 +76,14 @@ pub fn next_hop(topology: Topology, p: NodeId, target: NodeId, anchors: Anchors)
 
 /// The paper's routPhase: which subsequence is routed at `p`, as a mask of id bits. The paper
 /// derives it from curPhase and the types of S and D; here it is `p`'s own subsequence (`a` at
-/// an s-type node, `b` at a t-type node, every bit in Q_n), the only one `p` can flip.
+/// an s-type node, `b` at a t-type node, every bit in Q_n), the only one `p` can flip. Empty for
+/// the topologies without guarded-action routing.
 #[inline]
 pub fn rout_phase(topology: Topology, p: NodeId) -> u64 {
     match topology {
         Topology::Hypercube(q) => q.dimension_mask(),
         Topology::Exchanged(eh) => eh.own_mask(p),
+        _ => 0,
     }
 }
 
@@ -87,6 +94,7 @@ fn anchor_bit(topology: Topology, p: NodeId, anchors: Anchors) -> u32 {
         Topology::Hypercube(_) => anchors.fa as u32,
         Topology::Exchanged(eh) if p.0 & 1 == 0 => eh.a_bit(anchors.fa as u32),
         Topology::Exchanged(eh) => eh.b_bit(anchors.fb as u32),
+        _ => 0,
     }
 }
 

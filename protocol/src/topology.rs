@@ -1,32 +1,65 @@
-//! The topologies cuberoute routes on, named as on the command line: `q:N` and `eh:S,T`.
+//! The topologies cuberoute routes on, named as on the command line: `q:N`, `eh:S,T`, `hhc:M`,
+//! `mc:K,M` and `rdn:BASE,K`.
+//!
+//! The guarded-action protocol of seed 004 ([`crate::map()`], [`crate::input`],
+//! [`crate::receive`]) exists for Q_n and EH(s,t) only ([`Topology::has_guarded_protocol`]). The
+//! three families of issue 7 (HHC, metacube, recursive dual-net) are routed by the papers'
+//! algorithms at the source ([`crate::hhc`], [`crate::metacube`], [`crate::dualnet`]) and sent
+//! along source routes ([`crate::source_route`]); everything a daemon needs of them (ids,
+//! neighbours, adjacency, degree, counts, names) is here.
 
+use crate::dualnet::{Base, DualNet};
 use crate::exchanged::Exchanged;
+use crate::hhc::Hhc;
 use crate::hypercube::Hypercube;
+use crate::metacube::Metacube;
 use crate::node::{NodeId, ParseNodeError, parse_node_id};
+use crate::tour::Walk;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;
 
-/// A network topology. Every edge of every variant flips one bit of the node id.
+/// A network topology. Every edge of every variant but [`Topology::DualNet`] flips one bit of
+/// the node id.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub enum Topology {
     /// The binary hypercube Q_n.
     Hypercube(Hypercube),
     /// The exchanged hypercube EH(s,t).
     Exchanged(Exchanged),
+    /// The perfect hierarchical hypercube HHC_{2^m+m}.
+    Hhc(Hhc),
+    /// The metacube MC(k,m).
+    Metacube(Metacube),
+    /// The recursive dual-net RDN^k(B).
+    DualNet(DualNet),
 }
 
 /// Why a topology name could not be read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ParseTopologyError {
-    #[error("unknown topology {0:?}: expected q:N (hypercube) or eh:S,T (exchanged hypercube)")]
+    #[error(
+        "unknown topology {0:?}: expected q:N (hypercube), eh:S,T (exchanged hypercube), hhc:M (hierarchical hypercube), mc:K,M (metacube) or rdn:BASE,K (recursive dual-net)"
+    )]
     Unknown(String),
-    #[error("malformed topology {0:?}: expected q:N or eh:S,T with decimal N, S, T")]
+    #[error(
+        "malformed topology {0:?}: expected q:N, eh:S,T, hhc:M, mc:K,M or rdn:BASE,K with decimal numbers"
+    )]
     Malformed(String),
     #[error("q:{0} is out of range: the hypercube dimension N must be 1..=63")]
     HypercubeRange(u64),
     #[error("eh:{0},{1} is out of range: S and T must be >= 1 with S+T+1 <= 63")]
     ExchangedRange(u64, u64),
+    #[error(
+        "hhc:{0} is out of range: M must be 1..=5 (ids of HHC_(2^M+M) are 2^M+M bits, at most 64)"
+    )]
+    HhcRange(u64),
+    #[error("mc:{0},{1} is out of range: K and M must be >= 1 with K + M*2^K <= 63")]
+    MetacubeRange(u64, u64),
+    #[error(
+        "rdn:{0},{1} is out of range: BASE is ring3, q2, q3 or q4 and K is 1..=4 (1..=3 for q4)"
+    )]
+    DualNetRange(String, u64),
 }
 
 /// Why a node id is not a node of a given topology.
@@ -58,15 +91,34 @@ impl FromStr for Topology {
         let (kind, args) = text
             .split_once(':')
             .ok_or_else(|| ParseTopologyError::Unknown(text.to_string()))?;
+        let pair = |args: &str| {
+            let (a, b) = args.split_once(',').ok_or_else(malformed)?;
+            Ok::<_, ParseTopologyError>((number(a)?, number(b)?))
+        };
         match kind.trim().to_ascii_lowercase().as_str() {
             "q" => {
                 let n = number(args)?;
                 Topology::hypercube(n).ok_or(ParseTopologyError::HypercubeRange(n))
             }
             "eh" => {
-                let (s, t) = args.split_once(',').ok_or_else(malformed)?;
-                let (s, t) = (number(s)?, number(t)?);
+                let (s, t) = pair(args)?;
                 Topology::exchanged(s, t).ok_or(ParseTopologyError::ExchangedRange(s, t))
+            }
+            "hhc" => {
+                let m = number(args)?;
+                Topology::hhc(m).ok_or(ParseTopologyError::HhcRange(m))
+            }
+            "mc" => {
+                let (k, m) = pair(args)?;
+                Topology::metacube(k, m).ok_or(ParseTopologyError::MetacubeRange(k, m))
+            }
+            "rdn" => {
+                let (base, k) = args.split_once(',').ok_or_else(malformed)?;
+                let base = base.trim().to_ascii_lowercase();
+                let k = number(k)?;
+                Base::from_name(&base)
+                    .and_then(|b| Topology::dualnet(b, k))
+                    .ok_or(ParseTopologyError::DualNetRange(base, k))
             }
             _ => Err(ParseTopologyError::Unknown(text.to_string())),
         }
@@ -78,6 +130,9 @@ impl fmt::Display for Topology {
         match self {
             Topology::Hypercube(q) => write!(f, "q:{}", q.n),
             Topology::Exchanged(eh) => write!(f, "eh:{},{}", eh.s, eh.t),
+            Topology::Hhc(h) => write!(f, "hhc:{}", h.m),
+            Topology::Metacube(mc) => write!(f, "mc:{},{}", mc.k, mc.m),
+            Topology::DualNet(r) => write!(f, "rdn:{},{}", r.base.name(), r.k),
         }
     }
 }
@@ -113,20 +168,56 @@ impl Topology {
         ))
     }
 
-    /// Number of bits in a node id.
+    /// HHC_{2^m+m}, if `1 <= m <= 5`.
+    pub fn hhc(m: u64) -> Option<Topology> {
+        u32::try_from(m).ok().and_then(Hhc::new).map(Topology::Hhc)
+    }
+
+    /// MC(k,m), if `k, m >= 1` and `k + m 2^k <= 63`.
+    pub fn metacube(k: u64, m: u64) -> Option<Topology> {
+        if k > 5 || m > 63 {
+            return None;
+        }
+        Metacube::new(k as u32, m as u32).map(Topology::Metacube)
+    }
+
+    /// RDN^k(B), if `1 <= k <=` [`Base::max_level`].
+    pub fn dualnet(base: Base, k: u64) -> Option<Topology> {
+        u32::try_from(k)
+            .ok()
+            .and_then(|k| DualNet::new(base, k))
+            .map(Topology::DualNet)
+    }
+
+    /// Whether the guarded-action protocol of seed 004 (map, input, receive) routes on this
+    /// topology: Q_n and EH(s,t) only.
+    pub fn has_guarded_protocol(self) -> bool {
+        matches!(self, Topology::Hypercube(_) | Topology::Exchanged(_))
+    }
+
+    /// Number of bits in a node id (for RDN, the bits of the largest id).
     pub fn bits(self) -> u32 {
         match self {
             Topology::Hypercube(q) => q.n,
             Topology::Exchanged(eh) => eh.bits(),
+            Topology::Hhc(h) => h.bits(),
+            Topology::Metacube(mc) => mc.bits(),
+            Topology::DualNet(r) => r.bits(),
         }
     }
 
     pub fn node_count(self) -> u64 {
-        1u64 << self.bits()
+        match self {
+            Topology::DualNet(r) => r.node_count(),
+            _ => 1u64 << self.bits(),
+        }
     }
 
     pub fn contains(self, v: NodeId) -> bool {
-        v.0 >> self.bits() == 0
+        match self {
+            Topology::DualNet(r) => r.contains(v),
+            _ => v.0 >> self.bits() == 0,
+        }
     }
 
     /// All nodes, in id order. Only sensible for small topologies.
@@ -134,33 +225,68 @@ impl Topology {
         (0..self.node_count()).map(NodeId)
     }
 
-    /// Mask of the bits `v` may flip: each set bit is one edge.
-    pub fn edge_mask(self, v: NodeId) -> u64 {
+    /// Mask of the bits `v` may flip, each set bit one edge; `None` for the recursive dual-net,
+    /// whose cross edges are not bit flips.
+    pub fn flip_mask(self, v: NodeId) -> Option<u64> {
         match self {
-            Topology::Hypercube(q) => q.dimension_mask(),
-            Topology::Exchanged(eh) => eh.edge_mask(v),
+            Topology::Hypercube(q) => Some(q.dimension_mask()),
+            Topology::Exchanged(eh) => Some(eh.edge_mask(v)),
+            Topology::Hhc(h) => Some(h.edge_mask(v)),
+            Topology::Metacube(mc) => Some(mc.edge_mask(v)),
+            Topology::DualNet(_) => None,
         }
     }
 
     pub fn degree(self, v: NodeId) -> u32 {
-        self.edge_mask(v).count_ones()
+        match self {
+            Topology::DualNet(r) => r.degree(),
+            _ => self.flip_mask(v).unwrap_or(0).count_ones(),
+        }
     }
 
-    /// The neighbours of `v`, in increasing order of the bit flipped to reach them.
-    pub fn neighbours(self, v: NodeId) -> impl Iterator<Item = NodeId> {
-        BitIter(self.edge_mask(v)).map(move |bit| v.flip(bit))
+    /// The neighbours of `v`: for the bit-flip families in increasing order of the bit flipped,
+    /// for RDN in the paper's order u^(1), ..., u^(d_0+k).
+    pub fn neighbours(self, v: NodeId) -> Neighbours {
+        match self {
+            Topology::DualNet(rdn) => Neighbours::Dual { rdn, v, next: 1 },
+            _ => Neighbours::Flips {
+                v,
+                bits: BitIter(self.flip_mask(v).unwrap_or(0)),
+            },
+        }
     }
 
     pub fn is_adjacent(self, u: NodeId, v: NodeId) -> bool {
-        let x = u.0 ^ v.0;
-        x.count_ones() == 1 && x & self.edge_mask(u) != 0
+        match self {
+            Topology::DualNet(r) => r.is_adjacent(u, v),
+            _ => {
+                let x = u.0 ^ v.0;
+                x.count_ones() == 1 && x & self.flip_mask(u).unwrap_or(0) != 0
+            }
+        }
     }
 
-    /// The shortest-path distance, in closed form.
+    /// The shortest-path distance: in closed form for Q_n, EH and RDN; for HHC and MC an exact
+    /// shortest walk ([`crate::tour`]). Where that walk would be too costly (HHC with m = 5 or
+    /// MC(5,1), with more than 16 differing subcube bits or fields) it is an upper bound:
+    /// [`Topology::distance_or_bound`] says which.
     pub fn distance(self, u: NodeId, v: NodeId) -> u32 {
+        self.distance_or_bound(u, v).length
+    }
+
+    /// The distance with whether it is exact (`exact: false`: an upper bound, see
+    /// [`Topology::distance`]).
+    pub fn distance_or_bound(self, u: NodeId, v: NodeId) -> Walk {
+        let exact = |length| Walk {
+            length,
+            exact: true,
+        };
         match self {
-            Topology::Hypercube(q) => q.distance(u, v),
-            Topology::Exchanged(eh) => eh.distance(u, v),
+            Topology::Hypercube(q) => exact(q.distance(u, v)),
+            Topology::Exchanged(eh) => exact(eh.distance(u, v)),
+            Topology::Hhc(h) => h.distance(u, v),
+            Topology::Metacube(mc) => mc.distance(u, v),
+            Topology::DualNet(r) => exact(r.distance(u, v)),
         }
     }
 
@@ -168,6 +294,9 @@ impl Topology {
         match self {
             Topology::Hypercube(q) => q.n,
             Topology::Exchanged(eh) => eh.diameter(),
+            Topology::Hhc(h) => h.diameter(),
+            Topology::Metacube(mc) => mc.diameter(),
+            Topology::DualNet(r) => r.diameter(),
         }
     }
 
@@ -176,36 +305,89 @@ impl Topology {
         match self {
             Topology::Hypercube(q) => q.connectivity(),
             Topology::Exchanged(eh) => eh.connectivity(),
+            Topology::Hhc(h) => h.connectivity(),
+            Topology::Metacube(mc) => mc.connectivity(),
+            Topology::DualNet(r) => r.connectivity(),
         }
     }
 
-    /// k(u,v): the number of internally node-disjoint paths between two distinct nodes.
+    /// k(u,v): the number of internally node-disjoint paths between two distinct nodes. Only
+    /// EH has pairs above its connectivity; HHC, MC and RDN are regular with connectivity equal
+    /// to the degree (max flow on every pair of the small instances in the tests).
     pub fn local_connectivity(self, u: NodeId, v: NodeId) -> u32 {
         match self {
-            Topology::Hypercube(q) => q.connectivity(),
             Topology::Exchanged(eh) => eh.local_connectivity(u, v),
+            _ => self.connectivity(),
         }
     }
 
-    /// Read a node id (decimal, `0b...` binary, or the dotted binary of [`Self::format_node`])
-    /// and check that it is a node of this topology.
+    /// Read a node id (decimal, `0b...` binary, the dotted binary of [`Self::format_node`], or for
+    /// RDN the paper's nested triple) and check that it is a node of this topology.
     pub fn parse_node(self, text: &str) -> Result<NodeId, NodeError> {
+        if let Topology::DualNet(r) = self
+            && text.trim_start().starts_with('(')
+        {
+            return r.parse_triple(text).ok_or_else(|| NodeError::Grouping {
+                text: text.to_string(),
+                topology: self,
+                expected: format!(
+                    "a nested triple (type,cluster,node) of depth {} with base ids 0..{}",
+                    r.k,
+                    r.base.nodes() - 1
+                ),
+            });
+        }
         let v = parse_node_id(text)?;
-        if let (Topology::Exchanged(eh), true) = (self, text.contains('.')) {
+        if text.contains('.')
+            && let Some((widths, expected)) = self.grouping()
+        {
             let body = text
                 .trim()
                 .trim_start_matches("0b")
                 .trim_start_matches("0B");
-            let widths: Vec<usize> = body.split('.').map(str::len).collect();
-            if widths != [eh.s as usize, eh.t as usize, 1] {
+            let given: Vec<usize> = body.split('.').map(str::len).collect();
+            if given != widths {
                 return Err(NodeError::Grouping {
                     text: text.to_string(),
                     topology: self,
-                    expected: format!("{} a bits . {} b bits . 1 c bit", eh.s, eh.t),
+                    expected,
                 });
             }
         }
         self.check_node(v)
+    }
+
+    /// The widths of the dotted binary groups, and how to say them; `None` when any grouping
+    /// is accepted.
+    fn grouping(self) -> Option<(Vec<usize>, String)> {
+        match self {
+            Topology::Exchanged(eh) => Some((
+                vec![eh.s as usize, eh.t as usize, 1],
+                format!("{} a bits . {} b bits . 1 c bit", eh.s, eh.t),
+            )),
+            Topology::Hhc(h) => Some((
+                vec![h.cube_dimension() as usize, h.m as usize],
+                format!(
+                    "{} subcube bits . {} processor bits",
+                    h.cube_dimension(),
+                    h.m
+                ),
+            )),
+            Topology::Metacube(mc) => {
+                let mut widths = vec![mc.k as usize];
+                widths.extend(std::iter::repeat_n(mc.m as usize, mc.classes() as usize));
+                Some((
+                    widths,
+                    format!(
+                        "{} class bits then {} fields of {} bits, dot-separated",
+                        mc.k,
+                        mc.classes(),
+                        mc.m
+                    ),
+                ))
+            }
+            _ => None,
+        }
     }
 
     /// `Ok(v)` when `v` is a node of this topology.
@@ -221,7 +403,8 @@ impl Topology {
         }
     }
 
-    /// The id in binary: `a.b.c` for EH, n digits for Q_n.
+    /// The id as the papers write it: n binary digits for Q_n, `a.b.c` for EH, `sigma.pi` for
+    /// HHC, `c.M[h-1]...M[0]` for MC, the nested triple `(b,x,y)` for RDN.
     pub fn format_node(self, v: NodeId) -> String {
         match self {
             Topology::Hypercube(q) => format!("{:0w$b}", v.0, w = q.n as usize),
@@ -233,6 +416,9 @@ impl Topology {
                 ws = eh.s as usize,
                 wt = eh.t as usize
             ),
+            Topology::Hhc(h) => h.format(v),
+            Topology::Metacube(mc) => mc.format(v),
+            Topology::DualNet(r) => r.format(v),
         }
     }
 
@@ -241,6 +427,37 @@ impl Topology {
         match self {
             Topology::Hypercube(q) => format!("binary hypercube Q_{}", q.n),
             Topology::Exchanged(eh) => format!("exchanged hypercube EH({},{})", eh.s, eh.t),
+            Topology::Hhc(h) => format!("perfect hierarchical hypercube HHC_{}", h.bits()),
+            Topology::Metacube(mc) => format!("metacube MC({},{})", mc.k, mc.m),
+            Topology::DualNet(r) => format!(
+                "recursive dual-net RDN^{}({})",
+                r.k,
+                match r.base {
+                    Base::Ring3 => "ring of 3".to_string(),
+                    b => format!("Q_{}", b.degree()),
+                }
+            ),
+        }
+    }
+}
+
+/// The neighbours of a node; see [`Topology::neighbours`].
+#[derive(Clone, Debug)]
+pub enum Neighbours {
+    Flips { v: NodeId, bits: BitIter },
+    Dual { rdn: DualNet, v: NodeId, next: u32 },
+}
+
+impl Iterator for Neighbours {
+    type Item = NodeId;
+
+    fn next(&mut self) -> Option<NodeId> {
+        match self {
+            Neighbours::Flips { v, bits } => bits.next().map(|bit| v.flip(bit)),
+            Neighbours::Dual { rdn, v, next } => (*next <= rdn.degree()).then(|| {
+                *next += 1;
+                rdn.neighbour(*v, *next - 1)
+            }),
         }
     }
 }

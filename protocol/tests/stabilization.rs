@@ -182,7 +182,7 @@ fn corrupt_header(topology: Topology, header: &mut Header, rng: &mut StdRng) {
 fn corrupted_headers_are_flushed_within_the_bound() {
     for name in TOPOLOGIES {
         let t: Topology = name.parse().unwrap();
-        let bound = flush_bound(t) as usize;
+        let bound = flush_bound(t).expect("q and eh have a flush bound") as usize;
         let work = workload(t, 1500, 3);
         let departed = run(t, &work, |network, rng| {
             for packet in network.in_flight_mut() {

@@ -1,15 +1,17 @@
-//! The Q_N forms of `cuberoute paths`: node-to-set (`--to-set`, fault-tolerant with `--avoid`),
+//! The Q_N forms of `cuberoute paths` (the seed families go to `family_paths`, which prints with
+//! [`print`]): node-to-set (`--to-set`, fault-tolerant with `--avoid`),
 //! set-to-set (`--from-set --to-set`) and the bit-constrained container (`--constraint I`).
 //!
 //! JSON keeps the node-to-node schema `{"topology","from","to","distance","k","paths"}`, with:
 //! - `"to"` a list (the destinations, in the order given) for node-to-set and set-to-set, and
 //!   `"from"` a list for set-to-set;
-//! - `"distance"` a list aligned with `"paths"`: the Hamming distance between the two ends of
-//!   each path (for node-to-set, the distance to each destination in `"to"` order; for
+//! - `"distance"` a list aligned with `"paths"`: the distance between the two ends of each path
+//!   (the Hamming distance on Q_N) (for node-to-set, the distance to each destination in `"to"` order; for
 //!   set-to-set, from each source to the destination it was given); a number for the container,
 //!   as for node-to-node;
 //! - `"k"` the number of paths;
-//! - `"avoid"` (the faulty nodes) when `--avoid` is given, `"constraint"` (I) for the container.
+//! - `"avoid"` (the faulty nodes) when `--avoid` is given, `"constraint"` (I) for the container;
+//! - `"construction"` only when a seed family's paper did not answer the instance (its fallback).
 //!
 //! `paths[i]` starts at `from` (or `from[i]`) and, for node-to-set, ends at `to[i]`.
 
@@ -29,30 +31,40 @@ pub struct Request {
     pub from_set: Option<String>,
     pub avoid: Option<String>,
     pub constraint: Option<String>,
+    /// hhc:M node-to-set: `n2s` or `in2s`.
+    pub algorithm: Option<String>,
     pub json: bool,
     pub svg: Option<PathBuf>,
 }
 
 /// A computed answer, ready to print.
-struct Answer {
-    topology: Topology,
-    from: Vec<NodeId>,
-    to: Vec<NodeId>,
+pub struct Answer {
+    pub topology: Topology,
+    pub from: Vec<NodeId>,
+    pub to: Vec<NodeId>,
     /// From and to are single nodes (node-to-node schema).
-    single: (bool, bool),
-    avoid: Option<Vec<NodeId>>,
-    constraint: Option<u32>,
-    algorithm: &'static str,
-    bound: usize,
-    paths: Vec<Path>,
+    pub single: (bool, bool),
+    pub avoid: Option<Vec<NodeId>>,
+    pub constraint: Option<u32>,
+    pub algorithm: &'static str,
+    pub bound: usize,
+    /// Where the paper's construction did not answer: how the paths were obtained instead.
+    pub construction: Option<String>,
+    pub paths: Vec<Path>,
 }
 
 pub fn run(topology: Topology, req: Request) -> anyhow::Result<()> {
+    if !matches!(topology, Topology::Hypercube(_))
+        && req.constraint.is_none()
+        && req.avoid.is_none()
+    {
+        return super::family_paths::run(topology, req);
+    }
     let q = match topology {
         Topology::Hypercube(q) => q,
         other => {
             return Err(usage(format!(
-                "--to-set, --from-set and --constraint need a hypercube q:N, not {other}"
+                "--avoid and --constraint need a hypercube q:N, not {other}"
             )));
         }
     };
@@ -63,7 +75,13 @@ pub fn run(topology: Topology, req: Request) -> anyhow::Result<()> {
     } else {
         node_to_set(topology, q, &req)?
     };
-    if let Some(file) = &req.svg {
+    print(&answer, req.json, req.svg.as_deref())
+}
+
+/// Print an answer (text or one JSON line), drawing it first when `svg` is given.
+pub fn print(answer: &Answer, json: bool, svg: Option<&std::path::Path>) -> anyhow::Result<()> {
+    let topology = answer.topology;
+    if let Some(file) = svg {
         if topology.node_count() > crate::svg::MAX_NODES {
             return Err(usage(format!(
                 "--svg draws at most {} nodes; {topology} has {}",
@@ -79,13 +97,13 @@ pub fn run(topology: Topology, req: Request) -> anyhow::Result<()> {
         };
         std::fs::write(file, crate::svg::render(&set))?;
     }
-    let drawn = req.svg.as_ref().filter(|_| !req.json);
+    let drawn = svg.filter(|_| !json);
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
-    if req.json {
-        write_json(&mut out, &answer)?;
+    if json {
+        write_json(&mut out, answer)?;
     } else {
-        write_text(&mut out, &answer)?;
+        write_text(&mut out, answer)?;
         if let Some(file) = drawn {
             writeln!(out, "drawing written to {}", file.display())?;
         }
@@ -110,10 +128,25 @@ fn refused(err: CubeError) -> anyhow::Error {
     }
 }
 
-/// Read a comma-separated set of node ids: no empty items, no duplicates.
+/// Read a comma-separated set of node ids (commas inside RDN's parenthesised triples do not
+/// separate): no empty items, no duplicates.
 pub fn parse_set(topology: Topology, text: &str, option: &str) -> anyhow::Result<Vec<NodeId>> {
+    let mut items: Vec<&str> = Vec::new();
+    let (mut depth, mut start) = (0i32, 0);
+    for (i, c) in text.char_indices() {
+        match c {
+            '(' => depth += 1,
+            ')' => depth -= 1,
+            ',' if depth == 0 => {
+                items.push(&text[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    items.push(&text[start..]);
     let mut set = Vec::new();
-    for item in text.split(',') {
+    for item in items {
         if item.trim().is_empty() {
             return Err(usage(format!(
                 "{option} {text:?}: empty item (write ids separated by single commas)"
@@ -163,6 +196,7 @@ fn node_to_set(topology: Topology, q: Hypercube, req: &Request) -> anyhow::Resul
         constraint: None,
         algorithm,
         bound,
+        construction: None,
         paths,
     })
 }
@@ -190,6 +224,7 @@ fn set_to_set(
         constraint: None,
         algorithm: "Cube-S2S",
         bound,
+        construction: None,
         paths,
     })
 }
@@ -221,6 +256,7 @@ fn container(topology: Topology, q: Hypercube, req: &Request, i: &str) -> anyhow
         constraint: Some(i),
         algorithm: "HC-CONTAINER",
         bound: q.n as usize + 3 * k,
+        construction: None,
         paths,
     })
 }
@@ -230,8 +266,8 @@ fn list(v: impl IntoIterator<Item = u64>) -> String {
     format!("[{}]", items.join(","))
 }
 
-fn ends_distance(p: &Path) -> u64 {
-    (p[0].0 ^ p[p.len() - 1].0).count_ones() as u64
+fn ends_distance(topology: Topology, p: &Path) -> u64 {
+    topology.distance(p[0], p[p.len() - 1]) as u64
 }
 
 fn write_json(out: &mut impl Write, a: &Answer) -> std::io::Result<()> {
@@ -243,9 +279,9 @@ fn write_json(out: &mut impl Write, a: &Answer) -> std::io::Result<()> {
         }
     };
     let distance = if a.single == (true, true) {
-        ends_distance(&a.paths[0]).to_string()
+        ends_distance(a.topology, &a.paths[0]).to_string()
     } else {
-        list(a.paths.iter().map(ends_distance))
+        list(a.paths.iter().map(|p| ends_distance(a.topology, p)))
     };
     write!(
         out,
@@ -261,6 +297,13 @@ fn write_json(out: &mut impl Write, a: &Answer) -> std::io::Result<()> {
     }
     if let Some(i) = a.constraint {
         write!(out, r#""constraint":{i},"#)?;
+    }
+    if let Some(how) = &a.construction {
+        write!(
+            out,
+            r#""construction":{},"#,
+            serde_json::Value::from(how.as_str())
+        )?;
     }
     let paths: Vec<String> = a
         .paths
@@ -298,6 +341,9 @@ fn write_text(out: &mut impl Write, a: &Answer) -> std::io::Result<()> {
         a.paths.len(),
         a.bound
     )?;
+    if let Some(how) = &a.construction {
+        writeln!(out, "  (not the paper's construction: {how})")?;
+    }
     for (i, path) in a.paths.iter().enumerate() {
         let nodes: Vec<String> = path.iter().map(|&v| name(v)).collect();
         writeln!(

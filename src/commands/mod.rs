@@ -7,11 +7,13 @@ pub mod cluster;
 pub mod cube_paths;
 pub mod daemon;
 pub mod demo;
+pub mod family_paths;
 pub mod paths;
 pub mod recv;
 pub mod send;
 pub mod status;
 pub mod study;
+pub mod study_seed;
 pub mod topology;
 
 use cuberoute_protocol::{NodeId, Topology};

@@ -1,6 +1,7 @@
 //! `cuberoute paths <TOPO> <FROM> <TO> [--json] [--svg FILE]` and `--all-pairs --json`; on Q_N
 //! also the forms of `cube_paths`: `--to-set` (node-to-set, with `--avoid` fault-tolerant),
-//! `--from-set --to-set` (set-to-set) and `--constraint I` (the bit-constrained container).
+//! `--from-set --to-set` (set-to-set) and `--constraint I` (the bit-constrained container); on
+//! `hhc:M`, `mc:K,M` and `rdn:BASE,K` the forms of `family_paths`.
 
 use anyhow::Context;
 use cuberoute_protocol::{NodeId, PathSet, Topology, disjoint_paths, optimum};
@@ -12,20 +13,21 @@ const ALL_PAIRS_MAX_NODES: u64 = 1 << 12;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// `q:N` or `eh:S,T`.
+    /// `q:N`, `eh:S,T`, `hhc:M`, `mc:K,M` or `rdn:BASE,K`.
     topology: String,
-    /// Source node: decimal, `0b...` binary, or dotted `a.b.c` binary.
+    /// Source node: decimal, `0b...` binary, dotted binary as `topology` prints it, or for RDN
+    /// the paper's nested triple `(b,x,y)`.
     #[arg(required_unless_present_any = ["all_pairs", "from_set"])]
     from: Option<String>,
     /// Destination node, written like FROM.
     #[arg(required_unless_present_any = ["all_pairs", "to_set"])]
     to: Option<String>,
-    /// Q_N: disjoint paths from FROM to each of these nodes (Cube-N2S; Cube-XFTN2S with
-    /// --avoid). Comma-separated ids.
+    /// Disjoint paths from FROM to each of these nodes: Cube-N2S on q:N (Cube-XFTN2S with
+    /// --avoid), HHC-iN2S on hhc:M, MC-N2S on mc:K,M, RDN N2S on rdn:BASE,K. Comma-separated ids.
     #[arg(long, value_name = "D1,D2,...", conflicts_with_all = ["to", "all_pairs", "svg"])]
     to_set: Option<String>,
-    /// Q_N: with --to-set instead of FROM, set-to-set disjoint paths (Cube-S2S): each source
-    /// reaches a different destination, the algorithm chooses which.
+    /// With --to-set instead of FROM, set-to-set disjoint paths (Cube-S2S on q:N, HHC-S2S on
+    /// hhc:M): each source reaches a different destination, the algorithm chooses which.
     #[arg(
         long,
         value_name = "S1,S2,...",
@@ -45,6 +47,9 @@ pub struct Args {
     /// gamma_I).
     #[arg(long, value_name = "I", conflicts_with_all = ["to_set", "all_pairs"])]
     constraint: Option<String>,
+    /// hhc:M with --to-set: `in2s` (HHC-iN2S, the default) or `n2s` (HHC-N2S).
+    #[arg(long, value_name = "NAME", requires = "to_set")]
+    algorithm: Option<String>,
     /// One JSON line: {"topology","from","to","distance","k","paths"} with integer ids.
     #[arg(long)]
     json: bool,
@@ -61,7 +66,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     if args.all_pairs {
         return all_pairs(topology);
     }
-    if args.to_set.is_some() || args.constraint.is_some() {
+    if args.to_set.is_some() || args.constraint.is_some() || !topology.has_guarded_protocol() {
         return super::cube_paths::run(
             topology,
             super::cube_paths::Request {
@@ -71,6 +76,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 from_set: args.from_set,
                 avoid: args.avoid,
                 constraint: args.constraint,
+                algorithm: args.algorithm,
                 json: args.json,
                 svg: args.svg,
             },
@@ -122,7 +128,18 @@ fn all_pairs(topology: Topology) -> anyhow::Result<()> {
     let mut out = BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
     for src in topology.nodes() {
         for dst in topology.nodes().filter(|&dst| dst != src) {
-            write_json(&mut out, &disjoint_paths(topology, src, dst)?)?;
+            let set = if topology.has_guarded_protocol() {
+                disjoint_paths(topology, src, dst)?
+            } else {
+                let (system, _, _) = super::family_paths::node_to_node_system(topology, src, dst)?;
+                PathSet {
+                    topology,
+                    src,
+                    dst,
+                    paths: system.paths,
+                }
+            };
+            write_json(&mut out, &set)?;
         }
     }
     out.flush()?;

@@ -12,7 +12,8 @@
 //!   (|D| + |F| = n-1), bound n+3;
 //! - `s2s`: Cube-S2S, n sources and n destinations, no faults, bound n+k = 2n.
 //!
-//! Writes `<out>/<algorithm>.csv`, `.md` and `.svg` and prints the Markdown table.
+//! Writes `<out>/<algorithm>.csv`, `.md` and `.svg` and prints the Markdown table. The studies
+//! of the seed topologies (`hhc-n2s`, `mc-n2s`) are in `study_seed`.
 
 use anyhow::Context;
 use cuberoute_protocol::NodeId;
@@ -31,6 +32,10 @@ pub enum Algorithm {
     Xftn2s,
     /// Cube-S2S: set-to-set.
     S2s,
+    /// HHC-N2S against HHC-iN2S on the same instances (thesis ch. 5, app. A; `study_seed`).
+    HhcN2s,
+    /// MC-N2S against its bound (thesis ch. 6; `study_seed`).
+    McN2s,
 }
 
 impl Algorithm {
@@ -40,6 +45,8 @@ impl Algorithm {
             Algorithm::N2s => "n2s",
             Algorithm::Xftn2s => "xftn2s",
             Algorithm::S2s => "s2s",
+            Algorithm::HhcN2s => "hhc-n2s",
+            Algorithm::McN2s => "mc-n2s",
         }
     }
 
@@ -49,6 +56,7 @@ impl Algorithm {
             Algorithm::N2s => "Cube-N2S, k = n destinations".into(),
             Algorithm::Xftn2s => "Cube-XFTN2S, |D| + |F| = n-1".into(),
             Algorithm::S2s => "Cube-S2S, k = n pairs".into(),
+            Algorithm::HhcN2s | Algorithm::McN2s => unreachable!("studied by study_seed"),
         }
     }
 }
@@ -56,9 +64,10 @@ impl Algorithm {
 #[derive(clap::Args, Debug)]
 pub struct Args {
     algorithm: Algorithm,
-    /// Dimensions n to study, `A..B` inclusive.
-    #[arg(long, default_value = "4..16")]
-    sizes: String,
+    /// Sizes to study, `A..B` inclusive: the dimension n on Q_n (default 4..16), m for
+    /// hhc-n2s (default 3..5), k for mc-n2s (default 1..5, m running over 1..9).
+    #[arg(long)]
+    sizes: Option<String>,
     /// Random instances per size (the papers use 10,000).
     #[arg(long, default_value_t = 10_000)]
     instances: usize,
@@ -95,9 +104,13 @@ pub struct Row {
 }
 
 /// splitmix64: a small, seedable, well-mixed generator (no dependency needed).
-struct Rng(u64);
+pub(super) struct Rng(u64);
 
 impl Rng {
+    pub(super) fn new(seed: u64) -> Rng {
+        Rng(seed)
+    }
+
     fn next(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
@@ -106,7 +119,7 @@ impl Rng {
         z ^ (z >> 31)
     }
 
-    fn below(&mut self, n: u64) -> u64 {
+    pub(super) fn below(&mut self, n: u64) -> u64 {
         ((self.next() as u128 * n as u128) >> 64) as u64
     }
 
@@ -181,6 +194,7 @@ fn instance(alg: Algorithm, n: u32, i: u32, rng: &mut Rng) -> Instance {
             let srcs = rng.nodes(n, n as usize, &[]);
             Instance::SetToSet(srcs.clone(), rng.nodes(n, n as usize, &srcs))
         }
+        Algorithm::HhcN2s | Algorithm::McN2s => unreachable!("studied by study_seed"),
     }
 }
 
@@ -241,6 +255,20 @@ fn max_flow_longest(
     ))
 }
 
+/// `A..B` as two numbers, A <= B (each study checks its own range).
+fn parse_range(text: &str) -> anyhow::Result<(u32, u32)> {
+    let bad = || super::usage(format!("--sizes {text:?}: expected A..B with A <= B"));
+    let (a, b) = text.split_once("..").ok_or_else(bad)?;
+    let (a, b): (u32, u32) = (
+        a.trim().parse().map_err(|_| bad())?,
+        b.trim().parse().map_err(|_| bad())?,
+    );
+    if a > b {
+        return Err(bad());
+    }
+    Ok((a, b))
+}
+
 fn parse_sizes(text: &str) -> anyhow::Result<(u32, u32)> {
     let bad = || {
         super::usage(format!(
@@ -259,17 +287,31 @@ fn parse_sizes(text: &str) -> anyhow::Result<(u32, u32)> {
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
-    let (lo, hi) = parse_sizes(&args.sizes)?;
     let alg = args.algorithm;
+    if args.instances == 0 {
+        return Err(super::usage("--instances must be at least 1"));
+    }
+    if matches!(alg, Algorithm::HhcN2s | Algorithm::McN2s) {
+        let default = if alg == Algorithm::HhcN2s {
+            "3..5"
+        } else {
+            "1..5"
+        };
+        let (lo, hi) = parse_range(args.sizes.as_deref().unwrap_or(default))?;
+        return match alg {
+            Algorithm::HhcN2s => {
+                super::study_seed::hhc(lo, hi, args.instances, args.seed, &args.out)
+            }
+            _ => super::study_seed::mc(lo, hi, args.instances, args.seed, &args.out),
+        };
+    }
+    let (lo, hi) = parse_sizes(args.sizes.as_deref().unwrap_or("4..16"))?;
     let i = args.constraint;
     if alg == Algorithm::Container && lo <= i + 1 {
         return Err(super::usage(format!(
             "container with gamma_{i} needs n >= {} (k = min(n-i, i+1) >= 2)",
             i + 2
         )));
-    }
-    if args.instances == 0 {
-        return Err(super::usage("--instances must be at least 1"));
     }
     let mut rows = Vec::new();
     for n in lo..=hi {
@@ -293,6 +335,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             Algorithm::N2s => n as usize + 1,
             Algorithm::Xftn2s => n as usize + 3,
             Algorithm::S2s => n as usize + k,
+            Algorithm::HhcN2s | Algorithm::McN2s => unreachable!("studied by study_seed"),
         };
         let m = args.maxflow_instances.min(instances.len());
         let start = Instant::now();

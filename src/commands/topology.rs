@@ -6,7 +6,9 @@ use serde_json::json;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// `q:N` (binary hypercube Q_N) or `eh:S,T` (exchanged hypercube EH(S,T)).
+    /// `q:N` (hypercube Q_N), `eh:S,T` (exchanged hypercube EH(S,T)), `hhc:M` (hierarchical
+    /// hypercube HHC_(2^M+M)), `mc:K,M` (metacube MC(K,M)) or `rdn:BASE,K` (recursive dual-net
+    /// RDN^K(BASE), BASE one of ring3, q2, q3, q4).
     topology: String,
     /// Print one JSON object instead of text.
     #[arg(long)]
@@ -41,6 +43,8 @@ impl Facts {
                     + (1u128 << eh.s) * t * (1u128 << (eh.t - 1))
                     + (1u128 << (eh.s + eh.t))
             }
+            // The seed families are regular: nodes * degree / 2.
+            t => t.node_count() as u128 * t.degree(NodeId(0)) as u128 / 2,
         };
         Facts { topology, edges }
     }
@@ -50,15 +54,15 @@ impl Facts {
         let t = self.topology;
         let (s_node, t_node) = (NodeId(0), NodeId(1));
         match t {
-            Topology::Hypercube(_) => {
-                let k = t.connectivity();
-                (k, k, k)
-            }
             Topology::Exchanged(_) => (
                 t.local_connectivity(s_node, NodeId(2)),
                 t.local_connectivity(t_node, NodeId(3)),
                 t.local_connectivity(s_node, t_node),
             ),
+            _ => {
+                let k = t.connectivity();
+                (k, k, k)
+            }
         }
     }
 
@@ -74,18 +78,21 @@ impl Facts {
             "connectivity": t.connectivity(),
             "max_stretch": max_stretch(t),
             "flush_bound": flush_bound(t),
+            "distance_exact": !matches!(t, Topology::Hhc(h) if h.m == 5)
+                && !matches!(t, Topology::Metacube(mc) if mc.k == 5),
         });
         let (ss, tt, mixed) = self.k_by_type();
         match t {
-            Topology::Hypercube(q) => {
-                value["degree"] = json!(q.n);
-                value["k"] = json!(ss);
-            }
             Topology::Exchanged(eh) => {
                 value["degree"] = json!({"s_type": eh.s + 1, "t_type": eh.t + 1});
                 value["k"] = json!({"s_s": ss, "t_t": tt, "mixed": mixed});
             }
+            _ => {
+                value["degree"] = json!(t.degree(NodeId(0)));
+                value["k"] = json!(ss);
+            }
         }
+        value["algorithms"] = json!(algorithms(t));
         value
     }
 
@@ -115,6 +122,36 @@ impl Facts {
                     "{ss} between s-type nodes, {tt} between t-type nodes, {mixed} between mixed"
                 ),
             ),
+            Topology::Hhc(h) => (
+                format!(
+                    "sigma({} bits) . pi({} bits)   id = sigma << {} | pi; internal edges flip a pi bit, the external edge flips sigma bit pi",
+                    h.cube_dimension(),
+                    h.m,
+                    h.m
+                ),
+                format!("{}", h.m + 1),
+                format!("{ss} for every pair"),
+            ),
+            Topology::Metacube(mc) => (
+                format!(
+                    "c({} bits) . M[{}] ... M[0] ({} bits each)   M[i] at bit m*i, c above; cube edges flip a bit of M[c], cross edges a bit of c",
+                    mc.k,
+                    mc.classes() - 1,
+                    mc.m
+                ),
+                format!("{}", mc.k + mc.m),
+                format!("{ss} for every pair"),
+            ),
+            Topology::DualNet(r) => (
+                format!(
+                    "(type, cluster, node) nested {} deep, base ids 0..{}   id = type * n^2 + cluster * n + node, n = {}",
+                    r.k,
+                    r.base.nodes() - 1,
+                    r.nodes_at(r.k - 1)
+                ),
+                format!("{}", r.degree()),
+                format!("{ss} for every pair"),
+            ),
         };
         let rows = [
             ("nodes", t.node_count().to_string()),
@@ -124,12 +161,47 @@ impl Facts {
             ("diameter", t.diameter().to_string()),
             ("connectivity", t.connectivity().to_string()),
             ("k(u,v)", k),
-            ("longest route", format!("<= d + {}", max_stretch(t))),
-            ("flush bound B", format!("{} hops", flush_bound(t))),
         ];
+        let mut rows = rows.to_vec();
+        match (max_stretch(t), flush_bound(t)) {
+            (Some(stretch), Some(bound)) => {
+                rows.push(("longest route", format!("<= d + {stretch}")));
+                rows.push(("flush bound B", format!("{bound} hops")));
+            }
+            _ => rows.push((
+                "routing",
+                "source routes only (no guarded-action protocol on this family)".into(),
+            )),
+        }
+        rows.push(("algorithms", algorithms(t).join(", ")));
         for (key, value) in rows {
             out.push_str(&format!("  {key:<14} {value}\n"));
         }
         out
+    }
+}
+
+/// The disjoint-path algorithms `cuberoute paths` runs on `t`.
+fn algorithms(t: Topology) -> Vec<&'static str> {
+    match t {
+        Topology::Hypercube(_) => vec![
+            "node-to-node (seed 004 protocol)",
+            "Cube-N2S",
+            "Cube-XFTN2S",
+            "Cube-S2S",
+            "HC-CONTAINER",
+        ],
+        Topology::Exchanged(_) => vec!["node-to-node (seed 004 protocol)"],
+        Topology::Hhc(_) => vec![
+            "node-to-node (HHC-iN2S to the neighbours of the destination)",
+            "HHC-N2S",
+            "HHC-iN2S",
+            "HHC-S2S",
+        ],
+        Topology::Metacube(_) => vec!["MC-N2N", "MC-N2S"],
+        Topology::DualNet(_) => vec![
+            "node-to-node (RDN N2S to the neighbours of the destination)",
+            "RDN N2S",
+        ],
     }
 }

@@ -67,10 +67,19 @@ pub enum MapError {
     NotANode(NodeId),
     #[error("source and destination are the same node {0}: there is no path to route over")]
     SourceIsDestination(NodeId),
+    /// The guarded-action protocol is defined for Q_n and EH(s,t) only; the families of issue 7
+    /// are routed at the source by their papers' algorithms (`cuberoute paths`, source routes).
+    #[error(
+        "{0} has no guarded-action routing (only q:N and eh:S,T do): route it with its own algorithms and source routes"
+    )]
+    Unsupported(Topology),
 }
 
 /// The k plans for `src -> dst`, k = k(src, dst), ordered by the bit the first hop flips.
 pub fn map(topology: Topology, src: NodeId, dst: NodeId) -> Result<Vec<Plan>, MapError> {
+    if !topology.has_guarded_protocol() {
+        return Err(MapError::Unsupported(topology));
+    }
     for v in [src, dst] {
         if !topology.contains(v) {
             return Err(MapError::NotANode(v));
@@ -82,6 +91,7 @@ pub fn map(topology: Topology, src: NodeId, dst: NodeId) -> Result<Vec<Plan>, Ma
     let plans = match topology {
         Topology::Hypercube(q) => hypercube::map(q, src, dst),
         Topology::Exchanged(eh) => exchanged::map(eh, src, dst),
+        _ => unreachable!("checked by has_guarded_protocol"),
     };
     debug_assert_eq!(plans.len() as u32, topology.local_connectivity(src, dst));
     debug_assert!(plans.is_sorted_by_key(|plan| first_bit(src, plan)));
@@ -131,5 +141,9 @@ mod tests {
             map(eh, NodeId(3), NodeId(8)),
             Err(MapError::NotANode(NodeId(8)))
         );
+        for name in ["hhc:2", "mc:1,2", "rdn:ring3,1"] {
+            let t: Topology = name.parse().unwrap();
+            assert_eq!(map(t, NodeId(0), NodeId(1)), Err(MapError::Unsupported(t)));
+        }
     }
 }

@@ -3,6 +3,8 @@
 //! the topology module of the crate, so a bug there cannot hide itself.
 #![allow(dead_code)]
 
+pub mod families;
+
 use std::collections::VecDeque;
 
 /// A graph given by its definition.
