@@ -138,11 +138,8 @@ impl ClusterClient {
             Response::Accepted { seq, k, sent_at_us } => (seq, k, sent_at_us),
             other => return Err(unexpected(from, other)),
         };
-        // Copy i goes to destination i, or every copy to the one destination of a container.
-        let copy_to: Vec<NodeId> = match request.constraint {
-            Some(_) => vec![request.to[0]; k as usize],
-            None => request.to.clone(),
-        };
+        let topology = self.manifest.topology;
+        let copy_to = request.copy_destinations(topology, k as usize);
         let deliveries = match options.wait {
             None => Vec::new(),
             Some(wait) => {
@@ -150,7 +147,7 @@ impl ClusterClient {
                     .await?
             }
         };
-        let many = request.constraint.is_none();
+        let many = !request.is_node_to_node(topology);
         let to = if many {
             Destinations::Many(request.to.iter().map(|v| v.0).collect())
         } else {

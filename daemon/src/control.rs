@@ -130,6 +130,12 @@ async fn handle(node: &Arc<Node>, request: Request) -> Response {
             if let Err(e) = other_node(node, to, "destination") {
                 return Response::Error(e);
             }
+            if !node.topology.has_guarded_protocol() {
+                return Response::Error(bad(format!(
+                    "{} has no guarded-action routing: send source-routed (SendRouted)",
+                    node.topology
+                )));
+            }
             if payload.len() > MAX_PAYLOAD_LEN {
                 return Response::Error(too_large(payload.len()));
             }

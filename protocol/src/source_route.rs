@@ -4,7 +4,8 @@
 //! Like [`crate::receive`], a pure function of the node's id and the header: no state.
 
 use crate::cube::{self, CubeError};
-use crate::{NodeId, Topology};
+use crate::family::{FamilyError, PathSystem};
+use crate::{NodeId, Topology, dualnet, hhc, metacube};
 use serde::{Deserialize, Serialize};
 
 /// What the node holding a source-routed message does with it.
@@ -34,8 +35,8 @@ pub enum RouteError {
 /// What a source-routed send asks for. The source turns it into routes with [`routes`].
 #[derive(Clone, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct RouteRequest {
-    /// The destinations: one copy to each (node-to-set), or k copies to the only one (with a
-    /// constraint).
+    /// The destinations: one copy to each (node-to-set), or k copies to the only one (see
+    /// [`RouteRequest::is_node_to_node`]).
     pub to: Vec<NodeId>,
     /// Nodes the routes must avoid (fault-tolerant node-to-set).
     pub avoid: Vec<NodeId>,
@@ -43,11 +44,30 @@ pub struct RouteRequest {
     pub constraint: Option<u32>,
 }
 
+impl RouteRequest {
+    /// Whether every copy goes to the one destination (k disjoint paths to it): under a
+    /// constraint, and for one destination on the topologies without guarded-action routing.
+    /// Otherwise copy `i` goes to destination `i`.
+    pub fn is_node_to_node(&self, topology: Topology) -> bool {
+        self.constraint.is_some() || (self.to.len() == 1 && !topology.has_guarded_protocol())
+    }
+
+    /// The destination of each of the `k` copies the source made.
+    pub fn copy_destinations(&self, topology: Topology, k: usize) -> Vec<NodeId> {
+        match self.to.first() {
+            Some(&d) if self.is_node_to_node(topology) => vec![d; k],
+            _ => self.to.clone(),
+        }
+    }
+}
+
 /// Why no routes could be made.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum RoutesError {
     #[error(transparent)]
     Cube(#[from] CubeError),
+    #[error(transparent)]
+    Family(#[from] FamilyError),
     #[error("{0}")]
     Invalid(String),
     #[error("{topology} has no source-routed algorithm for {what}")]
@@ -58,53 +78,111 @@ pub enum RoutesError {
 }
 
 /// The routes of a source-routed send from `src`, one per copy, each a whole path from `src`.
-/// This is where a request meets its algorithm:
-/// * a constraint: HC-CONTAINER (k copies to the one destination);
-/// * nodes to avoid: Cube-XFTN2S (one copy to each destination);
-/// * else: Cube-N2S (one copy to each destination).
 pub fn routes(
     topology: Topology,
     src: NodeId,
     request: &RouteRequest,
 ) -> Result<Vec<Vec<NodeId>>, RoutesError> {
-    let Topology::Hypercube(q) = topology else {
-        return Err(RoutesError::Unsupported {
+    route_system(topology, src, request).map(|system| system.paths)
+}
+
+/// [`routes`], with how they were made (the paper's construction, or an exact fallback).
+/// This is where a request meets its algorithm:
+/// * Q_n: a constraint: HC-CONTAINER (k copies to the one destination); nodes to avoid:
+///   Cube-XFTN2S (one copy to each destination); else Cube-N2S (one copy to each);
+/// * HHC: one destination: node-to-node derived from HHC-iN2S (k copies); several: HHC-iN2S;
+/// * the metacube: one destination: MC-N2N (k copies); several: MC-N2S;
+/// * the recursive dual-net: one destination: node-to-node derived from RDN N2S; several: RDN
+///   N2S.
+///
+/// A node-to-node send on Q_n and EH(s,t) takes the guarded-action protocol instead.
+pub fn route_system(
+    topology: Topology,
+    src: NodeId,
+    request: &RouteRequest,
+) -> Result<PathSystem, RoutesError> {
+    let only = |what: &'static str| {
+        if request.avoid.is_empty() && request.constraint.is_none() {
+            Ok(())
+        } else {
+            Err(RoutesError::Unsupported { topology, what })
+        }
+    };
+    let single = match request.to[..] {
+        [d] if request.is_node_to_node(topology) => Some(d),
+        _ => None,
+    };
+    match topology {
+        Topology::Hypercube(q) => Ok(PathSystem::paper(match request.constraint {
+            Some(i) => {
+                let Some(d) = single else {
+                    return Err(RoutesError::Invalid(format!(
+                        "a constrained send has one destination, not {}",
+                        request.to.len()
+                    )));
+                };
+                if !request.avoid.is_empty() {
+                    return Err(RoutesError::Invalid(
+                        "a constrained send cannot also avoid nodes".into(),
+                    ));
+                }
+                cube::container::hc_container(q, i, src, d)?
+            }
+            None if !request.avoid.is_empty() => {
+                cube::xftn2s::cube_xftn2s(q, src, &request.to, &request.avoid, None)?
+            }
+            None => cube::n2s::cube_n2s(q, src, &request.to, &[])?,
+        })),
+        Topology::Exchanged(_) => Err(RoutesError::Unsupported {
             topology,
             what: "source-routed sends",
-        });
-    };
-    match request.constraint {
-        Some(i) => {
-            let [d] = request.to[..] else {
-                return Err(RoutesError::Invalid(format!(
-                    "a constrained send has one destination, not {}",
-                    request.to.len()
-                )));
-            };
-            if !request.avoid.is_empty() {
-                return Err(RoutesError::Invalid(
-                    "a constrained send cannot also avoid nodes".into(),
-                ));
-            }
-            Ok(cube::container::hc_container(q, i, src, d)?)
+        }),
+        Topology::Hhc(h) => {
+            only("avoided nodes or constraints")?;
+            Ok(match single {
+                Some(d) => hhc::n2n::hhc_n2n(h, src, d)?,
+                None => hhc::in2s::hhc_in2s(h, src, &request.to)?,
+            })
         }
-        None if !request.avoid.is_empty() => Ok(cube::xftn2s::cube_xftn2s(
-            q,
-            src,
-            &request.to,
-            &request.avoid,
-            None,
-        )?),
-        None => Ok(cube::n2s::cube_n2s(q, src, &request.to, &[])?),
+        Topology::Metacube(mc) => {
+            only("avoided nodes or constraints")?;
+            Ok(match single {
+                Some(d) => metacube::n2n::mc_n2n(mc, src, d)?,
+                None => metacube::n2s::mc_n2s(mc, src, &request.to)?,
+            })
+        }
+        Topology::DualNet(r) => {
+            only("avoided nodes or constraints")?;
+            Ok(match single {
+                Some(d) => dualnet::n2n::rdn_n2n(r, src, d)?,
+                None => dualnet::n2s::rdn_n2s(r, src, &request.to)?,
+            })
+        }
     }
 }
 
-/// The most nodes a source route may have: no algorithm builds a longer one (the container's
-/// bound n + 3k with k <= n/2+1 stays below 4n + 4 hops), so a longer route is a corrupted one.
-/// With the position moving on by one per hop, no source-routed packet lives more hops than
-/// this.
+/// The most nodes a source route may have: no algorithm builds a longer one, so a longer route
+/// is a corrupted one. With the position moving on by one per hop, no source-routed packet
+/// lives more hops than this.
+/// * Q_n: the container's bound n + 3k with k <= n/2+1 stays below 4n + 4 hops;
+/// * the families of issue 7 on at most 4,096 nodes (where the exact fallbacks may answer): a
+///   route is a simple path, so at most every node;
+/// * larger ones: the papers' bounds (HHC-N2S and HHC-iN2S; MC-N2N and MC-N2S; RDN N2S), plus
+///   the last hop of the node-to-node constructions derived from them.
 pub fn max_route_len(topology: Topology) -> usize {
-    4 * topology.bits() as usize + 5
+    const SMALL: u64 = 4096;
+    let small = topology.node_count() <= SMALL;
+    match topology {
+        Topology::Hypercube(_) | Topology::Exchanged(_) => 4 * topology.bits() as usize + 5,
+        _ if small => topology.node_count() as usize,
+        Topology::Hhc(h) => hhc::n2s::bound(h.m).max(hhc::in2s::bound(h.m)) + 2,
+        Topology::Metacube(mc) => {
+            let degree = (mc.k + mc.m) as usize;
+            let widest = metacube::n2n::bound(mc, NodeId(0), NodeId(topology.node_count() - 1));
+            widest.max(metacube::n2s::bound(mc, degree)) + 2
+        }
+        Topology::DualNet(r) => dualnet::n2s::bound(r) + 2,
+    }
 }
 
 /// Why a node drops a source-routed packet.
@@ -240,6 +318,48 @@ mod tests {
             ),
             Err(RoutesError::Unsupported { .. })
         ));
+    }
+
+    #[test]
+    fn family_requests_meet_their_algorithms() {
+        use crate::verify::{Shape, check};
+        for name in ["hhc:2", "mc:1,2", "rdn:ring3,1", "hhc:3"] {
+            let t: Topology = name.parse().unwrap();
+            let (s, far) = (NodeId(0), t.nodes().last().unwrap());
+            let n2n = route_system(
+                t,
+                s,
+                &RouteRequest {
+                    to: vec![far],
+                    ..Default::default()
+                },
+            )
+            .unwrap();
+            let k = t.connectivity() as usize;
+            check(t, Shape::NodeToNode { s, d: far, k }, &n2n.paths).unwrap();
+            let dests: Vec<NodeId> = t.nodes().skip(1).step_by(5).take(k).collect();
+            let n2s = routes(
+                t,
+                s,
+                &RouteRequest {
+                    to: dests.clone(),
+                    ..Default::default()
+                },
+            )
+            .unwrap();
+            check(t, Shape::NodeToSet { s, dests: &dests }, &n2s).unwrap();
+            let longest = n2n.paths.iter().chain(&n2s).map(Vec::len).max().unwrap();
+            assert!(longest <= max_route_len(t), "{name}");
+            let avoid = RouteRequest {
+                to: vec![far],
+                avoid: vec![dests[0]],
+                constraint: None,
+            };
+            assert!(matches!(
+                routes(t, s, &avoid),
+                Err(RoutesError::Unsupported { .. })
+            ));
+        }
     }
 
     #[test]

@@ -14,6 +14,7 @@
 use super::cube_paths::{Answer, Request, parse_set, print};
 use super::usage;
 use cuberoute_protocol::family::{Construction, FamilyError, Path, PathSystem};
+use cuberoute_protocol::source_route::{self, RouteRequest, RoutesError};
 use cuberoute_protocol::{NodeId, Topology, dualnet, hhc, metacube};
 
 pub fn run(topology: Topology, req: Request) -> anyhow::Result<()> {
@@ -86,23 +87,32 @@ pub fn node_to_node_system(
             topology.format_node(s)
         )));
     }
-    Ok(match topology {
+    let (algorithm, bound) = match topology {
         Topology::Hhc(h) => (
-            hhc::n2n::hhc_n2n(h, s, d).map_err(refused)?,
             "node-to-node by HHC-iN2S to the neighbours of TO",
             hhc::in2s::bound(h.m) + 1,
         ),
-        Topology::Metacube(mc) => (
-            metacube::n2n::mc_n2n(mc, s, d).map_err(refused)?,
-            "MC-N2N",
-            metacube::n2n::bound(mc, s, d),
-        ),
+        Topology::Metacube(mc) => ("MC-N2N", metacube::n2n::bound(mc, s, d)),
         Topology::DualNet(r) => (
-            dualnet::n2n::rdn_n2n(r, s, d).map_err(refused)?,
             "node-to-node by RDN N2S to the neighbours of TO",
             dualnet::n2s::bound(r) + 1,
         ),
         other => unreachable!("{other} has the guarded-action protocol"),
+    };
+    Ok((source_routed(topology, s, d)?, algorithm, bound))
+}
+
+/// The k paths a daemon of `topology` at `s` sends a set to `d` over: one decision
+/// ([`source_route::route_system`]) answers both. (`--to-set` names its algorithm itself, and
+/// is node-to-set even with one destination.)
+fn source_routed(topology: Topology, s: NodeId, d: NodeId) -> anyhow::Result<PathSystem> {
+    let request = RouteRequest {
+        to: vec![d],
+        ..RouteRequest::default()
+    };
+    source_route::route_system(topology, s, &request).map_err(|e| match e {
+        RoutesError::Family(err) => refused(err),
+        other => usage(other.to_string()),
     })
 }
 

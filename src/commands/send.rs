@@ -1,6 +1,8 @@
 //! `cuberoute send --from S --to D (--message TEXT | --file F) [--split] [--wait] [--json]`,
 //! and on Q_n the source-routed forms: `--to D1,D2,...` (one copy to each, over disjoint paths;
 //! `--avoid F1,...` keeps off faulty nodes) and `--to D --constraint I` (the container).
+//! On hhc:M, mc:K,M and rdn:BASE,K every send is source-routed: `--to D` sends k copies over
+//! the k disjoint paths of `cuberoute paths`, `--to D1,D2,...` one copy to each.
 
 use super::cluster::DirArg;
 use super::{runtime, usage};
@@ -22,7 +24,8 @@ pub struct Args {
     /// The source node.
     #[arg(long)]
     pub from: String,
-    /// The destination node; on q:N also a list D1,D2,... (a disjoint multicast).
+    /// The destination node; on q:N, hhc:M, mc:K,M and rdn:BASE,K also a list D1,D2,... (a
+    /// disjoint multicast).
     #[arg(long)]
     pub to: String,
     /// Source-routed, on q:N: nodes the paths must avoid.
@@ -85,9 +88,15 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         trace: args.wait,
         wait: args.wait.then_some(args.timeout),
     };
-    let routed = to.len() > 1 || !avoid.is_empty() || args.constraint.is_some();
+    // HHC, the metacube and the recursive dual-net route every set from the source.
+    let routed = to.len() > 1
+        || !avoid.is_empty()
+        || args.constraint.is_some()
+        || !topology.has_guarded_protocol();
     if routed && args.split {
-        return Err(usage("--split is for node-to-node sends"));
+        return Err(usage(
+            "--split is for node-to-node sends by the guarded-action protocol (q:N, eh:S,T)",
+        ));
     }
     let sending = if routed {
         let request = RouteRequest {
