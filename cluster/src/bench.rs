@@ -94,7 +94,9 @@ pub async fn pair_latency(
     let (mut sets, mut hops, mut copies) = (Vec::new(), Vec::new(), Vec::new());
     let mut k = 0;
     for _ in 0..n {
-        let report = client.send(from, to, vec![0; 64], options).await?;
+        let report = client
+            .send_node_to_node(from, to, vec![0; 64], options)
+            .await?;
         k = report.k;
         if report.delivered() < k as usize {
             continue;
@@ -172,7 +174,10 @@ pub async fn saturate(
             };
             while started.elapsed() < duration {
                 let (from, to) = random_pair(topology, &mut rng);
-                match client.send(from, to, vec![0; 64], options).await {
+                match client
+                    .send_node_to_node(from, to, vec![0; 64], options)
+                    .await
+                {
                     Ok(r) if r.delivered() == r.k as usize => completed.fetch_add(1, Relaxed),
                     _ => incomplete.fetch_add(1, Relaxed),
                 };

@@ -20,9 +20,8 @@ use crate::layout::ClusterDir;
 use crate::runner;
 use crate::status::ClusterClient;
 use crate::traffic::SendOptions;
-use cuberoute_protocol::source_route::{self, RouteRequest};
 use cuberoute_protocol::wire::control::{Fault, NodeStatus, Request, Response};
-use cuberoute_protocol::{NodeId, Topology, actions, disjoint_paths};
+use cuberoute_protocol::{NodeId, Topology, actions, source_route};
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
@@ -236,17 +235,7 @@ async fn one_set(
     payload: Vec<u8>,
     wait: Duration,
 ) -> SetResult {
-    // The k paths the set must take: the guarded-action protocol's, or on the topologies
-    // without it the source's routes (a node-to-node source-routed send).
-    let request = RouteRequest {
-        to: vec![to],
-        ..RouteRequest::default()
-    };
-    let expected = if topology.has_guarded_protocol() {
-        disjoint_paths(topology, from, to).map(|set| set.paths).ok()
-    } else {
-        source_route::routes(topology, from, &request).ok()
-    };
+    let expected = source_route::node_to_node_paths(topology, from, to).ok();
     let options = SendOptions {
         split: false,
         trace: true,
@@ -270,13 +259,9 @@ async fn one_set(
     let shortest = (0..expected.len())
         .min_by_key(|&i| expected[i].len())
         .unwrap_or_default();
-    let sending = if topology.has_guarded_protocol() {
-        client.send(from, to, payload.clone(), options).await
-    } else {
-        client
-            .send_routed(from, request, payload.clone(), options)
-            .await
-    };
+    let sending = client
+        .send_node_to_node(from, to, payload.clone(), options)
+        .await;
     let Ok(report) = sending else {
         result.failed = true;
         return result;

@@ -120,6 +120,27 @@ impl ClusterClient {
         ))
     }
 
+    /// A node-to-node set from `from` to `to`, k copies over the k disjoint paths: by the
+    /// guarded-action protocol on Q_n and EH(s,t) ([`ClusterClient::send`]), source-routed on
+    /// the other topologies ([`ClusterClient::send_routed`]).
+    pub async fn send_node_to_node(
+        &self,
+        from: NodeId,
+        to: NodeId,
+        payload: Vec<u8>,
+        options: SendOptions,
+    ) -> Result<SendReport, ClientError> {
+        if self.manifest.topology.has_guarded_protocol() {
+            self.send(from, to, payload, options).await
+        } else {
+            let request = RouteRequest {
+                to: vec![to],
+                ..RouteRequest::default()
+            };
+            self.send_routed(from, request, payload, options).await
+        }
+    }
+
     /// Send `payload` from `from` along routes the source computes for `request` (source
     /// routing: node-to-set, fault-tolerant node-to-set, or a bit-constrained container).
     pub async fn send_routed(

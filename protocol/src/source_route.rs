@@ -161,6 +161,27 @@ pub fn route_system(
     }
 }
 
+/// The k paths a node-to-node set from `src` to `dst` takes on a cluster, whichever way it is
+/// routed: the guarded-action protocol's on Q_n and EH(s,t) ([`crate::disjoint_paths`]), the
+/// source's routes ([`route_system`]) on the other topologies.
+pub fn node_to_node_paths(
+    topology: Topology,
+    src: NodeId,
+    dst: NodeId,
+) -> Result<Vec<Vec<NodeId>>, RoutesError> {
+    if topology.has_guarded_protocol() {
+        crate::disjoint_paths(topology, src, dst)
+            .map(|set| set.paths)
+            .map_err(|e| RoutesError::Invalid(e.to_string()))
+    } else {
+        let request = RouteRequest {
+            to: vec![dst],
+            ..RouteRequest::default()
+        };
+        routes(topology, src, &request)
+    }
+}
+
 /// The most nodes a source route may have: no algorithm builds a longer one, so a longer route
 /// is a corrupted one. With the position moving on by one per hop, no source-routed packet
 /// lives more hops than this.

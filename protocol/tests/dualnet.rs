@@ -130,3 +130,68 @@ fn the_bound_is_the_papers() {
             + 6
     );
 }
+
+/// Node-to-node (ours, from RDN N2S to the neighbours of d; `dualnet::n2n`): every pair of the
+/// smallest networks, random pairs (a quarter of them adjacent) up to RDN^2(Q_3), each checked
+/// by the independent checker with k = d_0 + k paths, within RDN N2S's bound plus the last edge
+/// unless the exact search answered.
+#[test]
+fn node_to_node_every_pair_of_the_smallest_and_random_up_to_rdn_2_of_q3() {
+    let n2n = |f: Family, s: u64, d: u64| -> bool {
+        let r = rdn(f);
+        let system = dualnet::n2n::rdn_n2n(r, NodeId(s), NodeId(d))
+            .unwrap_or_else(|e| panic!("{} {s} -> {d}: {e}", f.name()));
+        let paths: Vec<Vec<u64>> = system
+            .paths
+            .iter()
+            .map(|p| p.iter().map(|v| v.0).collect())
+            .collect();
+        let longest = f
+            .check_node_to_node(s, d, f.degree(), &paths)
+            .unwrap_or_else(|e| panic!("{} {s} -> {d}: {e}", f.name()));
+        let fallback = system.construction.is_fallback();
+        if !fallback {
+            assert!(longest <= n2s::bound(r) + 1, "{} {s} -> {d}", f.name());
+        }
+        fallback
+    };
+    for f in [Family::Rdn(Base::Ring3, 1), Family::Rdn(Base::Q(2), 1)] {
+        let n = f.nodes();
+        let mut fallbacks = 0;
+        for s in 0..n {
+            for d in (0..n).filter(|&d| d != s) {
+                fallbacks += n2n(f, s, d) as usize;
+            }
+        }
+        eprintln!(
+            "{} node-to-node: {fallbacks} of {} pairs use the exact search",
+            f.name(),
+            n * (n - 1)
+        );
+        assert_eq!(fallbacks, 0, "{}", f.name());
+    }
+    let mut rng = Rng(17);
+    for (f, count) in [
+        (Family::Rdn(Base::Q(3), 1), 2000),
+        (Family::Rdn(Base::Ring3, 2), 2000),
+        (Family::Rdn(Base::Q(2), 2), 1000),
+        (Family::Rdn(Base::Q(3), 2), 1000),
+        (Family::Rdn(Base::Ring3, 3), 200),
+    ] {
+        let n = f.nodes();
+        for _ in 0..count {
+            let s = rng.below(n);
+            let d = if rng.below(4) == 0 {
+                let near = f.neighbours(s);
+                near[rng.below(near.len() as u64) as usize]
+            } else {
+                rng.distinct(n, 1, &[s])[0]
+            };
+            assert!(
+                !n2n(f, s, d),
+                "{} {s} -> {d} used the exact search",
+                f.name()
+            );
+        }
+    }
+}

@@ -141,6 +141,26 @@ fn random_instances_with_m_plus_1_destinations_up_to_m_5() {
     }
 }
 
+/// Node-to-node on the larger networks: random pairs (a quarter of them adjacent) for
+/// m = 3..5, each checked as in [`n2n_pair`].
+#[test]
+fn node_to_node_random_pairs_up_to_m_5() {
+    let mut rng = Rng(19);
+    for (m, count) in [(3u32, 4000), (4, 2000), (5, 1000)] {
+        let f = Family::Hhc(m);
+        for _ in 0..count {
+            let s = rng.below(f.nodes());
+            let d = if rng.below(4) == 0 {
+                let near = f.neighbours(s);
+                near[rng.below(near.len() as u64) as usize]
+            } else {
+                rng.distinct(f.nodes(), 1, &[s])[0]
+            };
+            n2n_pair(m, s, d);
+        }
+    }
+}
+
 #[test]
 fn m_1_is_the_8_cycle_and_uses_the_exact_search() {
     let m = 1;

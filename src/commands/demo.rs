@@ -8,8 +8,7 @@ use anyhow::Context;
 use cuberoute_cluster::ClusterClient;
 use cuberoute_cluster::local::RunState;
 use cuberoute_cluster::traffic::SendOptions;
-use cuberoute_protocol::source_route::{self, RouteRequest};
-use cuberoute_protocol::{NodeId, PathSet, Topology, disjoint_paths};
+use cuberoute_protocol::{NodeId, PathSet, Topology, source_route};
 use std::net::Ipv4Addr;
 use std::time::Duration;
 
@@ -70,22 +69,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             topology.format_node(src),
             topology.format_node(dst)
         );
-        // Q_n and EH(s,t) route by the guarded-action protocol; the seed families from the
-        // source, over the node-to-node paths of their papers.
-        let (sending, expected) = if topology.has_guarded_protocol() {
-            let expected = disjoint_paths(topology, src, dst)?.paths;
-            let sent = runtime.block_on(client.send(src, dst, message.into_bytes(), options));
-            (sent, expected)
-        } else {
-            let request = RouteRequest {
-                to: vec![dst],
-                ..RouteRequest::default()
-            };
-            let expected = source_route::routes(topology, src, &request)?;
-            let sent =
-                runtime.block_on(client.send_routed(src, request, message.into_bytes(), options));
-            (sent, expected)
-        };
+        let expected = source_route::node_to_node_paths(topology, src, dst)?;
+        let sending =
+            runtime.block_on(client.send_node_to_node(src, dst, message.into_bytes(), options));
         let report =
             sending.with_context(|| format!("sending to {}", topology.format_node(dst)))?;
         println!(

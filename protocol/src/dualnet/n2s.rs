@@ -18,7 +18,7 @@
 //! 4. each remaining node of U is paired with a remaining target: inside one cluster by
 //!    RDN_routing, else by RDN_modified_routing (Algorithm 3) through a fresh cluster of s's type.
 //!
-//! Resolutions (docs/seed-algorithms.md; summary 003 pitfalls):
+//! Resolutions (docs/family-algorithms.md; summary 003 pitfalls):
 //! - Stage 1 with no target in C_s moves every in-cluster neighbour of s out (pitfall 1: the
 //!   pseudo-code forgets the r = 0 case, the example does it);
 //! - the typos of pitfall 2 read as their prose (truncate at v_0; C ∩ W = ∅ in Stage 4; ...);
@@ -65,13 +65,6 @@ pub fn rdn_n2s(rdn: DualNet, s: NodeId, targets: &[NodeId]) -> Result<PathSystem
                 .collect(),
         ),
         Err(why) if rdn.node_count() <= crate::fallback::MAX_NODES => {
-            if std::env::var("RDNDEBUG").is_ok() {
-                eprintln!(
-                    "STUCK {why}: {} -> {:?}",
-                    rdn.format(s),
-                    targets.iter().map(|&t| rdn.format(t)).collect::<Vec<_>>()
-                );
-            }
             crate::fallback::node_to_set(topology, s, targets)
                 .map(|paths| PathSystem {
                     paths,

@@ -12,7 +12,7 @@
 //! only the one through s_0 xor 2^p_0, aimed at the destination (or d'') nearest its entry node;
 //! Step 5 converts by CONV and joins everything to s inside Q_m(s_0) by Cube-N2S.
 //!
-//! Departures and resolutions (docs/seed-algorithms.md has the full list):
+//! Departures and resolutions (docs/family-algorithms.md has the full list):
 //! - **Case I-c, pitfall 2**: when d_k's external neighbour is in Q_m(s_0) (s_k xor 2^p_k = s_0)
 //!   the thesis's target does not exist; we aim the cube-level path at s_k itself. The cube-level
 //!   shortest path avoids s_0 by not flipping bit p_0 first (the thesis asks only that it avoid

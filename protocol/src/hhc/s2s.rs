@@ -15,7 +15,7 @@
 //!    around the faulty ones;
 //! 3. (Step 4) CONV converts each cube-level path, between the two ends' local paths.
 //!
-//! Departures (docs/seed-algorithms.md):
+//! Departures (docs/family-algorithms.md):
 //! - Step 1's local work is one exact minimum-cost-flow problem per subcube, on Q_m(sigma) and
 //!   the external edges that lead to fresh subcubes ([`crate::fallback::min_cost_paths`]): it
 //!   pairs min(|S(sigma)|, |D(sigma)|) terminals inside and sends the others out, all disjoint,

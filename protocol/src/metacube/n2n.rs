@@ -16,7 +16,7 @@
 //!
 //! Case 0 (same cluster), Case 1 (same class, different clusters) and Case 2 (different
 //! classes) follow Algorithm 4, with these resolutions of the summary's pitfalls (002-n) and of
-//! the printed examples (docs/seed-algorithms.md has the full list):
+//! the printed examples (docs/family-algorithms.md has the full list):
 //! - Case 0's middle segment is an in-cluster route (m-cube), not p3(k, ...) (pitfall 2); its
 //!   first local dimension is k + (i mod m), as Table 2 has it (s^(1,3), not s^(1,2));
 //! - Case 2's class path w_i -> t is p3(k, i, ...) over the class field (pitfall 3), and the

@@ -17,7 +17,7 @@
 //!    source paths; every cube-level path converted: inside each k-cube an SPR over the class
 //!    bits (lowest first) to the class whose field changes next, then that cube edge.
 //!
-//! Resolutions (docs/seed-algorithms.md; summary 000 pitfalls 6-8):
+//! Resolutions (docs/family-algorithms.md; summary 000 pitfalls 6-8):
 //! - minus signs lost in extraction are restored ("r k" is r-k, "n min(...)" is n-min(...)), and
 //!   n is |D| in this chapter;
 //! - Step 1d (the thesis's "Step 4") connects a source to the node nearest it among the
