@@ -100,7 +100,39 @@ fn sample(cluster: &Cluster, topology: &str, n: u64, k: u64) {
     }
 }
 
-/// What a family cluster refuses, with exit 2: what the papers give no algorithm for.
+/// `--split`: the payload cut into k parts over the k source routes to one destination, and
+/// joined again in index order from the destination's output buffer.
+fn split(cluster: &Cluster, n: u64, k: u64) {
+    let to = (n - 2).to_string();
+    let message = "a payload cut into k parts, one per disjoint path";
+    let report = json(&cluster.ok(&[
+        "send",
+        "--from",
+        "1",
+        "--to",
+        &to,
+        "--message",
+        message,
+        "--split",
+        "--wait",
+        "--json",
+    ]));
+    assert_eq!(report["k"], k, "{report}");
+    let mut parts: Vec<Value> = common::json_lines(&cluster.ok(&["recv", "--node", &to, "--json"]))
+        .into_iter()
+        .filter(|d| d["split"] == true && d["from"] == 1)
+        .collect();
+    parts.sort_by_key(|d| d["index"].as_u64());
+    assert_eq!(parts.len() as u64, k);
+    let joined: String = parts
+        .iter()
+        .map(|p| p["payload"].as_str().unwrap())
+        .collect();
+    assert_eq!(joined, message);
+}
+
+/// What a family cluster refuses, with exit 2: what the papers give no algorithm for, and a
+/// split over several destinations.
 fn refusals(cluster: &Cluster) {
     for bad in [
         &[
@@ -108,7 +140,7 @@ fn refusals(cluster: &Cluster) {
             "--from",
             "0",
             "--to",
-            "1",
+            "1,2",
             "--split",
             "--message",
             "m",
@@ -152,6 +184,7 @@ fn hhc_2_cluster_of_64_processes_routes_over_the_computed_paths() {
     let cluster = Cluster::up("hhc:2", "127.2.20.0");
     assert_eq!(cluster.status()["nodes"].as_array().unwrap().len(), 64);
     sample(&cluster, "hhc:2", 64, 3);
+    split(&cluster, 64, 3);
     refusals(&cluster);
 }
 
@@ -160,6 +193,7 @@ fn metacube_1_2_cluster_of_32_processes_routes_over_the_computed_paths() {
     let cluster = Cluster::up("mc:1,2", "127.2.21.0");
     assert_eq!(cluster.status()["nodes"].as_array().unwrap().len(), 32);
     sample(&cluster, "mc:1,2", 32, 3);
+    split(&cluster, 32, 3);
     refusals(&cluster);
 }
 
@@ -168,5 +202,6 @@ fn dual_net_ring3_1_cluster_of_18_processes_routes_over_the_computed_paths() {
     let cluster = Cluster::up("rdn:ring3,1", "127.2.22.0");
     assert_eq!(cluster.status()["nodes"].as_array().unwrap().len(), 18);
     sample(&cluster, "rdn:ring3,1", 18, 3);
+    split(&cluster, 18, 3);
     refusals(&cluster);
 }

@@ -153,6 +153,7 @@ impl ClusterClient {
         let ask = Request::SendRouted {
             request: request.clone(),
             payload,
+            split: options.split,
             trace: options.trace,
         };
         let (seq, k, sent_at) = match self.request(from, &ask).await? {

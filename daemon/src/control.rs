@@ -157,10 +157,17 @@ async fn handle(node: &Arc<Node>, request: Request) -> Response {
         Request::SendRouted {
             request,
             payload,
+            split,
             trace,
         } => {
             if payload.len() > MAX_PAYLOAD_LEN {
                 return Response::Error(too_large(payload.len()));
+            }
+            if split && !request.is_node_to_node(node.topology) {
+                return Response::Error(bad(
+                    "split cuts a payload over the k paths to one destination: not for a set of destinations"
+                        .into(),
+                ));
             }
             let routes = match source_route::routes(node.topology, node.id, &request) {
                 Ok(routes) => routes,
@@ -168,7 +175,7 @@ async fn handle(node: &Arc<Node>, request: Request) -> Response {
             };
             let k = routes.len() as u32;
             match node
-                .submit(Routing::Source { routes }, payload, false, trace)
+                .submit(Routing::Source { routes }, payload, split, trace)
                 .await
             {
                 Ok((seq, sent_at_us)) => Response::Accepted { seq, k, sent_at_us },

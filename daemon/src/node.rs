@@ -200,7 +200,12 @@ impl Node {
     /// A source-routed set: copy `i` along route `i`, the whole route in its header.
     fn input_source(&self, routes: Vec<Vec<NodeId>>, job: InputJob) {
         let copies = routes.len() as u8;
-        for (index, route) in routes.into_iter().enumerate() {
+        let payloads = if job.split {
+            split_payload(&job.payload, routes.len())
+        } else {
+            vec![job.payload.clone(); routes.len()]
+        };
+        for (index, (route, payload)) in routes.into_iter().zip(payloads).enumerate() {
             let (Some(&dst), Some(&first)) = (route.last(), route.get(1)) else {
                 warn!(?route, "a source route with fewer than two nodes");
                 self.stats.drop(Drop::Malformed);
@@ -209,10 +214,10 @@ impl Node {
             let mut message = Message::new(
                 self.id,
                 job.seq,
-                false,
+                job.split,
                 job.sent_at_us,
                 job.trace,
-                job.payload.clone(),
+                payload,
             );
             message.checksum = message.checksum_for(self.id, dst, index as u8);
             let packet = SourcePacket {

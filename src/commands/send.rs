@@ -32,7 +32,7 @@ pub struct Args {
     #[arg(long, value_name = "F1,F2,...")]
     pub avoid: Option<String>,
     /// Source-routed, on q:N: keep every node of every path at weight I or I+1.
-    #[arg(long, value_name = "I", conflicts_with_all = ["avoid", "split"])]
+    #[arg(long, value_name = "I", conflicts_with = "avoid")]
     pub constraint: Option<u32>,
     /// The payload, as text.
     #[arg(long, conflicts_with = "file", required_unless_present = "file")]
@@ -40,7 +40,8 @@ pub struct Args {
     /// The payload, read from a file.
     #[arg(long)]
     pub file: Option<PathBuf>,
-    /// Cut the payload into k parts, one per path, instead of sending it on every path.
+    /// Cut the payload into k parts, one per path, instead of sending it on every path (one
+    /// destination: the guarded-action protocol, a container, or a seed family's k paths).
     #[arg(long)]
     pub split: bool,
     /// Wait for the copies and print a delivery report with each copy's path.
@@ -93,10 +94,13 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         || !avoid.is_empty()
         || args.constraint.is_some()
         || !topology.has_guarded_protocol();
-    if routed && args.split {
+    if args.split && to.len() > 1 {
         return Err(usage(
-            "--split is for node-to-node sends by the guarded-action protocol (q:N, eh:S,T)",
+            "--split cuts the payload over the k paths to one destination: give one --to",
         ));
+    }
+    if args.split && !avoid.is_empty() {
+        return Err(usage("--split is for node-to-node sends, not with --avoid"));
     }
     let sending = if routed {
         let request = RouteRequest {

@@ -32,11 +32,13 @@ pub enum Request {
     },
     /// Route a message set from this node along whole paths the source computes (source
     /// routing): one copy to each destination (node-to-set, fault-tolerant with `avoid`), or k
-    /// copies under a bit constraint. See `source_route::routes`.
+    /// copies under a bit constraint. See `source_route::routes`. With `split` (node-to-node
+    /// requests only) the payload is cut into k parts, one per route.
     SendRouted {
         request: RouteRequest,
         #[serde(with = "serde_bytes")]
         payload: Vec<u8>,
+        split: bool,
         trace: bool,
     },
     /// Wait until `copies` copies of the set (`src`, `seq`, `sent_at_us`) have been delivered
