@@ -27,13 +27,24 @@ use crate::verify::{Shape, check};
 
 /// The m+1 disjoint paths from `s` to `d`, each from `s` to `d` inclusive.
 pub fn hhc_n2n(h: Hhc, s: NodeId, d: NodeId) -> Result<PathSystem, FamilyError> {
+    hhc_n2n_by(h, s, d, hhc_in2s)
+}
+
+/// [`hhc_n2n`] with another node-to-set algorithm for the non-adjacent case (HHC-N2S, say):
+/// the metacube's MC(k,1) takes the shorter of several answers.
+pub fn hhc_n2n_by(
+    h: Hhc,
+    s: NodeId,
+    d: NodeId,
+    node_to_set: fn(Hhc, NodeId, &[NodeId]) -> Result<PathSystem, FamilyError>,
+) -> Result<PathSystem, FamilyError> {
     let topology = Topology::Hhc(h);
     check_node_to_node(topology, s, d)?;
     let system = if topology.is_adjacent(s, d) {
         PathSystem::paper(adjacent(h, s, d))
     } else {
         let around: Vec<NodeId> = topology.neighbours(d).collect();
-        let mut system = hhc_in2s(h, s, &around)?;
+        let mut system = node_to_set(h, s, &around)?;
         for p in &mut system.paths {
             p.push(d);
         }

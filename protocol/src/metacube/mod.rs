@@ -14,13 +14,14 @@
 //! k + m*2^k <= 63.
 //!
 //! Algorithms: [`n2n`] MC-N2N (seed 002, Algorithm 4: all k+m disjoint paths between two nodes)
-//! and [`n2s`] MC-N2S (thesis chapter 6: node-to-set).
+//! and [`n2s`] MC-N2S (thesis chapter 6: node-to-set); [`k1`] node-to-node on MC(k,1) where
+//! MC-N2N's construction does not apply.
 
+pub mod k1;
 pub mod n2n;
 pub mod n2s;
 
 use crate::NodeId;
-use crate::family::{Construction, FamilyError, PathSystem};
 use crate::tour::{Walk, shortest_walk};
 
 /// MC(k,m), k, m >= 1, k + m*2^k <= 63.
@@ -149,32 +150,6 @@ pub fn hhc_isomorphism(mc: Metacube, v: NodeId) -> (crate::hhc::Hhc, NodeId) {
 pub fn from_hhc(mc: Metacube, v: NodeId) -> NodeId {
     let h = crate::hhc::Hhc { m: mc.k };
     mc.node(h.processor(v), h.subcube(v))
-}
-
-/// Node-to-node where MC-N2N's construction does not apply (MC(k,1), pitfall 6): HHC
-/// node-to-node ([`crate::hhc::n2n`]) through [`hhc_isomorphism`].
-pub(crate) fn uncovered_node_to_node(
-    mc: Metacube,
-    s: NodeId,
-    t: NodeId,
-    why: &'static str,
-) -> Result<PathSystem, FamilyError> {
-    let topology = crate::Topology::Metacube(mc);
-    let (h, hs) = hhc_isomorphism(mc, s);
-    let (_, ht) = hhc_isomorphism(mc, t);
-    let paths: Vec<crate::family::Path> = crate::hhc::n2n::hhc_n2n(h, hs, ht)?
-        .paths
-        .into_iter()
-        .map(|p| p.into_iter().map(|v| from_hhc(mc, v)).collect())
-        .collect();
-    let k = mc.connectivity() as usize;
-    let shape = crate::verify::Shape::NodeToNode { s, d: t, k };
-    crate::verify::check(topology, shape, &paths)
-        .map_err(|e| FamilyError::Internal(format!("MC-N2N through HHC: {e}")))?;
-    Ok(PathSystem {
-        paths,
-        construction: Construction::Isomorphic(why),
-    })
 }
 
 #[cfg(test)]

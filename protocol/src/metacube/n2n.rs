@@ -50,7 +50,8 @@
 //!
 //! **MC(k,1)**: the special cases need a second local dimension (pitfall 6), and the tags of
 //! steps 2 and 3 need two bits. Where the printed construction fails, MC(k,1) is solved as the
-//! isomorphic HHC_{2^k+k} ([`super::hhc_isomorphism`], [`crate::hhc::n2n`]), labelled
+//! isomorphic HHC_{2^k+k} ([`super::hhc_isomorphism`], [`crate::hhc::n2n`]) and by MC-N2S, the
+//! shortest of those answers kept and, over the bound, shortened ([`super::k1`]); labelled
 //! [`Construction::Isomorphic`].
 
 use super::Metacube;
@@ -89,7 +90,7 @@ pub fn mc_n2n(mc: Metacube, s: NodeId, t: NodeId) -> Result<PathSystem, FamilyEr
     }
     if mc.m == 1 {
         // Pitfall 6: the special cases need a second local dimension.
-        return super::uncovered_node_to_node(mc, s, t, why);
+        return super::k1::node_to_node(mc, s, t, why);
     }
     let corrected = Builder::new(mc, s.0, t.0, true)
         .paths()
