@@ -169,39 +169,33 @@ fn refusals(cluster: &Cluster) {
         ],
         &["send", "--from", "0", "--to", "0", "--message", "m"],
     ] {
-        let out = cluster.run(bad);
-        assert_eq!(
-            out.status.code(),
-            Some(2),
-            "{bad:?}: {}",
-            common::stderr(&out)
-        );
+        cluster.refused(bad);
     }
+}
+
+/// Bring up `topology` as `nodes` processes at `base`, and run every check above.
+fn runs_on_a_cluster(topology: &str, base: &str, nodes: u64, k: u64) {
+    let cluster = Cluster::up(topology, base);
+    assert_eq!(
+        cluster.status()["nodes"].as_array().unwrap().len() as u64,
+        nodes
+    );
+    sample(&cluster, topology, nodes, k);
+    split(&cluster, nodes, k);
+    refusals(&cluster);
 }
 
 #[test]
 fn hhc_2_cluster_of_64_processes_routes_over_the_computed_paths() {
-    let cluster = Cluster::up("hhc:2", "127.2.20.0");
-    assert_eq!(cluster.status()["nodes"].as_array().unwrap().len(), 64);
-    sample(&cluster, "hhc:2", 64, 3);
-    split(&cluster, 64, 3);
-    refusals(&cluster);
+    runs_on_a_cluster("hhc:2", "127.2.20.0", 64, 3);
 }
 
 #[test]
 fn metacube_1_2_cluster_of_32_processes_routes_over_the_computed_paths() {
-    let cluster = Cluster::up("mc:1,2", "127.2.21.0");
-    assert_eq!(cluster.status()["nodes"].as_array().unwrap().len(), 32);
-    sample(&cluster, "mc:1,2", 32, 3);
-    split(&cluster, 32, 3);
-    refusals(&cluster);
+    runs_on_a_cluster("mc:1,2", "127.2.21.0", 32, 3);
 }
 
 #[test]
 fn dual_net_ring3_1_cluster_of_18_processes_routes_over_the_computed_paths() {
-    let cluster = Cluster::up("rdn:ring3,1", "127.2.22.0");
-    assert_eq!(cluster.status()["nodes"].as_array().unwrap().len(), 18);
-    sample(&cluster, "rdn:ring3,1", 18, 3);
-    split(&cluster, 18, 3);
-    refusals(&cluster);
+    runs_on_a_cluster("rdn:ring3,1", "127.2.22.0", 18, 3);
 }

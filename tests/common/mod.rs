@@ -87,6 +87,18 @@ impl Cluster {
         cuberoute(&all)
     }
 
+    /// Run a command that must be refused as bad input: exit status 2.
+    pub fn refused(&self, args: &[&str]) -> Output {
+        let out = self.run(args);
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "cuberoute {args:?}: {}",
+            stderr(&out)
+        );
+        out
+    }
+
     pub fn ok(&self, args: &[&str]) -> String {
         let out = self.run(args);
         assert!(
