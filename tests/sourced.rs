@@ -94,6 +94,34 @@ fn q4_source_routed_sends_follow_the_computed_paths() {
             assert_eq!(paths.status.code(), Some(2));
         }
     }
+    // A container with --split: the payload cut over its k = 2 paths, joined at 12.
+    let message = "split over a bit-constrained container";
+    let report = json(&cluster.ok(&[
+        "send",
+        "--from",
+        "3",
+        "--to",
+        "12",
+        "--constraint",
+        "2",
+        "--split",
+        "--message",
+        message,
+        "--wait",
+        "--json",
+    ]));
+    assert_eq!(report["k"], 2, "{report}");
+    let mut parts: Vec<Value> =
+        common::json_lines(&cluster.ok(&["recv", "--node", "12", "--json"]))
+            .into_iter()
+            .filter(|d| d["split"] == true)
+            .collect();
+    parts.sort_by_key(|d| d["index"].as_u64());
+    let joined: String = parts
+        .iter()
+        .map(|p| p["payload"].as_str().unwrap())
+        .collect();
+    assert_eq!(joined, message);
     // Every node still counts no drop.
     for node in cluster.status()["nodes"].as_array().unwrap() {
         assert_eq!(node["counters"]["dropped"], serde_json::json!({}), "{node}");
