@@ -13,8 +13,8 @@ pub mod packet;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-/// The wire format version this build speaks.
-pub const VERSION: u8 = 1;
+/// The wire format version this build speaks. 2: `SendRouted` carries `split`.
+pub const VERSION: u8 = 2;
 
 /// The largest body accepted, version byte included.
 pub const MAX_FRAME_LEN: usize = 1 << 20;

@@ -132,12 +132,14 @@ pub fn start(args: &UpArgs) -> anyhow::Result<Duration> {
     let compose = Compose::detect()?;
     let dir = args.init.dir.cluster();
     ensure_free(&dir)?;
-    if !docker::image_exists(&args.docker.image) {
-        if args.docker.image != DEFAULT_IMAGE {
-            return Err(usage(format!("there is no image {}", args.docker.image)));
-        }
-        eprintln!("building the image {DEFAULT_IMAGE} first (cuberoute cluster image)");
+    if args.docker.image == DEFAULT_IMAGE && workspace().join("deploy/Dockerfile").is_file() {
+        // The default image is this build's: brought up to date from the source tree this
+        // binary was built from (cargo and docker rebuild only what changed), so that the
+        // containers never run an older daemon than the client speaks to.
+        eprintln!("bringing the image {DEFAULT_IMAGE} up to date (cuberoute cluster image)");
         image()?;
+    } else if !docker::image_exists(&args.docker.image) {
+        return Err(usage(format!("there is no image {}", args.docker.image)));
     }
     let started = Instant::now();
     let run = docker::prepare(&dir, topology, args.docker.subnet, &args.docker.image)?;
