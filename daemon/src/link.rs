@@ -151,7 +151,10 @@ impl Link {
     }
 
     /// The chaos tooling's buffer corruption: flip bits in a share `fraction_ppm` of the packets
-    /// in the message buffer (each then carries a mark). Returns how many.
+    /// in the message buffer waiting to be sent (each then carries a mark). Returns how many.
+    /// Frames already written and waiting only for their acknowledgement are left alone: the
+    /// neighbour has the uncorrupted copy, and a corrupted one would never be sent (it would
+    /// leave the buffer with the acknowledgement), so its corruption would never end.
     pub fn corrupt_queued(
         &self,
         chaos: &crate::chaos::Chaos,
@@ -159,8 +162,9 @@ impl Link {
         rng: &mut impl rand::Rng,
     ) -> usize {
         let mut state = self.lock();
+        let sent_upto = state.sent_upto;
         let mut corrupted = 0;
-        for queued in state.queue.iter_mut() {
+        for queued in state.queue.iter_mut().filter(|q| q.seq > sent_upto) {
             if rng.random_range(0..1_000_000) >= fraction_ppm {
                 continue;
             }
@@ -615,6 +619,29 @@ mod tests {
         // A hello about another incarnation of ours counts for nothing either.
         link.on_hello(ME, &hello(10, Some((ME + 1, 5))));
         assert_eq!(work(&link, false).0, vec![4, 5]);
+    }
+
+    #[test]
+    fn buffer_corruption_touches_only_frames_not_yet_written() {
+        let link = link(10);
+        for i in 0..4 {
+            link.enqueue(vec![i; 8], None);
+        }
+        // Frames 1 and 2 are written and wait for their acknowledgement; 3 and 4 wait to go.
+        link.lock().sent_upto = 2;
+        let chaos = crate::chaos::Chaos::default();
+        let mut rng = <rand::rngs::StdRng as rand::SeedableRng>::seed_from_u64(1);
+        assert_eq!(link.corrupt_queued(&chaos, 1_000_000, &mut rng), 2);
+        let marked: Vec<(u64, bool)> = link
+            .lock()
+            .queue
+            .iter()
+            .map(|q| match decode_frame::<LinkFrame>(&q.frame).unwrap() {
+                LinkFrame::Data { seq, mark, .. } => (seq, mark.is_some()),
+                _ => unreachable!(),
+            })
+            .collect();
+        assert_eq!(marked, [(1, false), (2, false), (3, true), (4, true)]);
     }
 
     #[test]

@@ -70,7 +70,7 @@ pub enum Fault {
         for_ms: u32,
     },
     /// Flip random bits (header and payload alike) in a share `fraction_ppm` (parts per
-    /// million) of the packets queued in the link buffers now, and for `for_ms` of every packet
+    /// million) of the packets queued in the link buffers now (not yet written), and for `for_ms` of every packet
     /// entering one.
     CorruptBuffers {
         seed: u64,
