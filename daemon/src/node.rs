@@ -206,12 +206,12 @@ impl Node {
             vec![job.payload.clone(); routes.len()]
         };
         for (index, (route, payload)) in routes.into_iter().zip(payloads).enumerate() {
-            let (Some(&dst), Some(&first)) = (route.last(), route.get(1)) else {
+            let Some(&first) = route.get(1) else {
                 warn!(?route, "a source route with fewer than two nodes");
                 self.stats.drop(Drop::Malformed);
                 continue;
             };
-            let mut message = Message::new(
+            let message = Message::new(
                 self.id,
                 job.seq,
                 job.split,
@@ -219,14 +219,14 @@ impl Node {
                 job.trace,
                 payload,
             );
-            message.checksum = message.checksum_for(self.id, dst, index as u8);
-            let packet = SourcePacket {
+            let mut packet = SourcePacket {
                 route,
                 position: 1,
                 index: index as u8,
                 copies,
                 message,
             };
+            packet.seal();
             debug!(seq = job.seq, index, to = %first, "input (source-routed)");
             if self.send_to(first, &Carried::Source(packet), None) {
                 Stats::count(&self.stats.packets_sent);

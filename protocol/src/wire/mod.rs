@@ -13,7 +13,8 @@ pub mod packet;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-/// The wire format version this build speaks. 2: `SendRouted` carries `split`.
+/// The wire format version this build speaks. 2: `SendRouted` carries `split`, and a
+/// source-routed copy's checksum covers its route.
 pub const VERSION: u8 = 2;
 
 /// The largest body accepted, version byte included.

@@ -35,15 +35,30 @@ impl SourcePacket {
         self.route.last().copied()
     }
 
-    /// Whether the end-to-end checksum holds for this copy of a set from the route's first to
-    /// its last node.
-    pub fn is_intact(&self) -> bool {
-        match (self.src(), self.dst()) {
-            (Some(src), Some(dst)) => {
-                self.message.checksum == self.message.checksum_for(src, dst, self.index)
-            }
-            _ => false,
+    /// The end-to-end checksum this copy should carry: the message's over (S, D, index,
+    /// sequence, split, send time, payload), extended over every node of the route, so that a
+    /// route altered on the way is caught at the destination as an altered payload is. `None`
+    /// for an empty route.
+    pub fn expected_checksum(&self) -> Option<u32> {
+        let (src, dst) = (self.src()?, self.dst()?);
+        let message = self.message.checksum_for(src, dst, self.index);
+        let mut hasher = crc32fast::Hasher::new_with_initial(message);
+        for v in &self.route {
+            hasher.update(&v.0.to_le_bytes());
         }
+        Some(hasher.finalize())
+    }
+
+    /// Set the checksum at the source.
+    pub fn seal(&mut self) {
+        if let Some(checksum) = self.expected_checksum() {
+            self.message.checksum = checksum;
+        }
+    }
+
+    /// Whether the end-to-end checksum holds.
+    pub fn is_intact(&self) -> bool {
+        self.expected_checksum() == Some(self.message.checksum)
     }
 }
 
@@ -54,15 +69,16 @@ mod tests {
 
     #[test]
     fn both_kinds_round_trip_and_source_copies_check_their_ends() {
-        let mut message = Message::new(NodeId(0), 7, false, 1, true, b"p".to_vec());
-        message.checksum = message.checksum_for(NodeId(0), NodeId(3), 1);
-        let source = SourcePacket {
+        let message = Message::new(NodeId(0), 7, false, 1, true, b"p".to_vec());
+        let mut source = SourcePacket {
             route: vec![NodeId(0), NodeId(1), NodeId(3)],
             position: 1,
             index: 1,
             copies: 2,
             message,
         };
+        assert!(!source.is_intact(), "not sealed yet");
+        source.seal();
         assert!(source.is_intact());
         let carried = Carried::Source(source.clone());
         assert_eq!(
@@ -72,8 +88,11 @@ mod tests {
         let mut longer = source.clone();
         longer.route.push(NodeId(7));
         assert!(!longer.is_intact(), "the destination is covered");
-        let mut other = source;
+        let mut other = source.clone();
         other.index = 0;
         assert!(!other.is_intact(), "the copy index is covered");
+        let mut detour = source;
+        detour.route[1] = NodeId(2);
+        assert!(!detour.is_intact(), "every node of the route is covered");
     }
 }
