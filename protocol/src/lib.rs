@@ -23,6 +23,7 @@
 #![cfg_attr(test, allow(clippy::unusual_byte_groupings))]
 
 pub mod actions;
+pub mod bfs;
 pub mod cube;
 pub mod dualnet;
 pub mod exchanged;

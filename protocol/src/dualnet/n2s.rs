@@ -50,7 +50,7 @@ use crate::cube::n2s::cube_n2s;
 use crate::family::{Construction, FamilyError, PathSystem, check_node_to_set};
 use crate::hypercube::Hypercube;
 use crate::verify::{Shape, check};
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::HashSet;
 
 /// RDN_N2S_disjoint_paths(RDN^k(B), s, T): `paths[i]` runs from `s` to `targets[i]`.
 pub fn rdn_n2s(rdn: DualNet, s: NodeId, targets: &[NodeId]) -> Result<PathSystem, FamilyError> {
@@ -242,27 +242,12 @@ impl<'a> Stages<'a> {
 
     /// BFS inside `from`'s cluster, around `avoid`, to the first node `goal` accepts.
     fn bfs(&self, from: u64, avoid: &HashSet<u64>, goal: impl Fn(u64) -> bool) -> Option<Vec<u64>> {
-        let mut prev: HashMap<u64, u64> = HashMap::from([(from, from)]);
-        let mut queue = VecDeque::from([from]);
-        while let Some(u) = queue.pop_front() {
-            if u != from && goal(u) {
-                let mut path = vec![u];
-                let mut at = u;
-                while at != from {
-                    at = prev[&at];
-                    path.push(at);
-                }
-                path.reverse();
-                return Some(path);
-            }
-            for w in self.inside(u) {
-                if !prev.contains_key(&w) && (!avoid.contains(&w) || goal(w)) {
-                    prev.insert(w, u);
-                    queue.push_back(w);
-                }
-            }
-        }
-        None
+        crate::bfs::shortest_path(
+            from,
+            |u| u != from && goal(u),
+            |w| !avoid.contains(&w),
+            |u| self.inside(u),
+        )
     }
 
     /// Finish the path of pending target `p` with `route` (from a reached node's path end to

@@ -53,7 +53,7 @@ use crate::cube::s2s::cube_s2s;
 use crate::family::{Construction, FamilyError, PathSystem, check_set_to_set};
 use crate::hypercube::Hypercube;
 use crate::verify::{Shape, check};
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashMap, HashSet};
 
 /// HHC-S2S(HHC_{2^m+m}, S, D): `paths[i]` runs from `sources[i]` to one of `dests`, each
 /// destination reached once.
@@ -558,28 +558,7 @@ impl<'a> Instance<'a> {
 
 /// BFS from `from` to `to` inside their subcube through nodes `ok` accepts.
 fn bfs_in_subcube(h: Hhc, from: u64, to: u64, ok: impl Fn(u64) -> bool) -> Option<Vec<u64>> {
-    let mut prev: HashMap<u64, u64> = HashMap::from([(from, from)]);
-    let mut queue = VecDeque::from([from]);
-    while let Some(u) = queue.pop_front() {
-        if u == to {
-            let mut path = vec![u];
-            let mut at = u;
-            while at != from {
-                at = prev[&at];
-                path.push(at);
-            }
-            path.reverse();
-            return Some(path);
-        }
-        for b in 0..h.m {
-            let w = u ^ 1 << b;
-            if !prev.contains_key(&w) && (ok(w) || w == to) {
-                prev.insert(w, u);
-                queue.push_back(w);
-            }
-        }
-    }
-    None
+    crate::bfs::shortest_path(from, |u| u == to, ok, |u| (0..h.m).map(move |b| u ^ 1 << b))
 }
 
 /// The §7.6 case of an m = 2, k = 3 instance: (x, y), the numbers of subcubes holding the

@@ -127,54 +127,7 @@ impl Family {
 
     /// Internally disjoint src-dst paths: unit-capacity max flow on the node-split graph.
     pub fn max_flow(self, src: u64, dst: u64) -> u32 {
-        let n = self.nodes() as usize;
-        let mut head = vec![usize::MAX; 2 * n];
-        let (mut to, mut cap, mut next) = (Vec::new(), Vec::new(), Vec::new());
-        let mut add = |a: usize, b: usize, c: i32, head: &mut Vec<usize>| {
-            for (x, y, c) in [(a, b, c), (b, a, 0)] {
-                to.push(y);
-                cap.push(c);
-                next.push(head[x]);
-                head[x] = to.len() - 1;
-            }
-        };
-        for v in 0..n as u64 {
-            let inner = if v == src || v == dst { 64 } else { 1 };
-            add(2 * v as usize, 2 * v as usize + 1, inner, &mut head);
-            for w in self.neighbours(v) {
-                add(2 * v as usize + 1, 2 * w as usize, 1, &mut head);
-            }
-        }
-        let (s, t) = (2 * src as usize + 1, 2 * dst as usize);
-        let mut flow = 0;
-        loop {
-            let mut prev = vec![usize::MAX; 2 * n];
-            let mut seen = vec![false; 2 * n];
-            seen[s] = true;
-            let mut queue = VecDeque::from([s]);
-            while let Some(x) = queue.pop_front() {
-                let mut e = head[x];
-                while e != usize::MAX {
-                    if cap[e] > 0 && !seen[to[e]] {
-                        seen[to[e]] = true;
-                        prev[to[e]] = e;
-                        queue.push_back(to[e]);
-                    }
-                    e = next[e];
-                }
-            }
-            if !seen[t] {
-                return flow;
-            }
-            let mut x = t;
-            while x != s {
-                let e = prev[x];
-                cap[e] -= 1;
-                cap[e ^ 1] += 1;
-                x = to[e ^ 1];
-            }
-            flow += 1;
-        }
+        super::node_split_max_flow(self.nodes(), |v| self.neighbours(v), src, dst)
     }
 
     /// Each path valid (in range, consecutive nodes adjacent, no node twice). Returns the

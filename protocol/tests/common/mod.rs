@@ -110,60 +110,9 @@ impl Graph {
         dist
     }
 
-    /// The number of internally node-disjoint src-dst paths: unit-capacity max flow on the
-    /// node-split graph (each inner node becomes in -> out with capacity 1), by BFS augmenting.
+    /// The number of internally node-disjoint src-dst paths ([`node_split_max_flow`]).
     pub fn max_flow(self, src: u64, dst: u64) -> u32 {
-        let n = self.nodes() as usize;
-        // node v: in = 2v, out = 2v+1. Edge list with residual capacities.
-        let mut head = vec![usize::MAX; 2 * n];
-        let mut to = Vec::new();
-        let mut cap = Vec::new();
-        let mut next = Vec::new();
-        let mut add = |a: usize, b: usize, c: i32, head: &mut Vec<usize>| {
-            for (x, y, c) in [(a, b, c), (b, a, 0)] {
-                to.push(y);
-                cap.push(c);
-                next.push(head[x]);
-                head[x] = to.len() - 1;
-            }
-        };
-        for v in 0..n as u64 {
-            let inner = if v == src || v == dst { 2 } else { 1 };
-            add(2 * v as usize, 2 * v as usize + 1, inner, &mut head);
-            for w in self.neighbours(v) {
-                add(2 * v as usize + 1, 2 * w as usize, 1, &mut head);
-            }
-        }
-        let (s, t) = (2 * src as usize + 1, 2 * dst as usize);
-        let mut flow = 0;
-        loop {
-            let mut prev = vec![usize::MAX; 2 * n];
-            let mut seen = vec![false; 2 * n];
-            seen[s] = true;
-            let mut queue = VecDeque::from([s]);
-            while let Some(x) = queue.pop_front() {
-                let mut e = head[x];
-                while e != usize::MAX {
-                    if cap[e] > 0 && !seen[to[e]] {
-                        seen[to[e]] = true;
-                        prev[to[e]] = e;
-                        queue.push_back(to[e]);
-                    }
-                    e = next[e];
-                }
-            }
-            if !seen[t] {
-                return flow;
-            }
-            let mut x = t;
-            while x != s {
-                let e = prev[x];
-                cap[e] -= 1;
-                cap[e ^ 1] += 1;
-                x = to[e ^ 1];
-            }
-            flow += 1;
-        }
+        node_split_max_flow(self.nodes(), |v| self.neighbours(v), src, dst)
     }
 
     /// Check that `paths` are `k` valid, simple, internally node-disjoint src-dst paths.
@@ -387,6 +336,66 @@ pub fn induced_max_flow(n: u32, keep: impl Fn(u64) -> bool, src: u64, dst: u64) 
     loop {
         let mut prev = vec![usize::MAX; 2 * nodes];
         let mut seen = vec![false; 2 * nodes];
+        seen[s] = true;
+        let mut queue = VecDeque::from([s]);
+        while let Some(x) = queue.pop_front() {
+            let mut e = head[x];
+            while e != usize::MAX {
+                if cap[e] > 0 && !seen[to[e]] {
+                    seen[to[e]] = true;
+                    prev[to[e]] = e;
+                    queue.push_back(to[e]);
+                }
+                e = next[e];
+            }
+        }
+        if !seen[t] {
+            return flow;
+        }
+        let mut x = t;
+        while x != s {
+            let e = prev[x];
+            cap[e] -= 1;
+            cap[e ^ 1] += 1;
+            x = to[e ^ 1];
+        }
+        flow += 1;
+    }
+}
+
+/// The number of internally node-disjoint src-dst paths in the graph on nodes 0..n given by
+/// `neighbours`: unit-capacity max flow on the node-split graph (each node becomes in -> out,
+/// capacity 1), by BFS augmenting paths.
+pub fn node_split_max_flow(
+    n: u64,
+    neighbours: impl Fn(u64) -> Vec<u64>,
+    src: u64,
+    dst: u64,
+) -> u32 {
+    let n = n as usize;
+    // node v: in = 2v, out = 2v+1. Edge list with residual capacities.
+    let mut head = vec![usize::MAX; 2 * n];
+    let (mut to, mut cap, mut next) = (Vec::new(), Vec::new(), Vec::new());
+    let mut add = |a: usize, b: usize, c: i32, head: &mut Vec<usize>| {
+        for (x, y, c) in [(a, b, c), (b, a, 0)] {
+            to.push(y);
+            cap.push(c);
+            next.push(head[x]);
+            head[x] = to.len() - 1;
+        }
+    };
+    for v in 0..n as u64 {
+        add(2 * v as usize, 2 * v as usize + 1, 1, &mut head);
+        for w in neighbours(v) {
+            add(2 * v as usize + 1, 2 * w as usize, 1, &mut head);
+        }
+    }
+    // From src's out to dst's in: their own in -> out arcs are never on a path.
+    let (s, t) = (2 * src as usize + 1, 2 * dst as usize);
+    let mut flow = 0;
+    loop {
+        let mut prev = vec![usize::MAX; 2 * n];
+        let mut seen = vec![false; 2 * n];
         seen[s] = true;
         let mut queue = VecDeque::from([s]);
         while let Some(x) = queue.pop_front() {
