@@ -130,14 +130,14 @@ impl ClusterClient {
         payload: Vec<u8>,
         options: SendOptions,
     ) -> Result<SendReport, ClientError> {
-        if self.manifest.topology.has_guarded_protocol() {
-            self.send(from, to, payload, options).await
-        } else {
-            let request = RouteRequest {
-                to: vec![to],
-                ..RouteRequest::default()
-            };
+        let request = RouteRequest {
+            to: vec![to],
+            ..RouteRequest::default()
+        };
+        if request.is_source_routed(self.manifest.topology) {
             self.send_routed(from, request, payload, options).await
+        } else {
+            self.send(from, to, payload, options).await
         }
     }
 

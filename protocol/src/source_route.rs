@@ -45,6 +45,15 @@ pub struct RouteRequest {
 }
 
 impl RouteRequest {
+    /// Whether a send of this request is source-routed. Otherwise it is a node-to-node set of
+    /// the guarded-action protocol: one destination on Q_n or EH(s,t), nothing else asked.
+    pub fn is_source_routed(&self, topology: Topology) -> bool {
+        self.to.len() != 1
+            || !self.avoid.is_empty()
+            || self.constraint.is_some()
+            || !topology.has_guarded_protocol()
+    }
+
     /// Whether every copy goes to the one destination (k disjoint paths to it): under a
     /// constraint, and for one destination on the topologies without guarded-action routing.
     /// Otherwise copy `i` goes to destination `i`.

@@ -89,11 +89,6 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         trace: args.wait,
         wait: args.wait.then_some(args.timeout),
     };
-    // HHC, the metacube and the recursive dual-net route every set from the source.
-    let routed = to.len() > 1
-        || !avoid.is_empty()
-        || args.constraint.is_some()
-        || !topology.has_guarded_protocol();
     if args.split && to.len() > 1 {
         return Err(usage(
             "--split cuts the payload over the k paths to one destination: give one --to",
@@ -102,15 +97,15 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     if args.split && !avoid.is_empty() {
         return Err(usage("--split is for node-to-node sends, not with --avoid"));
     }
-    let sending = if routed {
-        let request = RouteRequest {
-            to,
-            avoid,
-            constraint: args.constraint,
-        };
+    let request = RouteRequest {
+        to,
+        avoid,
+        constraint: args.constraint,
+    };
+    let sending = if request.is_source_routed(topology) {
         runtime.block_on(cluster.send_routed(from, request, payload, options))
     } else {
-        runtime.block_on(cluster.send(from, to[0], payload, options))
+        runtime.block_on(cluster.send(from, request.to[0], payload, options))
     };
     let report = sending.map_err(|e| match &e {
         // The daemon refused the request as malformed: the user's to fix.
