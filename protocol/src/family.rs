@@ -107,15 +107,7 @@ pub fn check_node_to_set(
         return Err(FamilyError::DestinationIsSource(d.0));
     }
     check_distinct(dests)?;
-    let max = topology.connectivity() as usize;
-    if dests.len() > max {
-        return Err(FamilyError::TooManyDestinations {
-            given: dests.len(),
-            max,
-            topology,
-        });
-    }
-    Ok(())
+    check_at_most_connectivity(topology, dests.len())
 }
 
 /// Check a set-to-set instance: as many sources as destinations, 1..=connectivity of each, all
@@ -140,10 +132,15 @@ pub fn check_set_to_set(
     if let Some(&v) = sources.iter().find(|v| dests.contains(v)) {
         return Err(FamilyError::SourceIsDestination(v.0));
     }
+    check_at_most_connectivity(topology, dests.len())
+}
+
+/// At most as many destinations as the connectivity: no more disjoint paths exist.
+fn check_at_most_connectivity(topology: Topology, given: usize) -> Result<(), FamilyError> {
     let max = topology.connectivity() as usize;
-    if dests.len() > max {
+    if given > max {
         return Err(FamilyError::TooManyDestinations {
-            given: dests.len(),
+            given,
             max,
             topology,
         });
