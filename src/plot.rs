@@ -2,15 +2,24 @@
 //! deviation as error bars) and the maximum of the longest path, the theoretical bound, and the
 //! generic max flow's mean and maximum on the same instances.
 
+use crate::chart::Frame;
 use crate::commands::study::Row;
 use std::fmt::Write;
 
-const W: f64 = 760.0;
-const H: f64 = 460.0;
-const LEFT: f64 = 64.0;
-const RIGHT: f64 = 200.0;
-const TOP: f64 = 48.0;
-const BOTTOM: f64 = 56.0;
+const FRAME: Frame = Frame {
+    w: 760.0,
+    h: 460.0,
+    left: 64.0,
+    right: 200.0,
+    top: 48.0,
+    bottom: 56.0,
+};
+const W: f64 = FRAME.w;
+const H: f64 = FRAME.h;
+const LEFT: f64 = FRAME.left;
+const RIGHT: f64 = FRAME.right;
+const TOP: f64 = FRAME.top;
+const BOTTOM: f64 = FRAME.bottom;
 
 struct Series<'a> {
     label: &'a str,
@@ -36,31 +45,16 @@ pub fn longest_path_chart(title: &str, rows: &[Row]) -> String {
     let ytop = (ymax / ystep).ceil() * ystep;
     let span = (x1 - x0).max(1.0);
     let px = |x: f64| LEFT + (x - x0) / span * (W - LEFT - RIGHT);
-    let py = |y: f64| H - BOTTOM - y / ytop * (H - TOP - BOTTOM);
+    let py = |y: f64| FRAME.y(y, ytop);
     let mut svg = String::new();
-    let _ = writeln!(
-        svg,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" viewBox="0 0 {W} {H}" font-family="sans-serif" font-size="13">"#
-    );
-    let _ = writeln!(svg, r#"<rect width="100%" height="100%" fill="white"/>"#);
+    FRAME.open(&mut svg);
     let _ = writeln!(
         svg,
         r#"<text x="{}" y="26" font-size="16" text-anchor="middle">{title}: longest path per instance</text>"#,
         (LEFT + W - RIGHT) / 2.0
     );
     // Grid and axes.
-    let mut y = 0.0;
-    while y <= ytop + 1e-9 {
-        let _ = writeln!(
-            svg,
-            r##"<line x1="{LEFT}" y1="{0:.1}" x2="{1:.1}" y2="{0:.1}" stroke="#e4e4e4"/><text x="{2:.1}" y="{3:.1}" text-anchor="end" fill="#444">{y}</text>"##,
-            py(y),
-            W - RIGHT,
-            LEFT - 8.0,
-            py(y) + 4.0
-        );
-        y += ystep;
-    }
+    FRAME.y_grid(&mut svg, ytop, ystep);
     for r in rows {
         let _ = writeln!(
             svg,
@@ -70,24 +64,7 @@ pub fn longest_path_chart(title: &str, rows: &[Row]) -> String {
             r.n
         );
     }
-    let _ = writeln!(
-        svg,
-        r##"<line x1="{LEFT}" y1="{0:.1}" x2="{1:.1}" y2="{0:.1}" stroke="#222"/><line x1="{LEFT}" y1="{2}" x2="{LEFT}" y2="{0:.1}" stroke="#222"/>"##,
-        py(0.0),
-        W - RIGHT,
-        TOP
-    );
-    let _ = writeln!(
-        svg,
-        r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">dimension n</text>"#,
-        (LEFT + W - RIGHT) / 2.0,
-        H - 14.0
-    );
-    let _ = writeln!(
-        svg,
-        r#"<text transform="translate(18,{:.1}) rotate(-90)" text-anchor="middle">path length (edges)</text>"#,
-        (TOP + H - BOTTOM) / 2.0
-    );
+    FRAME.axes(&mut svg, ytop, "dimension n", H - 14.0);
     // Error bars: mean +- one standard deviation.
     for r in rows {
         let x = px(r.n as f64);
