@@ -181,6 +181,30 @@ impl Builder {
         self.mc.node(c, self.kcube(v)).0
     }
 
+    /// Cube-N2S in the k-cube Q_k(s), from `s` to the nodes of Q_k(s) of the classes of
+    /// `targets`: `paths[i]` ends in class(targets[i]).
+    fn in_k_cube(&self, s: u64, targets: &[u64]) -> Result<Vec<Vec<u64>>, Step> {
+        let classes: Vec<NodeId> = targets
+            .iter()
+            .map(|&v| NodeId(u64::from(self.class(v))))
+            .collect();
+        let paths = cube_n2s(
+            Hypercube { n: self.mc.k },
+            NodeId(u64::from(self.class(s))),
+            &classes,
+            &[],
+        )
+        .map_err(|e| failed(format!("Cube-N2S in Q_k(s): {e}")))?;
+        Ok(paths
+            .into_iter()
+            .map(|p| {
+                p.into_iter()
+                    .map(|c| self.with_class(s, c.0 as u32))
+                    .collect()
+            })
+            .collect())
+    }
+
     /// The SPR inside a k-cube: class bits lowest first, from the last node of `path` to class
     /// `to`.
     fn class_spr(&self, path: &mut Vec<u64>, to: u32) {
@@ -221,22 +245,8 @@ impl Builder {
         let mut routed_inside: Vec<usize> = Vec::new();
         if inside.len() > k as usize {
             let mut chosen: Vec<usize> = inside[..k as usize].to_vec();
-            let classes: Vec<NodeId> = chosen
-                .iter()
-                .map(|&i| NodeId(self.class(self.dests[i]) as u64))
-                .collect();
-            let paths = cube_n2s(
-                Hypercube { n: k },
-                NodeId(self.class(s) as u64),
-                &classes,
-                &[],
-            )
-            .map_err(|e| failed(format!("Cube-N2S in Q_k(s): {e}")))?;
-            for (slot, p) in paths.into_iter().enumerate() {
-                let mut p: Vec<u64> = p
-                    .into_iter()
-                    .map(|c| self.with_class(s, c.0 as u32))
-                    .collect();
+            let targets: Vec<u64> = chosen.iter().map(|&i| self.dests[i]).collect();
+            for (slot, mut p) in self.in_k_cube(s, &targets)?.into_iter().enumerate() {
                 // Cut at another destination of Q_k(s) on the path, and swap.
                 if let Some(cut) = p[1..]
                     .iter()
@@ -445,20 +455,7 @@ impl Builder {
                     .map(|c| c.path[1]),
             );
             if !z.is_empty() {
-                let classes: Vec<NodeId> =
-                    z.iter().map(|&v| NodeId(self.class(v) as u64)).collect();
-                let paths = cube_n2s(
-                    Hypercube { n: k },
-                    NodeId(self.class(s) as u64),
-                    &classes,
-                    &[],
-                )
-                .map_err(|e| failed(format!("Cube-N2S in Q_k(s): {e}")))?;
-                for (p, &(i, v)) in paths.into_iter().zip(&ds) {
-                    let mut path: Vec<u64> = p
-                        .into_iter()
-                        .map(|c| self.with_class(s, c.0 as u32))
-                        .collect();
+                for (mut path, &(i, v)) in self.in_k_cube(s, &z)?.into_iter().zip(&ds) {
                     if v != self.dests[i] {
                         let mv = moved.iter().find(|mv| mv.index == i).expect("distributed");
                         path.extend(mv.path[..mv.path.len() - 1].iter().rev());
