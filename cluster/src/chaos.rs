@@ -21,7 +21,7 @@ use crate::runner;
 use crate::status::ClusterClient;
 use crate::traffic::SendOptions;
 use cuberoute_protocol::wire::control::{Fault, NodeStatus, Request, Response};
-use cuberoute_protocol::{NodeId, Topology, actions, source_route};
+use cuberoute_protocol::{NodeId, Topology, source_route};
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
@@ -536,8 +536,7 @@ fn report(
     }
     let total = |f: fn(&PhaseReport) -> u64| phases.values().map(f).sum::<u64>();
     let mut recovery = Recovery {
-        bound_hops: actions::flush_bound(topology)
-            .unwrap_or(source_route::max_route_len(topology) as u32 - 1),
+        bound_hops: source_route::node_to_node_flush_bound(topology),
         ..Recovery::default()
     };
     let mut state_corruptions = 0;

@@ -191,6 +191,14 @@ pub fn node_to_node_paths(
     }
 }
 
+/// B for node-to-node sets, whichever way they are routed: no packet of one, whatever its
+/// header, makes more hops than this after its last corruption. The guarded-action protocol's
+/// [`crate::actions::flush_bound`] on Q_n and EH(s,t); a source route's length less one
+/// elsewhere.
+pub fn node_to_node_flush_bound(topology: Topology) -> u32 {
+    crate::actions::flush_bound(topology).unwrap_or(max_route_len(topology) as u32 - 1)
+}
+
 /// The most nodes a source route may have: no algorithm builds a longer one, so a longer route
 /// is a corrupted one. With the position moving on by one per hop, no source-routed packet
 /// lives more hops than this.
