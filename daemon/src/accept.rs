@@ -1,9 +1,11 @@
-//! The accept loop both endpoints share: every incoming connection in its own task, its
-//! handshake completed (a failed one counted and logged), then handed to the endpoint's own
-//! checks.
+//! The accept loops: every incoming connection in its own task, its handshake completed (a
+//! failed one counted and logged), then handed to the endpoint's own checks: [`accept_links`]
+//! admits a neighbour to its link; the control API's checks are in `crate::control`.
 
+use crate::link::close;
 use crate::node::Node;
 use crate::stats::Event;
+use crate::tls;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -35,4 +37,45 @@ pub async fn accept_each<F, Fut>(
             }
         });
     }
+}
+
+/// The endpoint's accept loop for links: authenticate each connection, check that the peer is
+/// a neighbour that should dial us, and hand it to its link.
+pub async fn accept_links(node: Arc<Node>, endpoint: quinn::Endpoint) {
+    accept_each(node, endpoint, Event::PeerRefusedTls, "link", admit).await
+}
+
+/// Admit an authenticated connection to its link, or refuse it, counted and logged.
+async fn admit(node: Arc<Node>, connection: quinn::Connection, remote: std::net::SocketAddr) {
+    let refuse = |event, why: &str| {
+        node.stats.event(event);
+        warn!(%remote, why, "link refused");
+        connection.close(close::REFUSED.into(), why.as_bytes());
+    };
+    let peer = match tls::peer_identity(&connection) {
+        Ok(tls::Identity::Node(peer)) => peer,
+        Ok(tls::Identity::Client) => {
+            return refuse(
+                Event::PeerRefusedNotANode,
+                "a client certificate on the link port",
+            );
+        }
+        Err(e) => return refuse(Event::PeerRefusedNotANode, &e.to_string()),
+    };
+    let Some(link) = node.links.get(&peer) else {
+        return refuse(
+            Event::PeerRefusedNotNeighbour,
+            &format!("node {peer} is not a neighbour"),
+        );
+    };
+    if link.dials() {
+        return refuse(
+            Event::PeerRefusedWrongDirection,
+            &format!("node {peer} has the higher id: this node dials it"),
+        );
+    }
+    if link.is_cut() {
+        return refuse(Event::PeerRefusedCut, "the link is cut");
+    }
+    link.offer(connection);
 }

@@ -5,6 +5,7 @@
 //! the node; nothing a client sends can panic the daemon.
 
 use crate::accept::accept_each;
+use crate::env::Instant;
 use crate::node::{Node, Routing};
 use crate::stats::Event;
 use crate::tls;
@@ -17,7 +18,6 @@ use cuberoute_protocol::wire::{MAX_FRAME_LEN, PREFIX_LEN, decode_frame, encode_f
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::time::Instant;
 use tracing::{debug, warn};
 
 /// Accept control connections for as long as the endpoint is open.
@@ -116,7 +116,7 @@ fn other_node(node: &Node, id: NodeId, role: &str) -> Result<(), ControlError> {
 
 async fn handle(node: &Arc<Node>, request: Request) -> Response {
     match request {
-        Request::Inject(fault) => match crate::chaos::inject(node, fault) {
+        Request::Inject(fault) => match crate::faults::inject(node, fault) {
             Ok(done) => Response::Injected(done),
             Err(e) => Response::Error(e),
         },

@@ -11,13 +11,17 @@
 //! * [`control`] and [`client`]: the control API, server and client side; [`accept`]: the
 //!   accept loop both endpoints share;
 //! * [`stats`] and [`telemetry`]: counters, logs, Prometheus metrics;
-//! * [`chaos`]: transient faults injected on request, and what became of corrupted packets.
+//! * [`chaos`]: a node's chaos state (bit flips, and what became of corrupted packets);
+//!   [`faults`]: the transient faults a client asks for, carried out;
+//! * [`env`]: the one source of time and randomness.
 
 pub mod accept;
 pub mod chaos;
 pub mod client;
 pub mod config;
 pub mod control;
+pub mod env;
+pub mod faults;
 pub mod link;
 pub mod manifest;
 pub mod node;
@@ -56,7 +60,7 @@ pub async fn run(config: NodeConfig) -> anyhow::Result<()> {
 
     let client = config.credentials.client_config(tls::ALPN_LINK);
     tokio::spawn(node.clone().run_input(input));
-    tokio::spawn(link::accept_links(node.clone(), links.clone()));
+    tokio::spawn(accept::accept_links(node.clone(), links.clone()));
     tokio::spawn(control::serve(node.clone(), control.clone()));
     tokio::spawn(telemetry::publish_loop(node.clone()));
     for link in node.links.values() {
@@ -105,10 +109,8 @@ async fn shutdown_signal() -> anyhow::Result<()> {
 /// left as dropped.
 async fn drain(node: &Arc<Node>) {
     node.start_draining();
-    let deadline = tokio::time::Instant::now() + DRAIN_TIMEOUT;
-    while (node.input_queued() > 0 || node.link_queued() > 0)
-        && tokio::time::Instant::now() < deadline
-    {
+    let deadline = env::Instant::now() + DRAIN_TIMEOUT;
+    while (node.input_queued() > 0 || node.link_queued() > 0) && env::Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     let left: usize = node.links.values().map(|l| l.take_queued()).sum();

@@ -10,19 +10,18 @@
 //!   the drop.
 //! * A peer that sends more than [`MAX_BAD_FRAMES`] malformed frames is disconnected.
 
-use crate::accept::accept_each;
-use crate::node::Node;
-use crate::stats::Event;
+use crate::env::{self, Instant};
+use crate::stats::{Event, Stats};
 use crate::tls;
 use bytes::Bytes;
-use cuberoute_protocol::NodeId;
 use cuberoute_protocol::wire::link::{ChaosMark, Hello, LinkFrame, Received};
 use cuberoute_protocol::wire::{MAX_FRAME_LEN, PREFIX_LEN, decode_body, encode_frame};
+use cuberoute_protocol::{NodeId, Topology};
 use futures_util::StreamExt;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use tokio::sync::{Notify, mpsc, watch};
 use tokio_util::codec::{FramedRead, LengthDelimitedCodec};
 use tracing::{debug, info, warn};
@@ -48,6 +47,19 @@ pub mod close {
     pub const REFUSED: u32 = 3;
     pub const CUT: u32 = 4;
     pub const SHUTDOWN: u32 = 5;
+}
+
+/// What a link needs of the node it belongs to: who the node is, where to count, and where a
+/// neighbour's data frames go.
+pub trait LinkOwner: Send + Sync {
+    fn id(&self) -> NodeId;
+    fn topology(&self) -> Topology;
+    /// Random at every start of the process: link sequence numbers are per incarnation.
+    fn incarnation(&self) -> u64;
+    fn stats(&self) -> &Stats;
+    /// The bytes of one data frame from neighbour `from`; `mark` is set when the chaos tooling
+    /// corrupted the packet on its way here.
+    fn on_data(&self, from: NodeId, packet: &[u8], mark: Option<ChaosMark>);
 }
 
 pub struct Link {
@@ -221,20 +233,20 @@ impl Link {
     /// Run the link for as long as the daemon runs: dial or accept, serve, repeat.
     pub async fn run(
         self: Arc<Self>,
-        node: Arc<Node>,
+        node: Arc<dyn LinkOwner>,
         endpoint: quinn::Endpoint,
         client: quinn::ClientConfig,
     ) {
         if self.dials() {
-            self.dial_loop(&node, &endpoint, &client).await
+            self.dial_loop(&*node, &endpoint, &client).await
         } else {
-            self.accept_loop(&node).await
+            self.accept_loop(&*node).await
         }
     }
 
     async fn dial_loop(
         &self,
-        node: &Node,
+        node: &dyn LinkOwner,
         endpoint: &quinn::Endpoint,
         client: &quinn::ClientConfig,
     ) {
@@ -252,11 +264,11 @@ impl Link {
                     }
                 }
                 Err(e) => {
-                    node.stats.event(Event::DialFailed);
+                    node.stats().event(Event::DialFailed);
                     debug!(neighbour = %self.neighbour, error = %e, "dial failed");
                 }
             }
-            let jitter = rand::random_range(0.5..1.5);
+            let jitter = env::random_range(0.5..1.5);
             tokio::time::sleep(backoff.mul_f64(jitter)).await;
             backoff = (backoff * 2).min(BACKOFF_MAX);
         }
@@ -276,7 +288,7 @@ impl Link {
         Ok(tokio::time::timeout(DIAL_TIMEOUT, connecting).await??)
     }
 
-    async fn accept_loop(&self, node: &Node) {
+    async fn accept_loop(&self, node: &dyn LinkOwner) {
         let Some(mut incoming) = self.incoming_rx.lock().expect("link lock").take() else {
             return;
         };
@@ -295,11 +307,11 @@ impl Link {
     }
 
     /// Serve one connection until it fails.
-    async fn serve(&self, node: &Node, connection: quinn::Connection) {
+    async fn serve(&self, node: &dyn LinkOwner, connection: quinn::Connection) {
         *self.current.lock().expect("link lock") = Some(connection.clone());
         let result = self.exchange(node, &connection).await;
         if self.up.swap(false, Relaxed) {
-            node.stats.event(Event::LinkLost);
+            node.stats().event(Event::LinkLost);
             info!(neighbour = %self.neighbour, reason = %display_result(&result), "link down");
         } else {
             debug!(neighbour = %self.neighbour, reason = %display_result(&result), "connection failed before hello");
@@ -307,16 +319,20 @@ impl Link {
         connection.close(0u32.into(), b"");
     }
 
-    async fn exchange(&self, node: &Node, connection: &quinn::Connection) -> anyhow::Result<()> {
+    async fn exchange(
+        &self,
+        node: &dyn LinkOwner,
+        connection: &quinn::Connection,
+    ) -> anyhow::Result<()> {
         let (mut send, recv) = if self.dials() {
             connection.open_bi().await?
         } else {
             tokio::time::timeout(HELLO_TIMEOUT, connection.accept_bi()).await??
         };
         let hello = Hello {
-            node: node.id,
-            topology: node.topology,
-            incarnation: node.incarnation,
+            node: node.id(),
+            topology: node.topology(),
+            incarnation: node.incarnation(),
             received: self.lock().received,
         };
         send.write_all(&encode_frame(&LinkFrame::Hello(hello))?)
@@ -327,20 +343,20 @@ impl Link {
             .ok_or_else(|| anyhow::anyhow!("stream ended before hello"))??;
         let peer = match decode_body::<LinkFrame>(&first) {
             Ok(LinkFrame::Hello(hello))
-                if hello.node == self.neighbour && hello.topology == node.topology =>
+                if hello.node == self.neighbour && hello.topology == node.topology() =>
             {
                 hello
             }
             other => {
-                node.stats.event(Event::HelloMismatch);
+                node.stats().event(Event::HelloMismatch);
                 warn!(neighbour = %self.neighbour, frame = ?other, "bad hello");
                 connection.close(close::REFUSED.into(), b"bad hello");
                 anyhow::bail!("bad hello");
             }
         };
-        self.on_hello(node.incarnation, &peer);
+        self.on_hello(node.incarnation(), &peer);
         self.up.store(true, Relaxed);
-        node.stats.event(Event::LinkUp);
+        node.stats().event(Event::LinkUp);
         info!(neighbour = %self.neighbour, "link up");
         tokio::select! {
             r = self.read_frames(node, frames, peer.incarnation, connection) => r,
@@ -375,7 +391,7 @@ impl Link {
 
     async fn read_frames(
         &self,
-        node: &Node,
+        node: &dyn LinkOwner,
         mut frames: FramedRead<quinn::RecvStream, LengthDelimitedCodec>,
         peer_incarnation: u64,
         connection: &quinn::Connection,
@@ -384,7 +400,7 @@ impl Link {
         while let Some(body) = frames.next().await {
             match decode_body::<LinkFrame>(&body?) {
                 Ok(LinkFrame::Data { seq, packet, mark }) => {
-                    node.handle_data(self.neighbour, &packet, mark);
+                    node.on_data(self.neighbour, &packet, mark);
                     if self.on_data(peer_incarnation, seq) {
                         self.wake.notify_one();
                     }
@@ -392,10 +408,10 @@ impl Link {
                 Ok(LinkFrame::Ack { upto }) => self.on_ack(upto),
                 Ok(LinkFrame::Hello(_)) | Err(_) => {
                     bad += 1;
-                    node.stats.event(Event::FrameMalformed);
+                    node.stats().event(Event::FrameMalformed);
                     debug!(neighbour = %self.neighbour, bad, "malformed frame");
                     if bad > MAX_BAD_FRAMES {
-                        node.stats.event(Event::PeerDisconnectedGarbage);
+                        node.stats().event(Event::PeerDisconnectedGarbage);
                         warn!(neighbour = %self.neighbour, "disconnecting a peer that sends garbage");
                         connection.close(close::GARBAGE.into(), b"garbage");
                         anyhow::bail!("peer sent {bad} malformed frames");
@@ -497,47 +513,6 @@ fn display_result(result: &anyhow::Result<()>) -> String {
     }
 }
 
-/// The endpoint's accept loop for links: authenticate each connection, check that the peer is
-/// a neighbour that should dial us, and hand it to its link.
-pub async fn accept_links(node: Arc<Node>, endpoint: quinn::Endpoint) {
-    accept_each(node, endpoint, Event::PeerRefusedTls, "link", admit).await
-}
-
-/// Admit an authenticated connection to its link, or refuse it, counted and logged.
-async fn admit(node: Arc<Node>, connection: quinn::Connection, remote: std::net::SocketAddr) {
-    let refuse = |event, why: &str| {
-        node.stats.event(event);
-        warn!(%remote, why, "link refused");
-        connection.close(close::REFUSED.into(), why.as_bytes());
-    };
-    let peer = match tls::peer_identity(&connection) {
-        Ok(tls::Identity::Node(peer)) => peer,
-        Ok(tls::Identity::Client) => {
-            return refuse(
-                Event::PeerRefusedNotANode,
-                "a client certificate on the link port",
-            );
-        }
-        Err(e) => return refuse(Event::PeerRefusedNotANode, &e.to_string()),
-    };
-    let Some(link) = node.links.get(&peer) else {
-        return refuse(
-            Event::PeerRefusedNotNeighbour,
-            &format!("node {peer} is not a neighbour"),
-        );
-    };
-    if link.dials() {
-        return refuse(
-            Event::PeerRefusedWrongDirection,
-            &format!("node {peer} has the higher id: this node dials it"),
-        );
-    }
-    if link.is_cut() {
-        return refuse(Event::PeerRefusedCut, "the link is cut");
-    }
-    link.offer(connection);
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -630,7 +605,7 @@ mod tests {
         // Frames 1 and 2 are written and wait for their acknowledgement; 3 and 4 wait to go.
         link.lock().sent_upto = 2;
         let chaos = crate::chaos::Chaos::default();
-        let mut rng = <rand::rngs::StdRng as rand::SeedableRng>::seed_from_u64(1);
+        let mut rng = env::rng(1);
         assert_eq!(link.corrupt_queued(&chaos, 1_000_000, &mut rng), 2);
         let marked: Vec<(u64, bool)> = link
             .lock()

@@ -8,7 +8,8 @@
 
 use crate::chaos::{Chaos, Fate};
 use crate::config::NodeConfig;
-use crate::link::Link;
+use crate::env::{self, Instant, now_us};
+use crate::link::{Link, LinkOwner};
 use crate::output::{Output, Pushed};
 use crate::stats::{Drop, Event, Stats};
 use cuberoute_protocol::source_route::{self, Hop};
@@ -21,7 +22,6 @@ use cuberoute_protocol::{Action, NodeId, Process, ProcessVars, Topology};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use tokio::sync::mpsc;
 use tracing::{debug, warn};
 
@@ -65,13 +65,6 @@ pub struct Node {
     pub chaos: Chaos,
 }
 
-/// Microseconds since the Unix epoch by the wall clock: comparable between processes.
-pub fn now_us() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_micros() as u64)
-}
-
 impl Node {
     /// The node and the receiving end of its input buffer (for [`Node::run_input`]).
     pub fn new(config: &NodeConfig) -> (Arc<Node>, mpsc::Receiver<InputJob>) {
@@ -95,7 +88,7 @@ impl Node {
         let node = Node {
             topology: config.topology,
             id: config.id,
-            incarnation: rand::random(),
+            incarnation: env::random(),
             started: Instant::now(),
             process: Mutex::new(Process::new(config.topology, config.id)),
             links,
@@ -104,7 +97,7 @@ impl Node {
             input,
             input_capacity: config.buffers.input,
             // Sequence ids start at random so that sets of different runs are not confused.
-            next_seq: AtomicU64::new(u64::from(rand::random::<u32>())),
+            next_seq: AtomicU64::new(u64::from(env::random::<u32>())),
             draining: AtomicBool::new(false),
             latency: metrics::histogram!("cuberoute_delivery_latency_seconds"),
             chaos: Chaos::default(),
@@ -467,6 +460,28 @@ impl Node {
             counters: self.stats.counters(),
             chaos: self.chaos.counters(),
         }
+    }
+}
+
+impl LinkOwner for Node {
+    fn id(&self) -> NodeId {
+        self.id
+    }
+
+    fn topology(&self) -> Topology {
+        self.topology
+    }
+
+    fn incarnation(&self) -> u64 {
+        self.incarnation
+    }
+
+    fn stats(&self) -> &Stats {
+        &self.stats
+    }
+
+    fn on_data(&self, from: NodeId, packet: &[u8], mark: Option<ChaosMark>) {
+        self.handle_data(from, packet, mark)
     }
 }
 

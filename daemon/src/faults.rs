@@ -1,0 +1,163 @@
+//! Transient faults a daemon injects into itself when the chaos tooling asks (through the
+//! authenticated control API).
+//!
+//! * [`corrupt_state`] overwrites every mutable protocol variable with random values: the
+//!   paper's process variables (k, curPhase, posToFlip, the map, the last header) and the
+//!   input buffer's next sequence id. docs/protocol.md lists them. Routing never reads them, so
+//!   nothing changes: inherent stabilization.
+//! * buffer corruption flips bits in queued packets ([`crate::link::Link::corrupt_queued`]) and,
+//!   for a while, in packets entering a link buffer ([`crate::chaos::Chaos`]);
+//! * cut and heal are [`crate::link::Link::cut`] and [`crate::link::Link::heal`].
+
+use crate::env::{self, now_us};
+use crate::node::Node;
+use crate::stats::Event;
+use cuberoute_protocol::wire::control::{ControlError, ControlErrorKind, Fault};
+use cuberoute_protocol::{Anchors, Header, NodeId, Plan, ProcessVars};
+use rand::{Rng, RngCore};
+use std::sync::Arc;
+use std::sync::atomic::Ordering::Relaxed;
+use std::time::Duration;
+use tracing::warn;
+
+/// The names of the variables [`corrupt_state`] overwrites, for reports and docs.
+pub const CORRUPTED_VARIABLES: &[&str] = &[
+    "k",
+    "curPhase",
+    "posToFlip",
+    "map",
+    "last header",
+    "next sequence id",
+];
+
+/// Overwrite every mutable protocol variable of `node` with random values.
+pub fn corrupt_state(node: &Node, rng: &mut impl RngCore) {
+    let random_node = |rng: &mut dyn RngCore| NodeId(rng.next_u64());
+    let plans = (0..rng.random_range(0..8))
+        .map(|_| Plan {
+            first: random_node(rng),
+            pd: random_node(rng),
+            via: rng.random_bool(0.5).then(|| random_node(rng)),
+            anchors: Anchors {
+                fa: rng.random(),
+                fb: rng.random(),
+            },
+        })
+        .collect();
+    let vars = ProcessVars {
+        k: rng.random(),
+        cur_phase: rng.random(),
+        pos_to_flip: rng.random_bool(0.5).then(|| rng.random()),
+        map: plans,
+        last_header: rng.random_bool(0.9).then(|| Header {
+            src: random_node(rng),
+            dst: random_node(rng),
+            pd: random_node(rng),
+            via: rng.random_bool(0.5).then(|| random_node(rng)),
+            anchors: Anchors {
+                fa: rng.random(),
+                fb: rng.random(),
+            },
+            index: rng.random(),
+        }),
+    };
+    node.overwrite_state(vars, rng.random());
+    node.chaos.state_corruptions.fetch_add(1, Relaxed);
+    node.stats.event(Event::ChaosCorruptState);
+}
+
+/// Carry out a fault the control API received. Returns what was done.
+pub fn inject(node: &Arc<Node>, fault: Fault) -> Result<String, ControlError> {
+    let bad = |m: String| ControlError::new(ControlErrorKind::BadRequest, m);
+    match fault {
+        Fault::CorruptState {
+            seed,
+            every_ms,
+            for_ms,
+        } => {
+            // The schedule is the caller's (reproducible by its seed); the garbage is fresh each
+            // time, as a real fault's would be: a sequence id overwritten with the same values
+            // in two runs would name two sets alike.
+            let mut rng = env::rng(seed ^ node.incarnation ^ now_us());
+            corrupt_state(node, &mut rng);
+            warn!(
+                every_ms,
+                for_ms, "chaos: protocol variables overwritten with random values"
+            );
+            if every_ms > 0 && for_ms > 0 {
+                let node = node.clone();
+                tokio::spawn(async move {
+                    let until = env::Instant::now() + Duration::from_millis(for_ms.into());
+                    let mut tick = tokio::time::interval(Duration::from_millis(every_ms.into()));
+                    tick.tick().await;
+                    while env::Instant::now() < until {
+                        tick.tick().await;
+                        corrupt_state(&node, &mut rng);
+                    }
+                });
+            }
+            Ok(format!(
+                "overwrote {} with random values{}",
+                CORRUPTED_VARIABLES.join(", "),
+                if every_ms > 0 && for_ms > 0 {
+                    format!(", and will every {every_ms} ms for {for_ms} ms")
+                } else {
+                    String::new()
+                }
+            ))
+        }
+        Fault::CorruptBuffers {
+            seed,
+            fraction_ppm,
+            for_ms,
+        } => {
+            if fraction_ppm > 1_000_000 {
+                return Err(bad(format!(
+                    "fraction {fraction_ppm} ppm exceeds 1,000,000"
+                )));
+            }
+            let mut rng = env::rng(seed);
+            let corrupted: usize = node
+                .links
+                .values()
+                .map(|link| link.corrupt_queued(&node.chaos, fraction_ppm, &mut rng))
+                .sum();
+            if for_ms > 0 {
+                node.chaos.open_window(fraction_ppm, for_ms, rng.random());
+            }
+            node.stats.event(Event::ChaosCorruptBuffers);
+            warn!(
+                corrupted,
+                fraction_ppm, for_ms, "chaos: bits flipped in queued packets"
+            );
+            Ok(format!(
+                "flipped bits in {corrupted} queued packets{}",
+                if for_ms > 0 {
+                    format!(", and will in {fraction_ppm} ppm of those queued for {for_ms} ms")
+                } else {
+                    String::new()
+                }
+            ))
+        }
+        Fault::Cut { neighbour } | Fault::Heal { neighbour } => {
+            let cut = matches!(fault, Fault::Cut { .. });
+            let link = node.links.get(&neighbour).ok_or_else(|| {
+                bad(format!(
+                    "node {neighbour} is not a neighbour of node {}",
+                    node.id
+                ))
+            })?;
+            if cut {
+                link.cut();
+                node.stats.event(Event::ChaosCut);
+                warn!(%neighbour, "chaos: link cut");
+                Ok(format!("link to {neighbour} cut"))
+            } else {
+                link.heal();
+                node.stats.event(Event::ChaosHeal);
+                warn!(%neighbour, "chaos: link healed");
+                Ok(format!("link to {neighbour} healed"))
+            }
+        }
+    }
+}
