@@ -11,7 +11,7 @@ use crate::config::NodeConfig;
 use crate::link::Link;
 use crate::output::{Output, Pushed};
 use crate::stats::{Drop, Event, Stats};
-use cuberoute_protocol::source_route::{self, Hop};
+use cuberoute_protocol::routing::source_route::{self, Hop};
 use cuberoute_protocol::wire::control::{Delivery, LinkStatus, NodeStatus};
 use cuberoute_protocol::wire::link::ChaosMark;
 use cuberoute_protocol::wire::message::{Message, split_payload};
