@@ -41,44 +41,27 @@ pub struct Algorithm {
     /// unless its [`Construction`](super::system::Construction) says an exact search answered
     /// instead (minimum total length, no paper bound).
     pub bound: fn(Topology, &Instance) -> usize,
+    /// Its bound on the widest instance on `topology`: no path it builds there is longer.
+    pub widest: fn(Topology) -> usize,
     /// Runs it; the instance must be of [`Algorithm::kind`].
     pub run: fn(Topology, &Instance) -> Result<PathSystem, PathError>,
+}
+
+impl std::fmt::Debug for Algorithm {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Algorithm")
+            .field("name", &self.name)
+            .field("id", &self.id)
+            .field("kind", &self.kind)
+            .field("families", &self.families)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Algorithm {
     /// Whether it serves `topology`.
     pub fn serves(&self, topology: Topology) -> bool {
         self.families.contains(&topology.family())
-    }
-
-    /// Its bound on the widest instance of its kind on `topology`: the most edges any path it
-    /// builds there may have (for the bounds of this table, which grow with the Hamming
-    /// distance of the ends and the number of destinations, the instance from node 0 to the
-    /// last node, or to as many destinations as there are disjoint paths).
-    pub fn widest_bound(&self, topology: Topology) -> usize {
-        let s = NodeId(0);
-        let last = NodeId(topology.node_count() - 1);
-        let k = topology.connectivity() as usize;
-        let set: Vec<NodeId> = topology.nodes().skip(1).take(k).collect();
-        let instance = match self.kind {
-            Kind::NodeToNode => Instance::NodeToNode { s, d: last },
-            Kind::NodeToSet => Instance::NodeToSet { s, dests: &set },
-            Kind::FaultTolerantNodeToSet => Instance::FaultTolerantNodeToSet {
-                s,
-                dests: &set,
-                faults: &[],
-            },
-            Kind::SetToSet => Instance::SetToSet {
-                sources: &set,
-                dests: &set,
-            },
-            Kind::ConstrainedNodeToNode => {
-                // The widest container: k = min(n-i, i+1) is largest at i = floor(n/2).
-                let i = topology.bits() / 2;
-                Instance::ConstrainedNodeToNode { s, d: last, i }
-            }
-        };
-        (self.bound)(topology, &instance)
     }
 }
 
@@ -92,6 +75,7 @@ pub static ALGORITHMS: &[Algorithm] = &[
         families: &[Family::Hypercube],
         optimal: true,
         bound: guarded_bound,
+        widest: |t| (t.diameter() + max_stretch(t).unwrap_or(0)) as usize,
         run: guarded_run,
     },
     Algorithm {
@@ -102,6 +86,7 @@ pub static ALGORITHMS: &[Algorithm] = &[
         families: &[Family::Exchanged],
         optimal: true,
         bound: guarded_bound,
+        widest: |t| (t.diameter() + max_stretch(t).unwrap_or(0)) as usize,
         run: guarded_run,
     },
     Algorithm {
@@ -112,6 +97,7 @@ pub static ALGORITHMS: &[Algorithm] = &[
         families: &[Family::Hypercube],
         optimal: false,
         bound: |t, _| dimension(t) + 1,
+        widest: |t| dimension(t) + 1,
         run: |t, inst| {
             let (s, dests) = node_to_set(inst)?;
             cube_n2s::cube_n2s(hypercube(t)?, s, dests, &[])
@@ -125,6 +111,7 @@ pub static ALGORITHMS: &[Algorithm] = &[
         families: &[Family::Hypercube],
         optimal: false,
         bound: |t, _| dimension(t) + 3,
+        widest: |t| dimension(t) + 3,
         run: |t, inst| {
             let Instance::FaultTolerantNodeToSet { s, dests, faults } = *inst else {
                 return Err(wrong_kind(inst));
@@ -140,6 +127,7 @@ pub static ALGORITHMS: &[Algorithm] = &[
         families: &[Family::Hypercube],
         optimal: false,
         bound: |t, inst| dimension(t) + inst.sources().len(),
+        widest: |t| 2 * dimension(t),
         run: |t, inst| {
             let (sources, dests) = set_to_set(inst)?;
             cube_s2s::cube_s2s(hypercube(t)?, sources, dests, &[])
@@ -156,6 +144,11 @@ pub static ALGORITHMS: &[Algorithm] = &[
             let n = dimension(t);
             n + 3 * container::container_width(n as u32, inst.constraint().unwrap_or(0))
         },
+        widest: |t| {
+            let n = dimension(t);
+            let k = (0..n as u32).map(|i| container::container_width(n as u32, i));
+            n + 3 * k.max().unwrap_or(0)
+        },
         run: |t, inst| {
             let Instance::ConstrainedNodeToNode { s, d, i } = *inst else {
                 return Err(wrong_kind(inst));
@@ -171,6 +164,7 @@ pub static ALGORITHMS: &[Algorithm] = &[
         families: &[Family::Hhc],
         optimal: false,
         bound: |t, _| in2s::bound(hhc(t).map_or(0, |h| h.m)) + 1,
+        widest: |t| in2s::bound(hhc(t).map_or(0, |h| h.m)) + 1,
         run: |t, inst| {
             let (s, d) = node_to_node(inst)?;
             hhc_n2n::hhc_n2n(hhc(t)?, s, d)
@@ -184,6 +178,7 @@ pub static ALGORITHMS: &[Algorithm] = &[
         families: &[Family::Hhc],
         optimal: false,
         bound: |t, _| in2s::bound(hhc(t).map_or(0, |h| h.m)),
+        widest: |t| in2s::bound(hhc(t).map_or(0, |h| h.m)),
         run: |t, inst| {
             let (s, dests) = node_to_set(inst)?;
             in2s::hhc_in2s(hhc(t)?, s, dests)
@@ -197,6 +192,7 @@ pub static ALGORITHMS: &[Algorithm] = &[
         families: &[Family::Hhc],
         optimal: false,
         bound: |t, _| hhc_n2s::bound(hhc(t).map_or(0, |h| h.m)),
+        widest: |t| hhc_n2s::bound(hhc(t).map_or(0, |h| h.m)),
         run: |t, inst| {
             let (s, dests) = node_to_set(inst)?;
             hhc_n2s::hhc_n2s(hhc(t)?, s, dests)
@@ -210,6 +206,7 @@ pub static ALGORITHMS: &[Algorithm] = &[
         families: &[Family::Hhc],
         optimal: false,
         bound: |t, inst| hhc_s2s::bound(hhc(t).map_or(0, |h| h.m), inst.sources().len()),
+        widest: |t| hhc(t).map_or(0, |h| hhc_s2s::bound(h.m, h.m as usize + 1)),
         run: |t, inst| {
             let (sources, dests) = set_to_set(inst)?;
             hhc_s2s::hhc_s2s(hhc(t)?, sources, dests)
@@ -223,6 +220,7 @@ pub static ALGORITHMS: &[Algorithm] = &[
         families: &[Family::Metacube],
         optimal: false,
         bound: metacube_n2n_bound,
+        widest: metacube_n2n_widest,
         run: |t, inst| {
             let (s, d) = node_to_node(inst)?;
             mc_n2n::mc_n2n(metacube(t)?, s, d)
@@ -236,6 +234,7 @@ pub static ALGORITHMS: &[Algorithm] = &[
         families: &[Family::Metacube],
         optimal: false,
         bound: metacube_n2n_bound,
+        widest: metacube_n2n_widest,
         run: |t, inst| {
             let (s, d) = node_to_node(inst)?;
             let mc = metacube(t)?;
@@ -258,6 +257,7 @@ pub static ALGORITHMS: &[Algorithm] = &[
         families: &[Family::Metacube],
         optimal: false,
         bound: |t, inst| metacube(t).map_or(0, |mc| mc_n2s::bound(mc, inst.destinations().len())),
+        widest: |t| metacube(t).map_or(0, |mc| mc_n2s::bound(mc, (mc.k + mc.m) as usize)),
         run: |t, inst| {
             let (s, dests) = node_to_set(inst)?;
             mc_n2s::mc_n2s(metacube(t)?, s, dests)
@@ -271,6 +271,7 @@ pub static ALGORITHMS: &[Algorithm] = &[
         families: &[Family::DualNet],
         optimal: false,
         bound: |t, _| dualnet_n2s_bound(t) + 1,
+        widest: |t| dualnet_n2s_bound(t) + 1,
         run: |t, inst| {
             let (s, d) = node_to_node(inst)?;
             rdn_n2n::rdn_n2n(dualnet(t)?, s, d)
@@ -284,6 +285,7 @@ pub static ALGORITHMS: &[Algorithm] = &[
         families: &[Family::DualNet],
         optimal: false,
         bound: |t, _| dualnet_n2s_bound(t),
+        widest: dualnet_n2s_bound,
         run: |t, inst| {
             let (s, dests) = node_to_set(inst)?;
             rdn_n2s::rdn_n2s(dualnet(t)?, s, dests)
@@ -392,6 +394,12 @@ fn guarded_run(topology: Topology, instance: &Instance) -> Result<PathSystem, Pa
         .map_err(|e| PathError::internal(e.to_string()))
 }
 
+/// MC-N2N's bound for two nodes that differ in every bit.
+fn metacube_n2n_widest(topology: Topology) -> usize {
+    let last = NodeId(topology.node_count() - 1);
+    metacube(topology).map_or(0, |mc| metacube::n2n_bound(mc, NodeId(0), last))
+}
+
 fn metacube_n2n_bound(topology: Topology, instance: &Instance) -> usize {
     match (metacube(topology), *instance) {
         (Ok(mc), Instance::NodeToNode { s, d }) => metacube::n2n_bound(mc, s, d),
@@ -472,5 +480,282 @@ fn set_to_set<'a>(instance: &Instance<'a>) -> Result<(&'a [NodeId], &'a [NodeId]
     match *instance {
         Instance::SetToSet { sources, dests } => Ok((sources, dests)),
         _ => Err(wrong_kind(instance)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::paths::system::Construction;
+    use std::collections::HashSet;
+
+    /// splitmix64, for reproducible samples without a dependency.
+    struct Rng(u64);
+
+    impl Rng {
+        fn below(&mut self, n: u64) -> u64 {
+            self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            let mut z = self.0;
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            ((z ^ (z >> 31)) as u128 * n as u128 >> 64) as u64
+        }
+
+        /// `count` distinct nodes of `topology`, none in `avoid`, each accepted by `ok`.
+        fn nodes(
+            &mut self,
+            topology: Topology,
+            count: usize,
+            avoid: &[NodeId],
+            ok: impl Fn(NodeId) -> bool,
+        ) -> Vec<NodeId> {
+            let mut out: Vec<NodeId> = Vec::new();
+            while out.len() < count {
+                let v = NodeId(self.below(topology.node_count()));
+                if ok(v) && !avoid.contains(&v) && !out.contains(&v) {
+                    out.push(v);
+                }
+            }
+            out
+        }
+    }
+
+    /// The small topologies of every family the samples run on.
+    fn samples() -> Vec<Topology> {
+        [
+            "q:3",
+            "q:4",
+            "q:5",
+            "q:6",
+            "eh:1,1",
+            "eh:1,2",
+            "eh:2,2",
+            "eh:3,1",
+            "hhc:1",
+            "hhc:2",
+            "hhc:3",
+            "mc:1,1",
+            "mc:1,2",
+            "mc:2,1",
+            "mc:2,2",
+            "mc:1,3",
+            "rdn:ring3,1",
+            "rdn:q2,1",
+            "rdn:ring3,2",
+        ]
+        .iter()
+        .map(|name| name.parse().unwrap())
+        .collect()
+    }
+
+    /// A random instance of `kind` on `topology`, as large as the kind allows; the node lists
+    /// are returned for the instance to borrow.
+    fn instance_nodes(
+        kind: Kind,
+        topology: Topology,
+        rng: &mut Rng,
+    ) -> (Vec<NodeId>, Vec<NodeId>, Vec<NodeId>, u32) {
+        let n = topology.bits();
+        let k = topology.connectivity() as usize;
+        let any = |_: NodeId| true;
+        match kind {
+            Kind::NodeToNode => {
+                let s = rng.nodes(topology, 1, &[], any);
+                let d = rng.nodes(topology, 1, &s, any);
+                (s, d, vec![], 0)
+            }
+            Kind::NodeToSet => {
+                let s = rng.nodes(topology, 1, &[], any);
+                let count = 1 + rng.below(k as u64) as usize;
+                let d = rng.nodes(topology, count, &s, any);
+                (s, d, vec![], 0)
+            }
+            Kind::FaultTolerantNodeToSet => {
+                // |D| + |F| = n - 1, as Cube-XFTN2S allows.
+                let s = rng.nodes(topology, 1, &[], any);
+                let d = rng.nodes(topology, (n as usize - 1).div_ceil(2).max(1), &s, any);
+                let taken: Vec<NodeId> = s.iter().chain(&d).copied().collect();
+                let f = rng.nodes(topology, n as usize - 1 - d.len(), &taken, any);
+                (s, d, f, 0)
+            }
+            Kind::SetToSet => {
+                let s = rng.nodes(topology, k, &[], any);
+                let d = rng.nodes(topology, k, &s, any);
+                (s, d, vec![], 0)
+            }
+            Kind::ConstrainedNodeToNode => {
+                let i = 1 + rng.below(n as u64 - 2) as u32;
+                let ok = move |v: NodeId| matches!(v.0.count_ones(), w if w == i || w == i + 1);
+                let s = rng.nodes(topology, 1, &[], ok);
+                let d = rng.nodes(topology, 1, &s, ok);
+                (s, d, vec![], i)
+            }
+        }
+    }
+
+    fn build<'a>(
+        kind: Kind,
+        (s, d, f, i): &'a (Vec<NodeId>, Vec<NodeId>, Vec<NodeId>, u32),
+    ) -> Instance<'a> {
+        match kind {
+            Kind::NodeToNode => Instance::NodeToNode { s: s[0], d: d[0] },
+            Kind::NodeToSet => Instance::NodeToSet { s: s[0], dests: d },
+            Kind::FaultTolerantNodeToSet => Instance::FaultTolerantNodeToSet {
+                s: s[0],
+                dests: d,
+                faults: f,
+            },
+            Kind::SetToSet => Instance::SetToSet {
+                sources: s,
+                dests: d,
+            },
+            Kind::ConstrainedNodeToNode => Instance::ConstrainedNodeToNode {
+                s: s[0],
+                d: d[0],
+                i: *i,
+            },
+        }
+    }
+
+    #[test]
+    fn names_are_unique_and_ids_unique_per_family_and_kind() {
+        let names: HashSet<&str> = ALGORITHMS.iter().map(|a| a.name).collect();
+        assert_eq!(names.len(), ALGORITHMS.len());
+        let mut ids = HashSet::new();
+        for a in ALGORITHMS {
+            assert!(!a.families.is_empty() && !a.paper.is_empty(), "{}", a.name);
+            for &family in a.families {
+                assert!(ids.insert((family, a.kind, a.id)), "{}", a.name);
+            }
+            assert_eq!(by_name(a.name).map(|b| b.id), Some(a.id));
+        }
+    }
+
+    #[test]
+    fn every_bound_holds_on_sample_instances() {
+        let mut rng = Rng(7);
+        for a in ALGORITHMS {
+            let mut ran = 0;
+            for topology in samples().into_iter().filter(|&t| a.serves(t)) {
+                for _ in 0..30 {
+                    let nodes = instance_nodes(a.kind, topology, &mut rng);
+                    let instance = build(a.kind, &nodes);
+                    let system = match (a.run)(topology, &instance) {
+                        // MC(k,1) node-to-node serves m = 1 only.
+                        Err(PathError::WrongTopology { .. }) => break,
+                        other => other.unwrap_or_else(|e| {
+                            panic!("{} on {topology} refused {instance:?}: {e}", a.name)
+                        }),
+                    };
+                    ran += 1;
+                    let bound = (a.bound)(topology, &instance);
+                    if !matches!(system.construction, Construction::ExactSearch(_)) {
+                        assert!(
+                            system.longest() <= bound,
+                            "{} on {topology}: {instance:?} has a path of {} > {bound}",
+                            a.name,
+                            system.longest()
+                        );
+                    }
+                    assert!(bound <= (a.widest)(topology), "{}", a.name);
+                    if a.optimal {
+                        let (s, d) = (nodes.0[0], nodes.1[0]);
+                        if let Some(l) = crate::paths::optimum::l_star(topology, s, d) {
+                            assert_eq!(system.longest(), l as usize, "{}", a.name);
+                        }
+                    }
+                }
+            }
+            assert!(ran >= 30, "{} ran on {ran} samples", a.name);
+        }
+    }
+
+    #[test]
+    fn the_chooser_picks_what_source_routes_and_the_cli_picked_before() {
+        use Kind::*;
+        let expect = [
+            ("q:4", NodeToNode, Some("Q_n map (Saad-Schultz paths)")),
+            ("q:4", NodeToSet, Some("Cube-N2S")),
+            ("q:4", FaultTolerantNodeToSet, Some("Cube-XFTN2S")),
+            ("q:4", SetToSet, Some("Cube-S2S")),
+            ("q:4", ConstrainedNodeToNode, Some("HC-CONTAINER")),
+            ("eh:2,2", NodeToNode, Some("EH map (with turning points)")),
+            ("eh:2,2", NodeToSet, None),
+            ("eh:2,2", FaultTolerantNodeToSet, None),
+            ("eh:2,2", SetToSet, None),
+            ("eh:2,2", ConstrainedNodeToNode, None),
+            (
+                "hhc:3",
+                NodeToNode,
+                Some("node-to-node by HHC-iN2S to the neighbours of the destination"),
+            ),
+            ("hhc:3", NodeToSet, Some("HHC-iN2S")),
+            ("hhc:3", SetToSet, Some("HHC-S2S")),
+            ("hhc:3", FaultTolerantNodeToSet, None),
+            ("hhc:3", ConstrainedNodeToNode, None),
+            ("mc:2,2", NodeToNode, Some("MC-N2N")),
+            ("mc:2,1", NodeToNode, Some("MC-N2N")),
+            ("mc:2,2", NodeToSet, Some("MC-N2S")),
+            ("mc:2,2", SetToSet, None),
+            (
+                "rdn:q3,1",
+                NodeToNode,
+                Some("node-to-node by RDN N2S to the neighbours of the destination"),
+            ),
+            ("rdn:q3,1", NodeToSet, Some("RDN N2S")),
+            ("rdn:q3,1", SetToSet, None),
+        ];
+        for (name, kind, want) in expect {
+            let t: Topology = name.parse().unwrap();
+            match (choose(t, kind, None), want) {
+                (Ok(a), Some(want)) => assert_eq!(a.name, want, "{name} {kind}"),
+                (Err(PathError::NoAlgorithm { .. }), None) => {}
+                (got, _) => panic!("{name} {kind}: {:?}", got.map(|a| a.name)),
+            }
+        }
+        let hhc: Topology = "hhc:3".parse().unwrap();
+        assert_eq!(choose(hhc, NodeToSet, Some("n2s")).unwrap().name, "HHC-N2S");
+        assert_eq!(
+            choose(hhc, NodeToSet, Some("fast"))
+                .unwrap_err()
+                .to_string(),
+            "\"fast\": expected in2s (HHC-iN2S) or n2s (HHC-N2S)"
+        );
+        assert_eq!(
+            choose("mc:2,2".parse().unwrap(), SetToSet, None)
+                .unwrap_err()
+                .to_string(),
+            "mc:2,2 has no set-to-set algorithm: the papers give one for q:N (Cube-S2S) and \
+             hhc:M (HHC-S2S)"
+        );
+    }
+
+    #[test]
+    fn solve_answers_as_the_algorithms_themselves() {
+        let h = Hhc { m: 3 };
+        let t = Topology::Hhc(h);
+        let dests = [NodeId(0b0000_1010_000), NodeId(0b0011_1000_100), NodeId(77)];
+        let instance = Instance::NodeToSet {
+            s: NodeId(0),
+            dests: &dests,
+        };
+        let (a, system) = solve(t, &instance, None).unwrap();
+        assert_eq!(a.name, "HHC-iN2S");
+        assert_eq!(system, in2s::hhc_in2s(h, NodeId(0), &dests).unwrap());
+        let (_, system) = solve(t, &instance, Some("n2s")).unwrap();
+        assert_eq!(system, hhc_n2s::hhc_n2s(h, NodeId(0), &dests).unwrap());
+        let q: Topology = "q:5".parse().unwrap();
+        let pair = Instance::NodeToNode {
+            s: NodeId(3),
+            d: NodeId(28),
+        };
+        let (_, system) = solve(q, &pair, None).unwrap();
+        let set = guarded::disjoint_paths(q, NodeId(3), NodeId(28)).unwrap();
+        assert_eq!(system.paths, set.paths);
+        let same = Instance::NodeToNode {
+            s: NodeId(3),
+            d: NodeId(3),
+        };
+        assert_eq!(solve(q, &same, None).err(), Some(PathError::SameNode(3)));
     }
 }

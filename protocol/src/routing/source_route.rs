@@ -199,7 +199,7 @@ pub fn max_route_len(topology: Topology) -> usize {
             table::ALGORITHMS
                 .iter()
                 .filter(|a| a.kind != Kind::SetToSet && a.serves(topology))
-                .map(|a| a.widest_bound(topology))
+                .map(|a| (a.widest)(topology))
                 .max()
                 .unwrap_or(0)
                 + 1

@@ -151,22 +151,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn mc_k_1_is_an_hhc() {
-        for k in 1..=3 {
-            let mc = Metacube { k, m: 1 };
-            let mc_t = crate::Topology::Metacube(mc);
-            for u in mc_t.nodes() {
-                let (h, hu) = hhc_isomorphism(mc, u);
-                assert_eq!(from_hhc(mc, hu), u);
-                for v in mc_t.neighbours(u) {
-                    let (_, hv) = hhc_isomorphism(mc, v);
-                    assert!(crate::Topology::Hhc(h).is_adjacent(hu, hv));
-                }
-            }
-        }
-    }
-
-    #[test]
     fn field_weights_are_2_to_the_m_i() {
         // Summary pitfall 002-1: 0100111000 in MC(2,2) is node 56 of cluster {48, 52, 56, 60}.
         let mc = Metacube { k: 2, m: 2 };

@@ -588,4 +588,20 @@ mod tests {
         let q: Topology = "q:63".parse().unwrap();
         assert_eq!(q.degree(NodeId(0)), 63);
     }
+
+    #[test]
+    fn mc_k_1_is_an_hhc() {
+        for k in 1..=3 {
+            let mc = Metacube { k, m: 1 };
+            let mc_t = Topology::Metacube(mc);
+            for u in mc_t.nodes() {
+                let (h, hu) = metacube::hhc_isomorphism(mc, u);
+                assert_eq!(metacube::from_hhc(mc, hu), u);
+                for v in mc_t.neighbours(u) {
+                    let (_, hv) = metacube::hhc_isomorphism(mc, v);
+                    assert!(Topology::Hhc(h).is_adjacent(hu, hv));
+                }
+            }
+        }
+    }
 }
