@@ -498,7 +498,7 @@ mod tests {
             let mut z = self.0;
             z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
             z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-            ((z ^ (z >> 31)) as u128 * n as u128 >> 64) as u64
+            (((z ^ (z >> 31)) as u128 * n as u128) >> 64) as u64
         }
 
         /// `count` distinct nodes of `topology`, none in `avoid`, each accepted by `ok`.
