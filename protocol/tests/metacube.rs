@@ -60,7 +60,7 @@ fn mc_n2n_every_pair_of_the_smallest_metacubes() {
             }
         }
         eprintln!("mc:{k},{m}: {tally:?}");
-        // Seed 002's special cases need two local dimensions (pitfall 6): MC(k,1) falls back
+        // Seed 002's special cases need two local dimensions (pitfall 002-6): MC(k,1) falls back
         // to HHC through the isomorphism, nothing else does; the printed construction needs
         // our corrections on some pairs of every instance.
         if m >= 2 {

@@ -70,7 +70,8 @@ mod tests {
     #[test]
     fn known_values() {
         let eh: Topology = "eh:2,2".parse().unwrap();
-        // Adjacent across a_0, both s-type: the dummy path needs d + 6 (NOTES.md).
+        // Adjacent across a_0, both s-type: the dummy path needs d + 6 (docs/protocol.md,
+        // "Optimality").
         assert_eq!(l_star(eh, NodeId(0), NodeId(0b01_00_0)), Some(7));
         // Antipodal s-type pair: d = 6 and L* = d.
         assert_eq!(l_star(eh, NodeId(0), NodeId(0b11_11_0)), Some(6));

@@ -244,8 +244,8 @@ impl DualNet {
     /// - different types: d(y, x') + 1 + d(x, y');
     /// - same type, different clusters: d(x, x') + d(y, y') + 2.
     ///
-    /// Lemma 2 claims that Algorithm 1 is a shortest-path routing; the research summary doubts it
-    /// (pitfall 003-6, "only the bound is justified"), but it holds: a path that leaves a cluster
+    /// Lemma 2 claims that Algorithm 1 is a shortest-path routing; its proof only justifies the
+    /// bound (pitfall 003-6 of docs/family-algorithms.md), but the claim holds: a path that leaves a cluster
     /// and comes back pays at least four cross edges for what the triangle inequality gives
     /// inside, and one with more cross edges than the cases above pays two more for each extra
     /// pair. The tests compare this with BFS on every pair of RDN^1 and RDN^2 of ring3, q2 and

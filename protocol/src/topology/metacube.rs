@@ -4,8 +4,9 @@
 //!
 //! A node is (c, M[2^k-1], ..., M[0]): the k-bit *class* c and 2^k fields of m bits. Its id puts
 //! c in the leftmost k bits and M[i] at bit offset m*i (issue 7). Seed 002 writes the field
-//! weights as 2^i; they are 2^{m*i} (summary pitfall 002-1: in MC(2,2) the node 0100111000 is
-//! node 56 = 48 + 8 of cluster {48, 52, 56, 60}). Edges, each flipping one bit of the id:
+//! weights as 2^i; they are 2^{m*i} (pitfall 002-1 of docs/family-algorithms.md: in MC(2,2) the
+//! node 0100111000 is node 56 = 48 + 8 of cluster {48, 52, 56, 60}). Edges, each flipping one
+//! bit of the id:
 //! - *cube edges*: flip one bit of M[c] (the node's own field; m of them);
 //! - *cross edges*: flip one bit of c (k of them).
 //!
@@ -130,10 +131,10 @@ impl Metacube {
     }
 }
 
-/// The isomorphism MC(k,1) = HHC_{2^k+k} (research summary §1, "my observation"; the thesis
-/// states MC(2,1) = HHC_6): the fields are the subcube id and the class the processor id, so a
-/// cube edge (flip M[c]) is the external edge at processor c and a cross edge an internal edge.
-/// Returns the HHC and the image of `v`.
+/// The isomorphism MC(k,1) = HHC_{2^k+k} (the thesis states MC(2,1) = HHC_6 in §6.3, in the
+/// proof of Lemma 17; a unit test checks every edge for k = 1..3): the fields are the subcube id
+/// and the class the processor id, so a cube edge (flip M[c]) is the external edge at processor
+/// c and a cross edge an internal edge. Returns the HHC and the image of `v`.
 pub fn hhc_isomorphism(mc: Metacube, v: NodeId) -> (Hhc, NodeId) {
     assert_eq!(mc.m, 1, "only MC(k,1) is an HHC");
     let h = Hhc { m: mc.k };
@@ -152,7 +153,7 @@ mod tests {
 
     #[test]
     fn field_weights_are_2_to_the_m_i() {
-        // Summary pitfall 002-1: 0100111000 in MC(2,2) is node 56 of cluster {48, 52, 56, 60}.
+        // Pitfall 002-1: 0100111000 in MC(2,2) is node 56 of cluster {48, 52, 56, 60}.
         let mc = Metacube { k: 2, m: 2 };
         let v = NodeId(0b01_00_11_10_00);
         assert_eq!(mc.class(v), 1);

@@ -265,7 +265,7 @@ fn container(
 }
 
 /// Cut a path at its first inner neighbour of its end, and from its last inner neighbour of its
-/// start (pitfall 6). Returns the nodes looked at.
+/// start (the paper's error 6 in docs/cube-algorithms.md). Returns the nodes looked at.
 fn normalise(path: &mut Deq) -> usize {
     let (s, d) = (path[0], path[path.len() - 1]);
     let len = path.len();

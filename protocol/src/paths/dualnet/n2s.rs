@@ -18,14 +18,14 @@
 //! 4. each remaining node of U is paired with a remaining target: inside one cluster by
 //!    RDN_routing, else by RDN_modified_routing (Algorithm 3) through a fresh cluster of s's type.
 //!
-//! Resolutions (docs/family-algorithms.md; summary 003 pitfalls):
-//! - Stage 1 with no target in C_s moves every in-cluster neighbour of s out (pitfall 1: the
-//!   pseudo-code forgets the r = 0 case, the example does it);
-//! - the typos of pitfall 2 read as their prose (truncate at v_0; C ∩ W = ∅ in Stage 4; ...);
+//! Resolutions (pitfalls 003-n of docs/family-algorithms.md):
+//! - Stage 1 with no target in C_s moves every in-cluster neighbour of s out (pitfall 003-1:
+//!   the pseudo-code forgets the r = 0 case, the example does it);
+//! - the typos of pitfall 003-2 read as their prose (truncate at v_0; C ∩ W = ∅ in Stage 4; ...);
 //! - a recursive path through two neighbours of s is cut to start at the last one, so each path
-//!   holds exactly one neighbour of s (pitfall 3);
+//!   holds exactly one neighbour of s (pitfall 003-3);
 //! - pushes and fresh clusters are searched, and every in-cluster route is RDN_routing unless it
-//!   would meet a node already taken, then a BFS inside the cluster that avoids them (pitfall 4:
+//!   would meet a node already taken, then a BFS inside the cluster that avoids them (pitfall 003-4:
 //!   the paper's existence arguments are hand-waved and its collisions unanalysed). Every path
 //!   system passes [`crate::paths::verify`] and the tests check the bound 3 D_{k-1} + 6;
 //! - one_path joins the nearest target by a BFS route inside the cluster that crosses no other
@@ -321,7 +321,7 @@ impl<'a> Stages<'a> {
             let paths = n2s_at(self.rdn, self.level - 1, s, &goals)?;
             let neighbours: Vec<u64> = (1..=d).map(|i| self.neighbour(s, i)).collect();
             for (&i, p) in inside.iter().zip(paths) {
-                // Pitfall 3: start at the last neighbour of s on the path.
+                // Pitfall 003-3: start at the last neighbour of s on the path.
                 let from = p.iter().rposition(|v| neighbours.contains(v)).unwrap_or(0);
                 let mut path = vec![s];
                 path.extend_from_slice(&p[from..]);
@@ -331,7 +331,7 @@ impl<'a> Stages<'a> {
             self.pending.retain(|p| !inside.contains(&p.index));
         }
         // Every in-cluster neighbour no path uses moves out through its cross edge (also when
-        // no target is inside: pitfall 1), and s^(d) joins U.
+        // no target is inside: pitfall 003-1), and s^(d) joins U.
         for i in 1..d {
             let n = self.neighbour(s, i);
             if via.contains(&n) {
@@ -712,8 +712,8 @@ mod tests {
     /// Seed 003, Example 1: RDN^2 of the 3-ring, s = (0,(0,0,0),(0,0,0)). The paper lists
     /// Paths #1 to #4 by their waypoints (the "=>" segments are routes inside a cluster); ours
     /// pass the same waypoints in the same order, and with shortest in-cluster routes the lengths
-    /// are 7, 11, 9, 11 for t_1..t_4 (Paths #3, #4, #1, #2; the research summary lists them in
-    /// path order, 9, 11, 7, 11). Bound 3 D_1 + 6 = 18.
+    /// are 7, 11, 9, 11 for t_1..t_4 (Paths #3, #4, #1, #2 of the paper, so 9, 11, 7, 11 in the
+    /// paper's order). Bound 3 D_1 + 6 = 18.
     #[test]
     fn example_1() {
         let rdn = DualNet {

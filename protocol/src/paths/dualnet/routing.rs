@@ -8,7 +8,8 @@
 //! - Case 3, same type, different clusters: take u's level-k cross edge, then Case 2.
 //!
 //! At level 0 the route is a shortest path in B. Lemma 2's bound D_k holds, and so does its claim
-//! that the path is a shortest one, which the research summary doubted (pitfall 003-6): see
+//! that the path is a shortest one, which one might doubt (pitfall 003-6 of
+//! docs/family-algorithms.md): see
 //! [`DualNet::distance`]; the tests compare every route with BFS.
 
 use crate::NodeId;
@@ -83,7 +84,7 @@ mod tests {
         }
     }
 
-    /// Summary pitfall 003-6 doubts Lemma 2's claim that Algorithm 1 is shortest; it holds
+    /// Pitfall 003-6 doubts Lemma 2's claim that Algorithm 1 is shortest; it holds
     /// (see [`DualNet::distance`]): every route has the BFS length.
     #[test]
     fn routes_are_shortest() {

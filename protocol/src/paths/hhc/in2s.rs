@@ -17,7 +17,7 @@
 //! [`crate::paths::fallback`]; the 8-cycle), m = 2 by HHC-N2S (|Z_3| + |Z_1 ∪ Z_2| can exceed 2^m - 1
 //! = 3 there). Case I is HHC-N2S's, with SPR-Gray for its cube-level path.
 //!
-//! Pitfall 5 of the summary: the bound is worse than HHC-N2S's at m = 3 (48 against 42); it
+//! Pitfall 000-5 (docs/family-algorithms.md): the bound is worse than HHC-N2S's at m = 3 (48 against 42); it
 //! wins from m = 4 on. The study in BENCHMARKS.md measures both.
 
 use super::distrib::distribute;
@@ -149,7 +149,7 @@ mod tests {
     use super::*;
 
     /// Appendix A, Table 1: HHC_11, s = (00000000, 000). Every path is the table's, node for
-    /// node; lengths 6, 14, 7, 13 (the research summary has no lengths for this table).
+    /// node; lengths 6, 14, 7, 13 (the table gives none).
     #[test]
     fn appendix_table_1() {
         let h = Hhc { m: 3 };
@@ -182,8 +182,8 @@ mod tests {
     }
 
     #[test]
-    fn bounds_of_the_summary_table() {
-        // research summary §3: 48, 77, 129 for m = 3, 4, 5.
+    fn bounds_at_m_3_to_5() {
+        // Theorem 4.1's 2^(m+1) + m^2 + m(ceil(log2 m) + 4) + 5: 48, 77, 129 for m = 3, 4, 5.
         assert_eq!(bound(3), 48);
         assert_eq!(bound(4), 77);
         assert_eq!(bound(5), 129);

@@ -13,11 +13,11 @@
 //! Step 5 converts by CONV and joins everything to s inside Q_m(s_0) by Cube-N2S.
 //!
 //! Departures and resolutions (docs/family-algorithms.md has the full list):
-//! - **Case I-c, pitfall 2**: when d_k's external neighbour is in Q_m(s_0) (s_k xor 2^p_k = s_0)
+//! - **Case I-c, pitfall 000-2**: when d_k's external neighbour is in Q_m(s_0) (s_k xor 2^p_k = s_0)
 //!   the thesis's target does not exist; we aim the cube-level path at s_k itself. The cube-level
 //!   shortest path avoids s_0 by not flipping bit p_0 first (the thesis asks only that it avoid
 //!   s_0).
-//! - **Step 4, pitfall 3**: when sigma = s_0 xor 2^p_0 the path has no node before sigma; its
+//! - **Step 4, pitfall 000-3**: when sigma = s_0 xor 2^p_0 the path has no node before sigma; its
 //!   entry processor is p_0.
 //! - Choices left open: in Case I-b the destination routed outside is the last one inside; Z_4
 //!   takes the lowest free dimensions; Step 3 takes the lowest s_i; Step 4 breaks ties towards
@@ -196,7 +196,7 @@ pub(super) fn case_one(
     let b = sx ^ 1 << px;
     let mut path = vec![s];
     if b == s0 {
-        // Pitfall 2: d_x's external neighbour is in Q_m(s_0); aim at s_x itself.
+        // Pitfall 000-2: d_x's external neighbour is in Q_m(s_0); aim at s_x itself.
         let cube = cube_path_avoiding_first(a, sx, p0, order);
         path.extend(conv(h, &cube, p0, px));
     } else {

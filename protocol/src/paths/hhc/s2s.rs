@@ -5,7 +5,7 @@
 //! **Case I** (every source and destination in one subcube): Cube-S2S inside it; for k = m+1,
 //! Cube-S2S for k-1 pairs (cutting a path at the k-th source or destination it meets and swapping)
 //! and the last pair around the square of subcubes sigma, sigma xor 2^pi_s, ... (the §7.2 path is
-//! garbled in the extraction; we use chapter 5's form, pitfall 10).
+//! garbled in the extraction; we use chapter 5's form, pitfall 000-10).
 //!
 //! **Case II** reduces to Cube-S2S on the cube level Q_{2^m}, as the thesis does:
 //! 1. (Step 1) in every subcube holding two terminals or more, the sources and destinations are
@@ -26,7 +26,7 @@
 //!   Step 1.5 (a d'_j landing among several sources, joined there by Lemma 20) never arises.
 //! - Step 1 may need more than the thesis's two edges for a terminal to leave its subcube; the
 //!   tests check every path system against Theorem 4's bound.
-//! - Lemma 21's k_1 < k_2 (pitfall 10): the flow handles k_1 = k_2 (all paired inside).
+//! - Lemma 21's k_1 < k_2 (pitfall 000-10): the flow handles k_1 = k_2 (all paired inside).
 //! - A terminal that leaves may also land in a subcube whose only terminal is of the other side
 //!   and still alone; the two are joined there by SPR and the subcube becomes faulty: the
 //!   thesis's Step 2, which frees cube-level capacity.
@@ -724,8 +724,8 @@ mod tests {
     }
 
     #[test]
-    fn bound_of_the_summary() {
-        // research summary §3: 55, 113, 237 for m = 3, 4, 5 with k = m+1.
+    fn bound_of_theorem_4() {
+        // (m+1)(2^m + k + 1) + 3 with k = m+1: 55, 113, 237 for m = 3, 4, 5.
         assert_eq!(bound(3, 4), 55);
         assert_eq!(bound(4, 5), 113);
         assert_eq!(bound(5, 6), 237);

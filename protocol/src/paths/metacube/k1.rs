@@ -1,5 +1,5 @@
-//! Node-to-node on MC(k,1) where MC-N2N's printed construction does not apply (summary pitfall
-//! 6: its special cases need a second local dimension, and the tags of our corrections two
+//! Node-to-node on MC(k,1) where MC-N2N's printed construction does not apply (pitfall 002-6
+//! of docs/family-algorithms.md: its special cases need a second local dimension, and the tags of our corrections two
 //! bits).
 //!
 //! MC(k,1) is HHC_{2^k+k} ([`crate::topology::metacube::hhc_isomorphism`]), so HHC node-to-node answers, but no

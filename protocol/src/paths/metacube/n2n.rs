@@ -15,18 +15,18 @@
 //!   else 0 (type 2): flipping it first gives each global path a signature.
 //!
 //! Case 0 (same cluster), Case 1 (same class, different clusters) and Case 2 (different
-//! classes) follow Algorithm 4, with these resolutions of the summary's pitfalls (002-n) and of
+//! classes) follow Algorithm 4, with these resolutions of the pitfalls 002-n of docs/family-algorithms.md and of
 //! the printed examples (docs/family-algorithms.md has the full list):
-//! - Case 0's middle segment is an in-cluster route (m-cube), not p3(k, ...) (pitfall 2); its
+//! - Case 0's middle segment is an in-cluster route (m-cube), not p3(k, ...) (pitfall 002-2); its
 //!   first local dimension is k + (i mod m), as Table 2 has it (s^(1,3), not s^(1,2));
-//! - Case 2's class path w_i -> t is p3(k, i, ...) over the class field (pitfall 3), and the
-//!   override P_j = s, p1(s^(j) -> t^(j)), t gets its last edge (pitfall 4);
-//! - Case 1's special case follows the algorithm and Table 3, not the prose (pitfall 5);
-//! - Case 2's key-bit operand is M_t[c_s^(i)] (pitfall 7);
+//! - Case 2's class path w_i -> t is p3(k, i, ...) over the class field (pitfall 002-3), and the
+//!   override P_j = s, p1(s^(j) -> t^(j)), t gets its last edge (pitfall 002-4);
+//! - Case 1's special case follows the algorithm and Table 3, not the prose (pitfall 002-5);
+//! - Case 2's key-bit operand is M_t[c_s^(i)] (pitfall 002-7);
 //! - local paths follow HC_0 from c_s (l = 0) and i' is the lowest other local dimension
-//!   (pitfall 8); if s^(i) = w_i the tour is skipped (Table 5, P_2); the local class paths flip
+//!   (pitfall 002-8); if s^(i) = w_i the tour is skipped (Table 5, P_2); the local class paths flip
 //!   class bits lowest first, as Tables 4 and 5 do (the literal p3(k, 0, ...) starts with bit 1);
-//! - the bound is H + 2^k + k + 5, not the printed H + 2^k + m + 5 (pitfall 9).
+//! - the bound is H + 2^k + k + 5, not the printed H + 2^k + m + 5 (pitfall 002-9).
 //!
 //! This reproduces Tables 2 to 5 node for node. It is still not correct in general, and we
 //! correct it in three steps, each applied only when the previous one fails the check of
@@ -48,7 +48,7 @@
 //! Steps 2 and 3 return [`Construction::Corrected`]; every path system passes the bound
 //! H + 2^k + k + 5 in the tests.
 //!
-//! **MC(k,1)**: the special cases need a second local dimension (pitfall 6), and the tags of
+//! **MC(k,1)**: the special cases need a second local dimension (pitfall 002-6), and the tags of
 //! steps 2 and 3 need two bits. Where the printed construction fails, MC(k,1) is solved as the
 //! isomorphic HHC_{2^k+k} ([`crate::topology::metacube::hhc_isomorphism`], [`crate::hhc::n2n`]) and by MC-N2S, the
 //! shortest of those answers kept and, over the bound, shortened ([`super::k1`]); labelled
@@ -92,7 +92,7 @@ pub fn mc_n2n(mc: Metacube, s: NodeId, t: NodeId) -> Result<PathSystem, PathErro
         }
     }
     if mc.m == 1 {
-        // Pitfall 6: the special cases need a second local dimension.
+        // Pitfall 002-6: the special cases need a second local dimension.
         return super::k1::node_to_node(mc, s, t, why);
     }
     let corrected = Builder::new(mc, s.0, t.0, true)
@@ -292,7 +292,7 @@ impl Builder {
     }
 
     /// l for the local paths: they follow HC_0 from c_s itself, so l is its first edge, class
-    /// bit 0 (the examples; seed 002 leaves it open, pitfall 8).
+    /// bit 0 (the examples; seed 002 leaves it open, pitfall 002-8).
     fn local_l(&self) -> u32 {
         let hc = self.cycle(0);
         (hc[0] ^ hc[1]).trailing_zeros()

@@ -17,13 +17,13 @@
 //!    source paths; every cube-level path converted: inside each k-cube an SPR over the class
 //!    bits (lowest first) to the class whose field changes next, then that cube edge.
 //!
-//! Resolutions (docs/family-algorithms.md; summary 000 pitfalls 6-8):
-//! - minus signs lost in extraction are restored ("r k" is r-k, "n min(...)" is n-min(...)), and
+//! Resolutions (pitfalls 000-6 to 000-8 of docs/family-algorithms.md):
+//! - minus signs lost in extraction are restored (pitfall 000-7) ("r k" is r-k, "n min(...)" is n-min(...)), and
 //!   n is |D| in this chapter;
 //! - Step 1d (the thesis's "Step 4") connects a source to the node nearest it among the
 //!   destinations of its k-cube *and the d'' of their distribution paths*, as HHC-N2S does
 //!   with its set E; the thesis takes the nearest destination, and its SPR can run through
-//!   another distribution path (pitfall 8);
+//!   another distribution path (pitfall 000-8);
 //! - a source whose k-cube holds a single target (a lone destination or a distributed one) is
 //!   joined to it the same way; Cube-S2S cannot take a node that is both a source and a target;
 //! - no distribution path ends at s or passes through it (the thesis allows d'_j = s and keeps a
@@ -32,7 +32,7 @@
 //!   Gu, Okawa and Peng's, so our cube-level paths, and the lengths, differ from the table's. A
 //!   unit test converts the table's cube-level paths with our Step 3 and gets the table.
 //!
-//! Small cases, as Lemma 17 lists them, plus the one it misses (pitfall 6): Cube-S2S needs
+//! Small cases, as Lemma 17 lists them, plus the one it misses (pitfall 000-6): Cube-S2S needs
 //! (k+m) + 1 + floor((k+m)/2) <= m 2^k, false for MC(1,1) (a cycle: the exact search), MC(2,1)
 //! (HHC_6: HHC-N2S through the isomorphism, as the thesis says), MC(1,2) (the dual-cube D_3,
 //! whose cited algorithm is not among our sources: the exact search) and MC(1,3) (7 > 6: the
@@ -629,7 +629,7 @@ mod tests {
         assert_eq!(system.paths[2].len() - 1, 2);
     }
 
-    /// Summary pitfall 6: Lemma 17 misses MC(1,3), where (k+m) + 1 + floor((k+m)/2) = 7 > 6.
+    /// Pitfall 000-6: Lemma 17 misses MC(1,3), where (k+m) + 1 + floor((k+m)/2) = 7 > 6.
     /// Two pairs of destinations sharing k-cubes leave Cube-S2S too many faults.
     #[test]
     fn mc_1_3_needs_the_fallback_sometimes() {
@@ -646,8 +646,8 @@ mod tests {
     }
 
     #[test]
-    fn bounds_of_the_summary() {
-        // research summary §3: 42 for MC(2,2), 127 for MC(3,3) (n = k+m).
+    fn bounds_of_theorem_3() {
+        // (m 2^k + n)(k+1) + k + 4 with n = k+m: 42 for MC(2,2), 127 for MC(3,3).
         assert_eq!(bound(Metacube { k: 2, m: 2 }, 4), 42);
         assert_eq!(bound(Metacube { k: 3, m: 3 }, 6), 127);
     }
