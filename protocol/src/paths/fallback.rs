@@ -1,14 +1,14 @@
 //! The exact fallback of the seed-topology algorithms: disjoint paths by minimum-cost flow on
 //! the whole (small) graph.
 //!
-//! Where a paper's construction does not cover an instance (HHC with m = 1, MC(1,2) and MC(1,3)
-//! for MC-N2S, ...; each algorithm's module says which), the algorithm calls this instead and
-//! says so in its [`crate::paths::system::Construction`]. Every node is split into an entry and an exit
+//! Where a paper's construction does not cover an instance (HHC with m = 1, MC(1,2) and MC(1,3) for
+//! MC-N2S, ...; each algorithm's module says which), the algorithm calls this instead and says so
+//! in its [`crate::paths::system::Construction`]. Every node is split into an entry and an exit
 //! joined by a unit-capacity arc (terminals have none, so no path passes through a source or a
 //! destination), every edge is a unit-capacity arc of cost 1, and successive shortest augmenting
-//! paths (Bellman-Ford on the residual graph) give a flow of the required value if and only if
-//! the disjoint paths exist, of minimum total length among all such path systems. It is exact in
-//! that sense; it does not minimise the longest path.
+//! paths (Bellman-Ford on the residual graph) give a flow of the required value if and only if the
+//! disjoint paths exist, of minimum total length among all such path systems. It is exact in that
+//! sense; it does not minimise the longest path.
 //!
 //! Only for topologies of at most [`MAX_NODES`] nodes: it materialises the graph.
 

@@ -238,18 +238,18 @@ impl DualNet {
     }
 
     /// The shortest-path distance, in closed form by recursion on the level: the length of
-    /// RDN_routing's path ([`routing`]). With u = (b, x, y) and v = (b', x', y') at level k and
-    /// d the distance at level k-1:
+    /// RDN_routing's path (`crate::paths::dualnet::routing`). With u = (b, x, y) and v = (b', x',
+    /// y') at level k and d the distance at level k-1:
     /// - same cluster: d(y, y');
     /// - different types: d(y, x') + 1 + d(x, y');
     /// - same type, different clusters: d(x, x') + d(y, y') + 2.
     ///
     /// Lemma 2 claims that Algorithm 1 is a shortest-path routing; its proof only justifies the
-    /// bound (pitfall 003-6 of docs/family-algorithms.md), but the claim holds: a path that leaves a cluster
-    /// and comes back pays at least four cross edges for what the triangle inequality gives
-    /// inside, and one with more cross edges than the cases above pays two more for each extra
-    /// pair. The tests compare this with BFS on every pair of RDN^1 and RDN^2 of ring3, q2 and
-    /// q3 (sampled sources for the larger ones).
+    /// bound (pitfall 003-6 of docs/family-algorithms.md), but the claim holds: a path that leaves
+    /// a cluster and comes back pays at least four cross edges for what the triangle inequality
+    /// gives inside, and one with more cross edges than the cases above pays two more for each
+    /// extra pair. The tests compare this with BFS on every pair of RDN^1 and RDN^2 of ring3, q2
+    /// and q3 (sampled sources for the larger ones).
     pub fn distance(self, u: NodeId, v: NodeId) -> u32 {
         self.distance_at(u.0, v.0, self.k)
     }

@@ -54,8 +54,8 @@ pub enum ParseNodeError {
 }
 
 /// Read a node id written in decimal (`42`) or binary (`0b101010`). Underscores and dots are
-/// allowed as separators in binary, and a dotted id is binary even without the `0b`, so the
-/// grouped form printed by [`Topology::format_node`](super::Topology::format_node) (`10.01.0`) reads back.
+/// allowed as separators in binary, and a dotted id is binary even without the `0b`, so the grouped
+/// form printed by [`Topology::format_node`](super::Topology::format_node) (`10.01.0`) reads back.
 pub fn parse_node_id(text: &str) -> Result<NodeId, ParseNodeError> {
     let text = text.trim();
     if text.is_empty() {

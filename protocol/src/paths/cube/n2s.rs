@@ -5,10 +5,10 @@
 //! disjoint but for s, of length at most n+1, with no edge s -> M and no node of M \ D; O(kn).
 //!
 //! Departures from the pseudo-code, and choices the thesis leaves open:
-//! - **Step 1 follows the prose, not the pseudo-code** (docs/cube-algorithms.md, Cube-N2S). The pseudo-code runs
-//!   `M := M ∪ (D∩N(s)); D := D \ (N(s)\M)`, which leaves every directly connected destination in
-//!   D (it is in M by then) and routes it a second time. The prose connects D∩N(s)\M by one edge,
-//!   *then* removes those nodes from D and adds them to M; so do we.
+//! - **Step 1 follows the prose, not the pseudo-code** (docs/cube-algorithms.md, Cube-N2S). The
+//!   pseudo-code runs `M := M ∪ (D∩N(s)); D := D \ (N(s)\M)`, which leaves every directly connected
+//!   destination in D (it is in M by then) and routes it a second time. The prose connects D∩N(s)\M
+//!   by one edge, *then* removes those nodes from D and adds them to M; so do we.
 //! - A source that is itself a destination (a zero-length path in the thesis) is refused as
 //!   [`PathError::DestinationIsSource`]: a message is never routed to its own sender.
 //! - Choices: δ is the lowest dimension splitting D; the path given the direct prefix s -> s'
@@ -188,7 +188,8 @@ mod tests {
         v.iter().map(|&x| NodeId(x)).collect()
     }
 
-    /// The thesis's error in Step 1 (docs/cube-algorithms.md): the pseudo-code's order keeps a directly connected destination in D.
+    /// The thesis's error in Step 1 (docs/cube-algorithms.md): the pseudo-code's order keeps a
+    /// directly connected destination in D.
     #[test]
     fn pseudo_code_step_1_would_route_a_neighbour_twice() {
         // s = 0, D = {e_0, e_1}, M = {}: both are connected by one edge in Step 1.

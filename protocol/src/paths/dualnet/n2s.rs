@@ -25,9 +25,9 @@
 //! - a recursive path through two neighbours of s is cut to start at the last one, so each path
 //!   holds exactly one neighbour of s (pitfall 003-3);
 //! - pushes and fresh clusters are searched, and every in-cluster route is RDN_routing unless it
-//!   would meet a node already taken, then a BFS inside the cluster that avoids them (pitfall 003-4:
-//!   the paper's existence arguments are hand-waved and its collisions unanalysed). Every path
-//!   system passes [`crate::paths::verify`] and the tests check the bound 3 D_{k-1} + 6;
+//!   would meet a node already taken, then a BFS inside the cluster that avoids them (pitfall
+//!   003-4: the paper's existence arguments are hand-waved and its collisions unanalysed). Every
+//!   path system passes [`crate::paths::verify`] and the tests check the bound 3 D_{k-1} + 6;
 //! - one_path joins the nearest target by a BFS route inside the cluster that crosses no other
 //!   target, which settles Algorithm 2's collision fix; if the other targets then cannot all be
 //!   pushed out, it joins the next nearest instead;

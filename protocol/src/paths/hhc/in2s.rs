@@ -14,11 +14,11 @@
 //!    distributed into Q_m(s_0) (then its path already leaves s by p_0).
 //!
 //! Small m, as the appendix's Remark 4 does: m = 1 by enumeration (our exact search,
-//! [`crate::paths::fallback`]; the 8-cycle), m = 2 by HHC-N2S (|Z_3| + |Z_1 ∪ Z_2| can exceed 2^m - 1
-//! = 3 there). Case I is HHC-N2S's, with SPR-Gray for its cube-level path.
+//! [`crate::paths::fallback`]; the 8-cycle), m = 2 by HHC-N2S (|Z_3| + |Z_1 ∪ Z_2| can exceed 2^m -
+//! 1 = 3 there). Case I is HHC-N2S's, with SPR-Gray for its cube-level path.
 //!
-//! Pitfall 000-5 (docs/family-algorithms.md): the bound is worse than HHC-N2S's at m = 3 (48 against 42); it
-//! wins from m = 4 on. The study in BENCHMARKS.md measures both.
+//! Pitfall 000-5 (docs/family-algorithms.md): the bound is worse than HHC-N2S's at m = 3 (48
+//! against 42); it wins from m = 4 on. The study in BENCHMARKS.md measures both.
 
 use super::distrib::distribute;
 use super::n2s::{

@@ -13,10 +13,10 @@
 //! Step 5 converts by CONV and joins everything to s inside Q_m(s_0) by Cube-N2S.
 //!
 //! Departures and resolutions (docs/family-algorithms.md has the full list):
-//! - **Case I-c, pitfall 000-2**: when d_k's external neighbour is in Q_m(s_0) (s_k xor 2^p_k = s_0)
-//!   the thesis's target does not exist; we aim the cube-level path at s_k itself. The cube-level
-//!   shortest path avoids s_0 by not flipping bit p_0 first (the thesis asks only that it avoid
-//!   s_0).
+//! - **Case I-c, pitfall 000-2**: when d_k's external neighbour is in Q_m(s_0) (s_k xor 2^p_k =
+//!   s_0) the thesis's target does not exist; we aim the cube-level path at s_k itself. The
+//!   cube-level shortest path avoids s_0 by not flipping bit p_0 first (the thesis asks only that
+//!   it avoid s_0).
 //! - **Step 4, pitfall 000-3**: when sigma = s_0 xor 2^p_0 the path has no node before sigma; its
 //!   entry processor is p_0.
 //! - Choices left open: in Case I-b the destination routed outside is the last one inside; Z_4

@@ -16,14 +16,14 @@
 //! 3. (Step 4) CONV converts each cube-level path, between the two ends' local paths.
 //!
 //! Departures (docs/family-algorithms.md):
-//! - Step 1's local work is one exact minimum-cost-flow problem per subcube, on Q_m(sigma) and
-//!   the external edges that lead to fresh subcubes ([`crate::paths::fallback::min_cost_paths`]): it
-//!   pairs min(|S(sigma)|, |D(sigma)|) terminals inside and sends the others out, all disjoint,
-//!   of least total length. It replaces Lemma 21 (Cube-S2S with cutting and swapping), the
-//!   enumeration of the candidates rho/tau and Lemma 20 (a cluster-fault-tolerant routing the
-//!   thesis cites but does not give). A terminal that leaves goes only to a subcube holding no
-//!   terminal and nothing else, or one lone terminal of the other side (below), so the thesis's
-//!   Step 1.5 (a d'_j landing among several sources, joined there by Lemma 20) never arises.
+//! - Step 1's local work is one exact minimum-cost-flow problem per subcube, on Q_m(sigma) and the
+//!   external edges that lead to fresh subcubes ([`crate::paths::fallback::min_cost_paths`]): it
+//!   pairs min(|S(sigma)|, |D(sigma)|) terminals inside and sends the others out, all disjoint, of
+//!   least total length. It replaces Lemma 21 (Cube-S2S with cutting and swapping), the enumeration
+//!   of the candidates rho/tau and Lemma 20 (a cluster-fault-tolerant routing the thesis cites but
+//!   does not give). A terminal that leaves goes only to a subcube holding no terminal and nothing
+//!   else, or one lone terminal of the other side (below), so the thesis's Step 1.5 (a d'_j landing
+//!   among several sources, joined there by Lemma 20) never arises.
 //! - Step 1 may need more than the thesis's two edges for a terminal to leave its subcube; the
 //!   tests check every path system against Theorem 4's bound.
 //! - Lemma 21's k_1 < k_2 (pitfall 000-10): the flow handles k_1 = k_2 (all paired inside).

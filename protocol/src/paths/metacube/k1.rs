@@ -1,18 +1,18 @@
-//! Node-to-node on MC(k,1) where MC-N2N's printed construction does not apply (pitfall 002-6
-//! of docs/family-algorithms.md: its special cases need a second local dimension, and the tags of our corrections two
-//! bits).
+//! Node-to-node on MC(k,1) where MC-N2N's printed construction does not apply (pitfall 002-6 of
+//! docs/family-algorithms.md: its special cases need a second local dimension, and the tags of our
+//! corrections two bits).
 //!
-//! MC(k,1) is HHC_{2^k+k} ([`crate::topology::metacube::hhc_isomorphism`]), so HHC node-to-node answers, but no
-//! single answer keeps MC-N2N's bound H + 2^k + k + 5: measured on 20,000 random pairs of
-//! MC(4,1), HHC node-to-node alone exceeded it on 646 (by up to 7). So this takes every answer
-//! at hand and keeps the one with the shortest longest path:
+//! MC(k,1) is HHC_{2^k+k} ([`crate::topology::metacube::hhc_isomorphism`]), so HHC node-to-node
+//! answers, but no single answer keeps MC-N2N's bound H + 2^k + k + 5: measured on 20,000 random
+//! pairs of MC(4,1), HHC node-to-node alone exceeded it on 646 (by up to 7). So this takes every
+//! answer at hand and keeps the one with the shortest longest path:
 //! - HHC node-to-node from s to t and from t to s (reversed), each by HHC-iN2S and by HHC-N2S;
 //! - MC-N2S from s to the neighbours of t plus one edge, and the same from t (not for adjacent
 //!   ends, where such a path could pass through the other end).
 //!
 //! If the best is still over the bound: on at most 4,096 nodes the exact search
-//! ([`crate::paths::fallback`]) when it does better; up to 2^21 nodes [`shorten`], which reroutes the
-//! longest path by BFS around the others while that helps. The tests hold every answer to the
+//! ([`crate::paths::fallback`]) when it does better; up to 2^21 nodes [`shorten`], which reroutes
+//! the longest path by BFS around the others while that helps. The tests hold every answer to the
 //! bound on every pair of MC(1,1), MC(2,1) and MC(3,1) and on random pairs of MC(4,1), MC(5,1).
 
 use super::{n2n_bound, n2s};
@@ -130,8 +130,9 @@ fn shorten(topology: Topology, paths: &mut [Path]) {
 }
 
 /// A shortest path from `s` to `t` through nodes not `blocked`, without the edge s-t when
-/// `no_direct_edge`. Not [`crate::topology::bfs::shortest_path`]: this one may cross a whole MC(4,1), a
-/// million nodes, where dense arrays indexed by id are several times faster than its map.
+/// `no_direct_edge`. Not [`crate::topology::bfs::shortest_path`]: this one may cross a whole
+/// MC(4,1), a million nodes, where dense arrays indexed by id are several times faster than its
+/// map.
 fn bfs(
     topology: Topology,
     s: NodeId,

@@ -14,9 +14,9 @@
 //! - **key bit** y = k + x, x the lowest bit where M_s[c_s^(i)] and M_t[c_t^(i)] agree (type 1),
 //!   else 0 (type 2): flipping it first gives each global path a signature.
 //!
-//! Case 0 (same cluster), Case 1 (same class, different clusters) and Case 2 (different
-//! classes) follow Algorithm 4, with these resolutions of the pitfalls 002-n of docs/family-algorithms.md and of
-//! the printed examples (docs/family-algorithms.md has the full list):
+//! Case 0 (same cluster), Case 1 (same class, different clusters) and Case 2 (different classes)
+//! follow Algorithm 4, with these resolutions of the pitfalls 002-n of docs/family-algorithms.md
+//! and of the printed examples (docs/family-algorithms.md has the full list):
 //! - Case 0's middle segment is an in-cluster route (m-cube), not p3(k, ...) (pitfall 002-2); its
 //!   first local dimension is k + (i mod m), as Table 2 has it (s^(1,3), not s^(1,2));
 //! - Case 2's class path w_i -> t is p3(k, i, ...) over the class field (pitfall 002-3), and the
@@ -50,9 +50,9 @@
 //!
 //! **MC(k,1)**: the special cases need a second local dimension (pitfall 002-6), and the tags of
 //! steps 2 and 3 need two bits. Where the printed construction fails, MC(k,1) is solved as the
-//! isomorphic HHC_{2^k+k} ([`crate::topology::metacube::hhc_isomorphism`], [`crate::hhc::n2n`]) and by MC-N2S, the
-//! shortest of those answers kept and, over the bound, shortened ([`super::k1`]); labelled
-//! [`Construction::Isomorphic`].
+//! isomorphic HHC_{2^k+k} ([`crate::topology::metacube::hhc_isomorphism`],
+//! [`crate::paths::hhc::n2n`]) and by MC-N2S, the shortest of those answers kept and, over the
+//! bound, shortened ([`super::k1`]); labelled [`Construction::Isomorphic`].
 
 use super::n2n_bound;
 use crate::NodeId;

@@ -18,8 +18,8 @@
 //!    bits (lowest first) to the class whose field changes next, then that cube edge.
 //!
 //! Resolutions (pitfalls 000-6 to 000-8 of docs/family-algorithms.md):
-//! - minus signs lost in extraction are restored (pitfall 000-7) ("r k" is r-k, "n min(...)" is n-min(...)), and
-//!   n is |D| in this chapter;
+//! - minus signs lost in extraction are restored (pitfall 000-7) ("r k" is r-k, "n min(...)" is
+//!   n-min(...)), and n is |D| in this chapter;
 //! - Step 1d (the thesis's "Step 4") connects a source to the node nearest it among the
 //!   destinations of its k-cube *and the d'' of their distribution paths*, as HHC-N2S does
 //!   with its set E; the thesis takes the nearest destination, and its SPR can run through
@@ -28,9 +28,9 @@
 //!   joined to it the same way; Cube-S2S cannot take a node that is both a source and a target;
 //! - no distribution path ends at s or passes through it (the thesis allows d'_j = s and keeps a
 //!   set X for it; forbidding it costs nothing in the tests), nor through a path already built;
-//! - the cube-level Cube-S2S is ours ([`crate::paths::cube::s2s`]); the thesis's Table 6.1 comes from
-//!   Gu, Okawa and Peng's, so our cube-level paths, and the lengths, differ from the table's. A
-//!   unit test converts the table's cube-level paths with our Step 3 and gets the table.
+//! - the cube-level Cube-S2S is ours ([`crate::paths::cube::s2s`]); the thesis's Table 6.1 comes
+//!   from Gu, Okawa and Peng's, so our cube-level paths, and the lengths, differ from the table's.
+//!   A unit test converts the table's cube-level paths with our Step 3 and gets the table.
 //!
 //! Small cases, as Lemma 17 lists them, plus the one it misses (pitfall 000-6): Cube-S2S needs
 //! (k+m) + 1 + floor((k+m)/2) <= m 2^k, false for MC(1,1) (a cycle: the exact search), MC(2,1)

@@ -1,8 +1,8 @@
 //! The map for EH(s,t): k disjoint routes whose longest is the exact optimum L*.
 //!
-//! Everything is built in a *canonical frame*: the source is node 0 and s-type. A t-type source
-//! is handled through the mirror EH(t,s) (`(a,b,c) -> (b,a,1-c)`), and translating every id by
-//! XOR with the source is an automorphism; the per-hop rule of [`super::super::route`] commutes with
+//! Everything is built in a *canonical frame*: the source is node 0 and s-type. A t-type source is
+//! handled through the mirror EH(t,s) (`(a,b,c) -> (b,a,1-c)`), and translating every id by XOR
+//! with the source is an automorphism; the per-hop rule of [`super::super::route`] commutes with
 //! both, so plans built in the frame are mapped back id by id.
 //!
 //! In the frame, `alpha` and `beta` are D's `a` and `b` fields: the positions where S and D
