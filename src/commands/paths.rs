@@ -65,9 +65,9 @@ pub struct Args {
     /// gamma_I).
     #[arg(long, value_name = "I", conflicts_with_all = ["to_set", "all_pairs"])]
     constraint: Option<String>,
-    /// Another algorithm for the same instance than the topology's default, by its id: on
-    /// hhc:M with --to-set `n2s` (HHC-N2S) instead of `in2s` (HHC-iN2S); a wrong id lists the
-    /// ids that answer.
+    /// The algorithm with this id instead of the topology's default for the instance: on hhc:M
+    /// with --to-set, `n2s` (HHC-N2S) instead of `in2s` (HHC-iN2S). A wrong id lists the ids
+    /// that answer.
     #[arg(long, value_name = "ID")]
     algorithm: Option<String>,
     /// One JSON line: {"topology","from","to","distance","k","paths"} with integer ids.
