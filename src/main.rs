@@ -21,8 +21,8 @@ struct Cli {
 enum Command {
     /// Facts of a topology: nodes, degrees, diameter, connectivity, k(u,v).
     Topology(commands::topology::Args),
-    /// The k node-disjoint paths between two nodes, as the protocol routes them; on q:N also
-    /// node-to-set, set-to-set and bit-constrained paths.
+    /// Node-disjoint paths: the k paths between two nodes, as the network routes them, and
+    /// node-to-set, set-to-set and bit-constrained paths where a paper has an algorithm.
     Paths(commands::paths::Args),
     /// Start a local cluster, send through it, show the paths and the status.
     Demo(commands::demo::Args),

@@ -4,7 +4,7 @@
 use crate::status::ClusterClient;
 use cuberoute_daemon::client::ClientError;
 use cuberoute_protocol::NodeId;
-use cuberoute_protocol::source_route::RouteRequest;
+use cuberoute_protocol::routing::source_route::RouteRequest;
 use cuberoute_protocol::wire::control::{Delivery, Request, Response};
 use serde::Serialize;
 use std::time::Duration;

@@ -10,7 +10,7 @@ use crate::node::{Node, Routing};
 use crate::stats::Event;
 use crate::tls;
 use cuberoute_protocol::NodeId;
-use cuberoute_protocol::source_route;
+use cuberoute_protocol::routing::source_route;
 use cuberoute_protocol::wire::control::{
     ControlError, ControlErrorKind, MAX_PAYLOAD_LEN, MAX_RECV_BATCH, MAX_WAIT_MS, Request, Response,
 };

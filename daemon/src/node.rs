@@ -12,7 +12,7 @@ use crate::env::{self, Instant, now_us};
 use crate::link::{Link, LinkOwner};
 use crate::output::{Output, Pushed};
 use crate::stats::{Drop, Event, Stats};
-use cuberoute_protocol::source_route::{self, Hop};
+use cuberoute_protocol::routing::source_route::{self, Hop};
 use cuberoute_protocol::wire::control::{Delivery, LinkStatus, NodeStatus};
 use cuberoute_protocol::wire::link::ChaosMark;
 use cuberoute_protocol::wire::message::{Message, split_payload};

@@ -1,53 +1,35 @@
-//! cuberoute-protocol: the sans-IO, deterministic core of cuberoute.
+//! cuberoute-protocol: the sans-IO, deterministic core of cuberoute, in four layers, each a
+//! folder that imports only the layers below it (`tests/layers.rs` checks it):
 //!
-//! * [`Topology`]: Q_n, EH(s,t), HHC, the metacube and the recursive dual-net: node ids and
-//!   their facts;
-//! * [`map()`]: the source's construction of k disjoint routes;
-//! * [`route`]: the per-hop rule (decidePhase, nextPos);
-//! * [`actions`]: the guarded actions `input` and `receive` as pure functions;
-//! * [`paths`]: the k paths of a pair, by running those actions;
-//! * [`sim`]: a round-based simulator of a whole network, for the stabilization properties;
-//! * [`wire`]: the frame codec;
-//! * [`source_route`]: the stateless per-hop check of a source route (for sends along `cube` paths);
-//! * [`cube`]: the thesis's and seed 001's algorithms on Q_n: node-to-set, fault-tolerant
-//!   node-to-set, set-to-set, the bit-constrained container, SPR-Gray;
-//! * [`hhc`], [`metacube`], [`dualnet`]: the seed topologies of issue 7 and their papers'
-//!   disjoint-path algorithms (HHC-N2S, HHC-iN2S, HHC-S2S, MC-N2N, MC-N2S, RDN N2S);
-//! * [`family`]: what those algorithms return and refuse; [`fallback`]: the exact small-instance
-//!   solver they fall back to where a paper does not cover a case; [`verify`]: the check every
-//!   path system passes before it is returned.
+//! 1. [`topology`]: node ids, the five families (Q_n, EH(s,t), HHC, the metacube, the recursive
+//!    dual-net) behind [`Topology`], and their facts: neighbours, distance, connectivity;
+//! 2. [`paths`]: the disjoint-path algorithms behind one interface ([`paths::PathSystem`],
+//!    [`paths::PathError`]) and one table ([`paths::table`]): the guarded-action protocol's
+//!    construction on Q_n and EH (the source's [`map()`], the per-hop rule decidePhase and
+//!    nextPos, the walk of the k paths), the Q_n algorithms of the Bossard thesis and of Bossard
+//!    and Kaneko, and the seed families' algorithms;
+//! 3. [`routing`]: what the nodes do with a message: the guarded actions `input` and `receive`
+//!    as pure functions, the header, the source-routed sends and their per-hop check, and a
+//!    round-based simulator of a whole network;
+//! 4. [`wire`]: the frame codec and what travels in frames.
 //!
 //! No I/O, no clock, no threads: the daemon does those.
 
 // EH ids are written grouped as a_b_c in tests and docs, which is the point of the grouping.
 #![cfg_attr(test, allow(clippy::unusual_byte_groupings))]
 
-pub mod actions;
-pub mod bfs;
-pub mod cube;
-pub mod dualnet;
-pub mod exchanged;
-pub mod fallback;
-pub mod family;
-pub mod header;
-pub mod hhc;
-pub mod hypercube;
-pub mod map;
-pub mod metacube;
-pub mod node;
-pub mod optimum;
 pub mod paths;
-pub mod route;
-pub mod sim;
-pub mod source_route;
+pub mod routing;
 pub mod topology;
-pub mod tour;
-pub mod verify;
 pub mod wire;
 
-pub use actions::{Action, DropReason, InputError, Packet, Process, ProcessVars, input, receive};
-pub use header::{Anchors, Header};
-pub use map::{MapError, Plan, map};
-pub use node::{NodeId, ParseNodeError, parse_node_id};
-pub use paths::{PathSet, disjoint_paths};
+pub use paths::guarded::disjoint_paths;
+pub use paths::guarded::map::{MapError, Plan, map};
+pub use paths::guarded::route::Anchors;
+pub use paths::system::PathSet;
+pub use routing::actions::{
+    Action, DropReason, InputError, Packet, Process, ProcessVars, input, receive,
+};
+pub use routing::header::Header;
+pub use topology::node::{NodeId, ParseNodeError, parse_node_id};
 pub use topology::{NodeError, ParseTopologyError, Topology};

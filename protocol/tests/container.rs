@@ -7,11 +7,11 @@ mod common;
 
 use common::{check_family, induced_max_flow};
 use cuberoute_protocol::NodeId;
-use cuberoute_protocol::cube::CubeError;
-use cuberoute_protocol::cube::container::{
+use cuberoute_protocol::paths::PathError;
+use cuberoute_protocol::paths::cube::container::{
     Case, Detour, Reduction, Special, container_width, hc_container, hc_container_traced, hc_spr,
 };
-use cuberoute_protocol::hypercube::Hypercube;
+use cuberoute_protocol::topology::hypercube::Hypercube;
 use proptest::prelude::*;
 
 fn q(n: u32) -> Hypercube {
@@ -340,7 +340,7 @@ fn error_5_pstar_starts_at_s_and_blocks_its_stub() {
         }
     }
     let (n, i, s, d, r) = found.expect("an instance where p* blocks a stub");
-    let paths = raw(&hc_container(q(n), i, NodeId(s), NodeId(d)).unwrap());
+    let paths = raw(&hc_container(q(n), i, NodeId(s), NodeId(d)).unwrap().paths);
     let pstar = paths.last().unwrap();
     let x = r.stub_x.unwrap();
     assert_eq!(
@@ -396,7 +396,7 @@ fn error_7_omitted_cases_are_handled() {
         }
     }
     let (n, i, s, d, s2) = w_is_s2.expect("an instance with w = s''");
-    let paths = raw(&hc_container(q(n), i, NodeId(s), NodeId(d)).unwrap());
+    let paths = raw(&hc_container(q(n), i, NodeId(s), NodeId(d)).unwrap().paths);
     assert_eq!(paths.last().unwrap(), &vec![s, s2, d], "p* = s -> s'' -> d");
 }
 
@@ -405,7 +405,7 @@ fn error_7_omitted_cases_are_handled() {
 fn error_8_distance_can_exceed_2i_plus_1() {
     let (s, d) = (bin("111000"), bin("000111"));
     assert_eq!((s ^ d).count_ones(), 6);
-    let paths = raw(&hc_container(q(6), 2, NodeId(s), NodeId(d)).unwrap());
+    let paths = raw(&hc_container(q(6), 2, NodeId(s), NodeId(d)).unwrap().paths);
     assert_eq!(paths.len(), 3);
     assert!(
         paths.iter().all(|p| p.len() > 6),
@@ -432,14 +432,20 @@ fn error_9_each_level_inspects_o_n_plus_k_nodes() {
 #[test]
 fn error_10_adjacent_constraints_overlap() {
     let n = 5;
-    let a = raw(&hc_container(q(n), 1, NodeId(0b00001), NodeId(0b00110)).unwrap());
-    let b = raw(&hc_container(q(n), 2, NodeId(0b00011), NodeId(0b10100)).unwrap());
+    let a = raw(&hc_container(q(n), 1, NodeId(0b00001), NodeId(0b00110))
+        .unwrap()
+        .paths);
+    let b = raw(&hc_container(q(n), 2, NodeId(0b00011), NodeId(0b10100))
+        .unwrap()
+        .paths);
     let nodes_a: Vec<u64> = a.concat();
     assert!(
         b.concat().iter().any(|v| nodes_a.contains(v)),
         "gamma_1 and gamma_2 containers meet"
     );
-    let c = raw(&hc_container(q(n), 3, NodeId(0b01111), NodeId(0b11011)).unwrap());
+    let c = raw(&hc_container(q(n), 3, NodeId(0b01111), NodeId(0b11011))
+        .unwrap()
+        .paths);
     assert!(
         c.concat().iter().all(|v| !nodes_a.contains(v)),
         "gamma_1 and gamma_3 cannot meet"
@@ -449,18 +455,21 @@ fn error_10_adjacent_constraints_overlap() {
 #[test]
 fn refuses_bad_input() {
     let e = |n, i, s, d| hc_container(q(n), i, NodeId(s), NodeId(d)).unwrap_err();
-    assert_eq!(e(4, 4, 15, 15), CubeError::ConstraintRange { i: 4, n: 4 });
+    assert_eq!(e(4, 4, 15, 15), PathError::ConstraintRange { i: 4, n: 4 });
     assert!(matches!(
         e(4, 1, 0b0111, 1),
-        CubeError::ViolatesConstraint {
+        PathError::ViolatesConstraint {
             node: 7,
             weight: 3,
             i: 1
         }
     ));
-    assert_eq!(e(4, 1, 3, 3), CubeError::SameNode(3));
-    assert!(matches!(e(4, 1, 16, 1), CubeError::OutOfRange { .. }));
-    assert_eq!(hc_spr(q(4), 1, NodeId(1), NodeId(6)).unwrap().len(), 4);
+    assert_eq!(e(4, 1, 3, 3), PathError::SameNode(3));
+    assert!(matches!(e(4, 1, 16, 1), PathError::NotANode { .. }));
+    assert_eq!(
+        hc_spr(q(4), 1, NodeId(1), NodeId(6)).unwrap().paths[0].len(),
+        4
+    );
 }
 
 /// A random constrained pair up to Q_32: i, then s and d of weight i or i+1.

@@ -10,10 +10,10 @@ mod common;
 
 use common::{check_family, subsets};
 use cuberoute_protocol::NodeId;
-use cuberoute_protocol::cube::ftn2n::cube_ftn2n;
-use cuberoute_protocol::cube::n2s::cube_n2s;
-use cuberoute_protocol::cube::xftn2s::cube_xftn2s;
-use cuberoute_protocol::hypercube::Hypercube;
+use cuberoute_protocol::paths::cube::ftn2n::cube_ftn2n;
+use cuberoute_protocol::paths::cube::n2s::cube_n2s;
+use cuberoute_protocol::paths::cube::xftn2s::cube_xftn2s;
+use cuberoute_protocol::topology::hypercube::Hypercube;
 use proptest::prelude::*;
 
 fn ids(v: &[u64]) -> Vec<NodeId> {
@@ -31,7 +31,7 @@ fn raw(paths: &[Vec<NodeId>]) -> Vec<Vec<u64>> {
 fn check_n2s(n: u32, s: u64, dests: &[u64], excl: &[u64]) -> Result<usize, String> {
     let paths = cube_n2s(Hypercube { n }, NodeId(s), &ids(dests), &ids(excl))
         .map_err(|e| format!("refused: {e}"))?;
-    let paths = raw(&paths);
+    let paths = raw(&paths.paths);
     let ctx = || format!("Q_{n} s={s} D={dests:?} M={excl:?}: {paths:?}");
     if paths.len() != dests.len() {
         return Err(format!("wrong count, {}", ctx()));
@@ -70,7 +70,7 @@ fn check_xftn2s(
         x.map(NodeId),
     )
     .map_err(|e| format!("refused: {e}"))?;
-    let paths = raw(&paths);
+    let paths = raw(&paths.paths);
     let ctx = || format!("Q_{n} s={s} D={dests:?} F={faults:?} X={x:?}: {paths:?}");
     if paths.len() != dests.len() {
         return Err(format!("wrong count, {}", ctx()));
@@ -98,7 +98,7 @@ fn check_xftn2s(
 fn check_ftn2n(n: u32, s: u64, d: u64, faults: &[u64]) -> Result<usize, String> {
     let path = cube_ftn2n(Hypercube { n }, NodeId(s), NodeId(d), &ids(faults))
         .map_err(|e| format!("refused: {e}"))?;
-    let path: Vec<u64> = path.iter().map(|v| v.0).collect();
+    let path: Vec<u64> = path.paths[0].iter().map(|v| v.0).collect();
     let ctx = || format!("Q_{n} {s} -> {d} F={faults:?}: {path:?}");
     if path[0] != s || *path.last().unwrap() != d || path.iter().any(|v| faults.contains(v)) {
         return Err(format!("bad ends or faulty node, {}", ctx()));
@@ -203,8 +203,8 @@ fn source_translation_is_exact() {
         for k in 1..=3 {
             subsets(&others, k, |dests| {
                 let shifted: Vec<u64> = dests.iter().map(|d| d ^ s).collect();
-                let here = raw(&cube_n2s(q, NodeId(s), &ids(dests), &[]).unwrap());
-                let there = raw(&cube_n2s(q, NodeId(0), &ids(&shifted), &[]).unwrap());
+                let here = raw(&cube_n2s(q, NodeId(s), &ids(dests), &[]).unwrap().paths);
+                let there = raw(&cube_n2s(q, NodeId(0), &ids(&shifted), &[]).unwrap().paths);
                 let moved: Vec<Vec<u64>> = there
                     .iter()
                     .map(|p| p.iter().map(|v| v ^ s).collect())
@@ -213,10 +213,12 @@ fn source_translation_is_exact() {
                 if k < 2 {
                     let f = [others.iter().copied().find(|v| !dests.contains(v)).unwrap()];
                     let fs = [f[0] ^ s];
-                    let here =
-                        raw(&cube_xftn2s(q, NodeId(s), &ids(dests), &ids(&f), None).unwrap());
-                    let there =
-                        raw(&cube_xftn2s(q, NodeId(0), &ids(&shifted), &ids(&fs), None).unwrap());
+                    let here = raw(&cube_xftn2s(q, NodeId(s), &ids(dests), &ids(&f), None)
+                        .unwrap()
+                        .paths);
+                    let there = raw(&cube_xftn2s(q, NodeId(0), &ids(&shifted), &ids(&fs), None)
+                        .unwrap()
+                        .paths);
                     let moved: Vec<Vec<u64>> = there
                         .iter()
                         .map(|p| p.iter().map(|v| v ^ s).collect())

@@ -9,8 +9,8 @@ mod common;
 
 use common::{check_family, subsets};
 use cuberoute_protocol::NodeId;
-use cuberoute_protocol::cube::s2s::cube_s2s;
-use cuberoute_protocol::hypercube::Hypercube;
+use cuberoute_protocol::paths::cube::s2s::cube_s2s;
+use cuberoute_protocol::topology::hypercube::Hypercube;
 use proptest::prelude::*;
 
 fn ids(v: &[u64]) -> Vec<NodeId> {
@@ -21,6 +21,7 @@ fn check(n: u32, srcs: &[u64], dsts: &[u64], faults: &[u64]) -> Result<usize, St
     let paths = cube_s2s(Hypercube { n }, &ids(srcs), &ids(dsts), &ids(faults))
         .map_err(|e| format!("refused {srcs:?} {dsts:?} {faults:?}: {e}"))?;
     let paths: Vec<Vec<u64>> = paths
+        .paths
         .iter()
         .map(|p| p.iter().map(|v| v.0).collect())
         .collect();

@@ -6,7 +6,8 @@ mod common;
 
 use common::families::{Base, Family, Rng};
 use cuberoute_protocol::NodeId;
-use cuberoute_protocol::dualnet::{self, DualNet, n2s};
+use cuberoute_protocol::paths::dualnet::{self, n2s};
+use cuberoute_protocol::topology::dualnet::{self as rdn, DualNet};
 
 fn rdn(f: Family) -> DualNet {
     match f.topology() {
@@ -126,7 +127,7 @@ fn the_bound_is_the_papers() {
     assert_eq!(
         bound("rdn:q3,2"),
         3 * DualNet {
-            base: dualnet::Base::Q3,
+            base: rdn::Base::Q3,
             k: 1
         }
         .diameter() as usize

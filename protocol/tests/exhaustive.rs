@@ -4,8 +4,9 @@
 mod common;
 
 use common::{Graph, small_graphs};
-use cuberoute_protocol::sim::Network;
-use cuberoute_protocol::{NodeId, Topology, disjoint_paths, map, optimum};
+use cuberoute_protocol::paths::optimum;
+use cuberoute_protocol::routing::sim::Network;
+use cuberoute_protocol::{NodeId, Topology, disjoint_paths, map};
 
 fn topology(g: Graph) -> Topology {
     g.name().parse().unwrap()

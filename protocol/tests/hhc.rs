@@ -6,11 +6,12 @@ mod common;
 
 use common::families::{Family, Rng};
 use cuberoute_protocol::NodeId;
-use cuberoute_protocol::family::{Construction, PathSystem};
-use cuberoute_protocol::hhc::{Hhc, in2s, n2n, n2s, s2s};
+use cuberoute_protocol::paths::hhc::{in2s, n2n, n2s, s2s};
+use cuberoute_protocol::paths::{Construction, PathSystem};
+use cuberoute_protocol::topology::hhc::Hhc;
 
 type Algorithm =
-    fn(Hhc, NodeId, &[NodeId]) -> Result<PathSystem, cuberoute_protocol::family::FamilyError>;
+    fn(Hhc, NodeId, &[NodeId]) -> Result<PathSystem, cuberoute_protocol::paths::PathError>;
 
 fn ids(v: &[u64]) -> Vec<NodeId> {
     v.iter().map(|&x| NodeId(x)).collect()

@@ -4,7 +4,7 @@
 mod common;
 
 use common::Graph;
-use cuberoute_protocol::sim::Network;
+use cuberoute_protocol::routing::sim::Network;
 use cuberoute_protocol::{NodeId, Topology, disjoint_paths};
 use proptest::prelude::*;
 

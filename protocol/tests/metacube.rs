@@ -6,8 +6,9 @@ mod common;
 
 use common::families::{Family, Rng};
 use cuberoute_protocol::NodeId;
-use cuberoute_protocol::family::Construction;
-use cuberoute_protocol::metacube::{Metacube, n2n, n2s};
+use cuberoute_protocol::paths::Construction;
+use cuberoute_protocol::paths::metacube::{self, n2n, n2s};
+use cuberoute_protocol::topology::metacube::Metacube;
 
 fn raw(paths: &[Vec<NodeId>]) -> Vec<Vec<u64>> {
     paths
@@ -38,7 +39,7 @@ fn n2n_pair(k: u32, m: u32, s: u64, t: u64, tally: &mut Tally) {
         _ => tally.fallback += 1,
     }
     // Every answer, the fallbacks' too, within the corrected bound H + 2^k + k + 5.
-    let bound = n2n::bound(mc, NodeId(s), NodeId(t));
+    let bound = metacube::n2n_bound(mc, NodeId(s), NodeId(t));
     assert!(
         longest <= bound,
         "mc:{k},{m} {s} -> {t}: longest {longest} > {bound} ({:?})",
@@ -59,7 +60,7 @@ fn mc_n2n_every_pair_of_the_smallest_metacubes() {
             }
         }
         eprintln!("mc:{k},{m}: {tally:?}");
-        // Seed 002's special cases need two local dimensions (pitfall 6): MC(k,1) falls back
+        // Seed 002's special cases need two local dimensions (pitfall 002-6): MC(k,1) falls back
         // to HHC through the isomorphism, nothing else does; the printed construction needs
         // our corrections on some pairs of every instance.
         if m >= 2 {

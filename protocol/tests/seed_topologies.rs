@@ -231,6 +231,6 @@ fn guarded_actions_refuse_the_new_families_without_panicking() {
             }
             other => panic!("{name}: {other:?}"),
         }
-        assert_eq!(cuberoute_protocol::actions::flush_bound(t), None);
+        assert_eq!(cuberoute_protocol::routing::actions::flush_bound(t), None);
     }
 }

@@ -9,8 +9,8 @@
 // EH ids are written grouped a_b_c.
 #![allow(clippy::unusual_byte_groupings)]
 
-use cuberoute_protocol::actions::flush_bound;
-use cuberoute_protocol::sim::{Departed, Network};
+use cuberoute_protocol::routing::actions::flush_bound;
+use cuberoute_protocol::routing::sim::{Departed, Network};
 use cuberoute_protocol::{
     Anchors, DropReason, Header, NodeId, Plan, Process, Topology, disjoint_paths,
 };
@@ -253,7 +253,7 @@ fn every_drop_reason_is_reachable() {
     let path = &set.paths[0];
     let (at, from) = (path[2], path[1]);
     let plans = cuberoute_protocol::map(t, NodeId(0), NodeId(0b01_00_0)).unwrap();
-    let good = plans[0].header(NodeId(0), NodeId(0b01_00_0), 0);
+    let good = Header::for_plan(&plans[0], NodeId(0), NodeId(0b01_00_0), 0);
     type Corruption = Box<dyn Fn(&mut Header)>;
     let cases: [(DropReason, Corruption); 6] = [
         (DropReason::UnknownNode, Box::new(|h| h.pd = NodeId(99))),
@@ -273,15 +273,15 @@ fn every_drop_reason_is_reachable() {
         let mut header = good;
         corrupt(&mut header);
         assert_eq!(
-            cuberoute_protocol::actions::decide(t, at, &header, from),
+            cuberoute_protocol::routing::actions::decide(t, at, &header, from),
             Err(reason)
         );
     }
     assert_eq!(
-        cuberoute_protocol::actions::decide(t, at, &good, NodeId(31)),
+        cuberoute_protocol::routing::actions::decide(t, at, &good, NodeId(31)),
         Err(DropReason::NotFromNeighbour)
     );
-    assert!(cuberoute_protocol::actions::decide(t, at, &good, from).is_ok());
+    assert!(cuberoute_protocol::routing::actions::decide(t, at, &good, from).is_ok());
 }
 
 /// The turning point that makes the route from `at` longest.

@@ -8,7 +8,8 @@ use anyhow::Context;
 use cuberoute_cluster::ClusterClient;
 use cuberoute_cluster::local::RunState;
 use cuberoute_cluster::traffic::SendOptions;
-use cuberoute_protocol::{NodeId, PathSet, Topology, source_route};
+use cuberoute_protocol::routing::source_route;
+use cuberoute_protocol::{NodeId, PathSet, Topology};
 use std::net::Ipv4Addr;
 use std::time::Duration;
 

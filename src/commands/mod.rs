@@ -4,10 +4,8 @@
 pub mod bench;
 pub mod chaos;
 pub mod cluster;
-pub mod cube_paths;
 pub mod daemon;
 pub mod demo;
-pub mod family_paths;
 pub mod paths;
 pub mod recv;
 pub mod send;
@@ -51,6 +49,39 @@ pub fn parse_topology(text: &str) -> anyhow::Result<Topology> {
 /// Read a node id of `topology`, as a usage error when malformed or out of range.
 pub fn parse_node(topology: Topology, text: &str) -> anyhow::Result<NodeId> {
     topology.parse_node(text).map_err(|e| usage(format!("{e}")))
+}
+
+/// Read a comma-separated set of node ids of `topology` given to `option` (commas inside RDN's
+/// parenthesised triples do not separate): no empty items, no duplicates.
+pub fn parse_set(topology: Topology, text: &str, option: &str) -> anyhow::Result<Vec<NodeId>> {
+    let mut items: Vec<&str> = Vec::new();
+    let (mut depth, mut start) = (0i32, 0);
+    for (i, c) in text.char_indices() {
+        match c {
+            '(' => depth += 1,
+            ')' => depth -= 1,
+            ',' if depth == 0 => {
+                items.push(&text[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    items.push(&text[start..]);
+    let mut set = Vec::new();
+    for item in items {
+        if item.trim().is_empty() {
+            return Err(usage(format!(
+                "{option} {text:?}: empty item (write ids separated by single commas)"
+            )));
+        }
+        let v = parse_node(topology, item)?;
+        if set.contains(&v) {
+            return Err(usage(format!("{option}: node {} is given twice", v.0)));
+        }
+        set.push(v);
+    }
+    Ok(set)
 }
 
 /// The async runtime of the client commands.

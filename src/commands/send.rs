@@ -10,7 +10,7 @@ use cuberoute_cluster::ClusterClient;
 use cuberoute_cluster::traffic::{Destinations, SendOptions, SendReport};
 use cuberoute_daemon::client::ClientError;
 use cuberoute_protocol::Topology;
-use cuberoute_protocol::source_route::RouteRequest;
+use cuberoute_protocol::routing::source_route::RouteRequest;
 use cuberoute_protocol::wire::control::ControlErrorKind;
 use cuberoute_protocol::wire::control::MAX_PAYLOAD_LEN;
 use std::io::Write;
@@ -74,9 +74,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let cluster = ClusterClient::open(&dir).map_err(|e| usage(format!("{e:#}")))?;
     let topology = cluster.manifest.topology;
     let from = super::parse_node(topology, &args.from)?;
-    let to = super::cube_paths::parse_set(topology, &args.to, "--to")?;
+    let to = super::parse_set(topology, &args.to, "--to")?;
     let avoid = match &args.avoid {
-        Some(text) => super::cube_paths::parse_set(topology, text, "--avoid")?,
+        Some(text) => super::parse_set(topology, text, "--avoid")?,
         None => Vec::new(),
     };
     if to.contains(&from) {

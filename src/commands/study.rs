@@ -16,9 +16,11 @@
 //! of the seed topologies (`hhc-n2s`, `mc-n2s`) are in `study_seed`.
 
 use anyhow::Context;
-use cuberoute_protocol::NodeId;
-use cuberoute_protocol::cube::{self, container, n2s, s2s, xftn2s};
-use cuberoute_protocol::hypercube::Hypercube;
+use cuberoute_protocol::paths::cube::container;
+use cuberoute_protocol::paths::table::{self, Algorithm as Entry};
+use cuberoute_protocol::paths::{self, Kind, Path};
+use cuberoute_protocol::topology::hypercube::Hypercube;
+use cuberoute_protocol::{NodeId, Topology};
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -50,14 +52,33 @@ impl Algorithm {
         }
     }
 
-    fn title(self, i: u32) -> String {
+    /// The kind of instance a Q_n study solves; its [`Algorithm::name`] is the algorithm's id in
+    /// the table.
+    fn kind(self) -> Kind {
         match self {
-            Algorithm::Container => format!("HC-CONTAINER, gamma_{i} = ({i},{})", i + 1),
-            Algorithm::N2s => "Cube-N2S, k = n destinations".into(),
-            Algorithm::Xftn2s => "Cube-XFTN2S, |D| + |F| = n-1".into(),
-            Algorithm::S2s => "Cube-S2S, k = n pairs".into(),
+            Algorithm::Container => Kind::ConstrainedNodeToNode,
+            Algorithm::N2s => Kind::NodeToSet,
+            Algorithm::Xftn2s => Kind::FaultTolerantNodeToSet,
+            Algorithm::S2s => Kind::SetToSet,
             Algorithm::HhcN2s | Algorithm::McN2s => unreachable!("studied by study_seed"),
         }
+    }
+
+    /// The table's entry for this study on Q_n.
+    fn entry(self, n: u32) -> anyhow::Result<&'static Entry> {
+        let q = Topology::hypercube(n.into()).context("a studied Q_n")?;
+        Ok(table::choose(q, self.kind(), Some(self.name()))?)
+    }
+
+    fn title(self, i: u32) -> anyhow::Result<String> {
+        let name = self.entry(4)?.name;
+        Ok(match self {
+            Algorithm::Container => format!("{name}, gamma_{i} = ({i},{})", i + 1),
+            Algorithm::N2s => format!("{name}, k = n destinations"),
+            Algorithm::Xftn2s => format!("{name}, |D| + |F| = n-1"),
+            Algorithm::S2s => format!("{name}, k = n pairs"),
+            Algorithm::HhcN2s | Algorithm::McN2s => unreachable!("studied by study_seed"),
+        })
     }
 }
 
@@ -198,22 +219,52 @@ fn instance(alg: Algorithm, n: u32, i: u32, rng: &mut Rng) -> Instance {
     }
 }
 
-fn solve(alg: Algorithm, q: Hypercube, i: u32, inst: &Instance) -> anyhow::Result<Vec<cube::Path>> {
-    let result = match (alg, inst) {
-        (Algorithm::Container, Instance::Pair(s, d)) => {
-            container::hc_container(q, i, NodeId(*s), NodeId(*d))
+/// The table's instance for a generated one, passed to `with` (the node lists live here).
+fn with_instance<T>(
+    alg: Algorithm,
+    i: u32,
+    inst: &Instance,
+    with: impl FnOnce(&paths::Instance) -> T,
+) -> T {
+    match inst {
+        Instance::Pair(s, d) => with(&paths::Instance::ConstrainedNodeToNode {
+            s: NodeId(*s),
+            d: NodeId(*d),
+            i,
+        }),
+        Instance::NodeToSet(s, d, f) if alg == Algorithm::Xftn2s => {
+            with(&paths::Instance::FaultTolerantNodeToSet {
+                s: NodeId(*s),
+                dests: &ids(d),
+                faults: &ids(f),
+            })
         }
-        (Algorithm::N2s, Instance::NodeToSet(s, d, _)) => {
-            n2s::cube_n2s(q, NodeId(*s), &ids(d), &[])
-        }
-        (Algorithm::Xftn2s, Instance::NodeToSet(s, d, f)) => {
-            xftn2s::cube_xftn2s(q, NodeId(*s), &ids(d), &ids(f), None)
-        }
-        (Algorithm::S2s, Instance::SetToSet(s, d)) => s2s::cube_s2s(q, &ids(s), &ids(d), &[]),
-        _ => unreachable!("instances are generated per algorithm"),
-    };
+        Instance::NodeToSet(s, d, _) => with(&paths::Instance::NodeToSet {
+            s: NodeId(*s),
+            dests: &ids(d),
+        }),
+        Instance::SetToSet(s, d) => with(&paths::Instance::SetToSet {
+            sources: &ids(s),
+            dests: &ids(d),
+        }),
+    }
+}
+
+/// The generated instance solved by the study's algorithm of the table.
+fn solve(
+    alg: Algorithm,
+    entry: &Entry,
+    q: Hypercube,
+    i: u32,
+    inst: &Instance,
+) -> anyhow::Result<Vec<Path>> {
+    let result = with_instance(alg, i, inst, |instance| {
+        (entry.run)(Topology::Hypercube(q), instance)
+    });
     // A refusal here is a bug: the instances are generated valid.
-    result.with_context(|| format!("{alg:?} refused a generated instance of Q_{}", q.n))
+    result
+        .map(|system| system.paths)
+        .with_context(|| format!("{alg:?} refused a generated instance of Q_{}", q.n))
 }
 
 /// The same instance solved by the generic max flow; returns its longest path.
@@ -250,7 +301,7 @@ fn max_flow_longest(
             paths.len()
         );
     }
-    Ok(cube::longest(
+    Ok(paths::longest(
         &paths.iter().map(|p| ids(p)).collect::<Vec<_>>(),
     ))
 }
@@ -317,26 +368,24 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     for n in lo..=hi {
         let mut rng = Rng(args.seed ^ (n as u64) << 32 ^ alg as u64);
         let q = Hypercube { n };
+        let entry = alg.entry(n)?;
         let instances: Vec<Instance> = (0..args.instances)
             .map(|_| instance(alg, n, i, &mut rng))
             .collect();
         let start = Instant::now();
         let longest: Vec<usize> = instances
             .iter()
-            .map(|inst| solve(alg, q, i, inst).map(|paths| cube::longest(&paths)))
+            .map(|inst| solve(alg, entry, q, i, inst).map(|paths| paths::longest(&paths)))
             .collect::<anyhow::Result<_>>()?;
         let elapsed = start.elapsed();
         let k = match alg {
             Algorithm::Container => container::container_width(n, i),
-            _ => solve(alg, q, i, &instances[0])?.len(),
+            _ => solve(alg, entry, q, i, &instances[0])?.len(),
         };
-        let bound = match alg {
-            Algorithm::Container => n as usize + 3 * k,
-            Algorithm::N2s => n as usize + 1,
-            Algorithm::Xftn2s => n as usize + 3,
-            Algorithm::S2s => n as usize + k,
-            Algorithm::HhcN2s | Algorithm::McN2s => unreachable!("studied by study_seed"),
-        };
+        // Every instance of a size has the same bound: the table's, on the first one.
+        let bound = with_instance(alg, i, &instances[0], |instance| {
+            (entry.bound)(Topology::Hypercube(q), instance)
+        });
         let m = args.maxflow_instances.min(instances.len());
         let start = Instant::now();
         let flow: Vec<usize> = instances[..m]
@@ -372,7 +421,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("creating {}", args.out.display()))?;
     let base = args.out.join(alg.name());
-    let title = alg.title(i);
+    let title = alg.title(i)?;
     let markdown = markdown(&rows);
     std::fs::write(base.with_extension("csv"), csv(&rows))?;
     std::fs::write(

@@ -16,10 +16,11 @@
 
 use super::study::Rng;
 use anyhow::Context;
-use cuberoute_protocol::NodeId;
-use cuberoute_protocol::family::PathSystem;
-use cuberoute_protocol::hhc::{Hhc, in2s, n2s};
-use cuberoute_protocol::metacube::{self, Metacube};
+use cuberoute_protocol::paths::table::{self, Algorithm};
+use cuberoute_protocol::paths::{Instance, Kind};
+use cuberoute_protocol::topology::hhc::Hhc;
+use cuberoute_protocol::topology::metacube::Metacube;
+use cuberoute_protocol::{NodeId, Topology};
 use std::path::Path;
 use std::time::Instant;
 
@@ -54,18 +55,39 @@ fn distinct(rng: &mut Rng, n: u64, count: usize, avoid: u64) -> Vec<NodeId> {
     out
 }
 
+/// The table's node-to-set algorithm `id` on `topology` (the default when `None`).
+fn node_to_set(topology: Topology, id: Option<&str>) -> anyhow::Result<&'static Algorithm> {
+    Ok(table::choose(topology, Kind::NodeToSet, id)?)
+}
+
+/// The bound of a node-to-set algorithm for `count` destinations from node 0 (the bounds of
+/// the seed families' node-to-set algorithms depend on the size of the set only).
+fn bound(alg: &Algorithm, topology: Topology, count: usize) -> usize {
+    let dests: Vec<NodeId> = topology.nodes().skip(1).take(count).collect();
+    let instance = Instance::NodeToSet {
+        s: NodeId(0),
+        dests: &dests,
+    };
+    (alg.bound)(topology, &instance)
+}
+
 /// Run `alg` on every instance: the longest path of each, the mean time in microseconds, and
 /// how many were answered by a fallback.
 fn measure(
     instances: &[(NodeId, Vec<NodeId>)],
-    alg: impl Fn(NodeId, &[NodeId]) -> Result<PathSystem, cuberoute_protocol::family::FamilyError>,
+    topology: Topology,
+    alg: &Algorithm,
 ) -> anyhow::Result<(Vec<usize>, f64, usize)> {
     let start = Instant::now();
     let mut longest = Vec::with_capacity(instances.len());
     let mut fallbacks = 0;
     for (s, dests) in instances {
-        let system = alg(*s, dests).with_context(|| {
-            format!("an algorithm refused the generated instance {s} -> {dests:?}")
+        let instance = Instance::NodeToSet { s: *s, dests };
+        let system = (alg.run)(topology, &instance).with_context(|| {
+            format!(
+                "{} refused the generated instance {s} -> {dests:?}",
+                alg.name
+            )
         })?;
         fallbacks += usize::from(system.construction.is_fallback());
         longest.push(system.longest());
@@ -103,12 +125,24 @@ pub fn hhc(lo: u32, hi: u32, count: usize, seed: u64, out: &Path) -> anyhow::Res
             Hhc::MAX_M
         )));
     }
-    let mut md = "| m | k | instances | HHC-N2S mean | sd | max | bound | HHC-iN2S mean | sd | max | bound | gain in mean | gain in max | HHC-N2S us | HHC-iN2S us |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n".to_string();
+    let some = Topology::Hhc(Hhc { m: lo });
+    let (a_name, b_name) = (
+        node_to_set(some, Some("n2s"))?.name,
+        node_to_set(some, Some("in2s"))?.name,
+    );
+    let mut md = format!(
+        "| m | k | instances | {a_name} mean | sd | max | bound | {b_name} mean | sd | max | bound | gain in mean | gain in max | {a_name} us | {b_name} us |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n"
+    );
     let mut csv = "m,k,instances,n2s_mean,n2s_std,n2s_max,n2s_bound,in2s_mean,in2s_std,in2s_max,in2s_bound,gain_mean_pct,gain_max_pct,n2s_us,in2s_us\n".to_string();
     let mut lines: [Vec<f64>; 6] = Default::default();
     let mut labels = Vec::new();
     for m in lo..=hi {
         let h = Hhc { m };
+        let topology = Topology::Hhc(h);
+        let (n2s, in2s) = (
+            node_to_set(topology, Some("n2s"))?,
+            node_to_set(topology, Some("in2s"))?,
+        );
         let mut rng = Rng::new(seed ^ (m as u64) << 40 ^ 0x4848);
         let k = m as usize + 1;
         let instances: Vec<(NodeId, Vec<NodeId>)> = (0..count)
@@ -117,12 +151,12 @@ pub fn hhc(lo: u32, hi: u32, count: usize, seed: u64, out: &Path) -> anyhow::Res
                 (s, distinct(&mut rng, h.node_count(), k, s.0))
             })
             .collect();
-        let (a, a_us, _) = measure(&instances, |s, d| n2s::hhc_n2s(h, s, d))?;
-        let (b, b_us, _) = measure(&instances, |s, d| in2s::hhc_in2s(h, s, d))?;
+        let (a, a_us, _) = measure(&instances, topology, n2s)?;
+        let (b, b_us, _) = measure(&instances, topology, in2s)?;
         let (sa, sb) = (Stats::of(&a), Stats::of(&b));
         let gain_mean = 100.0 * (sa.mean - sb.mean) / sa.mean;
         let gain_max = 100.0 * (sa.max as f64 - sb.max as f64) / sa.max as f64;
-        let (ba, bb) = (n2s::bound(m), in2s::bound(m));
+        let (ba, bb) = (bound(n2s, topology, k), bound(in2s, topology, k));
         md += &format!(
             "| {m} | {k} | {count} | {:.2} | {:.2} | {} | {ba} | {:.2} | {:.2} | {} | {bb} | {gain_mean:.1}% | {gain_max:.1}% | {a_us:.1} | {b_us:.1} |\n",
             sa.mean, sa.std, sa.max, sb.mean, sb.std, sb.max
@@ -145,51 +179,60 @@ pub fn hhc(lo: u32, hi: u32, count: usize, seed: u64, out: &Path) -> anyhow::Res
         eprintln!("study hhc-n2s: m = {m} done");
     }
     let [a_mean, a_max, b_mean, b_max, a_bound, b_bound] = lines;
-    let title = "HHC-N2S and HHC-iN2S, k = m+1 destinations: longest path per instance";
+    let title = format!("{a_name} and {b_name}, k = m+1 destinations: longest path per instance");
+    let label = |name: &str, what: &str| format!("{name} {what}");
+    let labels_of = [
+        label(a_name, "bound"),
+        label(b_name, "bound"),
+        label(a_name, "max"),
+        label(a_name, "mean"),
+        label(b_name, "max"),
+        label(b_name, "mean"),
+    ];
     let svg = crate::chart::lines(
-        title,
+        &title,
         "m (HHC_(2^m+m))",
         &labels,
         &[
             crate::chart::Line {
-                label: "HHC-N2S bound",
+                label: &labels_of[0],
                 colour: "#999",
                 dash: "6,4",
                 values: a_bound,
             },
             crate::chart::Line {
-                label: "HHC-iN2S bound",
+                label: &labels_of[1],
                 colour: "#555",
                 dash: "2,3",
                 values: b_bound,
             },
             crate::chart::Line {
-                label: "HHC-N2S max",
+                label: &labels_of[2],
                 colour: "#c0392b",
                 dash: "",
                 values: a_max,
             },
             crate::chart::Line {
-                label: "HHC-N2S mean",
+                label: &labels_of[3],
                 colour: "#e67e22",
                 dash: "",
                 values: a_mean,
             },
             crate::chart::Line {
-                label: "HHC-iN2S max",
+                label: &labels_of[4],
                 colour: "#1f5fbf",
                 dash: "",
                 values: b_max,
             },
             crate::chart::Line {
-                label: "HHC-iN2S mean",
+                label: &labels_of[5],
                 colour: "#2e8b57",
                 dash: "",
                 values: b_mean,
             },
         ],
     );
-    write(out, "hhc-n2s", &csv, &md, title, &svg)
+    write(out, "hhc-n2s", &csv, &md, &title, &svg)
 }
 
 /// MC-N2S on MC(k,m), k in `lo..=hi`, m = 1..9 within 63-bit ids.
@@ -205,9 +248,13 @@ pub fn mc(lo: u32, hi: u32, count: usize, seed: u64, out: &Path) -> anyhow::Resu
             .to_string();
     let (mut means, mut maxes, mut bounds, mut labels) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let mut name = "";
     for k in lo..=hi {
         for m in (1..=9).filter(|&m| Metacube::new(k, m).is_some()) {
             let mc = Metacube { k, m };
+            let topology = Topology::Metacube(mc);
+            let alg = node_to_set(topology, None)?;
+            name = alg.name;
             let n = (k + m) as usize;
             let mut rng = Rng::new(seed ^ (k as u64) << 40 ^ (m as u64) << 48 ^ 0x4d43);
             let instances: Vec<(NodeId, Vec<NodeId>)> = (0..count)
@@ -216,10 +263,9 @@ pub fn mc(lo: u32, hi: u32, count: usize, seed: u64, out: &Path) -> anyhow::Resu
                     (s, distinct(&mut rng, mc.node_count(), n, s.0))
                 })
                 .collect();
-            let (longest, us, fallbacks) =
-                measure(&instances, |s, d| metacube::n2s::mc_n2s(mc, s, d))?;
+            let (longest, us, fallbacks) = measure(&instances, topology, alg)?;
             let st = Stats::of(&longest);
-            let bound = metacube::n2s::bound(mc, n);
+            let bound = bound(alg, topology, n);
             md += &format!(
                 "| {k} | {m} | {n} | {count} | {:.2} | {:.2} | {} | {bound} | {:.2} | {us:.1} | {fallbacks} |\n",
                 st.mean,
@@ -238,9 +284,9 @@ pub fn mc(lo: u32, hi: u32, count: usize, seed: u64, out: &Path) -> anyhow::Resu
             eprintln!("study mc-n2s: MC({k},{m}) done");
         }
     }
-    let title = "MC-N2S, n = k+m destinations: longest path per instance";
+    let title = format!("{name}, n = k+m destinations: longest path per instance");
     let svg = crate::chart::lines(
-        title,
+        &title,
         "k,m (MC(k,m))",
         &labels,
         &[
@@ -264,5 +310,5 @@ pub fn mc(lo: u32, hi: u32, count: usize, seed: u64, out: &Path) -> anyhow::Resu
             },
         ],
     );
-    write(out, "mc-n2s", &csv, &md, title, &svg)
+    write(out, "mc-n2s", &csv, &md, &title, &svg)
 }

@@ -1,6 +1,7 @@
 //! `cuberoute topology <TOPO> [--json]`.
 
-use cuberoute_protocol::actions::{flush_bound, max_stretch};
+use cuberoute_protocol::paths::guarded::max_stretch;
+use cuberoute_protocol::routing::actions::flush_bound;
 use cuberoute_protocol::{NodeId, Topology};
 use serde_json::json;
 

@@ -2,7 +2,7 @@
 //! daemon, and what it answers. One request and one response per QUIC stream, each one frame of
 //! the codec of [`super`].
 
-use crate::source_route::RouteRequest;
+use crate::routing::source_route::RouteRequest;
 use crate::{NodeId, Topology};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;

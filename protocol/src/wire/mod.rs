@@ -1,8 +1,9 @@
 //! The frame codec: the one place that turns protocol values into bytes and back.
 //!
 //! A frame is a 4-byte big-endian body length, then the body: one version byte followed by the
-//! value in postcard (serde's compact, documented, stable format; bincode is unmaintained, see
-//! NOTES.md). Frames longer than [`MAX_FRAME_LEN`] are refused before any allocation.
+//! value in postcard (serde's compact, documented, stable format; docs/protocol.md, "Wire
+//! format", says why not bincode). Frames longer than [`MAX_FRAME_LEN`] are refused before any
+//! allocation.
 //! Decoding never panics: every malformed input is a [`WireError`].
 
 pub mod control;

@@ -1,6 +1,6 @@
 //! What a link data frame carries: a packet of the guarded-action protocol (routed hop by hop
 //! from its header by `receive`), or a source-routed packet (its whole route in the header,
-//! checked hop by hop by [`crate::source_route::receive_source`]).
+//! checked hop by hop by [`crate::routing::source_route::receive_source`]).
 
 use crate::wire::message::Message;
 use crate::{NodeId, Packet};

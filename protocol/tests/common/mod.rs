@@ -64,8 +64,8 @@ impl Graph {
         }
     }
 
-    /// Distance from the definition, for graphs too large for BFS: NOTES.md's formula, which the
-    /// exhaustive tests check against BFS.
+    /// Distance from the definition, for graphs too large for BFS: the closed form of
+    /// docs/protocol.md ("Topologies and ids"), which the exhaustive tests check against BFS.
     pub fn distance(self, u: u64, v: u64) -> u32 {
         match self {
             Graph::Q(_) => (u ^ v).count_ones(),
@@ -83,7 +83,7 @@ impl Graph {
         }
     }
 
-    /// k(u,v) as NOTES.md states it (max flow in the exhaustive tests).
+    /// k(u,v) as docs/protocol.md states it (max flow in the exhaustive tests).
     pub fn k(self, u: u64, v: u64) -> usize {
         match self {
             Graph::Q(n) => n as usize,
