@@ -6,7 +6,7 @@ use crate::traffic::SendOptions;
 use cuberoute_daemon::client::ClientError;
 use cuberoute_daemon::link::codec;
 use cuberoute_daemon::tls::{self, ALPN_LINK, Credentials};
-use cuberoute_protocol::{NodeId, Topology};
+use cuberoute_protocol::{NodeId, SendRequest, Topology};
 use futures_util::StreamExt;
 use rand::{Rng, SeedableRng};
 use serde::Serialize;
@@ -87,7 +87,6 @@ pub async fn pair_latency(
     n: usize,
 ) -> Result<PairLatency, ClientError> {
     let options = SendOptions {
-        split: false,
         trace: false,
         wait: Some(Duration::from_secs(5)),
     };
@@ -95,7 +94,7 @@ pub async fn pair_latency(
     let mut k = 0;
     for _ in 0..n {
         let report = client
-            .send_node_to_node(from, to, vec![0; 64], options)
+            .send(from, SendRequest::to(to), vec![0; 64], options)
             .await?;
         k = report.k;
         if report.delivered() < k as usize {
@@ -168,14 +167,13 @@ pub async fn saturate(
         tokio::spawn(async move {
             let mut rng = rand::rngs::StdRng::seed_from_u64(seed ^ (w as u64) << 32);
             let options = SendOptions {
-                split: false,
                 trace: false,
                 wait: Some(Duration::from_secs(5)),
             };
             while started.elapsed() < duration {
                 let (from, to) = random_pair(topology, &mut rng);
                 match client
-                    .send_node_to_node(from, to, vec![0; 64], options)
+                    .send(from, SendRequest::to(to), vec![0; 64], options)
                     .await
                 {
                     Ok(r) if r.delivered() == r.k as usize => completed.fetch_add(1, Relaxed),

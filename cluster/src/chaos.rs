@@ -20,9 +20,8 @@ use crate::layout::ClusterDir;
 use crate::runner;
 use crate::status::ClusterClient;
 use crate::traffic::SendOptions;
-use cuberoute_protocol::routing::source_route;
 use cuberoute_protocol::wire::control::{Fault, NodeStatus, Request, Response};
-use cuberoute_protocol::{NodeId, Topology};
+use cuberoute_protocol::{NodeId, SendRequest, Topology, flush_bound};
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
@@ -236,9 +235,12 @@ async fn one_set(
     payload: Vec<u8>,
     wait: Duration,
 ) -> SetResult {
-    let expected = source_route::node_to_node_paths(topology, from, to).ok();
+    let request = SendRequest::to(to);
+    let expected = request
+        .route_system(topology, from)
+        .ok()
+        .map(|system| system.paths);
     let options = SendOptions {
-        split: false,
         trace: true,
         wait: Some(wait),
     };
@@ -260,9 +262,7 @@ async fn one_set(
     let shortest = (0..expected.len())
         .min_by_key(|&i| expected[i].len())
         .unwrap_or_default();
-    let sending = client
-        .send_node_to_node(from, to, payload.clone(), options)
-        .await;
+    let sending = client.send(from, request, payload.clone(), options).await;
     let Ok(report) = sending else {
         result.failed = true;
         return result;
@@ -537,7 +537,8 @@ fn report(
     }
     let total = |f: fn(&PhaseReport) -> u64| phases.values().map(f).sum::<u64>();
     let mut recovery = Recovery {
-        bound_hops: source_route::node_to_node_flush_bound(topology),
+        // The run's sets are node-to-node, all of one routing mode.
+        bound_hops: flush_bound(topology, SendRequest::to(NodeId(1)).kind(topology)),
         ..Recovery::default()
     };
     let mut state_corruptions = 0;

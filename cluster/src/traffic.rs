@@ -4,16 +4,14 @@
 use crate::status::ClusterClient;
 use cuberoute_daemon::client::ClientError;
 use cuberoute_protocol::NodeId;
-use cuberoute_protocol::routing::source_route::RouteRequest;
+use cuberoute_protocol::SendRequest;
 use cuberoute_protocol::wire::control::{Delivery, Request, Response};
 use serde::Serialize;
 use std::time::Duration;
 
-/// How a set is sent.
+/// How a client waits for a set.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct SendOptions {
-    /// Cut the payload into k parts instead of sending k copies.
-    pub split: bool,
     /// Collect the path of every copy.
     pub trace: bool,
     /// Wait this long for every copy at the destination.
@@ -36,6 +34,9 @@ pub struct SendReport {
     pub k: u32,
     #[serde(skip)]
     pub seq: u64,
+    /// Whether the set is one payload cut into k parts.
+    #[serde(skip)]
+    pub split: bool,
     pub copies: Vec<CopyReport>,
     /// The copies as delivered, payloads included (empty without waiting).
     #[serde(skip)]
@@ -61,8 +62,8 @@ impl SendReport {
 
     /// The payload as the destination got it: a copy's, or the parts joined in index order.
     /// `None` unless every part of a split set (or at least one copy) arrived.
-    pub fn payload(&self, split: bool) -> Option<Vec<u8>> {
-        if split {
+    pub fn payload(&self) -> Option<Vec<u8>> {
+        if self.split {
             (self.deliveries.len() == self.k as usize).then(|| {
                 self.deliveries
                     .iter()
@@ -83,99 +84,47 @@ fn unexpected(node: NodeId, response: Response) -> ClientError {
 }
 
 impl ClusterClient {
-    /// Send `payload` from `from` to `to`, and with [`SendOptions::wait`] wait for the copies.
+    /// Send `payload` from `from` as `request` says (the front door decides how it travels),
+    /// and with [`SendOptions::wait`] wait for the copies at their destinations.
     pub async fn send(
         &self,
         from: NodeId,
-        to: NodeId,
+        request: SendRequest,
         payload: Vec<u8>,
         options: SendOptions,
     ) -> Result<SendReport, ClientError> {
-        let request = Request::Send {
-            to,
-            payload,
-            split: options.split,
-            trace: options.trace,
-        };
-        let (seq, k, sent_at) = match self.request(from, &request).await? {
-            Response::Accepted { seq, k, sent_at_us } => (seq, k, sent_at_us),
-            other => return Err(unexpected(from, other)),
-        };
-        let copy_to = vec![to; k as usize];
-        let deliveries = match options.wait {
-            None => Vec::new(),
-            Some(wait) => {
-                self.await_copies(from, (seq, sent_at), &copy_to, wait)
-                    .await?
-            }
-        };
-        Ok(report(
-            from,
-            Destinations::One(to.0),
-            k,
-            seq,
-            &copy_to,
-            false,
-            deliveries,
-        ))
-    }
-
-    /// A node-to-node set from `from` to `to`, k copies over the k disjoint paths: by the
-    /// guarded-action protocol on Q_n and EH(s,t) ([`ClusterClient::send`]), source-routed on
-    /// the other topologies ([`ClusterClient::send_routed`]).
-    pub async fn send_node_to_node(
-        &self,
-        from: NodeId,
-        to: NodeId,
-        payload: Vec<u8>,
-        options: SendOptions,
-    ) -> Result<SendReport, ClientError> {
-        let request = RouteRequest {
-            to: vec![to],
-            ..RouteRequest::default()
-        };
-        if request.is_source_routed(self.manifest.topology) {
-            self.send_routed(from, request, payload, options).await
-        } else {
-            self.send(from, to, payload, options).await
-        }
-    }
-
-    /// Send `payload` from `from` along routes the source computes for `request` (source
-    /// routing: node-to-set, fault-tolerant node-to-set, or a bit-constrained container).
-    pub async fn send_routed(
-        &self,
-        from: NodeId,
-        request: RouteRequest,
-        payload: Vec<u8>,
-        options: SendOptions,
-    ) -> Result<SendReport, ClientError> {
-        let ask = Request::SendRouted {
-            request: request.clone(),
-            payload,
-            split: options.split,
-            trace: options.trace,
-        };
-        let (seq, k, sent_at) = match self.request(from, &ask).await? {
-            Response::Accepted { seq, k, sent_at_us } => (seq, k, sent_at_us),
-            other => return Err(unexpected(from, other)),
-        };
         let topology = self.manifest.topology;
-        let copy_to = request.copy_destinations(topology, k as usize);
-        let deliveries = match options.wait {
-            None => Vec::new(),
-            Some(wait) => {
-                self.await_copies(from, (seq, sent_at), &copy_to, wait)
-                    .await?
-            }
-        };
         let many = !request.is_node_to_node(topology);
+        let split = request.split;
         let to = if many {
             Destinations::Many(request.to.iter().map(|v| v.0).collect())
         } else {
             Destinations::One(request.to[0].0)
         };
-        Ok(report(from, to, k, seq, &copy_to, many, deliveries))
+        let ask = Request::Send {
+            request,
+            payload,
+            trace: options.trace,
+        };
+        let (seq, k, sent_at, copy_to) = match self.request(from, &ask).await? {
+            Response::Accepted {
+                seq,
+                k,
+                sent_at_us,
+                to,
+            } => (seq, k, sent_at_us, to),
+            other => return Err(unexpected(from, other)),
+        };
+        let deliveries = match options.wait {
+            None => Vec::new(),
+            Some(wait) => {
+                self.await_copies(from, (seq, sent_at), &copy_to, wait)
+                    .await?
+            }
+        };
+        let mut report = report(from, to, k, seq, &copy_to, many, deliveries);
+        report.split = split;
+        Ok(report)
     }
 
     /// Wait at every destination, at once, for the copies of the set (`from`, `seq`, sent at
@@ -256,6 +205,7 @@ fn report(
         to,
         k,
         seq,
+        split: false,
         copies,
         deliveries,
     }

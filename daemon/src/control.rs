@@ -6,11 +6,10 @@
 
 use crate::accept::accept_each;
 use crate::env::Instant;
-use crate::node::{Node, Routing};
+use crate::node::Node;
 use crate::stats::Event;
 use crate::tls;
 use cuberoute_protocol::NodeId;
-use cuberoute_protocol::routing::source_route;
 use cuberoute_protocol::wire::control::{
     ControlError, ControlErrorKind, MAX_PAYLOAD_LEN, MAX_RECV_BATCH, MAX_WAIT_MS, Request, Response,
 };
@@ -122,63 +121,30 @@ async fn handle(node: &Arc<Node>, request: Request) -> Response {
         },
         Request::Status => Response::Status(node.status()),
         Request::Send {
-            to,
-            payload,
-            split,
-            trace,
-        } => {
-            if let Err(e) = other_node(node, to, "destination") {
-                return Response::Error(e);
-            }
-            if !node.topology.has_guarded_protocol() {
-                return Response::Error(bad(format!(
-                    "{} has no guarded-action routing: send source-routed (SendRouted)",
-                    node.topology
-                )));
-            }
-            if payload.len() > MAX_PAYLOAD_LEN {
-                return Response::Error(too_large(payload.len()));
-            }
-            match node
-                .submit(Routing::Protocol { to }, payload, split, trace)
-                .await
-            {
-                Ok((seq, sent_at_us)) => Response::Accepted {
-                    seq,
-                    k: node.k(to),
-                    sent_at_us,
-                },
-                Err(e) => Response::Error(ControlError::new(
-                    ControlErrorKind::ShuttingDown,
-                    e.to_string(),
-                )),
-            }
-        }
-        Request::SendRouted {
             request,
             payload,
-            split,
             trace,
         } => {
             if payload.len() > MAX_PAYLOAD_LEN {
                 return Response::Error(too_large(payload.len()));
             }
-            if split && !request.is_node_to_node(node.topology) {
-                return Response::Error(bad(
-                    "split cuts a payload over the k paths to one destination: not for a set of destinations"
-                        .into(),
-                ));
+            for &to in &request.to {
+                if let Err(e) = other_node(node, to, "destination") {
+                    return Response::Error(e);
+                }
             }
-            let routes = match source_route::routes(node.topology, node.id, &request) {
+            let routes = match request.routes(node.topology, node.id) {
                 Ok(routes) => routes,
                 Err(e) => return Response::Error(bad(e.to_string())),
             };
-            let k = routes.len() as u32;
-            match node
-                .submit(Routing::Source { routes }, payload, split, trace)
-                .await
-            {
-                Ok((seq, sent_at_us)) => Response::Accepted { seq, k, sent_at_us },
+            let (k, to) = (routes.k() as u32, routes.destinations());
+            match node.submit(routes, payload, trace).await {
+                Ok((seq, sent_at_us)) => Response::Accepted {
+                    seq,
+                    k,
+                    sent_at_us,
+                    to,
+                },
                 Err(e) => Response::Error(ControlError::new(
                     ControlErrorKind::ShuttingDown,
                     e.to_string(),

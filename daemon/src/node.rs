@@ -1,10 +1,11 @@
 //! The node: where bytes from links and requests from clients meet the protocol.
 //!
-//! Every routing decision is the protocol crate's: [`Node::input`] runs `input` (the paper's
-//! `input(M, D)`) and [`Node::handle_data`] runs `rcv` through a [`Process`], which assigns the
-//! paper's process variables and never reads them. This module only decodes, checks the
-//! end-to-end checksum at the destination, counts, and moves bytes to the link the protocol
-//! chose.
+//! Every routing decision is the protocol crate's front door: the control API turns a client's
+//! request into its routes, [`Node::input`] starts the set (the paper's `input(M, D)`) and
+//! [`Node::handle_data`] runs `rcv` (`hop`) through a [`Process`], which assigns the paper's
+//! process variables and never reads them; one path for both routing modes. This module only
+//! decodes, checks the end-to-end checksum at the destination, counts, and moves bytes to the
+//! link the protocol chose.
 
 use crate::chaos::{Chaos, Fate};
 use crate::config::NodeConfig;
@@ -12,35 +13,25 @@ use crate::env::{self, Instant, now_us};
 use crate::link::{Link, LinkOwner};
 use crate::output::{Output, Pushed};
 use crate::stats::{Drop, Event, Stats};
-use cuberoute_protocol::routing::source_route::{self, Hop};
 use cuberoute_protocol::wire::control::{Delivery, LinkStatus, NodeStatus};
 use cuberoute_protocol::wire::link::ChaosMark;
-use cuberoute_protocol::wire::message::{Message, split_payload};
-use cuberoute_protocol::wire::packet::{Carried, SourcePacket};
+use cuberoute_protocol::wire::message::Message;
+use cuberoute_protocol::wire::packet::{DataPacket, is_intact, seal};
 use cuberoute_protocol::wire::{decode_body, encode_body};
-use cuberoute_protocol::{Action, NodeId, Process, ProcessVars, Topology};
+use cuberoute_protocol::{Action, NodeId, Process, ProcessVars, Routes, Topology};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 use tokio::sync::mpsc;
 use tracing::{debug, warn};
 
-/// How a set travels.
-#[derive(Debug, Clone)]
-pub enum Routing {
-    /// The guarded-action protocol: k copies to `to`, routed hop by hop from their headers.
-    Protocol { to: NodeId },
-    /// Source routing: one copy along each route (computed by `source_route::routes`).
-    Source { routes: Vec<Vec<NodeId>> },
-}
-
-/// A message set waiting in the input buffer.
+/// A message set waiting in the input buffer: its routes (decided by the front door when the
+/// control API accepted it) and its payload.
 #[derive(Debug)]
 pub struct InputJob {
     pub seq: u64,
-    pub routing: Routing,
+    pub routes: Routes,
     pub payload: Vec<u8>,
-    pub split: bool,
     pub trace: bool,
     pub sent_at_us: u64,
 }
@@ -105,18 +96,12 @@ impl Node {
         (Arc::new(node), input_rx)
     }
 
-    /// k(me, to): how many copies a set to `to` travels as.
-    pub fn k(&self, to: NodeId) -> u32 {
-        self.topology.local_connectivity(self.id, to)
-    }
-
     /// Put a message set into the input buffer, waiting while it is full (backpressure on
     /// the client). Returns the set's sequence id and send time.
     pub async fn submit(
         &self,
-        routing: Routing,
+        routes: Routes,
         payload: Vec<u8>,
-        split: bool,
         trace: bool,
     ) -> Result<(u64, u64), Draining> {
         if self.is_draining() {
@@ -126,9 +111,8 @@ impl Node {
         let sent_at_us = now_us();
         let job = InputJob {
             seq,
-            routing,
+            routes,
             payload,
-            split,
             trace,
             sent_at_us,
         };
@@ -147,88 +131,33 @@ impl Node {
         }
     }
 
-    /// Turn a set into packets on the first hops' links.
+    /// The action `input(M, D)`: the set's first packets, one per route, on the first hops'
+    /// links.
     fn input(&self, job: InputJob) {
-        match job.routing.clone() {
-            Routing::Protocol { to } => self.input_protocol(to, job),
-            Routing::Source { routes } => self.input_source(routes, job),
-        }
-    }
-
-    /// The guarded action `input(M, D)`: k packets, one per path.
-    fn input_protocol(&self, to: NodeId, job: InputJob) {
-        let k = self.k(to) as usize;
-        let payloads = if job.split {
-            split_payload(&job.payload, k)
-        } else {
-            vec![job.payload; k]
-        };
-        let messages = payloads
+        let split = job.routes.is_split();
+        let messages = job
+            .routes
+            .parts(&job.payload)
             .into_iter()
-            .map(|p| Message::new(self.id, job.seq, job.split, job.sent_at_us, job.trace, p))
+            .map(|part| Message::new(self.id, job.seq, split, job.sent_at_us, job.trace, part))
             .collect();
-        let sends = match self
+        let sends = self
             .process
             .lock()
             .expect("process lock")
-            .input(to, messages)
-        {
-            Ok(sends) => sends,
-            Err(e) => {
-                // The control API checked the destination, so this is a bug; count it anyway.
-                warn!(%to, error = %e, "input refused a set the control API accepted");
-                self.stats.drop_many(Drop::Malformed, k as u64);
-                return;
-            }
-        };
+            .start(&job.routes, messages);
         for (first, mut packet) in sends {
-            packet.message.seal(&packet.header);
-            debug!(seq = job.seq, index = packet.header.index, to = %first, "input");
-            if self.send_to(first, &Carried::Protocol(packet), None) {
+            seal(&mut packet);
+            debug!(seq = job.seq, index = packet.route.index(), to = %first, "input");
+            if self.send_to(first, &packet, None) {
                 Stats::count(&self.stats.packets_sent);
             }
         }
     }
 
-    /// A source-routed set: copy `i` along route `i`, the whole route in its header.
-    fn input_source(&self, routes: Vec<Vec<NodeId>>, job: InputJob) {
-        let copies = routes.len() as u8;
-        let payloads = if job.split {
-            split_payload(&job.payload, routes.len())
-        } else {
-            vec![job.payload.clone(); routes.len()]
-        };
-        for (index, (route, payload)) in routes.into_iter().zip(payloads).enumerate() {
-            let Some(&first) = route.get(1) else {
-                warn!(?route, "a source route with fewer than two nodes");
-                self.stats.drop(Drop::Malformed);
-                continue;
-            };
-            let message = Message::new(
-                self.id,
-                job.seq,
-                job.split,
-                job.sent_at_us,
-                job.trace,
-                payload,
-            );
-            let mut packet = SourcePacket {
-                route,
-                position: 1,
-                index: index as u8,
-                copies,
-                message,
-            };
-            packet.seal();
-            debug!(seq = job.seq, index, to = %first, "input (source-routed)");
-            if self.send_to(first, &Carried::Source(packet), None) {
-                Stats::count(&self.stats.packets_sent);
-            }
-        }
-    }
-
-    /// The guarded action `rcv(m) from q` for the bytes of one data frame from `from`. `mark`
-    /// is set when the chaos tooling corrupted the packet on its way here.
+    /// The action `rcv(m) from q` for the bytes of one data frame from `from`, for packets of
+    /// either routing mode. `mark` is set when the chaos tooling corrupted the packet on its way
+    /// here.
     pub fn handle_data(&self, from: NodeId, bytes: &[u8], mark: Option<ChaosMark>) {
         // One more hop since the corruption, if there was one.
         let mark = mark.map(|m| ChaosMark {
@@ -240,9 +169,8 @@ impl Node {
                 self.chaos.ended(mark, fate);
             }
         };
-        let packet = match decode_body::<Carried>(bytes) {
-            Ok(Carried::Protocol(packet)) => packet,
-            Ok(Carried::Source(packet)) => return self.handle_source(from, packet, mark),
+        let packet = match decode_body::<DataPacket>(bytes) {
+            Ok(packet) => packet,
             Err(e) => {
                 debug!(%from, error = %e, "undecodable packet");
                 self.stats.drop(Drop::Malformed);
@@ -250,28 +178,14 @@ impl Node {
                 return;
             }
         };
-        let h = packet.header;
-        let span = tracing::debug_span!("packet", src = %h.src, dst = %h.dst, index = h.index,
-            seq = packet.message.seq);
+        let span = tracing::debug_span!("packet", src = ?packet.route.src(), dst = ?packet.route.dst(),
+            index = packet.route.index(), seq = packet.message.seq);
         let _entered = span.enter();
-        let action = self
-            .process
-            .lock()
-            .expect("process lock")
-            .receive(packet, from);
+        let action = self.process.lock().expect("process lock").hop(packet, from);
         match action {
             Action::Deliver(mut packet) => {
                 packet.message.record_hop(self.id);
-                let (header, message) = (packet.header, packet.message);
-                let delivered = self.deliver(
-                    message.is_intact(&header),
-                    header.src,
-                    header.dst,
-                    header.index,
-                    self.topology.local_connectivity(header.src, header.dst),
-                    message,
-                );
-                ended(if delivered {
+                ended(if self.deliver(packet) {
                     Fate::Delivered
                 } else {
                     Fate::Dropped
@@ -280,7 +194,7 @@ impl Node {
             Action::Forward { to, mut packet } => {
                 packet.message.record_hop(self.id);
                 debug!(%to, "forward");
-                if self.send_to(to, &Carried::Protocol(packet), mark) {
+                if self.send_to(to, &packet, mark) {
                     Stats::count(&self.stats.packets_forwarded);
                 } else {
                     ended(Fate::Dropped);
@@ -288,49 +202,7 @@ impl Node {
             }
             Action::Drop { reason, .. } => {
                 debug!(%from, reason = reason.as_str(), "drop");
-                self.stats.drop(Drop::Protocol(reason));
-                ended(Fate::Dropped);
-            }
-        }
-    }
-
-    /// `rcv` for a source-routed packet: the checks of `source_route::receive_source`, then
-    /// forward along the route or deliver.
-    fn handle_source(&self, from: NodeId, mut packet: SourcePacket, mark: Option<ChaosMark>) {
-        let ended = |fate| {
-            if let Some(mark) = mark {
-                self.chaos.ended(mark, fate);
-            }
-        };
-        let position = usize::from(packet.position);
-        match source_route::receive_source(self.topology, self.id, from, &packet.route, position) {
-            Ok(Hop::Forward(next)) => {
-                packet.position += 1;
-                packet.message.record_hop(self.id);
-                debug!(%next, position, "forward (source-routed)");
-                if self.send_to(next, &Carried::Source(packet), mark) {
-                    Stats::count(&self.stats.packets_forwarded);
-                } else {
-                    ended(Fate::Dropped);
-                }
-            }
-            Ok(Hop::Deliver) => {
-                packet.message.record_hop(self.id);
-                let intact = packet.is_intact();
-                let (index, copies) = (packet.index, u32::from(packet.copies));
-                let delivered = match packet.src() {
-                    Some(src) => self.deliver(intact, src, self.id, index, copies, packet.message),
-                    None => false,
-                };
-                ended(if delivered {
-                    Fate::Delivered
-                } else {
-                    Fate::Dropped
-                });
-            }
-            Err(reason) => {
-                debug!(%from, reason = reason.as_str(), "drop (source-routed)");
-                self.stats.drop(Drop::Source(reason.as_str()));
+                self.stats.drop(Drop::Route(reason));
                 ended(Fate::Dropped);
             }
         }
@@ -338,7 +210,7 @@ impl Node {
 
     /// Encode `packet` onto the link to `to`. False, and counted, if it could not be queued.
     /// A packet the chaos tooling corrupted keeps its `mark`; one it corrupts now gets one.
-    fn send_to(&self, to: NodeId, packet: &Carried, mark: Option<ChaosMark>) -> bool {
+    fn send_to(&self, to: NodeId, packet: &DataPacket, mark: Option<ChaosMark>) -> bool {
         let mut bytes = match encode_body(packet) {
             Ok(bytes) => bytes,
             Err(e) => {
@@ -363,28 +235,27 @@ impl Node {
         }
     }
 
-    /// Hand copy `index` (of `k`) of a set from `src` to the output buffer if its end-to-end
-    /// checksum held (`intact`). False, and counted, if it was dropped instead.
-    fn deliver(
-        &self,
-        intact: bool,
-        src: NodeId,
-        dst: NodeId,
-        index: u8,
-        k: u32,
-        message: Message,
-    ) -> bool {
-        if !intact {
+    /// Hand a packet that reached its destination to the output buffer if its end-to-end
+    /// checksum holds. False, and counted, if it was dropped instead.
+    fn deliver(&self, packet: DataPacket) -> bool {
+        if !is_intact(&packet) {
             debug!("checksum failed");
             self.stats.drop(Drop::Checksum);
             return false;
         }
+        let (Some(src), index) = (packet.route.src(), packet.route.index()) else {
+            // An intact packet has a route with its ends; counted anyway.
+            self.stats.drop(Drop::Malformed);
+            return false;
+        };
+        let k = packet.route.copies(self.topology);
+        let message = packet.message;
         let sent_at_us = message.sent_at_us;
         let latency_us = now_us().saturating_sub(sent_at_us);
         let delivery = Delivery {
             output_index: 0,
             src,
-            dst,
+            dst: self.id,
             seq: message.seq,
             sent_at_us,
             index,

@@ -13,10 +13,8 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 /// Why the daemon discarded a packet.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
 pub enum Drop {
-    /// The protocol's `rcv` refused the header.
-    Protocol(DropReason),
-    /// The per-hop check of a source route refused it (`source_route::SourceDrop`'s label).
-    Source(&'static str),
+    /// The front door's `hop` refused the packet's route (either routing mode).
+    Route(DropReason),
     /// The bytes of a data frame are not a packet.
     Malformed,
     /// At the destination, the end-to-end checksum failed: never handed to a client.
@@ -34,8 +32,7 @@ pub enum Drop {
 impl Drop {
     pub fn as_str(self) -> &'static str {
         match self {
-            Drop::Protocol(reason) => reason.as_str(),
-            Drop::Source(label) => label,
+            Drop::Route(reason) => reason.as_str(),
             Drop::Malformed => "packet_malformed",
             Drop::Checksum => "checksum_failed",
             Drop::Duplicate => "duplicate",
@@ -182,7 +179,7 @@ mod tests {
     fn drop_labels_are_distinct() {
         let mut labels: Vec<&str> = DropReason::ALL
             .iter()
-            .map(|r| Drop::Protocol(*r).as_str())
+            .map(|r| Drop::Route(*r).as_str())
             .chain(
                 [
                     Drop::Malformed,
@@ -205,7 +202,7 @@ mod tests {
     fn counters_snapshot_names_reasons() {
         let stats = Stats::default();
         stats.drop(Drop::Checksum);
-        stats.drop_many(Drop::Protocol(DropReason::OverBudget), 3);
+        stats.drop_many(Drop::Route(DropReason::OverBudget), 3);
         stats.event(Event::LinkUp);
         Stats::count(&stats.packets_forwarded);
         let c = stats.counters();

@@ -8,9 +8,9 @@
 //!    construction on Q_n and EH (the source's [`map()`], the per-hop rule decidePhase and
 //!    nextPos, the walk of the k paths), the Q_n algorithms of the Bossard thesis and of Bossard
 //!    and Kaneko, and the seed families' algorithms;
-//! 3. [`routing`]: what the nodes do with a message: the guarded actions `input` and `receive`
-//!    as pure functions, the header, the source-routed sends and their per-hop check, and a
-//!    round-based simulator of a whole network;
+//! 3. [`routing`]: what the nodes do with a message, one front door for both routing modes: a
+//!    request becomes its routes and first packets at the source, [`hop()`] decides at every
+//!    node; the header, the paper's process variables, and a round-based simulator;
 //! 4. [`wire`]: the frame codec and what travels in frames.
 //!
 //! No I/O, no clock, no threads: the daemon does those.
@@ -27,9 +27,10 @@ pub use paths::guarded::disjoint_paths;
 pub use paths::guarded::map::{MapError, Plan, map};
 pub use paths::guarded::route::Anchors;
 pub use paths::system::PathSet;
-pub use routing::actions::{
-    Action, DropReason, InputError, Packet, Process, ProcessVars, input, receive,
-};
 pub use routing::header::Header;
+pub use routing::hop::{Action, DropReason, flush_bound, hop};
+pub use routing::packet::{Packet, Route, RouteKind, SourceRoute};
+pub use routing::process::{Process, ProcessVars};
+pub use routing::request::{Routes, SendError, SendRequest};
 pub use topology::node::{NodeId, ParseNodeError, parse_node_id};
 pub use topology::{NodeError, ParseTopologyError, Topology};

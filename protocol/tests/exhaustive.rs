@@ -109,7 +109,7 @@ fn every_pair_gets_k_disjoint_paths_within_bounds() {
                 assert_eq!(out.dropped, None);
                 let (dst, index) = (out.packet.message >> 8, out.packet.message & 0xff);
                 let set = expected.iter().find(|set| set.dst.0 == dst).unwrap();
-                assert_eq!(out.packet.header.index as u64, index);
+                assert_eq!(out.packet.route.index() as u64, index);
                 assert_eq!(
                     out.trace,
                     set.paths[index as usize],

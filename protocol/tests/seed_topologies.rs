@@ -203,11 +203,19 @@ fn names_ids_and_ranges() {
 
 #[test]
 fn guarded_actions_refuse_the_new_families_without_panicking() {
-    use cuberoute_protocol::{Anchors, DropReason, Header, Packet, receive};
+    use cuberoute_protocol::{
+        Anchors, DropReason, Header, Packet, Route, RouteKind, SendRequest, flush_bound, hop,
+    };
     for name in ["hhc:2", "mc:1,2", "rdn:ring3,1"] {
         let t: Topology = name.parse().unwrap();
         assert!(!t.has_guarded_protocol());
-        assert!(cuberoute_protocol::input(t, NodeId(0), NodeId(1), vec![(); 3]).is_err());
+        assert!(cuberoute_protocol::map(t, NodeId(0), NodeId(1)).is_err());
+        let routes = SendRequest::to(NodeId(1)).routes(t, NodeId(0)).unwrap();
+        assert_eq!(
+            routes.kind(),
+            RouteKind::Source,
+            "{name}: a send is source-routed"
+        );
         let header = Header {
             src: NodeId(0),
             dst: NodeId(5),
@@ -217,11 +225,11 @@ fn guarded_actions_refuse_the_new_families_without_panicking() {
             index: 0,
         };
         let from = t.neighbours(NodeId(1)).next().unwrap();
-        match receive(
+        match hop(
             t,
             NodeId(1),
             Packet {
-                header,
+                route: Route::Guarded(header),
                 message: (),
             },
             from,
@@ -231,6 +239,7 @@ fn guarded_actions_refuse_the_new_families_without_panicking() {
             }
             other => panic!("{name}: {other:?}"),
         }
-        assert_eq!(cuberoute_protocol::routing::actions::flush_bound(t), None);
+        // Dropped where it first arrives.
+        assert_eq!(flush_bound(t, RouteKind::Guarded), 1);
     }
 }

@@ -1,18 +1,22 @@
-//! Stabilization, shown in the round-based simulator (seed 004 §I).
+//! Stabilization, shown in the round-based simulator (seed 004 §I), for both routing modes: the
+//! guarded-action protocol on Q_n and EH(s,t), source routes on HHC, the metacube and the
+//! recursive dual-net.
 //!
 //! * Inherent stabilization: corrupting every process's variables at every round changes
 //!   nothing: same deliveries, same paths, same rounds.
-//! * Stabilization: corrupting headers of packets in flight, every corrupted packet is delivered
-//!   or dropped within B = `flush_bound` hops of its last corruption, and every other packet
-//!   arrives untouched. The test reports which check dropped what.
+//! * Stabilization: corrupting the routes of packets in flight, every corrupted packet is
+//!   delivered or dropped within B = `flush_bound` hops of its last corruption (as a daemon
+//!   counts: the hop that carried it to where it was corrupted included), and every other
+//!   packet arrives untouched. The test reports which check dropped what.
 
 // EH ids are written grouped a_b_c.
 #![allow(clippy::unusual_byte_groupings)]
 
-use cuberoute_protocol::routing::actions::flush_bound;
+use cuberoute_protocol::routing::guarded;
 use cuberoute_protocol::routing::sim::{Departed, Network};
 use cuberoute_protocol::{
-    Anchors, DropReason, Header, NodeId, Plan, Process, Topology, disjoint_paths,
+    Anchors, DropReason, Header, NodeId, Plan, Process, Route, SendRequest, SourceRoute, Topology,
+    flush_bound,
 };
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -49,8 +53,9 @@ fn run(
     while round < workload.len() || !network.is_idle() {
         if let Some(inputs) = workload.get(round) {
             for &(src, dst) in inputs {
-                let k = topology.local_connectivity(src, dst) as usize;
-                let messages = (0..k).map(|i| (src.0, dst.0, i, round as u64)).collect();
+                let messages = (0..copies(topology, src, dst))
+                    .map(|i| (src.0, dst.0, i, round as u64))
+                    .collect();
                 network.input(src, dst, messages).unwrap();
             }
         }
@@ -60,6 +65,26 @@ fn run(
         assert!(round < 10_000, "the network does not quiesce");
     }
     network.take_departed()
+}
+
+/// How many copies a node-to-node set from `src` to `dst` travels as.
+fn copies(topology: Topology, src: NodeId, dst: NodeId) -> usize {
+    SendRequest::to(dst).routes(topology, src).unwrap().k()
+}
+
+/// The k paths a node-to-node set takes, whichever way the topology routes it.
+fn paths(topology: Topology, src: NodeId, dst: NodeId) -> Vec<Vec<NodeId>> {
+    SendRequest::to(dst)
+        .route_system(topology, src)
+        .unwrap()
+        .paths
+}
+
+fn expected(topology: Topology, work: &[Vec<(NodeId, NodeId)>]) -> usize {
+    work.iter()
+        .flatten()
+        .map(|&(s, d)| copies(topology, s, d))
+        .sum()
 }
 
 fn random_node(topology: Topology, rng: &mut StdRng) -> NodeId {
@@ -101,7 +126,16 @@ fn corrupt_process(process: &mut Process, rng: &mut StdRng) {
     vars.last_header = rng.random_bool(0.5).then(|| random_header(t, rng));
 }
 
-const TOPOLOGIES: [&str; 4] = ["eh:2,2", "eh:3,2", "eh:1,3", "q:5"];
+/// Guarded-action routing (the first four) and source routing (the last three).
+const TOPOLOGIES: [&str; 7] = [
+    "eh:2,2",
+    "eh:3,2",
+    "eh:1,3",
+    "q:5",
+    "hhc:2",
+    "mc:1,2",
+    "rdn:ring3,1",
+];
 
 #[test]
 fn fault_free_runs_deliver_every_message_on_its_path_in_path_length_rounds() {
@@ -109,17 +143,15 @@ fn fault_free_runs_deliver_every_message_on_its_path_in_path_length_rounds() {
         let t: Topology = name.parse().unwrap();
         let work = workload(t, 400, 1);
         let departed = run(t, &work, |_, _| {});
-        let expected: usize = work
-            .iter()
-            .flatten()
-            .map(|&(s, d)| t.local_connectivity(s, d) as usize)
-            .sum();
-        assert_eq!(departed.len(), expected, "{name}");
+        assert_eq!(departed.len(), expected(t, &work), "{name}");
         for out in &departed {
             let (src, dst, index, start) = out.packet.message;
             assert_eq!(out.dropped, None, "{name}");
-            let set = disjoint_paths(t, NodeId(src), NodeId(dst)).unwrap();
-            assert_eq!(out.trace, set.paths[index], "{name}");
+            assert_eq!(
+                out.trace,
+                paths(t, NodeId(src), NodeId(dst))[index],
+                "{name}"
+            );
             // Input in round start+1, hop h sent in round start+h.
             assert_eq!(out.round, start + out.hops() as u64, "{name}");
         }
@@ -178,26 +210,66 @@ fn corrupt_header(topology: Topology, header: &mut Header, rng: &mut StdRng) {
     }
 }
 
+/// Corrupt one field of a source route: a node of the path, the position, the index or the
+/// copy count, or the path's length.
+fn corrupt_source_route(topology: Topology, route: &mut SourceRoute, rng: &mut StdRng) {
+    let wild = rng.random_bool(0.1);
+    let node = |rng: &mut StdRng| {
+        if wild {
+            NodeId(rng.random())
+        } else {
+            random_node(topology, rng)
+        }
+    };
+    match rng.random_range(0..6) {
+        0 if !route.path.is_empty() => {
+            let at = rng.random_range(0..route.path.len());
+            route.path[at] = node(rng);
+        }
+        1 => route.position = rng.random_range(0..route.path.len() as u16 + 2),
+        2 => route.index = rng.random_range(0..8),
+        3 => route.copies = rng.random_range(0..8),
+        4 => {
+            let extra = rng.random_range(1..6);
+            route.path.extend((0..extra).map(|_| node(rng)));
+        }
+        _ => {
+            let keep = rng.random_range(0..=route.path.len());
+            route.path.truncate(keep);
+        }
+    }
+}
+
+fn corrupt_route(topology: Topology, route: &mut Route, rng: &mut StdRng) {
+    match route {
+        Route::Guarded(header) => corrupt_header(topology, header, rng),
+        Route::Source(r) => corrupt_source_route(topology, r, rng),
+    }
+}
+
 #[test]
-fn corrupted_headers_are_flushed_within_the_bound() {
+fn corrupted_routes_are_flushed_within_the_bound() {
     for name in TOPOLOGIES {
         let t: Topology = name.parse().unwrap();
-        let bound = flush_bound(t).expect("q and eh have a flush bound") as usize;
+        let kind = SendRequest::to(NodeId(1))
+            .routes(t, NodeId(0))
+            .unwrap()
+            .kind();
+        let bound = flush_bound(t, kind) as usize;
         let work = workload(t, 1500, 3);
         let departed = run(t, &work, |network, rng| {
             for packet in network.in_flight_mut() {
                 if rng.random_bool(0.03) {
-                    corrupt_header(t, &mut packet.packet.header, rng);
+                    corrupt_route(t, &mut packet.packet.route, rng);
                     packet.mark = Some(packet.trace.len());
                 }
             }
         });
-        let expected: usize = work
-            .iter()
-            .flatten()
-            .map(|&(s, d)| t.local_connectivity(s, d) as usize)
-            .sum();
-        assert_eq!(departed.len(), expected, "{name}: a packet vanished");
+        assert_eq!(
+            departed.len(),
+            expected(t, &work),
+            "{name}: a packet vanished"
+        );
 
         let mut outcome: BTreeMap<&str, usize> = BTreeMap::new();
         let mut longest_after = 0;
@@ -207,18 +279,24 @@ fn corrupted_headers_are_flushed_within_the_bound() {
                 None => {
                     // Untouched traffic: delivered on its own path.
                     assert_eq!(out.dropped, None, "{name}: a clean packet was dropped");
-                    let set = disjoint_paths(t, NodeId(src), NodeId(dst)).unwrap();
-                    assert_eq!(out.trace, set.paths[index], "{name}");
+                    assert_eq!(
+                        out.trace,
+                        paths(t, NodeId(src), NodeId(dst))[index],
+                        "{name}"
+                    );
                 }
                 Some(mark) => {
-                    let after = out.trace.len() - mark;
+                    // The hops made after the corruption, and the one that brought it to the
+                    // node where it was corrupted: a daemon corrupts a packet in the link
+                    // buffer it leaves by, and counts that hop.
+                    let after = out.trace.len() - mark + 1;
                     assert!(
                         after <= bound,
                         "{name}: a corrupted packet lived {after} > B = {bound} hops"
                     );
                     longest_after = longest_after.max(after);
                     let what = match out.dropped {
-                        None if out.packet.header.dst.0 == dst
+                        None if out.packet.route.dst() == Some(NodeId(dst))
                             && out.trace.last() == Some(&NodeId(dst)) =>
                         {
                             "delivered to its own destination"
@@ -249,8 +327,8 @@ fn corrupted_headers_are_flushed_within_the_bound() {
 fn every_drop_reason_is_reachable() {
     // One handcrafted header per check, so that a check that never fires is noticed.
     let t: Topology = "eh:2,2".parse().unwrap();
-    let set = disjoint_paths(t, NodeId(0), NodeId(0b01_00_0)).unwrap();
-    let path = &set.paths[0];
+    let set = paths(t, NodeId(0), NodeId(0b01_00_0));
+    let path = &set[0];
     let (at, from) = (path[2], path[1]);
     let plans = cuberoute_protocol::map(t, NodeId(0), NodeId(0b01_00_0)).unwrap();
     let good = Header::for_plan(&plans[0], NodeId(0), NodeId(0b01_00_0), 0);
@@ -272,16 +350,23 @@ fn every_drop_reason_is_reachable() {
     for (reason, corrupt) in cases {
         let mut header = good;
         corrupt(&mut header);
-        assert_eq!(
-            cuberoute_protocol::routing::actions::decide(t, at, &header, from),
-            Err(reason)
-        );
+        assert_eq!(guarded::decide(t, at, &header, from), Err(reason));
     }
     assert_eq!(
-        cuberoute_protocol::routing::actions::decide(t, at, &good, NodeId(31)),
+        guarded::decide(t, at, &good, NodeId(31)),
         Err(DropReason::NotFromNeighbour)
     );
-    assert!(cuberoute_protocol::routing::actions::decide(t, at, &good, from).is_ok());
+    assert!(guarded::decide(t, at, &good, from).is_ok());
+    // A turning point in a Q_n header: the Q_n map never sets one.
+    let q: Topology = "q:5".parse().unwrap();
+    let plans = cuberoute_protocol::map(q, NodeId(0), NodeId(31)).unwrap();
+    let mut header = Header::for_plan(&plans[0], NodeId(0), NodeId(31), 0);
+    header.via = Some(NodeId(1));
+    assert_eq!(
+        guarded::decide(q, plans[0].first, &header, NodeId(0)),
+        Err(DropReason::TurningPointOnHypercube)
+    );
+    // The source routes' reasons are reached in routing::hop's unit tests.
 }
 
 /// The turning point that makes the route from `at` longest.

@@ -8,8 +8,7 @@ use anyhow::Context;
 use cuberoute_cluster::ClusterClient;
 use cuberoute_cluster::local::RunState;
 use cuberoute_cluster::traffic::SendOptions;
-use cuberoute_protocol::routing::source_route;
-use cuberoute_protocol::{NodeId, PathSet, Topology};
+use cuberoute_protocol::{NodeId, PathSet, SendRequest, Topology};
 use std::net::Ipv4Addr;
 use std::time::Duration;
 
@@ -58,7 +57,6 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let _guard = runtime.enter();
     let client = ClusterClient::open(&dir)?;
     let options = SendOptions {
-        split: false,
         trace: true,
         wait: Some(Duration::from_secs(5)),
     };
@@ -70,9 +68,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             topology.format_node(src),
             topology.format_node(dst)
         );
-        let expected = source_route::node_to_node_paths(topology, src, dst)?;
-        let sending =
-            runtime.block_on(client.send_node_to_node(src, dst, message.into_bytes(), options));
+        let request = SendRequest::to(dst);
+        let expected = request.route_system(topology, src)?.paths;
+        let sending = runtime.block_on(client.send(src, request, message.into_bytes(), options));
         let report =
             sending.with_context(|| format!("sending to {}", topology.format_node(dst)))?;
         println!(

@@ -9,10 +9,9 @@ use super::{runtime, usage};
 use cuberoute_cluster::ClusterClient;
 use cuberoute_cluster::traffic::{Destinations, SendOptions, SendReport};
 use cuberoute_daemon::client::ClientError;
-use cuberoute_protocol::Topology;
-use cuberoute_protocol::routing::source_route::RouteRequest;
 use cuberoute_protocol::wire::control::ControlErrorKind;
 use cuberoute_protocol::wire::control::MAX_PAYLOAD_LEN;
+use cuberoute_protocol::{SendRequest, Topology};
 use std::io::Write;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -79,34 +78,18 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         Some(text) => super::parse_set(topology, text, "--avoid")?,
         None => Vec::new(),
     };
-    if to.contains(&from) {
-        return Err(usage(
-            "--from is also in --to: a node does not send to itself",
-        ));
-    }
     let options = SendOptions {
-        split: args.split,
         trace: args.wait,
         wait: args.wait.then_some(args.timeout),
     };
-    if args.split && to.len() > 1 {
-        return Err(usage(
-            "--split cuts the payload over the k paths to one destination: give one --to",
-        ));
-    }
-    if args.split && !avoid.is_empty() {
-        return Err(usage("--split is for node-to-node sends, not with --avoid"));
-    }
-    let request = RouteRequest {
+    let request = SendRequest {
         to,
         avoid,
         constraint: args.constraint,
+        split: args.split,
     };
-    let sending = if request.is_source_routed(topology) {
-        runtime.block_on(cluster.send_routed(from, request, payload, options))
-    } else {
-        runtime.block_on(cluster.send(from, request.to[0], payload, options))
-    };
+    // The source's daemon decides how the request travels, or refuses it (exit 2).
+    let sending = runtime.block_on(cluster.send(from, request, payload, options));
     let report = sending.map_err(|e| match &e {
         // The daemon refused the request as malformed: the user's to fix.
         ClientError::Refused { error, .. } if error.kind != ControlErrorKind::ShuttingDown => {

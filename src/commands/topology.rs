@@ -1,8 +1,8 @@
 //! `cuberoute topology <TOPO> [--json]`.
 
 use cuberoute_protocol::paths::guarded::max_stretch;
-use cuberoute_protocol::routing::actions::flush_bound;
 use cuberoute_protocol::{NodeId, Topology};
+use cuberoute_protocol::{RouteKind, flush_bound};
 use serde_json::json;
 
 #[derive(clap::Args, Debug)]
@@ -78,7 +78,8 @@ impl Facts {
             "diameter": t.diameter(),
             "connectivity": t.connectivity(),
             "max_stretch": max_stretch(t),
-            "flush_bound": flush_bound(t),
+            "flush_bound": t.has_guarded_protocol().then(|| flush_bound(t, RouteKind::Guarded)),
+            "source_flush_bound": flush_bound(t, RouteKind::Source),
             "distance_exact": !matches!(t, Topology::Hhc(h) if h.m == 5)
                 && !matches!(t, Topology::Metacube(mc) if mc.k == 5),
         });
@@ -164,16 +165,19 @@ impl Facts {
             ("k(u,v)", k),
         ];
         let mut rows = rows.to_vec();
-        match (max_stretch(t), flush_bound(t)) {
-            (Some(stretch), Some(bound)) => {
+        match max_stretch(t) {
+            Some(stretch) => {
+                let bound = flush_bound(t, RouteKind::Guarded);
                 rows.push(("longest route", format!("<= d + {stretch}")));
                 rows.push(("flush bound B", format!("{bound} hops")));
             }
-            _ => rows.push((
+            None => rows.push((
                 "routing",
                 "source routes only (no guarded-action protocol on this family)".into(),
             )),
         }
+        let source = flush_bound(t, RouteKind::Source);
+        rows.push(("source B", format!("{source} hops (source-routed packets)")));
         rows.push(("algorithms", algorithms(t).join(", ")));
         for (key, value) in rows {
             out.push_str(&format!("  {key:<14} {value}\n"));

@@ -1,14 +1,23 @@
 //! Routing: what the nodes of a network do with a message, on top of [`crate::paths`] (which
-//! says which paths exist) and below [`crate::wire`] (which says how it is written).
+//! says which paths exist) and below [`crate::wire`] (which says how it is written). One front
+//! door for both routing modes:
 //!
-//! * [`header`]: the header every message of the guarded-action protocol carries;
-//! * [`actions`]: the guarded actions `input` and `receive` as pure functions, the checks and
-//!   drop reasons, the paper's process variables, the flush bound B;
-//! * [`source_route`]: the source-routed sends (a request meets its algorithm in the table of
-//!   [`crate::paths::table`]) and the per-hop check of a source route;
+//! * [`request`]: at the source, one [`request::SendRequest`] (one destination or a set; split,
+//!   avoid, constraint) becomes the set's [`request::Routes`] (which routing mode, which
+//!   algorithm: decided here only) and its first packets ([`request::Routes::start`]);
+//! * [`hop`]: at every node, [`hop::hop`] turns (node, packet, sender) into deliver, forward or
+//!   drop, with one [`reason::DropReason`] and one flush bound ([`hop::flush_bound`]);
+//! * [`packet`]: the one packet type, its route a guarded [`header::Header`] or a source route;
+//! * [`guarded`], [`source`]: the checks of each mode, called by [`hop::hop`];
+//! * [`process`]: the paper's process variables, assigned and never read;
 //! * [`sim`]: a round-based simulator of a whole network, the stage for the stabilization tests.
 
-pub mod actions;
+pub mod guarded;
 pub mod header;
+pub mod hop;
+pub mod packet;
+pub mod process;
+pub mod reason;
+pub mod request;
 pub mod sim;
-pub mod source_route;
+pub mod source;

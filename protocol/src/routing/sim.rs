@@ -1,4 +1,5 @@
-//! A deterministic, round-based simulator of a whole network running the protocol.
+//! A deterministic, round-based simulator of a whole network running the front door: every
+//! packet kind (the guarded-action protocol's and source routes) on every topology.
 //!
 //! Seed 004 §I: "a round refers to the minimal execution in the system in which each process
 //! executes all its enabled actions at the beginning of the round, and all the messages sent by
@@ -13,9 +14,11 @@
 //! every process's variables and [`Network::in_flight_mut`] every buffered packet, so a test can
 //! corrupt either at any round.
 
-use super::actions::{Action, DropReason, InputError, Packet, Process};
+use super::hop::{Action, DropReason};
+use super::packet::Packet;
+use super::process::Process;
+use super::request::{Routes, SendError, SendRequest};
 use crate::NodeId;
-use crate::paths::guarded::map;
 use crate::topology::Topology;
 use std::collections::BTreeMap;
 
@@ -55,7 +58,7 @@ impl<M> Departed<M> {
 pub struct Network<M> {
     topology: Topology,
     processes: BTreeMap<NodeId, Process>,
-    pending_inputs: Vec<(NodeId, NodeId, Vec<M>)>,
+    pending_inputs: Vec<(NodeId, Routes, Vec<M>)>,
     buffers: Vec<InFlight<M>>,
     departed: Vec<Departed<M>>,
     round: u64,
@@ -93,18 +96,36 @@ impl<M> Network<M> {
         self.round
     }
 
-    /// Put `messages` for `dst` into `src`'s input buffer; the input action runs next round.
-    pub fn input(&mut self, src: NodeId, dst: NodeId, messages: Vec<M>) -> Result<(), InputError> {
-        let k = map::map(self.topology, src, dst)?.len();
-        if k != messages.len() {
-            return Err(InputError::WrongMessageCount {
-                expected: k as u32,
-                got: messages.len(),
-            });
+    /// Put `messages` for `dst` into `src`'s input buffer, a node-to-node set however the
+    /// topology routes it; the input action runs next round. Returns the set's routes.
+    pub fn input(
+        &mut self,
+        src: NodeId,
+        dst: NodeId,
+        messages: Vec<M>,
+    ) -> Result<Routes, SendError> {
+        self.send(src, &SendRequest::to(dst), messages)
+    }
+
+    /// Put a set for `request` into `src`'s input buffer, one message per copy (as many as the
+    /// request's routes have: [`Routes::k`]); the input action runs next round.
+    pub fn send(
+        &mut self,
+        src: NodeId,
+        request: &SendRequest,
+        messages: Vec<M>,
+    ) -> Result<Routes, SendError> {
+        let routes = request.routes(self.topology, src)?;
+        if routes.k() != messages.len() {
+            return Err(SendError::Invalid(format!(
+                "{} messages for a set of {} copies",
+                messages.len(),
+                routes.k()
+            )));
         }
         self.process(src);
-        self.pending_inputs.push((src, dst, messages));
-        Ok(())
+        self.pending_inputs.push((src, routes.clone(), messages));
+        Ok(routes)
     }
 
     /// Run one round. Returns how many actions ran.
@@ -113,11 +134,8 @@ impl<M> Network<M> {
         let inputs = std::mem::take(&mut self.pending_inputs);
         let buffered = std::mem::take(&mut self.buffers);
         let actions = inputs.len() + buffered.len();
-        for (src, dst, messages) in inputs {
-            let sends = self
-                .process(src)
-                .input(dst, messages)
-                .expect("inputs are checked when queued");
+        for (src, routes, messages) in inputs {
+            let sends = self.process(src).start(&routes, messages);
             for (to, packet) in sends {
                 self.buffers.push(InFlight {
                     at: to,
@@ -137,7 +155,7 @@ impl<M> Network<M> {
                 mark,
             } = item;
             let round = self.round;
-            match self.process(at).receive(packet, from) {
+            match self.process(at).hop(packet, from) {
                 Action::Deliver(packet) => self.departed.push(Departed {
                     packet,
                     trace,

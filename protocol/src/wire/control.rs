@@ -2,7 +2,7 @@
 //! daemon, and what it answers. One request and one response per QUIC stream, each one frame of
 //! the codec of [`super`].
 
-use crate::routing::source_route::RouteRequest;
+use crate::routing::request::SendRequest;
 use crate::{NodeId, Topology};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -21,24 +21,14 @@ pub const MAX_WAIT_MS: u32 = 60_000;
 pub enum Request {
     /// The node's links, buffers and counters.
     Status,
-    /// Route a message set from this node to `to`: k copies of `payload`, or with `split` the
-    /// payload cut into k parts. With `trace` every copy records its path.
+    /// Route a message set from this node as `request` says: k copies (or, with `split`, k
+    /// parts) of `payload` over the k disjoint paths to one destination, or one copy to each
+    /// destination of a set (`routing::request` decides how). With `trace` every copy records
+    /// its path.
     Send {
-        to: NodeId,
+        request: SendRequest,
         #[serde(with = "serde_bytes")]
         payload: Vec<u8>,
-        split: bool,
-        trace: bool,
-    },
-    /// Route a message set from this node along whole paths the source computes (source
-    /// routing): one copy to each destination (node-to-set, fault-tolerant with `avoid`), or k
-    /// copies under a bit constraint. See `source_route::routes`. With `split` (node-to-node
-    /// requests only) the payload is cut into k parts, one per route.
-    SendRouted {
-        request: RouteRequest,
-        #[serde(with = "serde_bytes")]
-        payload: Vec<u8>,
-        split: bool,
         trace: bool,
     },
     /// Wait until `copies` copies of the set (`src`, `seq`, `sent_at_us`) have been delivered
@@ -89,11 +79,13 @@ pub enum Fault {
 #[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
 pub enum Response {
     Status(NodeStatus),
-    /// The set is in the input buffer under sequence id `seq`; it travels as `k` packets.
+    /// The set is in the input buffer under sequence id `seq`; it travels as `k` packets,
+    /// copy `i` to `to[i]`.
     Accepted {
         seq: u64,
         k: u32,
         sent_at_us: u64,
+        to: Vec<NodeId>,
     },
     /// The copies of one set delivered here, in index order.
     Copies(Vec<Delivery>),
@@ -243,9 +235,11 @@ mod tests {
     #[test]
     fn requests_and_responses_round_trip() {
         let request = Request::Send {
-            to: NodeId(3),
+            request: SendRequest {
+                split: true,
+                ..SendRequest::to(NodeId(3))
+            },
             payload: b"hi".to_vec(),
-            split: true,
             trace: true,
         };
         let frame = encode_frame(&request).unwrap();

@@ -1,12 +1,12 @@
 //! The message a packet carries through the daemon: the paper's `m_i` with what the destination
 //! needs to check and report it.
 
-use crate::{Header, NodeId};
+use crate::NodeId;
 use serde::{Deserialize, Serialize};
 
 /// The payload of one copy (or one part, with `split`) and its end-to-end metadata.
 ///
-/// Routing never reads any of it: every routing decision comes from the [`Header`]. The
+/// Routing never reads any of it: every routing decision comes from the packet's route. The
 /// destination checks [`Message::checksum`] before it hands the message to a client, so a copy
 /// whose source, destination, sequence, index or payload was corrupted in flight is counted and
 /// dropped, never delivered.
@@ -30,8 +30,8 @@ pub struct Message {
 }
 
 impl Message {
-    /// A message of the set `seq` from `src`, not yet sealed: [`Message::seal`] sets its checksum
-    /// once `input` has given it a header.
+    /// A message of the set `seq` from `src`, not yet sealed: [`super::packet::seal`] sets its
+    /// checksum once it has a route.
     pub fn new(
         src: NodeId,
         seq: u64,
@@ -51,16 +51,6 @@ impl Message {
         }
     }
 
-    /// Set the checksum for the copy `header` describes.
-    pub fn seal(&mut self, header: &Header) {
-        self.checksum = self.expected_checksum(header);
-    }
-
-    /// The checksum this message should carry under `header`.
-    pub fn expected_checksum(&self, header: &Header) -> u32 {
-        self.checksum_for(header.src, header.dst, header.index)
-    }
-
     /// The checksum of this message as copy `index` of a set from `src` to `dst`.
     pub fn checksum_for(&self, src: NodeId, dst: NodeId, index: u8) -> u32 {
         let mut hasher = crc32fast::Hasher::new();
@@ -73,11 +63,6 @@ impl Message {
         hasher.finalize()
     }
 
-    /// Whether the end-to-end checksum holds.
-    pub fn is_intact(&self, header: &Header) -> bool {
-        self.checksum == self.expected_checksum(header)
-    }
-
     /// Record one more hop, arriving at `at`.
     pub fn record_hop(&mut self, at: NodeId) {
         self.hops = self.hops.saturating_add(1);
@@ -87,82 +72,19 @@ impl Message {
     }
 }
 
-/// Cut `payload` into `k` parts for a split send: the first `len % k` parts are one byte longer.
-/// Concatenating the parts in index order gives the payload back.
-pub fn split_payload(payload: &[u8], k: usize) -> Vec<Vec<u8>> {
-    let (base, extra) = (payload.len() / k, payload.len() % k);
-    let mut rest = payload;
-    (0..k)
-        .map(|i| {
-            let (part, tail) = rest.split_at(base + usize::from(i < extra));
-            rest = tail;
-            part.to_vec()
-        })
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Anchors;
-
-    fn header() -> Header {
-        Header {
-            src: NodeId(1),
-            dst: NodeId(6),
-            pd: NodeId(7),
-            via: None,
-            anchors: Anchors::default(),
-            index: 1,
-        }
-    }
 
     #[test]
-    fn checksum_covers_endpoints_index_and_payload() {
-        let h = header();
-        let mut m = Message::new(h.src, 9, false, 1234, true, b"hello".to_vec());
-        assert!(!m.is_intact(&h) || m.checksum == 0);
-        m.seal(&h);
-        assert!(m.is_intact(&h));
+    fn a_hop_is_recorded_in_the_count_and_the_trace() {
+        let mut m = Message::new(NodeId(1), 9, false, 1234, true, b"hello".to_vec());
         assert_eq!(m.trace, Some(vec![NodeId(1)]));
-        for changed in [
-            Header {
-                src: NodeId(2),
-                ..h
-            },
-            Header {
-                dst: NodeId(4),
-                ..h
-            },
-            Header { index: 0, ..h },
-        ] {
-            assert!(!m.is_intact(&changed));
-        }
-        let mut payload = m.clone();
-        payload.payload[0] ^= 1;
-        assert!(!payload.is_intact(&h));
-        let mut seq = m.clone();
-        seq.seq += 1;
-        assert!(!seq.is_intact(&h));
-        let mut hopped = m.clone();
-        hopped.record_hop(NodeId(7));
-        assert!(hopped.is_intact(&h));
-        assert_eq!(hopped.trace, Some(vec![NodeId(1), NodeId(7)]));
-        assert_eq!(hopped.hops, 1);
-    }
-
-    #[test]
-    fn split_parts_concatenate_back() {
-        for len in 0..20 {
-            let payload: Vec<u8> = (0..len as u8).collect();
-            for k in 1..6 {
-                let parts = split_payload(&payload, k);
-                assert_eq!(parts.len(), k);
-                assert_eq!(parts.concat(), payload);
-                let longest = parts.iter().map(Vec::len).max().unwrap();
-                let shortest = parts.iter().map(Vec::len).min().unwrap();
-                assert!(longest - shortest <= 1);
-            }
-        }
+        m.record_hop(NodeId(7));
+        assert_eq!(m.trace, Some(vec![NodeId(1), NodeId(7)]));
+        assert_eq!(m.hops, 1);
+        let mut untraced = Message::new(NodeId(1), 9, false, 1234, false, vec![]);
+        untraced.record_hop(NodeId(7));
+        assert_eq!((untraced.trace, untraced.hops), (None, 1));
     }
 }

@@ -14,9 +14,11 @@ pub mod packet;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-/// The wire format version this build speaks. 2: `SendRouted` carries `split`, and a
-/// source-routed copy's checksum covers its route.
-pub const VERSION: u8 = 2;
+/// The wire format version this build speaks. 3: one send request for both routing modes
+/// (`Send` with a `SendRequest`; `Accepted` names each copy's destination), and one packet type
+/// (a route that is a guarded header or a source route). 2: a source-routed copy's checksum
+/// covers its route.
+pub const VERSION: u8 = 3;
 
 /// The largest body accepted, version byte included.
 pub const MAX_FRAME_LEN: usize = 1 << 20;
@@ -164,7 +166,7 @@ mod tests {
             let _ = decode_frame::<Header>(&bytes);
             let _ = decode_body::<Header>(&bytes);
             let _ = decode_body::<link::LinkFrame>(&bytes);
-            let _ = decode_body::<packet::Carried>(&bytes);
+            let _ = decode_body::<packet::DataPacket>(&bytes);
         }
     }
 }

@@ -4,7 +4,7 @@
 //! of this layer: [`map()`](map::map) gives the source's k plans, [`route`] the per-hop rule
 //! (decidePhase, nextPos), and [`disjoint_paths`] walks every plan hop by hop with that rule.
 //!
-//! The guarded actions `input` and `rcv` (`crate::routing::actions`) decide with the same
+//! The guarded actions `input` and `rcv` (`crate::routing`, its front door) decide with the same
 //! functions, one hop at a time, so the paths walked here are the paths the network routes: the
 //! tests run the actions and the whole-network simulator and compare them with these, pair by
 //! pair.

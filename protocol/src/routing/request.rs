@@ -1,0 +1,467 @@
+//! The front door at the source: one [`SendRequest`] for every send (one destination or a set, with
+//! the options `split`, `avoid` and `constraint`), turned by [`SendRequest::routes`] into the set's
+//! [`Routes`] and by [`Routes::start`] into its first packets. Which routing mode carries a
+//! request, and which algorithm of [`crate::paths::table`] computes source routes, is decided
+//! here and nowhere else.
+//!
+//! * one destination on Q_n or EH(s,t), nothing else asked: the guarded-action protocol, k
+//!   copies, each routed hop by hop from its header;
+//! * everything else is source-routed: a constraint (HC-CONTAINER, k copies to the one
+//!   destination), nodes to avoid (fault-tolerant node-to-set, one copy each), one destination
+//!   on HHC, the metacube or the dual-net (their node-to-node algorithms, k copies), a set of
+//!   destinations (node-to-set, one copy each).
+
+use super::header::Header;
+use super::packet::{Packet, Route, RouteKind, SourceRoute};
+use crate::NodeId;
+use crate::paths::error::PathError;
+use crate::paths::guarded::map::{self, Plan};
+use crate::paths::instance::{Instance, Kind};
+use crate::paths::system::{Path, PathSystem};
+use crate::paths::table;
+use crate::topology::Topology;
+use serde::{Deserialize, Serialize};
+
+/// What a source asks the network to do with one payload.
+#[derive(Clone, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct SendRequest {
+    /// The destinations: k copies to the only one (node-to-node), or one copy to each.
+    pub to: Vec<NodeId>,
+    /// Nodes the routes must avoid (fault-tolerant node-to-set).
+    pub avoid: Vec<NodeId>,
+    /// The bit constraint gamma_i: every node of every route has weight i or i+1.
+    pub constraint: Option<u32>,
+    /// Cut the payload into k parts, one per path, instead of sending it on every path:
+    /// node-to-node sets only.
+    pub split: bool,
+}
+
+/// Why a request has no routes.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum SendError {
+    #[error(transparent)]
+    Path(#[from] PathError),
+    #[error("{0}")]
+    Invalid(String),
+    #[error("{topology} has no source-routed algorithm for {what}")]
+    Unsupported {
+        topology: Topology,
+        what: &'static str,
+    },
+}
+
+impl SendRequest {
+    /// k copies of a payload to `dst` over the k disjoint paths.
+    pub fn to(dst: NodeId) -> SendRequest {
+        SendRequest {
+            to: vec![dst],
+            ..SendRequest::default()
+        }
+    }
+
+    /// Whether the guarded-action protocol carries this request: one destination on Q_n or
+    /// EH(s,t), nothing else asked.
+    pub fn is_guarded(&self, topology: Topology) -> bool {
+        topology.has_guarded_protocol()
+            && self.to.len() == 1
+            && self.avoid.is_empty()
+            && self.constraint.is_none()
+    }
+
+    /// The routing mode that carries this request.
+    pub fn kind(&self, topology: Topology) -> RouteKind {
+        if self.is_guarded(topology) {
+            RouteKind::Guarded
+        } else {
+            RouteKind::Source
+        }
+    }
+
+    /// Whether every copy goes to the one destination over k disjoint paths (otherwise copy `i`
+    /// goes to destination `i`).
+    pub fn is_node_to_node(&self, topology: Topology) -> bool {
+        self.is_guarded(topology)
+            || self.constraint.is_some()
+            || (self.to.len() == 1 && self.avoid.is_empty() && !topology.has_guarded_protocol())
+    }
+
+    /// The routes of this request from `src`, or why there are none.
+    pub fn routes(&self, topology: Topology, src: NodeId) -> Result<Routes, SendError> {
+        if self.to.is_empty() {
+            return Err(SendError::Invalid("a send needs a destination".into()));
+        }
+        if self.to.contains(&src) {
+            return Err(SendError::Invalid(format!(
+                "the source {} is also a destination: a node does not send to itself",
+                topology.format_node(src)
+            )));
+        }
+        if self.split && !self.is_node_to_node(topology) {
+            return Err(SendError::Invalid(
+                "split cuts a payload over the k paths to one destination: not for a set of destinations or with nodes to avoid"
+                    .into(),
+            ));
+        }
+        let plan = if self.kind(topology) == RouteKind::Guarded {
+            let dst = self.to[0];
+            let plans =
+                map::map(topology, src, dst).map_err(|e| SendError::Invalid(e.to_string()))?;
+            RoutesPlan::Guarded { dst, plans }
+        } else {
+            RoutesPlan::Source(self.route_system(topology, src)?.paths)
+        };
+        Ok(Routes {
+            src,
+            split: self.split,
+            plan,
+        })
+    }
+
+    /// The source routes of this request from `src`, with how they were made: the table's
+    /// algorithm for [`SendRequest::instance`].
+    pub fn route_system(&self, topology: Topology, src: NodeId) -> Result<PathSystem, SendError> {
+        let instance = self.instance(topology, src)?;
+        Ok(table::solve(topology, &instance, None)?.1)
+    }
+
+    /// The instance of the algorithm table this request asks for from `src`:
+    /// * a constraint: bit-constrained node-to-node (k copies to the one destination), Q_n only;
+    /// * nodes to avoid: fault-tolerant node-to-set (one copy to each destination), Q_n only;
+    /// * one destination: node-to-node (k copies);
+    /// * else node-to-set (one copy to each destination).
+    pub fn instance<'a>(
+        &'a self,
+        topology: Topology,
+        src: NodeId,
+    ) -> Result<Instance<'a>, SendError> {
+        let kind = match (self.constraint, self.avoid.is_empty()) {
+            (Some(_), _) => Kind::ConstrainedNodeToNode,
+            (None, false) => Kind::FaultTolerantNodeToSet,
+            (None, true) if self.to.len() == 1 => Kind::NodeToNode,
+            (None, true) => Kind::NodeToSet,
+        };
+        if table::choose(topology, kind, None).is_err() {
+            return Err(SendError::Unsupported {
+                topology,
+                what: kind.name(),
+            });
+        }
+        Ok(match (self.constraint, &self.to[..]) {
+            (Some(i), [d]) if self.avoid.is_empty() => {
+                Instance::ConstrainedNodeToNode { s: src, d: *d, i }
+            }
+            (Some(_), [_]) => {
+                return Err(SendError::Invalid(
+                    "a constrained send cannot also avoid nodes".into(),
+                ));
+            }
+            (Some(_), to) => {
+                return Err(SendError::Invalid(format!(
+                    "a constrained send has one destination, not {}",
+                    to.len()
+                )));
+            }
+            (None, [d]) if kind == Kind::NodeToNode => Instance::NodeToNode { s: src, d: *d },
+            (None, to) if kind == Kind::FaultTolerantNodeToSet => {
+                Instance::FaultTolerantNodeToSet {
+                    s: src,
+                    dests: to,
+                    faults: &self.avoid,
+                }
+            }
+            (None, to) => Instance::NodeToSet { s: src, dests: to },
+        })
+    }
+}
+
+/// A set's routes, decided at its source: one per copy.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Routes {
+    src: NodeId,
+    split: bool,
+    plan: RoutesPlan,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum RoutesPlan {
+    /// The map's k plans to `dst` (the guarded-action protocol).
+    Guarded { dst: NodeId, plans: Vec<Plan> },
+    /// Whole paths from the source, one per copy.
+    Source(Vec<Path>),
+}
+
+impl Routes {
+    /// How many copies (or parts) the set travels as.
+    pub fn k(&self) -> usize {
+        match &self.plan {
+            RoutesPlan::Guarded { plans, .. } => plans.len(),
+            RoutesPlan::Source(paths) => paths.len(),
+        }
+    }
+
+    pub fn kind(&self) -> RouteKind {
+        match self.plan {
+            RoutesPlan::Guarded { .. } => RouteKind::Guarded,
+            RoutesPlan::Source(_) => RouteKind::Source,
+        }
+    }
+
+    pub fn is_split(&self) -> bool {
+        self.split
+    }
+
+    /// The plans of the guarded-action protocol (the paper's `map`), if that is how it travels.
+    pub fn plans(&self) -> Option<&[Plan]> {
+        match &self.plan {
+            RoutesPlan::Guarded { plans, .. } => Some(plans),
+            RoutesPlan::Source(_) => None,
+        }
+    }
+
+    /// The destination of each copy, in copy order.
+    pub fn destinations(&self) -> Vec<NodeId> {
+        match &self.plan {
+            RoutesPlan::Guarded { dst, plans } => vec![*dst; plans.len()],
+            RoutesPlan::Source(paths) => paths
+                .iter()
+                .map(|p| *p.last().expect("a route has its source and destination"))
+                .collect(),
+        }
+    }
+
+    /// The parts of `payload` the copies carry, in copy order: the payload cut into k parts
+    /// with `split` (the first `len % k` parts one byte longer; concatenated in index order they
+    /// give it back), else k copies of it.
+    pub fn parts(&self, payload: &[u8]) -> Vec<Vec<u8>> {
+        let k = self.k();
+        if !self.split {
+            return vec![payload.to_vec(); k];
+        }
+        let (base, extra) = (payload.len() / k, payload.len() % k);
+        let mut rest = payload;
+        (0..k)
+            .map(|i| {
+                let (part, tail) = rest.split_at(base + usize::from(i < extra));
+                rest = tail;
+                part.to_vec()
+            })
+            .collect()
+    }
+
+    /// The paper's `input(M, D)`: the first packets, one per copy for a distinct first hop,
+    /// message `i` on route `i`. `messages` holds one message per copy ([`Routes::k`]); the
+    /// messages beyond `k` are not sent, and fewer than `k` send fewer copies.
+    pub fn start<M>(&self, messages: Vec<M>) -> Vec<(NodeId, Packet<M>)> {
+        match &self.plan {
+            RoutesPlan::Guarded { dst, plans } => plans
+                .iter()
+                .zip(messages)
+                .enumerate()
+                .map(|(i, (plan, message))| {
+                    let header = Header::for_plan(plan, self.src, *dst, i as u8);
+                    let route = Route::Guarded(header);
+                    (plan.first, Packet { route, message })
+                })
+                .collect(),
+            RoutesPlan::Source(paths) => {
+                let copies = paths.len() as u8;
+                paths
+                    .iter()
+                    .zip(messages)
+                    .enumerate()
+                    .map(|(i, (path, message))| {
+                        let route = Route::Source(SourceRoute {
+                            path: path.clone(),
+                            position: 1,
+                            index: i as u8,
+                            copies,
+                        });
+                        (path[1], Packet { route, message })
+                    })
+                    .collect()
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::routing::source::max_route_len;
+
+    fn routes(t: Topology, src: NodeId, r: &SendRequest) -> Result<Vec<Path>, SendError> {
+        r.route_system(t, src).map(|system| system.paths)
+    }
+
+    fn set(to: &[NodeId]) -> SendRequest {
+        SendRequest {
+            to: to.to_vec(),
+            ..SendRequest::default()
+        }
+    }
+
+    #[test]
+    fn requests_meet_their_algorithms() {
+        let q: Topology = "q:4".parse().unwrap();
+        let to = vec![NodeId(3), NodeId(12), NodeId(15)];
+        let n2s = routes(q, NodeId(0), &set(&to)).unwrap();
+        let ends: Vec<NodeId> = n2s.iter().map(|r| *r.last().unwrap()).collect();
+        assert_eq!(ends, to);
+        // |D| + |F| <= n - 1.
+        let avoid = SendRequest {
+            avoid: vec![NodeId(1)],
+            ..set(&to[..2])
+        };
+        let ft = routes(q, NodeId(0), &avoid).unwrap();
+        assert!(ft.iter().all(|r| !r.contains(&NodeId(1))));
+        let constrained = SendRequest {
+            constraint: Some(2),
+            ..SendRequest::to(NodeId(0b1100))
+        };
+        let c = routes(q, NodeId(0b0011), &constrained).unwrap();
+        assert_eq!(c.len(), 2, "k = min(n-i, i+1)");
+        assert!(
+            c.iter()
+                .flatten()
+                .all(|v| matches!(v.0.count_ones(), 2 | 3))
+        );
+        let constrained_set = SendRequest {
+            constraint: Some(1),
+            ..set(&to)
+        };
+        assert!(matches!(
+            routes(q, NodeId(1), &constrained_set),
+            Err(SendError::Invalid(_))
+        ));
+        assert!(matches!(
+            routes(
+                "eh:1,1".parse().unwrap(),
+                NodeId(0),
+                &set(&[NodeId(1), NodeId(2)])
+            ),
+            Err(SendError::Unsupported { .. })
+        ));
+    }
+
+    #[test]
+    fn the_routing_mode_follows_the_request() {
+        let (q, eh, hhc): (Topology, Topology, Topology) = (
+            "q:4".parse().unwrap(),
+            "eh:2,2".parse().unwrap(),
+            "hhc:2".parse().unwrap(),
+        );
+        let one = SendRequest::to(NodeId(5));
+        for (t, kind, k) in [
+            (q, RouteKind::Guarded, 4),
+            (eh, RouteKind::Guarded, 3),
+            (hhc, RouteKind::Source, 3),
+        ] {
+            let routes = one.routes(t, NodeId(0)).unwrap();
+            assert_eq!((routes.kind(), routes.k()), (kind, k), "{t}");
+            assert_eq!(routes.destinations(), vec![NodeId(5); k]);
+        }
+        let many = set(&[NodeId(3), NodeId(5)]);
+        let routes = many.routes(q, NodeId(0)).unwrap();
+        assert_eq!(routes.kind(), RouteKind::Source);
+        assert_eq!(routes.destinations(), vec![NodeId(3), NodeId(5)]);
+    }
+
+    #[test]
+    fn split_is_for_node_to_node_sets_only() {
+        let q: Topology = "q:4".parse().unwrap();
+        let hhc: Topology = "hhc:2".parse().unwrap();
+        let split = |r: SendRequest| SendRequest { split: true, ..r };
+        for (t, ok) in [
+            (split(SendRequest::to(NodeId(5))), true),
+            (
+                split(SendRequest {
+                    constraint: Some(1),
+                    ..SendRequest::to(NodeId(0b0110))
+                }),
+                true,
+            ),
+            (split(set(&[NodeId(3), NodeId(5)])), false),
+            (
+                split(SendRequest {
+                    avoid: vec![NodeId(1)],
+                    ..SendRequest::to(NodeId(5))
+                }),
+                false,
+            ),
+        ] {
+            let src = if t.constraint.is_some() {
+                NodeId(0b0011)
+            } else {
+                NodeId(0)
+            };
+            assert_eq!(t.routes(q, src).is_ok(), ok, "{t:?}");
+        }
+        assert!(
+            split(SendRequest::to(NodeId(9)))
+                .routes(hhc, NodeId(0))
+                .is_ok()
+        );
+        assert!(
+            split(set(&[NodeId(3), NodeId(9)]))
+                .routes(hhc, NodeId(0))
+                .is_err()
+        );
+    }
+
+    #[test]
+    fn parts_concatenate_back_and_copies_are_whole() {
+        let q: Topology = "q:5".parse().unwrap();
+        for len in 0..20u8 {
+            let payload: Vec<u8> = (0..len).collect();
+            let split = SendRequest {
+                split: true,
+                ..SendRequest::to(NodeId(7))
+            };
+            let parts = split.routes(q, NodeId(0)).unwrap().parts(&payload);
+            assert_eq!(parts.len(), 5);
+            assert_eq!(parts.concat(), payload);
+            let longest = parts.iter().map(Vec::len).max().unwrap();
+            let shortest = parts.iter().map(Vec::len).min().unwrap();
+            assert!(longest - shortest <= 1);
+            let copies = SendRequest::to(NodeId(7)).routes(q, NodeId(0)).unwrap();
+            assert!(copies.parts(&payload).iter().all(|p| *p == payload));
+        }
+    }
+
+    #[test]
+    fn a_source_is_never_its_own_destination() {
+        let q: Topology = "q:3".parse().unwrap();
+        for r in [
+            SendRequest::to(NodeId(0)),
+            set(&[NodeId(1), NodeId(0)]),
+            set(&[]),
+        ] {
+            assert!(matches!(r.routes(q, NodeId(0)), Err(SendError::Invalid(_))));
+        }
+    }
+
+    #[test]
+    fn family_requests_meet_their_algorithms() {
+        use crate::paths::verify::{Shape, check};
+        for name in ["hhc:2", "mc:1,2", "rdn:ring3,1", "hhc:3"] {
+            let t: Topology = name.parse().unwrap();
+            let (s, far) = (NodeId(0), t.nodes().last().unwrap());
+            let n2n = SendRequest::to(far).route_system(t, s).unwrap();
+            let k = t.connectivity() as usize;
+            check(t, Shape::NodeToNode { s, d: far, k }, &n2n.paths).unwrap();
+            let dests: Vec<NodeId> = t.nodes().skip(1).step_by(5).take(k).collect();
+            let n2s = routes(t, s, &set(&dests)).unwrap();
+            check(t, Shape::NodeToSet { s, dests: &dests }, &n2s).unwrap();
+            let longest = n2n.paths.iter().chain(&n2s).map(Vec::len).max().unwrap();
+            assert!(longest <= max_route_len(t), "{name}");
+            let avoid = SendRequest {
+                avoid: vec![dests[0]],
+                ..SendRequest::to(far)
+            };
+            assert!(matches!(
+                routes(t, s, &avoid),
+                Err(SendError::Unsupported { .. })
+            ));
+        }
+    }
+}
