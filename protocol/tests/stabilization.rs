@@ -185,16 +185,18 @@ fn corrupting_every_process_every_round_changes_nothing() {
     }
 }
 
+/// A node id to corrupt a field with: mostly a node of the topology, sometimes anything.
+fn corrupt_node(topology: Topology, rng: &mut StdRng) -> NodeId {
+    if rng.random_bool(0.1) {
+        NodeId(rng.random())
+    } else {
+        random_node(topology, rng)
+    }
+}
+
 /// Corrupt one header field: mostly to another plausible value, sometimes to anything.
 fn corrupt_header(topology: Topology, header: &mut Header, rng: &mut StdRng) {
-    let wild = rng.random_bool(0.1);
-    let node = |rng: &mut StdRng| {
-        if wild {
-            NodeId(rng.random())
-        } else {
-            random_node(topology, rng)
-        }
-    };
+    let node = |rng: &mut StdRng| corrupt_node(topology, rng);
     match rng.random_range(0..6) {
         0 => header.src = node(rng),
         1 => header.dst = node(rng),
@@ -213,14 +215,7 @@ fn corrupt_header(topology: Topology, header: &mut Header, rng: &mut StdRng) {
 /// Corrupt one field of a source route: a node of the path, the position, the index or the
 /// copy count, or the path's length.
 fn corrupt_source_route(topology: Topology, route: &mut SourceRoute, rng: &mut StdRng) {
-    let wild = rng.random_bool(0.1);
-    let node = |rng: &mut StdRng| {
-        if wild {
-            NodeId(rng.random())
-        } else {
-            random_node(topology, rng)
-        }
-    };
+    let node = |rng: &mut StdRng| corrupt_node(topology, rng);
     match rng.random_range(0..6) {
         0 if !route.path.is_empty() => {
             let at = rng.random_range(0..route.path.len());
