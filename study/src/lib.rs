@@ -3,7 +3,8 @@
 //! against the algorithm's bound and, on Q_n, against a generic max flow on the same instances.
 //! Each study gives a [`Report`]: a table (CSV and Markdown) and an SVG chart.
 //!
-//! Modules, lowest first (each imports only those above it):
+//! Modules, lowest first (each imports only those above it; `modules_import_downwards_only`
+//! checks it):
 //! - [`error`]: why a study did not run; [`options`]: what a run is asked for;
 //! - [`rng`]: the seeded splitmix64 instance generator; [`measure`]: mean, sd, max, timing;
 //! - [`report`]: the tables (CSV, Markdown) and the files; [`chart`]: every SVG chart;
@@ -103,6 +104,55 @@ mod tests {
             );
         }
         assert!("hhc".parse::<Study>().is_err());
+    }
+
+    /// The modules, lowest first, with their text.
+    const MODULES: [(&str, &str); 9] = [
+        ("error", include_str!("error.rs")),
+        ("options", include_str!("options.rs")),
+        ("measure", include_str!("measure.rs")),
+        ("rng", include_str!("rng.rs")),
+        ("chart", include_str!("chart.rs")),
+        ("report", include_str!("report.rs")),
+        ("maxflow", include_str!("maxflow.rs")),
+        ("cube", include_str!("cube.rs")),
+        ("seed", include_str!("seed.rs")),
+    ];
+
+    #[test]
+    fn modules_import_downwards_only() {
+        // Every module declared here is in the list.
+        let declared: Vec<&str> = include_str!("lib.rs")
+            .lines()
+            .filter_map(|line| line.strip_prefix("pub mod ")?.strip_suffix(';'))
+            .collect();
+        let mut listed: Vec<&str> = MODULES.iter().map(|(name, _)| *name).collect();
+        listed.sort_unstable();
+        let mut declared_sorted = declared.clone();
+        declared_sorted.sort_unstable();
+        assert_eq!(listed, declared_sorted);
+        // A module names only modules before it (`crate::x`, in code or doc links).
+        for (i, (name, text)) in MODULES.iter().enumerate() {
+            for (at, _) in text.match_indices("crate::") {
+                let rest = &text[at + "crate::".len()..];
+                let end = rest
+                    .find(|c: char| !(c.is_alphanumeric() || c == '_'))
+                    .unwrap_or(rest.len());
+                let target = &rest[..end];
+                assert!(
+                    MODULES[..i].iter().any(|(lower, _)| *lower == target),
+                    "{name} names crate::{target}, which is not below it"
+                );
+            }
+            // `super::` only in the tests, for the module's own items.
+            for (at, _) in text.match_indices("super::") {
+                assert!(
+                    text[at..].starts_with("super::*;"),
+                    "{name}: {}",
+                    &text[at..]
+                );
+            }
+        }
     }
 
     #[test]
