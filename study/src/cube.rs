@@ -245,38 +245,8 @@ struct Row {
 }
 
 impl Row {
-    const MARKDOWN: [&str; 13] = [
-        "n",
-        "k",
-        "bound",
-        "instances",
-        "mean longest",
-        "std",
-        "max longest",
-        "mean time (us)",
-        "max-flow instances",
-        "ours on them: mean / max",
-        "max flow: mean longest",
-        "max flow: max longest",
-        "max flow: mean time (us)",
-    ];
-
-    const CSV: [&str; 14] = [
-        "n",
-        "k",
-        "bound",
-        "instances",
-        "mean_longest",
-        "std_longest",
-        "max_longest",
-        "mean_time_us",
-        "maxflow_instances",
-        "ours_mean_on_them",
-        "ours_max_on_them",
-        "maxflow_mean_longest",
-        "maxflow_max_longest",
-        "maxflow_mean_time_us",
-    ];
+    const MARKDOWN: &str = "n|k|bound|instances|mean longest|std|max longest|mean time (us)|max-flow instances|ours on them: mean / max|max flow: mean longest|max flow: max longest|max flow: mean time (us)";
+    const CSV: &str = "n,k,bound,instances,mean_longest,std_longest,max_longest,mean_time_us,maxflow_instances,ours_mean_on_them,ours_max_on_them,maxflow_mean_longest,maxflow_max_longest,maxflow_mean_time_us";
 
     fn markdown(&self) -> [String; 13] {
         [
@@ -407,7 +377,7 @@ pub fn run(
             i + 2
         )));
     }
-    let mut table = Table::new(&Row::MARKDOWN, &Row::CSV);
+    let mut table = Table::new(Row::MARKDOWN, Row::CSV);
     let mut chart = Vec::new();
     for n in lo..=hi {
         let row = measure(alg, n, options)?;

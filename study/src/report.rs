@@ -13,14 +13,16 @@ pub struct Table {
 }
 
 impl Table {
-    pub fn new(markdown_header: &[&str], csv_header: &[&str]) -> Table {
+    /// A table with these column names, separated by `|` for Markdown and by `,` for CSV.
+    pub fn new(markdown_header: &str, csv_header: &str) -> Table {
+        let columns: Vec<&str> = markdown_header.split('|').collect();
         Table {
             markdown: format!(
                 "| {} |\n|{}\n",
-                markdown_header.join(" | "),
-                "---|".repeat(markdown_header.len())
+                columns.join(" | "),
+                "---|".repeat(columns.len())
             ),
-            csv: format!("{}\n", csv_header.join(",")),
+            csv: format!("{csv_header}\n"),
         }
     }
 
@@ -84,7 +86,7 @@ mod tests {
     use super::*;
 
     fn table() -> Table {
-        let mut t = Table::new(&["n", "mean / max"], &["n", "mean", "max"]);
+        let mut t = Table::new("n|mean / max", "n,mean,max");
         t.push(
             &["4".into(), "3.50 / 5".into()],
             &["4".into(), "3.5000".into(), "5".into()],

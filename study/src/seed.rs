@@ -155,47 +155,11 @@ fn hhc(
         node_to_set(some, Some("n2s"))?.name,
         node_to_set(some, Some("in2s"))?.name,
     );
-    let (a_mean, a_us, b_mean, b_us) = (
-        format!("{a_name} mean"),
-        format!("{a_name} us"),
-        format!("{b_name} mean"),
-        format!("{b_name} us"),
-    );
     let mut table = Table::new(
-        &[
-            "m",
-            "k",
-            "instances",
-            &a_mean,
-            "sd",
-            "max",
-            "bound",
-            &b_mean,
-            "sd",
-            "max",
-            "bound",
-            "gain in mean",
-            "gain in max",
-            &a_us,
-            &b_us,
-        ],
-        &[
-            "m",
-            "k",
-            "instances",
-            "n2s_mean",
-            "n2s_std",
-            "n2s_max",
-            "n2s_bound",
-            "in2s_mean",
-            "in2s_std",
-            "in2s_max",
-            "in2s_bound",
-            "gain_mean_pct",
-            "gain_max_pct",
-            "n2s_us",
-            "in2s_us",
-        ],
+        &format!(
+            "m|k|instances|{a_name} mean|sd|max|bound|{b_name} mean|sd|max|bound|gain in mean|gain in max|{a_name} us|{b_name} us"
+        ),
+        "m,k,instances,n2s_mean,n2s_std,n2s_max,n2s_bound,in2s_mean,in2s_std,in2s_max,in2s_bound,gain_mean_pct,gain_max_pct,n2s_us,in2s_us",
     );
     let mut lines: [Vec<f64>; 6] = Default::default();
     let mut labels = Vec::new();
@@ -296,31 +260,8 @@ fn mc(
         ));
     }
     let mut table = Table::new(
-        &[
-            "k",
-            "m",
-            "n",
-            "instances",
-            "mean longest",
-            "sd",
-            "max longest",
-            "bound",
-            "max / bound",
-            "mean time (us)",
-            "fallback",
-        ],
-        &[
-            "k",
-            "m",
-            "n",
-            "instances",
-            "mean_longest",
-            "std_longest",
-            "max_longest",
-            "bound",
-            "mean_time_us",
-            "fallback",
-        ],
+        "k|m|n|instances|mean longest|sd|max longest|bound|max / bound|mean time (us)|fallback",
+        "k,m,n,instances,mean_longest,std_longest,max_longest,bound,mean_time_us,fallback",
     );
     let (mut means, mut maxes, mut bounds, mut labels) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
