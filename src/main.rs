@@ -1,9 +1,6 @@
 //! `cuberoute`: the one command-line binary. Each subcommand lives in `commands/`.
 
-mod chart;
 mod commands;
-mod maxflow;
-mod plot;
 mod svg;
 
 use clap::{Parser, Subcommand};

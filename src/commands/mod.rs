@@ -11,7 +11,6 @@ pub mod recv;
 pub mod send;
 pub mod status;
 pub mod study;
-pub mod study_seed;
 pub mod topology;
 
 use cuberoute_protocol::{NodeId, Topology};

@@ -1,15 +1,15 @@
-//! The generic baseline of `cuberoute study`: node-disjoint paths by maximum flow (petgraph's
-//! Dinic) on the node-split graph of *any* graph, then decomposed into paths. It knows nothing of
-//! hypercubes: the caller gives the node set and the neighbour function, and which nodes are
-//! sources and sinks. This is what a topology-agnostic router would do.
+//! The generic baseline: node-disjoint paths by maximum flow (petgraph's Dinic) on the
+//! node-split graph of *any* graph, then decomposed into paths. It knows nothing of hypercubes:
+//! the caller gives the node set and the neighbour function, and which nodes are sources and
+//! sinks. This is what a topology-agnostic router would do.
 
 use petgraph::algo::dinics;
 use petgraph::graph::{DiGraph, NodeIndex};
 use std::collections::HashMap;
 
 /// Disjoint paths from `sources` to `sinks` inside `nodes`, each terminal with how many paths may
-/// leave or reach it. Sources and sinks are terminals: no path passes through
-/// them. Paths share no other node. Returns the paths of a maximum flow, node ids from source to
+/// leave or reach it. Sources and sinks are terminals: no path passes through them.
+/// Paths share no other node. Returns the paths of a maximum flow, node ids from source to
 /// sink.
 pub fn disjoint_paths(
     nodes: &[u64],
