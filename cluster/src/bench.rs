@@ -1,7 +1,7 @@
 //! Measurements of a running cluster, and their baseline: one raw quinn stream relay hop
 //! between two processes, with the same TLS and transport configuration as the links.
 
-use crate::status::ClusterClient;
+use crate::client::ClusterClient;
 use crate::traffic::SendOptions;
 use cuberoute_daemon::client::ClientError;
 use cuberoute_daemon::link::codec;

@@ -16,9 +16,9 @@
 //! 3. **after faults**: cut links are healed and crashed nodes restarted, and traffic goes on.
 //!    Everything sent in this phase must arrive.
 
+use crate::client::ClusterClient;
 use crate::layout::ClusterDir;
 use crate::runner;
-use crate::status::ClusterClient;
 use crate::traffic::SendOptions;
 use cuberoute_protocol::wire::control::{Fault, NodeStatus, Request, Response};
 use cuberoute_protocol::{NodeId, Topology, source_route};
@@ -371,7 +371,7 @@ async fn wait_all_linked(client: &ClusterClient, timeout: Duration) -> Option<Du
     let started = Instant::now();
     while started.elapsed() < timeout {
         let statuses = client.statuses(Duration::from_secs(1)).await;
-        let (up, total) = crate::status::links_up(&statuses, &client.manifest);
+        let (up, total) = crate::client::links_up(&statuses, &client.manifest);
         if up == total && statuses.iter().all(|(_, s)| s.is_ok()) {
             return Some(started.elapsed());
         }

@@ -8,12 +8,13 @@
 //! * [`layout`]: the files of a cluster directory;
 //! * [`generate`]: writing a cluster directory for a topology and an addressing;
 //! * [`local`]: local daemon processes: start, stop, signal;
-//! * [`status`]: a client of the whole cluster: statuses, links up;
+//! * [`client`]: a client of the whole cluster: requests, statuses, links up;
 //! * [`traffic`]: sending sets through a cluster and collecting delivery reports.
 
 pub mod bench;
 pub mod certs;
 pub mod chaos;
+pub mod client;
 pub mod compose;
 pub mod docker;
 pub mod generate;
@@ -21,9 +22,8 @@ pub mod k8s;
 pub mod layout;
 pub mod local;
 pub mod runner;
-pub mod status;
 pub mod traffic;
 
+pub use client::ClusterClient;
 pub use generate::{Addressing, Ports};
 pub use layout::ClusterDir;
-pub use status::ClusterClient;

@@ -9,8 +9,8 @@ pub mod k8s;
 pub mod up;
 
 use super::{runtime, usage};
+use cuberoute_cluster::client::links_up;
 use cuberoute_cluster::runner;
-use cuberoute_cluster::status::links_up;
 use cuberoute_cluster::{ClusterClient, ClusterDir};
 use cuberoute_protocol::wire::control::NodeStatus;
 use cuberoute_protocol::{NodeId, Topology};
