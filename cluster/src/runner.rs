@@ -32,6 +32,7 @@ impl Runner {
 }
 
 /// A running (or once started) cluster and the state of each node's runner.
+#[derive(Clone, Debug)]
 pub struct Runners {
     pub state: RunState,
     pub nodes: BTreeMap<NodeId, Runner>,
@@ -122,8 +123,12 @@ pub fn stop(dir: &ClusterDir) -> anyhow::Result<String> {
     match &state.docker {
         None => {
             let report = local::stop(dir, Duration::from_secs(5))?;
+            let before = match report.gone_before {
+                0 => String::new(),
+                n => format!(" ({n} had exited before)"),
+            };
             Ok(format!(
-                "cluster in {} stopped: {} processes exited on SIGTERM, {} killed",
+                "cluster in {} stopped: {} processes exited on SIGTERM, {} killed{before}",
                 dir.display(),
                 report.terminated,
                 report.killed
