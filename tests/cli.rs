@@ -579,3 +579,32 @@ fn seed_studies_write_their_tables() {
     assert_eq!(bad.status.code(), Some(2));
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Every command that takes a topology, and the binary's own description, name all five
+/// families (regression: `cluster up`, `demo`, `cluster compose`, `cluster k8s` and the daemon
+/// said "`q:N` or `eh:S,T`", the about line only hypercubes and exchanged hypercubes).
+#[test]
+fn help_names_all_five_families() {
+    for command in [
+        &["--help"][..],
+        &["cluster", "up", "--help"],
+        &["cluster", "init", "--help"],
+        &["cluster", "compose", "--help"],
+        &["cluster", "k8s", "--help"],
+        &["demo", "--help"],
+        &["daemon", "--help"],
+        &["topology", "--help"],
+        &["paths", "--help"],
+    ] {
+        let out = cuberoute(command);
+        assert!(out.status.success(), "{command:?}");
+        let help = stdout(&out);
+        for family in ["q:N", "eh:S,T", "hhc:M", "mc:K,M", "rdn:BASE,K"] {
+            assert!(
+                help.contains(family),
+                "`cuberoute {}` does not name {family}:\n{help}",
+                command.join(" ")
+            );
+        }
+    }
+}
