@@ -8,6 +8,7 @@
 //! * [`layout`]: the files of a cluster directory;
 //! * [`generate`]: writing a cluster directory for a topology and an addressing;
 //! * [`local`]: local daemon processes: start, stop, signal;
+//! * [`percentiles`]: the one summary of a latency sample;
 //! * [`client`]: a client of the whole cluster: requests, statuses, links up;
 //! * [`traffic`]: sending sets through a cluster and collecting delivery reports.
 
@@ -21,7 +22,10 @@ pub mod generate;
 pub mod k8s;
 pub mod layout;
 pub mod local;
+pub mod percentiles;
+pub mod ready;
 pub mod runner;
+pub mod schedule;
 pub mod traffic;
 
 pub use client::ClusterClient;
