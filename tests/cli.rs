@@ -399,7 +399,7 @@ fn seed_topologies_facts() {
 
 #[test]
 fn seed_topologies_node_to_node_json_keeps_the_schema() {
-    // MC(2,2), seed 002 Example 3: the four paths of Table 3.
+    // MC(2,2), *Disjoint Paths in Metacube*, Example 3: the four paths of Table 3.
     let out = cuberoute(&["paths", "mc:2,2", "0", "0b00.01.01.11.01", "--json"]);
     assert!(out.status.success());
     let text = stdout(&out);
@@ -454,7 +454,8 @@ fn seed_topologies_sets() {
         .map(|p| p.len() - 1)
         .collect();
     assert_eq!(lengths, [14, 5, 16, 9]);
-    // RDN with the paper's triples, commas and all (seed 003, Example 1).
+    // RDN with the paper's triples, commas and all (*Node-to-Set Disjoint-Paths Routing in
+    // Recursive Dual-Net*, Example 1).
     let out = cuberoute(&[
         "paths",
         "rdn:ring3,2",
