@@ -190,7 +190,7 @@ fn down_with_another_spelling_of_the_directory_stops_every_process() {
         link.to_str().unwrap().to_string(),
     ];
     for dir in &spellings {
-        let out = in_parent(&["cluster", "status", "--json", "--dir", dir]);
+        let out = in_parent(&["cluster", "status", "--wait", "--json", "--dir", dir]);
         let status: Value = serde_json::from_str(stdout(&out).trim()).unwrap();
         assert_eq!(status["nodes_up"], 4, "--dir {dir}: {status}");
         for node in status["nodes"].as_array().unwrap() {

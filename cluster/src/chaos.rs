@@ -344,7 +344,7 @@ pub async fn run(
         |_| {},
     )
     .await
-    .map_err(|e| anyhow::anyhow!("the cluster is {e}: start the run on a healthy cluster"))?;
+    .map_err(|e| anyhow::anyhow!("{e}: start the run on a healthy cluster"))?;
     let before: BTreeMap<NodeId, NodeStatus> = ready
         .statuses
         .into_iter()

@@ -59,7 +59,7 @@ pub enum NotReady {
     #[error("nodes are not running: {}", describe_dead(.0))]
     Dead(Vec<(NodeId, String)>),
     #[error(
-        "not ready within {timeout:?}: {answering} of {nodes} nodes answer, {up}/{total} link \
+        "the cluster is not ready within {timeout:?}: {answering} of {nodes} nodes answer, {up}/{total} link \
          ends up, all healthy: {healthy}; nodes not ready: {}",
         list(.not_ready)
     )]
@@ -72,7 +72,7 @@ pub enum NotReady {
         healthy: bool,
         not_ready: Vec<NodeId>,
     },
-    #[error("{0:#}")]
+    #[error("cannot tell what runs the nodes: {0:#}")]
     Runners(anyhow::Error),
 }
 

@@ -37,7 +37,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 "reusing the {topology} cluster running in {}",
                 dir.display()
             );
-            cluster::wait_running(&dir)?;
+            cluster::wait_running(&dir, None)?;
         }
         Some(state) => {
             return Err(usage(format!(

@@ -64,6 +64,13 @@ pub struct StatusArgs {
     pub dir: DirArg,
     #[arg(long)]
     pub json: bool,
+    /// First wait until the cluster is ready (every node answering, every link up, every
+    /// container healthy), as `cluster up` does; fail if it is not within --timeout.
+    #[arg(long)]
+    pub wait: bool,
+    /// How long --wait waits (default: 30 s plus 100 ms per node).
+    #[arg(long, requires = "wait", value_parser = humantime::parse_duration)]
+    pub timeout: Option<Duration>,
 }
 
 #[derive(clap::Args, Debug)]
@@ -85,6 +92,10 @@ pub fn run(command: Command) -> anyhow::Result<()> {
         Command::Compose(args) => docker::compose(&args),
         Command::Image => docker::image(),
         Command::K8s(args) => k8s::run(&args),
+        Command::Status(args) if args.wait => {
+            wait_running(&args.dir.cluster(), args.timeout)?;
+            status(&args.dir.cluster(), args.json)
+        }
         Command::Status(args) => status(&args.dir.cluster(), args.json),
         Command::Down(dir) => down(&dir.cluster()),
         Command::Logs(args) => logs(&args),
@@ -169,25 +180,26 @@ async fn wait_ready(dir: &ClusterDir, started: Instant, timeout: Duration) -> an
         Err(e) => {
             bar.abandon();
             anyhow::bail!(
-                "the cluster is {e}. It is left running: see `cuberoute cluster status --dir {}`",
+                "{e}. It is left running: see `cuberoute cluster status --dir {}`",
                 dir.display()
             )
         }
     }
 }
 
-/// [`ready::wait_ready`] on a cluster that was already running: fails, naming what is not
-/// ready, and leaves it as it is.
-pub fn wait_running(dir: &ClusterDir) -> anyhow::Result<()> {
+/// [`ready::wait_ready`] on a cluster that was already running (for `timeout`, by default
+/// [`ready::default_timeout`]): fails, naming what is not ready, and leaves it as it is.
+pub fn wait_running(dir: &ClusterDir, timeout: Option<Duration>) -> anyhow::Result<()> {
     let runtime = runtime()?;
     let _guard = runtime.enter();
-    let cluster = ClusterClient::open(dir)?;
-    let timeout = ready::default_timeout(cluster.manifest.topology.node_count());
+    let cluster = ClusterClient::open(dir).map_err(|e| usage(format!("{e:#}")))?;
+    let timeout =
+        timeout.unwrap_or_else(|| ready::default_timeout(cluster.manifest.topology.node_count()));
     let waited = runtime.block_on(ready::wait_ready(&cluster, timeout, |_| {}));
     cluster.close();
     waited.map(|_| ()).map_err(|e| {
         anyhow::anyhow!(
-            "the cluster in {} is {e}; see `cuberoute cluster status --dir {}`",
+            "{e} (the cluster in {}); see `cuberoute cluster status --dir {}`",
             dir.display(),
             dir.display()
         )
