@@ -123,32 +123,16 @@ impl ClusterClient {
         requests: impl IntoIterator<Item = (NodeId, Request)>,
         timeout: Duration,
     ) -> Vec<(NodeId, Result<Response, String>)> {
-        let slots = Semaphore::new(FAN_OUT);
-        let asks = requests.into_iter().map(|(node, request)| {
-            let slots = &slots;
-            async move {
-                let slot = slots
-                    .acquire()
-                    .await
-                    .expect("the semaphore is never closed");
-                let asking = tokio::time::timeout(timeout, self.request(node, &request));
-                tokio::pin!(asking);
-                let answer = tokio::select! {
-                    answer = &mut asking => answer,
-                    () = tokio::time::sleep(SLOT_TIME) => {
-                        drop(slot);
-                        asking.await
-                    }
-                };
-                let result = match answer {
-                    Ok(Ok(response)) => Ok(response),
-                    Ok(Err(e)) => Err(e.to_string()),
-                    Err(_) => Err(format!("no answer within {timeout:?}")),
-                };
-                (node, result)
-            }
+        let asks = requests.into_iter().map(|(node, request)| async move {
+            let answer = tokio::time::timeout(timeout, self.request(node, &request)).await;
+            let result = match answer {
+                Ok(Ok(response)) => Ok(response),
+                Ok(Err(e)) => Err(e.to_string()),
+                Err(_) => Err(format!("no answer within {timeout:?}")),
+            };
+            (node, result)
         });
-        join_all(asks).await
+        fan_out(asks, FAN_OUT, SLOT_TIME).await
     }
 
     /// The status of each of `nodes` (or why it could not be had), in that order, each within
@@ -180,6 +164,35 @@ impl ClusterClient {
     }
 }
 
+/// Run `tasks`, each started only when one of `slots` is free, and holding it until it ends or
+/// has run for `slot_time`; their outputs in order. A task is polled first when its slot is
+/// taken, so a timeout inside it counts from then.
+pub async fn fan_out<F: Future>(
+    tasks: impl IntoIterator<Item = F>,
+    slots: usize,
+    slot_time: Duration,
+) -> Vec<F::Output> {
+    let slots = Semaphore::new(slots);
+    let runs = tasks.into_iter().map(|task| {
+        let slots = &slots;
+        async move {
+            let slot = slots
+                .acquire()
+                .await
+                .expect("the semaphore is never closed");
+            tokio::pin!(task);
+            tokio::select! {
+                output = &mut task => output,
+                () = tokio::time::sleep(slot_time) => {
+                    drop(slot);
+                    task.await
+                }
+            }
+        }
+    });
+    join_all(runs).await
+}
+
 /// Links up over all nodes (each link counted from both ends), and the most there can be.
 pub fn links_up(
     statuses: &[(NodeId, Result<NodeStatus, String>)],
@@ -196,4 +209,52 @@ pub fn links_up(
         .map(|n| manifest.topology.degree(n.id) as usize)
         .sum();
     (up, total)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+
+    /// Tasks that count how many run at once, each taking `length(i)`.
+    async fn run(n: usize, length: impl Fn(usize) -> Duration) -> (Vec<(usize, Duration)>, usize) {
+        let (running, most) = (AtomicUsize::new(0), AtomicUsize::new(0));
+        let started = tokio::time::Instant::now();
+        let tasks = (0..n).map(|i| {
+            let (running, most, length) = (&running, &most, length(i));
+            async move {
+                let now = running.fetch_add(1, SeqCst) + 1;
+                most.fetch_max(now, SeqCst);
+                tokio::time::sleep(length).await;
+                running.fetch_sub(1, SeqCst);
+                (i, started.elapsed())
+            }
+        });
+        let done = fan_out(tasks, FAN_OUT, SLOT_TIME).await;
+        (done, most.load(SeqCst))
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn at_most_fan_out_tasks_run_at_once_and_the_outputs_keep_their_order() {
+        let (done, most) = run(100, |_| Duration::from_millis(10)).await;
+        assert_eq!(most, FAN_OUT);
+        assert!(done.iter().enumerate().all(|(i, (j, _))| i == *j));
+        // 100 tasks of 10 ms, 16 at a time: 7 waves.
+        assert_eq!(done[99].1, Duration::from_millis(70));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_slow_task_gives_its_slot_up() {
+        // 32 nodes that never answer in time, then 32 that answer at once.
+        let hung = Duration::from_secs(10);
+        let (done, most) = run(64, |i| if i < 32 { hung } else { Duration::ZERO }).await;
+        // Every fast task ended within two slot times, not after the hung ones.
+        for (_, at) in &done[32..] {
+            assert!(*at <= 2 * SLOT_TIME, "{at:?}");
+        }
+        assert!(
+            most > FAN_OUT,
+            "the hung tasks kept running beside the others"
+        );
+    }
 }
