@@ -20,7 +20,7 @@ use tokio::sync::Semaphore;
 /// all 512 nodes of EH(4,4) at once, on 2 cores, only 160 to 480 answered within 2 s: the
 /// handshakes queued for CPU, and the socket's receive buffer overflowed (thousands of
 /// `UdpRcvbufErrors` per `cluster status`), each dropped datagram a handshake retransmitted a
-/// second later. 16 at a time, every node answers, and the whole round takes about 2 s
+/// second later. 16 at a time, every node answers, and the whole round takes 2 to 4 s
 /// (docs/daemon.md, "Clients of many nodes").
 pub const FAN_OUT: usize = 16;
 /// A request slower than this gives its fan-out slot to the next node and goes on waiting: it
