@@ -318,7 +318,10 @@ async fn inject_everywhere(
     nodes: &[NodeId],
     fault: impl Fn(NodeId) -> Fault,
 ) {
-    let requests = nodes.iter().map(|&id| (id, Request::Inject(fault(id))));
+    let requests = nodes
+        .iter()
+        .map(|&id| (id, Request::Inject(fault(id))))
+        .collect();
     client.request_each(requests, Duration::from_secs(3)).await;
 }
 
@@ -341,7 +344,7 @@ pub async fn run(
     let ready = ready::wait_ready(
         &client,
         ready::default_timeout(topology.node_count()),
-        |_| {},
+        &mut |_| {},
     )
     .await
     .map_err(|e| anyhow::anyhow!("{e}: start the run on a healthy cluster"))?;
@@ -416,7 +419,7 @@ pub async fn run(
     let rejoin = if schedule == Schedule::default() {
         None
     } else {
-        let waited = ready::wait_ready(&client, REJOIN_TIMEOUT, |_| {}).await;
+        let waited = ready::wait_ready(&client, REJOIN_TIMEOUT, &mut |_| {}).await;
         waited.ok().map(|_| healing.elapsed())
     };
     traffic

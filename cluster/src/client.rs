@@ -120,7 +120,7 @@ impl ClusterClient {
     /// was none) in the order asked.
     pub async fn request_each(
         &self,
-        requests: impl IntoIterator<Item = (NodeId, Request)>,
+        requests: Vec<(NodeId, Request)>,
         timeout: Duration,
     ) -> Vec<(NodeId, Result<Response, String>)> {
         let asks = requests.into_iter().map(|(node, request)| async move {
@@ -139,10 +139,13 @@ impl ClusterClient {
     /// `timeout` (asked as [`ClusterClient::request_each`] does).
     pub async fn statuses_of(
         &self,
-        nodes: impl IntoIterator<Item = NodeId>,
+        nodes: Vec<NodeId>,
         timeout: Duration,
     ) -> Vec<(NodeId, Result<NodeStatus, String>)> {
-        let requests = nodes.into_iter().map(|node| (node, Request::Status));
+        let requests = nodes
+            .into_iter()
+            .map(|node| (node, Request::Status))
+            .collect();
         self.request_each(requests, timeout)
             .await
             .into_iter()

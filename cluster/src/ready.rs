@@ -126,7 +126,10 @@ pub async fn check(client: &ClusterClient) -> anyhow::Result<Readiness> {
         .collect();
     if !silent.is_empty() {
         let again = client
-            .statuses_of(silent.iter().map(|&i| answers[i].0), ROUND_TIMEOUT)
+            .statuses_of(
+                silent.iter().map(|&i| answers[i].0).collect(),
+                ROUND_TIMEOUT,
+            )
             .await;
         for (i, answer) in silent.into_iter().zip(again) {
             answers[i] = answer;
@@ -159,7 +162,7 @@ pub async fn check(client: &ClusterClient) -> anyhow::Result<Readiness> {
 pub async fn wait_ready(
     client: &ClusterClient,
     timeout: Duration,
-    mut on_round: impl FnMut(&Readiness),
+    on_round: &mut dyn FnMut(&Readiness),
 ) -> Result<Readiness, NotReady> {
     let started = Instant::now();
     loop {

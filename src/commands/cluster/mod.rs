@@ -152,7 +152,7 @@ async fn wait_ready(dir: &ClusterDir, started: Instant, timeout: Duration) -> an
     let waited = ready::wait_ready(
         &cluster,
         timeout.saturating_sub(started.elapsed()),
-        |round| {
+        &mut |round| {
             bar.set_position(round.link_ends_up as u64);
             bar.set_message(if round.healthy {
                 "linking"
@@ -195,7 +195,7 @@ pub fn wait_running(dir: &ClusterDir, timeout: Option<Duration>) -> anyhow::Resu
     let cluster = ClusterClient::open(dir).map_err(|e| usage(format!("{e:#}")))?;
     let timeout =
         timeout.unwrap_or_else(|| ready::default_timeout(cluster.manifest.topology.node_count()));
-    let waited = runtime.block_on(ready::wait_ready(&cluster, timeout, |_| {}));
+    let waited = runtime.block_on(ready::wait_ready(&cluster, timeout, &mut |_| {}));
     cluster.close();
     waited.map(|_| ()).map_err(|e| {
         anyhow::anyhow!(
