@@ -6,9 +6,11 @@ mod svg;
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
-/// Route messages over all node-disjoint paths of hypercubes and exchanged hypercubes.
+/// Route messages over all node-disjoint paths of hypercube-family networks: hypercubes (q:N),
+/// exchanged hypercubes (eh:S,T), hierarchical hypercubes (hhc:M), metacubes (mc:K,M) and
+/// recursive dual-nets (rdn:BASE,K).
 #[derive(Parser, Debug)]
-#[command(name = "cuberoute", version, about, propagate_version = true)]
+#[command(name = "cuberoute", version, propagate_version = true)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -18,8 +20,8 @@ struct Cli {
 enum Command {
     /// Facts of a topology: nodes, degrees, diameter, connectivity, k(u,v).
     Topology(commands::topology::Args),
-    /// Node-disjoint paths: the k paths between two nodes, as the network routes them, and
-    /// node-to-set, set-to-set and bit-constrained paths where a paper has an algorithm.
+    /// The k node-disjoint paths between two nodes, as a cluster routes them; also node-to-set
+    /// (q:N, hhc:M, mc:K,M, rdn:BASE,K), set-to-set (q:N, hhc:M) and bit-constrained (q:N) paths.
     Paths(commands::paths::Args),
     /// Start a local cluster, send through it, show the paths and the status.
     Demo(commands::demo::Args),

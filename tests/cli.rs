@@ -399,7 +399,7 @@ fn seed_topologies_facts() {
 
 #[test]
 fn seed_topologies_node_to_node_json_keeps_the_schema() {
-    // MC(2,2), seed 002 Example 3: the four paths of Table 3.
+    // MC(2,2), *Disjoint Paths in Metacube*, Example 3: the four paths of Table 3.
     let out = cuberoute(&["paths", "mc:2,2", "0", "0b00.01.01.11.01", "--json"]);
     assert!(out.status.success());
     let text = stdout(&out);
@@ -454,7 +454,8 @@ fn seed_topologies_sets() {
         .map(|p| p.len() - 1)
         .collect();
     assert_eq!(lengths, [14, 5, 16, 9]);
-    // RDN with the paper's triples, commas and all (seed 003, Example 1).
+    // RDN with the paper's triples, commas and all (*Node-to-Set Disjoint-Paths Routing in
+    // Recursive Dual-Net*, Example 1).
     let out = cuberoute(&[
         "paths",
         "rdn:ring3,2",
@@ -578,4 +579,33 @@ fn seed_studies_write_their_tables() {
     let bad = cuberoute(&["study", "hhc-n2s", "--sizes", "3..6"]);
     assert_eq!(bad.status.code(), Some(2));
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Every command that takes a topology, and the binary's own description, name all five
+/// families (regression: `cluster up`, `demo`, `cluster compose`, `cluster k8s` and the daemon
+/// said "`q:N` or `eh:S,T`", the about line only hypercubes and exchanged hypercubes).
+#[test]
+fn help_names_all_five_families() {
+    for command in [
+        &["--help"][..],
+        &["cluster", "up", "--help"],
+        &["cluster", "init", "--help"],
+        &["cluster", "compose", "--help"],
+        &["cluster", "k8s", "--help"],
+        &["demo", "--help"],
+        &["daemon", "--help"],
+        &["topology", "--help"],
+        &["paths", "--help"],
+    ] {
+        let out = cuberoute(command);
+        assert!(out.status.success(), "{command:?}");
+        let help = stdout(&out);
+        for family in ["q:N", "eh:S,T", "hhc:M", "mc:K,M", "rdn:BASE,K"] {
+            assert!(
+                help.contains(family),
+                "`cuberoute {}` does not name {family}:\n{help}",
+                command.join(" ")
+            );
+        }
+    }
 }

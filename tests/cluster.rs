@@ -161,6 +161,102 @@ fn lifecycle_second_up_dead_process_and_down_leaves_nothing() {
     assert_eq!(out.status.code(), Some(1));
 }
 
+/// Regression: EH(4,4) started with an absolute `--dir`, then `cluster down --dir eh44` from its
+/// parent, said "0 processes exited on SIGTERM, 0 killed", forgot the run state and left every
+/// daemon running. However the directory is spelled, status sees the processes and down stops
+/// every one; run.toml goes only once they are gone.
+#[test]
+fn down_with_another_spelling_of_the_directory_stops_every_process() {
+    let cluster = Cluster::up("q:2", "127.2.40.0");
+    let pids = cluster.pids();
+    assert_eq!(pids.len(), 4);
+    let parent = cluster.path().parent().unwrap();
+    let name = cluster.path().file_name().unwrap().to_str().unwrap();
+    let links = tempfile::tempdir().unwrap();
+    let link = links.path().join("link");
+    std::os::unix::fs::symlink(cluster.path(), &link).unwrap();
+    let in_parent = |args: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_cuberoute"))
+            .args(args)
+            .current_dir(parent)
+            .output()
+            .unwrap()
+    };
+    let spellings = [
+        name.to_string(),
+        format!("./{name}"),
+        format!("{name}/"),
+        format!("{name}/../{name}"),
+        link.to_str().unwrap().to_string(),
+    ];
+    for dir in &spellings {
+        let out = in_parent(&["cluster", "status", "--wait", "--json", "--dir", dir]);
+        let status: Value = serde_json::from_str(stdout(&out).trim()).unwrap();
+        assert_eq!(status["nodes_up"], 4, "--dir {dir}: {status}");
+        for node in status["nodes"].as_array().unwrap() {
+            assert!(
+                node["runner"].as_str().unwrap().starts_with("process "),
+                "--dir {dir}: {node}"
+            );
+        }
+    }
+    // A node killed and restarted through another spelling is recorded and found again.
+    let out = in_parent(&["chaos", "kill", "--dir", &spellings[1], "--node", "2"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = in_parent(&["chaos", "restart", "--dir", &spellings[4], "--node", "2"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let restarted = cluster.pids();
+    assert_eq!(restarted.len(), 4);
+    assert!(!process_exists(pids[2]), "the killed daemon is gone");
+
+    let out = in_parent(&["cluster", "down", "--dir", &format!("./{name}/../{name}/")]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("4 processes exited on SIGTERM, 0 killed"),
+        "{}",
+        stdout(&out)
+    );
+    for pid in pids.iter().chain(&restarted) {
+        assert!(!process_exists(*pid), "pid {pid} survived `cluster down`");
+    }
+    assert!(!cluster.path().join("run.toml").exists());
+    let again = in_parent(&["cluster", "down", "--dir", name]);
+    assert!(
+        stdout(&again).contains("no cluster is running"),
+        "{}",
+        stdout(&again)
+    );
+}
+
+/// A run.toml of an earlier version (no start times) is matched by the daemons' configuration
+/// path, however spelled.
+#[test]
+fn down_finds_processes_recorded_without_a_start_time() {
+    let cluster = Cluster::up("q:2", "127.2.41.0");
+    let pids = cluster.pids();
+    let run = cluster.path().join("run.toml");
+    let old: String = std::fs::read_to_string(&run)
+        .unwrap()
+        .lines()
+        .filter(|l| !l.starts_with("started = ") && !l.starts_with("boot = "))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(&run, old).unwrap();
+    let link = tempfile::tempdir().unwrap();
+    let spelled = link.path().join("c");
+    std::os::unix::fs::symlink(cluster.path(), &spelled).unwrap();
+    let out = cuberoute(&["cluster", "down", "--dir", spelled.to_str().unwrap()]);
+    assert!(
+        stdout(&out).contains("4 processes exited on SIGTERM"),
+        "{}{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    for pid in pids {
+        assert!(!process_exists(pid), "pid {pid} survived `cluster down`");
+    }
+}
+
 #[test]
 fn refused_requests_are_one_line_and_non_zero() {
     let cluster = Cluster::up("q:2", "127.2.4.0");

@@ -66,26 +66,36 @@ fn load(dir: &Path, file: &str) -> Value {
     serde_yaml_ng::from_str(&std::fs::read_to_string(dir.join(file)).unwrap()).unwrap()
 }
 
+/// Everything `cluster k8s` writes goes under its `--dir` (regression: the manifests went to
+/// `deploy/k8s` of the working directory, overwriting a checkout's examples).
 #[test]
 fn kubernetes_manifests_are_in_sync_and_hold_their_invariants() {
     let tmp = tempfile::tempdir().unwrap();
-    let out = tmp.path().join("k8s");
+    let cwd = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("c");
-    ok(&[
-        "cluster",
-        "k8s",
-        "eh:1,2",
-        "--dir",
-        dir.to_str().unwrap(),
-        "-o",
-        out.to_str().unwrap(),
-    ]);
+    let out = dir.join("k8s");
+    let run = std::process::Command::new(env!("CARGO_BIN_EXE_cuberoute"))
+        .args(["cluster", "k8s", "eh:1,2", "--dir", dir.to_str().unwrap()])
+        .current_dir(cwd.path())
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let stray: Vec<_> = std::fs::read_dir(cwd.path()).unwrap().collect();
+    assert!(
+        stray.is_empty(),
+        "written into the working directory: {stray:?}"
+    );
     for file in ["service.yaml", "configmap.yaml", "statefulset.yaml"] {
         let generated = std::fs::read_to_string(out.join(file)).unwrap();
         let checked_in = std::fs::read_to_string(repo("deploy/k8s").join(file)).unwrap();
         assert!(
             generated == checked_in,
-            "deploy/k8s/{file} is stale: regenerate with `cuberoute cluster k8s eh:1,2 --dir <tmp>`"
+            "deploy/k8s/{file} is stale: regenerate with \
+             `cuberoute cluster k8s eh:1,2 --dir <tmp> -o deploy/k8s`"
         );
     }
     let service = load(&out, "service.yaml");
@@ -148,4 +158,38 @@ fn kubernetes_manifests_are_in_sync_and_hold_their_invariants() {
         container["volumeMounts"][1]["mountPath"], "/certs",
         "the Secret is mounted where the config looks"
     );
+}
+
+/// `cluster init`, `compose` and `k8s` write everything under `--dir` (or `-o`), nothing into
+/// the working directory.
+#[test]
+fn generating_commands_write_only_under_their_dir() {
+    let cwd = tempfile::tempdir().unwrap();
+    let elsewhere = tempfile::tempdir().unwrap();
+    let in_cwd = |args: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_cuberoute"))
+            .args(args)
+            .current_dir(cwd.path())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    let dir = |name: &str| elsewhere.path().join(name).to_str().unwrap().to_string();
+    in_cwd(&["cluster", "init", "q:2", "--dir", &dir("init")]);
+    in_cwd(&["cluster", "compose", "q:2", "--dir", &dir("compose")]);
+    in_cwd(&["cluster", "k8s", "q:2", "--dir", &dir("k8s")]);
+    let stray: Vec<_> = std::fs::read_dir(cwd.path()).unwrap().collect();
+    assert!(
+        stray.is_empty(),
+        "written into the working directory: {stray:?}"
+    );
+    let e = elsewhere.path();
+    assert!(e.join("init/manifest.toml").is_file());
+    assert!(e.join("compose/compose.yml").is_file());
+    assert!(e.join("k8s/k8s/statefulset.yaml").is_file());
+    assert!(e.join("k8s/k8s-secret.yaml").is_file());
 }

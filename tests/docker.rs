@@ -363,3 +363,125 @@ fn a_compose_cluster_survives_container_kills() {
         assert_eq!(status["nodes_up"], 16);
     });
 }
+
+/// The compose program of this machine, as `cuberoute` picks it.
+fn compose_program() -> Vec<&'static str> {
+    let works = |program: &str, args: &[&str]| {
+        Command::new(program)
+            .args(args)
+            .output()
+            .is_ok_and(|o| o.status.success())
+    };
+    if works("docker", &["compose", "version"]) {
+        vec!["docker", "compose"]
+    } else {
+        vec!["docker-compose"]
+    }
+}
+
+/// `cluster status --wait`: the readiness wait of `cluster up`, on a cluster started elsewhere.
+fn wait_until_up(dir: &str, nodes: u64) -> Value {
+    let status: Value = serde_json::from_str(
+        ok(&[
+            "cluster",
+            "status",
+            "--wait",
+            "--timeout",
+            "60s",
+            "--json",
+            "--dir",
+            dir,
+        ])
+        .trim(),
+    )
+    .unwrap();
+    assert_eq!(status["nodes_up"], nodes, "{status}");
+    assert_eq!(status["link_ends_up"], status["link_ends"], "{status}");
+    status
+}
+
+/// Regression: a cluster started the way deploy/README.md says, `cluster compose` and then
+/// plain `docker-compose -f DIR/compose.yml up -d`, took sends, but `chaos kill` answered "no
+/// cluster is running". Every command that acts on containers finds them by the compose
+/// project whose containers mount the directory's node directories.
+#[test]
+fn a_cluster_started_with_plain_docker_compose_is_found() {
+    with_image("plain docker-compose", || {
+        let tmp = tempfile::tempdir().unwrap();
+        let name = format!("cc{}", std::process::id());
+        let dir = tmp.path().join(&name);
+        let d = dir.to_str().unwrap();
+        ok(&[
+            "cluster",
+            "compose",
+            "eh:1,1",
+            "--dir",
+            d,
+            "--subnet",
+            "10.204.0.0",
+        ]);
+        let file = format!("{name}/compose.yml");
+        let compose = |args: &[&str]| {
+            let program = compose_program();
+            Command::new(program[0])
+                .args(&program[1..])
+                .args(["-f", &file])
+                .args(args)
+                .current_dir(tmp.path())
+                .output()
+                .unwrap()
+        };
+        let up = compose(&["up", "-d"]);
+        let result = std::panic::catch_unwind(|| {
+            assert!(
+                up.status.success(),
+                "{}",
+                String::from_utf8_lossy(&up.stderr)
+            );
+            let status = wait_until_up(d, 8);
+            for node in status["nodes"].as_array().unwrap() {
+                let runner = node["runner"].as_str().unwrap();
+                assert!(
+                    runner == "healthy" || runner == "starting" || runner == "running",
+                    "{node}"
+                );
+            }
+            // A second spelling of the directory finds the same containers.
+            let spelled = format!("{d}/../{name}/");
+            let out = cuberoute(&["chaos", "kill", "--dir", &spelled, "--node", "4"]);
+            assert!(out.status.success(), "{}", common::stderr(&out));
+            let status = cuberoute(&["cluster", "status", "--json", "--dir", d]);
+            let status: Value = serde_json::from_str(stdout(&status).trim()).unwrap();
+            let node4 = &status["nodes"][4];
+            assert_eq!(node4["up"], false, "{node4}");
+            assert!(
+                node4["runner"].as_str().unwrap().starts_with("container "),
+                "{node4}"
+            );
+            ok(&["chaos", "restart", "--dir", d, "--node", "4"]);
+            wait_until_up(d, 8);
+            let logs = ok(&["cluster", "logs", "5", "--dir", d]);
+            assert!(logs.contains("node started"), "{logs}");
+            let out = ok(&["cluster", "down", "--dir", d]);
+            assert!(out.contains("8 containers"), "{out}");
+            let left = docker(&[
+                "ps",
+                "-aq",
+                "--filter",
+                &format!("label=com.docker.compose.project={name}"),
+            ]);
+            assert_eq!(left.trim(), "", "containers left behind");
+            let again = cuberoute(&["chaos", "kill", "--dir", d, "--node", "4"]);
+            assert_eq!(again.status.code(), Some(2));
+            assert!(
+                common::stderr(&again).contains("docker-compose -f"),
+                "{}",
+                common::stderr(&again)
+            );
+        });
+        let _ = compose(&["down", "--volumes", "--timeout", "2"]);
+        if let Err(e) = result {
+            std::panic::resume_unwind(e);
+        }
+    });
+}

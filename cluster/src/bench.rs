@@ -1,7 +1,8 @@
 //! Measurements of a running cluster, and their baseline: one raw quinn stream relay hop
 //! between two processes, with the same TLS and transport configuration as the links.
 
-use crate::status::ClusterClient;
+use crate::client::ClusterClient;
+use crate::percentiles::Percentiles;
 use crate::traffic::SendOptions;
 use cuberoute_daemon::client::ClientError;
 use cuberoute_daemon::link::codec;
@@ -15,31 +16,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 use tokio_util::codec::FramedRead;
-
-/// Percentiles of a sample, in microseconds.
-#[derive(Clone, Copy, Debug, Serialize, Default)]
-pub struct Percentiles {
-    pub samples: usize,
-    pub p50_us: f64,
-    pub p99_us: f64,
-    pub mean_us: f64,
-}
-
-impl Percentiles {
-    pub fn of(mut values: Vec<f64>) -> Percentiles {
-        if values.is_empty() {
-            return Percentiles::default();
-        }
-        values.sort_by(f64::total_cmp);
-        let at = |q: f64| values[((values.len() - 1) as f64 * q).round() as usize];
-        Percentiles {
-            samples: values.len(),
-            p50_us: at(0.5),
-            p99_us: at(0.99),
-            mean_us: values.iter().sum::<f64>() / values.len() as f64,
-        }
-    }
-}
 
 /// Latency of k-copy sends between one pair.
 #[derive(Clone, Debug, Serialize)]
@@ -319,12 +295,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn percentiles_and_slope() {
-        let p = Percentiles::of((1..=100).map(f64::from).collect());
-        assert_eq!(
-            (p.samples, p.p50_us, p.p99_us, p.mean_us),
-            (100, 51.0, 99.0, 50.5)
-        );
+    fn hop_slope_is_least_squares() {
         let copies = [(1, 150.0), (3, 250.0), (7, 450.0), (7, 450.0)];
         let (slope, fixed) = hop_slope(&copies).unwrap();
         assert!((slope - 50.0).abs() < 1e-9 && (fixed - 100.0).abs() < 1e-9);

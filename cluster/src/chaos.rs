@@ -16,43 +16,25 @@
 //! 3. **after faults**: cut links are healed and crashed nodes restarted, and traffic goes on.
 //!    Everything sent in this phase must arrive.
 
+use crate::client::ClusterClient;
 use crate::layout::ClusterDir;
+use crate::percentiles::{Percentiles, serialize_whole_us};
+use crate::ready;
 use crate::runner;
-use crate::status::ClusterClient;
+pub use crate::schedule::FaultKind;
+use crate::schedule::{self, FaultCounts, Schedule};
 use crate::traffic::SendOptions;
 use cuberoute_protocol::wire::control::{Fault, NodeStatus, Request, Response};
 use cuberoute_protocol::{NodeId, SendRequest, Topology, flush_bound};
 use rand::rngs::StdRng;
-use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-#[derive(Clone, Copy, PartialEq, Eq, Debug, Serialize, PartialOrd, Ord)]
-#[serde(rename_all = "lowercase")]
-pub enum FaultKind {
-    State,
-    Buffers,
-    Crash,
-    Cut,
-}
-
-impl std::str::FromStr for FaultKind {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s.trim() {
-            "state" => Ok(FaultKind::State),
-            "buffers" => Ok(FaultKind::Buffers),
-            "crash" => Ok(FaultKind::Crash),
-            "cut" => Ok(FaultKind::Cut),
-            other => Err(format!(
-                "unknown fault {other:?}: expected state, buffers, crash or cut"
-            )),
-        }
-    }
-}
+/// How long a run waits for the cluster to be ready again after the faults.
+pub const REJOIN_TIMEOUT: Duration = Duration::from_secs(60);
 
 #[derive(Clone, Debug)]
 pub struct RunConfig {
@@ -106,26 +88,6 @@ struct SetResult {
 }
 
 #[derive(Clone, Debug, Default, Serialize)]
-pub struct Percentiles {
-    pub p50: u64,
-    pub p99: u64,
-    pub samples: usize,
-}
-
-fn percentiles(mut v: Vec<u64>) -> Percentiles {
-    if v.is_empty() {
-        return Percentiles::default();
-    }
-    v.sort_unstable();
-    let at = |q: f64| v[((v.len() - 1) as f64 * q).round() as usize];
-    Percentiles {
-        p50: at(0.5),
-        p99: at(0.99),
-        samples: v.len(),
-    }
-}
-
-#[derive(Clone, Debug, Default, Serialize)]
 pub struct PhaseReport {
     pub sets_sent: u64,
     pub copies_expected: u64,
@@ -149,8 +111,11 @@ pub struct Phases {
 
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct Latency {
+    #[serde(serialize_with = "serialize_whole_us")]
     pub fault_free: Percentiles,
+    #[serde(serialize_with = "serialize_whole_us")]
     pub with_faults: Percentiles,
+    #[serde(serialize_with = "serialize_whole_us")]
     pub after_faults: Percentiles,
 }
 
@@ -188,8 +153,9 @@ pub struct Report {
     pub state_corruptions: u64,
     pub crashed: Vec<u64>,
     pub cut: Vec<(u64, u64)>,
-    /// From the restart of the crashed nodes (and the healing of cut links) until every link of
-    /// the cluster was up again.
+    /// From the restart of the crashed nodes (and the healing of cut links) until the cluster
+    /// was ready again (every node answering, every link up, every container healthy), if
+    /// within [`REJOIN_TIMEOUT`].
     pub rejoin_ms: Option<f64>,
 }
 
@@ -353,11 +319,11 @@ async fn inject_everywhere(
     nodes: &[NodeId],
     fault: impl Fn(NodeId) -> Fault,
 ) {
-    let asks = nodes.iter().map(|&id| {
-        let request = Request::Inject(fault(id));
-        async move { client.request(id, &request).await }
-    });
-    futures_util::future::join_all(asks).await;
+    let requests = nodes
+        .iter()
+        .map(|&id| (id, Request::Inject(fault(id))))
+        .collect();
+    client.request_each(requests, Duration::from_secs(3)).await;
 }
 
 async fn inject(client: &ClusterClient, node: NodeId, fault: Fault) -> anyhow::Result<()> {
@@ -365,20 +331,6 @@ async fn inject(client: &ClusterClient, node: NodeId, fault: Fault) -> anyhow::R
         Response::Injected(_) => Ok(()),
         other => anyhow::bail!("node {node}: unexpected answer {other:?}"),
     }
-}
-
-/// Wait until every node answers and every link is up; the time it took.
-async fn wait_all_linked(client: &ClusterClient, timeout: Duration) -> Option<Duration> {
-    let started = Instant::now();
-    while started.elapsed() < timeout {
-        let statuses = client.statuses(Duration::from_secs(1)).await;
-        let (up, total) = crate::status::links_up(&statuses, &client.manifest);
-        if up == total && statuses.iter().all(|(_, s)| s.is_ok()) {
-            return Some(started.elapsed());
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    None
 }
 
 /// Run the whole scenario against the cluster in `dir`.
@@ -390,13 +342,18 @@ pub async fn run(
     let client = ClusterClient::open(dir)?;
     let topology = client.manifest.topology;
     let nodes: Vec<NodeId> = client.manifest.nodes.iter().map(|n| n.id).collect();
-    let before = snapshot(&client).await;
-    anyhow::ensure!(
-        before.len() == nodes.len(),
-        "{} of {} nodes answer: start the run on a healthy cluster",
-        before.len(),
-        nodes.len()
-    );
+    let ready = ready::wait_ready(
+        &client,
+        ready::default_timeout(topology.node_count()),
+        &mut |_| {},
+    )
+    .await
+    .map_err(|e| anyhow::anyhow!("{e}: start the run on a healthy cluster"))?;
+    let before: BTreeMap<NodeId, NodeStatus> = ready
+        .statuses
+        .into_iter()
+        .filter_map(|(id, s)| s.ok().map(|s| (id, s)))
+        .collect();
     let mut traffic = Traffic {
         client: client.clone(),
         rate: config.rate,
@@ -435,41 +392,16 @@ pub async fn run(
         .await;
     }
     // At most k-1 failures in all, so that every set between live nodes keeps a path.
-    let budget = topology.connectivity() as usize - 1;
-    let (crashes, cuts) = match (
-        config.faults.contains(&FaultKind::Crash),
-        config.faults.contains(&FaultKind::Cut),
-    ) {
-        (true, true) => (budget.div_ceil(2), budget / 2),
-        (true, false) => (budget, 0),
-        (false, true) => (0, budget),
-        (false, false) => (0, 0),
-    };
-    let mut shuffled = nodes.clone();
-    shuffled.shuffle(&mut traffic.rng);
-    let crashed: Vec<NodeId> = shuffled.iter().copied().take(crashes).collect();
-    for &id in &crashed {
+    let counts = FaultCounts::whole_budget(topology, &config.faults);
+    let schedule = schedule::schedule(config.seed, topology, &config.faults, counts)?;
+    for &id in &schedule.crashed {
         runner::kill(dir, id)?;
     }
-    let mut cut = Vec::new();
-    for &a in shuffled.iter().skip(crashes) {
-        if cut.len() >= cuts {
-            break;
-        }
-        let b = topology
-            .neighbours(a)
-            .find(|b| !crashed.contains(b) && !cut.iter().any(|&(x, y)| x == *b || y == *b));
-        if let Some(b) = b {
-            inject(&client, a, Fault::Cut { neighbour: b }).await?;
-            inject(&client, b, Fault::Cut { neighbour: a }).await?;
-            cut.push((a, b));
-        }
+    for &(a, b) in &schedule.cut {
+        inject(&client, a, Fault::Cut { neighbour: b }).await?;
+        inject(&client, b, Fault::Cut { neighbour: a }).await?;
     }
-    let alive: Vec<NodeId> = nodes
-        .iter()
-        .copied()
-        .filter(|n| !crashed.contains(n))
-        .collect();
+    let alive = schedule.alive(topology);
     traffic
         .run(Phase::WithFaults, config.with_faults, &alive)
         .await;
@@ -478,18 +410,18 @@ pub async fn run(
     // a little slack keeps this phase's packets out of them.
     tokio::time::sleep(Duration::from_millis(200)).await;
     let healing = Instant::now();
-    for &(a, b) in &cut {
+    for &(a, b) in &schedule.cut {
         inject(&client, a, Fault::Heal { neighbour: b }).await?;
         inject(&client, b, Fault::Heal { neighbour: a }).await?;
     }
-    for &id in &crashed {
+    for &id in &schedule.crashed {
         runner::restart(dir, id)?;
     }
-    let rejoin = if crashed.is_empty() && cut.is_empty() {
+    let rejoin = if schedule == Schedule::default() {
         None
     } else {
-        let waited = wait_all_linked(&client, Duration::from_secs(60)).await;
-        waited.map(|_| healing.elapsed())
+        let waited = ready::wait_ready(&client, REJOIN_TIMEOUT, &mut |_| {}).await;
+        waited.ok().map(|_| healing.elapsed())
     };
     traffic
         .run(Phase::AfterFaults, config.after_faults, &nodes)
@@ -503,8 +435,7 @@ pub async fn run(
         &traffic.results.lock().expect("results"),
         &before,
         &after,
-        crashed,
-        cut,
+        schedule,
         rejoin,
     ))
 }
@@ -516,8 +447,7 @@ fn report(
     results: &[SetResult],
     before: &BTreeMap<NodeId, NodeStatus>,
     after: &BTreeMap<NodeId, NodeStatus>,
-    crashed: Vec<NodeId>,
-    cut: Vec<(NodeId, NodeId)>,
+    schedule: Schedule,
     rejoin: Option<Duration>,
 ) -> Report {
     let mut phases: BTreeMap<Phase, PhaseReport> = BTreeMap::new();
@@ -562,7 +492,7 @@ fn report(
             recovery.max_ms = recovery.max_ms.max(c.max_us_after as f64 / 1000.0);
         }
     }
-    let mut take = |p| percentiles(latency.remove(&p).unwrap_or_default());
+    let mut take = |p| Percentiles::of_us(latency.remove(&p).unwrap_or_default());
     Report {
         sets_sent: total(|p| p.sets_sent),
         copies_expected: total(|p| p.copies_expected),
@@ -586,8 +516,8 @@ fn report(
             after_faults: phases.remove(&Phase::AfterFaults).unwrap_or_default(),
         },
         state_corruptions,
-        crashed: crashed.iter().map(|n| n.0).collect(),
-        cut: cut.iter().map(|(a, b)| (a.0, b.0)).collect(),
+        crashed: schedule.crashed.iter().map(|n| n.0).collect(),
+        cut: schedule.cut.iter().map(|(a, b)| (a.0, b.0)).collect(),
         rejoin_ms: rejoin.map(|d| d.as_secs_f64() * 1000.0),
     }
 }

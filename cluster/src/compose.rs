@@ -78,6 +78,8 @@ pub struct Subnet {
     pub subnet: String,
 }
 
+/// The compose file's name in a cluster directory.
+pub const COMPOSE_FILE: &str = "compose.yml";
 /// The network every node joins.
 pub const NETWORK: &str = "cuberoute";
 /// Where each container finds its node directory.

@@ -133,7 +133,7 @@ pub fn prepare(
 ) -> anyhow::Result<DockerRun> {
     let ports = Ports::default();
     crate::generate::generate(dir, topology, &Addressing::Docker { subnet, ports })?;
-    let compose_file = dir.path().join("compose.yml");
+    let compose_file = dir.path().join(compose::COMPOSE_FILE);
     std::fs::write(
         &compose_file,
         compose::compose_file(topology, subnet, ports, image),
@@ -163,6 +163,117 @@ fn container_ids(run: &DockerRun, all: bool) -> anyhow::Result<Vec<String>> {
         .split_whitespace()
         .map(str::to_string)
         .collect())
+}
+
+/// The compose project whose containers run the cluster in `dir`, however it was started
+/// (`cluster up --docker`, or `docker-compose -f DIR/compose.yml up` by hand, as deploy/README.md
+/// says): the project of the containers one of whose bind mounts is a node directory of `dir`
+/// (`DIR/nodes/<id>`, however either path is spelled), and its compose file from their labels.
+/// `None` if no container mounts one (or there is no `docker`); an error if the engine does not
+/// answer, or if containers of several projects mount one.
+pub fn discover(dir: &ClusterDir) -> anyhow::Result<Option<DockerRun>> {
+    let nodes = std::fs::canonicalize(dir.nodes())
+        .with_context(|| format!("{} has no node directories", dir.display()))?;
+    let out = match Command::new("docker")
+        .args(["ps", "-aq", "--filter", "label=com.docker.compose.project"])
+        .output()
+    {
+        // Without docker, no container runs anything.
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        other => other.context("running docker ps")?,
+    };
+    anyhow::ensure!(
+        out.status.success(),
+        "docker ps failed: {}",
+        String::from_utf8_lossy(&out.stderr).trim()
+    );
+    let ids: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .map(str::to_string)
+        .collect();
+    if ids.is_empty() {
+        return Ok(None);
+    }
+    let out = Command::new("docker")
+        .arg("inspect")
+        .arg("--format")
+        .arg(
+            "{{index .Config.Labels \"com.docker.compose.project\"}}\t\
+             {{index .Config.Labels \"com.docker.compose.project.working_dir\"}}\t\
+             {{index .Config.Labels \"com.docker.compose.project.config_files\"}}\t\
+             {{range .Mounts}}{{.Source}}\t{{end}}",
+        )
+        .args(&ids)
+        .output()
+        .context("running docker inspect")?;
+    anyhow::ensure!(
+        out.status.success(),
+        "docker inspect failed: {}",
+        String::from_utf8_lossy(&out.stderr).trim()
+    );
+    let mounts_a_node = |source: &str| {
+        let source = Path::new(source);
+        let source = std::fs::canonicalize(source).unwrap_or_else(|_| source.to_path_buf());
+        source.parent() == Some(nodes.as_path())
+    };
+    let mut projects: std::collections::BTreeMap<String, PathBuf> = Default::default();
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        let mut fields = line.split('\t');
+        let (Some(project), Some(working_dir), Some(files)) =
+            (fields.next(), fields.next(), fields.next())
+        else {
+            continue;
+        };
+        if project.is_empty() || !fields.any(mounts_a_node) {
+            continue;
+        }
+        // The first compose file. The label holds it as it was named on the command line
+        // (docker-compose v1: relative to wherever that ran), and the project's directory is
+        // the file's own unless told otherwise: look for its name there.
+        let labelled = files
+            .split(',')
+            .next()
+            .filter(|f| !f.is_empty())
+            .map(Path::new);
+        let compose_file = match labelled {
+            Some(f) if f.is_absolute() && f.is_file() => f.to_path_buf(),
+            Some(f) => f
+                .file_name()
+                .map(|name| Path::new(working_dir).join(name))
+                .filter(|f| f.is_file())
+                .unwrap_or_else(|| dir.path().join(compose::COMPOSE_FILE)),
+            None => dir.path().join(compose::COMPOSE_FILE),
+        };
+        projects.insert(project.to_string(), compose_file);
+    }
+    if projects.len() > 1 {
+        let names: Vec<&str> = projects.keys().map(String::as_str).collect();
+        anyhow::bail!(
+            "containers of {} compose projects mount {}: {}; take all but one down \
+             (`docker-compose -p NAME -f FILE down`)",
+            names.len(),
+            nodes.display(),
+            names.join(", ")
+        );
+    }
+    let Some((project, compose_file)) = projects.into_iter().next() else {
+        return Ok(None);
+    };
+    Ok(Some(DockerRun {
+        project,
+        compose_file: std::path::absolute(compose_file)?,
+        subnet: subnet_of(dir).unwrap_or(Ipv4Addr::UNSPECIFIED),
+    }))
+}
+
+/// The /16 network of a container cluster, from the address of its first node in the client's
+/// manifest (node i is at subnet + 2 + i).
+fn subnet_of(dir: &ClusterDir) -> Option<Ipv4Addr> {
+    let manifest = cuberoute_daemon::manifest::Manifest::load(&dir.manifest()).ok()?;
+    let first = manifest.nodes.first()?;
+    let host = first.control.rsplit_once(':')?.0;
+    let ip: Ipv4Addr = host.parse().ok()?;
+    Some(Ipv4Addr::from(u32::from(ip) & 0xffff_0000))
 }
 
 /// One container's state, as docker reports it.

@@ -8,22 +8,26 @@
 //! * [`layout`]: the files of a cluster directory;
 //! * [`generate`]: writing a cluster directory for a topology and an addressing;
 //! * [`local`]: local daemon processes: start, stop, signal;
-//! * [`status`]: a client of the whole cluster: statuses, links up;
+//! * [`percentiles`]: the one summary of a latency sample;
+//! * [`client`]: a client of the whole cluster: requests, statuses, links up;
 //! * [`traffic`]: sending sets through a cluster and collecting delivery reports.
 
 pub mod bench;
 pub mod certs;
 pub mod chaos;
+pub mod client;
 pub mod compose;
 pub mod docker;
 pub mod generate;
 pub mod k8s;
 pub mod layout;
 pub mod local;
+pub mod percentiles;
+pub mod ready;
 pub mod runner;
-pub mod status;
+pub mod schedule;
 pub mod traffic;
 
+pub use client::ClusterClient;
 pub use generate::{Addressing, Ports};
 pub use layout::ClusterDir;
-pub use status::ClusterClient;

@@ -1,7 +1,13 @@
 //! A cluster of local processes: one `cuberoute daemon` per node, each in its own process group
 //! so that it outlives the command that started it, with its stderr in `DIR/logs/<id>.log`.
-//! `DIR/run.toml` records the processes; a process counts as ours only while its command line
-//! still names its node's configuration, so a reused pid is never signalled.
+//!
+//! `DIR/run.toml` records the processes: each one's pid and the time it started (read from
+//! /proc right after it was spawned), and the boot they belong to. A recorded process counts as
+//! running only while a process with its pid exists, has not exited, and started at the recorded
+//! time: so a pid that another program took over is never signalled, and how the cluster
+//! directory is spelled (relative, absolute, through a symlink) does not matter. `down` forgets
+//! a process only once it has seen it gone. (Records without a start time, written by earlier
+//! versions, are matched by the daemon's canonical `--config` path instead.)
 
 use crate::layout::ClusterDir;
 use anyhow::Context;
@@ -10,7 +16,8 @@ use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use serde::{Deserialize, Serialize};
 use std::fs;
-use std::path::Path;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -18,6 +25,10 @@ use std::time::{Duration, Instant};
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct RunState {
     pub topology: Topology,
+    /// The boot the processes were started in (/proc/sys/kernel/random/boot_id): after a
+    /// reboot, none of them runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub boot: Option<String>,
     /// Set when the cluster runs as containers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub docker: Option<crate::docker::DockerRun>,
@@ -25,10 +36,14 @@ pub struct RunState {
     pub processes: Vec<NodeProcess>,
 }
 
-#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
 pub struct NodeProcess {
     pub id: NodeId,
     pub pid: u32,
+    /// When the process started, in clock ticks after boot (field 22 of /proc/PID/stat). With
+    /// the pid and the boot it names the process: one that gets the same pid later starts later.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started: Option<u64>,
 }
 
 impl RunState {
@@ -36,6 +51,7 @@ impl RunState {
     pub fn docker(topology: Topology, run: crate::docker::DockerRun) -> RunState {
         RunState {
             topology,
+            boot: None,
             docker: Some(run),
             processes: Vec::new(),
         }
@@ -64,29 +80,79 @@ impl RunState {
         self.processes
             .iter()
             .copied()
-            .filter(|p| is_our_daemon(p.pid, &dir.node_config(p.id)))
+            .filter(|p| self.is_running(dir, p))
             .collect()
+    }
+
+    /// Whether the recorded process `p` still runs (see the module doc).
+    pub fn is_running(&self, dir: &ClusterDir, p: &NodeProcess) -> bool {
+        if self.boot.is_some() && self.boot != boot_id() {
+            return false;
+        }
+        is_running(p, &dir.node_config(p.id))
     }
 }
 
-/// Whether `pid` is a live daemon started with `config`.
-pub fn is_our_daemon(pid: u32, config: &Path) -> bool {
-    let Ok(cmdline) = fs::read(format!("/proc/{pid}/cmdline")) else {
+/// This boot's id, if the kernel tells it.
+fn boot_id() -> Option<String> {
+    fs::read_to_string("/proc/sys/kernel/random/boot_id")
+        .ok()
+        .map(|id| id.trim().to_string())
+}
+
+/// The state letter and the start time (clock ticks after boot) of a process, from
+/// /proc/PID/stat; `None` if there is no such process.
+fn stat(pid: u32) -> Option<(char, u64)> {
+    let text = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // "pid (comm) state ppid ...": comm may hold spaces and parentheses, so split at the last ')'.
+    let mut fields = text.rsplit_once(')')?.1.split_whitespace();
+    let state = fields.next()?.chars().next()?;
+    // The state is field 3 and the start time field 22.
+    let started = fields.nth(18)?.parse().ok()?;
+    Some((state, started))
+}
+
+/// When process `pid` started (clock ticks after boot), if it exists.
+pub fn start_time(pid: u32) -> Option<u64> {
+    stat(pid).map(|(_, started)| started)
+}
+
+/// The `--config` argument of process `pid`, resolved against its working directory and
+/// canonicalised.
+fn config_of(pid: u32) -> Option<PathBuf> {
+    let cmdline = fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+    let mut args = cmdline.split(|b| *b == 0).map(std::ffi::OsStr::from_bytes);
+    let config = loop {
+        let arg = args.next()?;
+        if arg == "--config" {
+            break PathBuf::from(args.next()?);
+        }
+        if let Some(value) = arg.as_bytes().strip_prefix(b"--config=") {
+            break PathBuf::from(std::ffi::OsStr::from_bytes(value));
+        }
+    };
+    let config = if config.is_relative() {
+        Path::new(&format!("/proc/{pid}/cwd")).join(config)
+    } else {
+        config
+    };
+    fs::canonicalize(config).ok()
+}
+
+/// Whether `p` is running: its pid exists and has not exited, and it started at the recorded
+/// time (or, for a record without one, runs with `config`, however either path is spelled).
+pub fn is_running(p: &NodeProcess, config: &Path) -> bool {
+    let Some((state, started)) = stat(p.pid) else {
         return false;
     };
-    if let Ok(stat) = fs::read_to_string(format!("/proc/{pid}/stat")) {
-        // A zombie has exited; it only waits to be reaped.
-        if stat
-            .rsplit_once(')')
-            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'))
-        {
-            return false;
-        }
+    // A zombie (or a dead task) has exited; it only waits to be reaped.
+    if matches!(state, 'Z' | 'X' | 'x') {
+        return false;
     }
-    let config = config.to_string_lossy();
-    cmdline
-        .split(|b| *b == 0)
-        .any(|arg| arg == config.as_bytes())
+    match p.started {
+        Some(recorded) => recorded == started,
+        None => config_of(p.pid).is_some_and(|c| fs::canonicalize(config).is_ok_and(|d| c == d)),
+    }
 }
 
 /// Start one daemon per node of the generated cluster in `dir`, with `binary` (the cuberoute
@@ -94,12 +160,13 @@ pub fn is_our_daemon(pid: u32, config: &Path) -> bool {
 pub fn start(dir: &ClusterDir, topology: Topology, binary: &Path) -> anyhow::Result<RunState> {
     let mut state = RunState {
         topology,
+        boot: boot_id(),
         docker: None,
         processes: Vec::new(),
     };
     for id in topology.nodes() {
         match spawn(dir, binary, id) {
-            Ok(pid) => state.processes.push(NodeProcess { id, pid }),
+            Ok(process) => state.processes.push(process),
             Err(e) => {
                 // Leave nothing behind: stop what was started, then report.
                 state.save(dir)?;
@@ -115,14 +182,24 @@ pub fn start(dir: &ClusterDir, topology: Topology, binary: &Path) -> anyhow::Res
 /// Start the daemon of node `id` again (after a crash or a kill), and record it.
 pub fn restart_node(dir: &ClusterDir, binary: &Path, id: NodeId) -> anyhow::Result<u32> {
     let mut state = RunState::load(dir)?.context("the cluster is not running")?;
-    let pid = spawn(dir, binary, id)?;
+    if let Some(old) = state.processes.iter().find(|p| p.id == id)
+        && state.is_running(dir, old)
+    {
+        anyhow::bail!("node {id} is still running as process {}", old.pid);
+    }
+    let process = spawn(dir, binary, id)?;
     state.processes.retain(|p| p.id != id);
-    state.processes.push(NodeProcess { id, pid });
+    state.processes.push(process);
+    if state.boot.is_none() {
+        state.boot = boot_id();
+    }
     state.save(dir)?;
-    Ok(pid)
+    Ok(process.pid)
 }
 
-fn spawn(dir: &ClusterDir, binary: &Path, id: NodeId) -> anyhow::Result<u32> {
+/// Start node `id`'s daemon, with the canonical path of its configuration, and read when it
+/// started.
+fn spawn(dir: &ClusterDir, binary: &Path, id: NodeId) -> anyhow::Result<NodeProcess> {
     use std::os::unix::process::CommandExt;
     let log_path = dir.log(id);
     let log = fs::OpenOptions::new()
@@ -130,17 +207,26 @@ fn spawn(dir: &ClusterDir, binary: &Path, id: NodeId) -> anyhow::Result<u32> {
         .append(true)
         .open(&log_path)
         .with_context(|| format!("opening {}", log_path.display()))?;
+    let config = fs::canonicalize(dir.node_config(id))
+        .with_context(|| format!("no configuration for node {id}"))?;
     let child = Command::new(binary)
         .arg("daemon")
         .arg("--config")
-        .arg(dir.node_config(id))
+        .arg(config)
         .stdin(Stdio::null())
         .stdout(log.try_clone()?)
         .stderr(log)
         .process_group(0)
         .spawn()
         .with_context(|| format!("starting {} daemon for node {id}", binary.display()))?;
-    Ok(child.id())
+    let pid = child.id();
+    // The child exists from the fork on, so its start time can be read (even if it has
+    // already exited: a zombie keeps it until reaped, and it is our child).
+    Ok(NodeProcess {
+        id,
+        pid,
+        started: start_time(pid),
+    })
 }
 
 /// What [`stop`] did.
@@ -149,13 +235,18 @@ pub struct StopReport {
     pub terminated: usize,
     /// Processes that ignored SIGTERM for the whole grace time.
     pub killed: usize,
+    /// Recorded processes that had exited before.
+    pub gone_before: usize,
 }
 
 /// Stop every process of the cluster: SIGTERM (each daemon drains), then SIGKILL after `grace`.
+/// `DIR/run.toml` is removed only once every recorded process is seen gone; if one survives,
+/// it stays, and this fails naming the nodes.
 pub fn stop(dir: &ClusterDir, grace: Duration) -> anyhow::Result<StopReport> {
     let Some(state) = RunState::load(dir)? else {
         return Ok(StopReport::default());
     };
+    let running = |p: &NodeProcess| state.is_running(dir, p);
     let alive = state.alive(dir);
     for p in &alive {
         let _ = kill(Pid::from_raw(p.pid as i32), Signal::SIGTERM);
@@ -164,33 +255,33 @@ pub fn stop(dir: &ClusterDir, grace: Duration) -> anyhow::Result<StopReport> {
     let mut left = alive.clone();
     while !left.is_empty() && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(50));
-        left.retain(|p| is_our_daemon(p.pid, &dir.node_config(p.id)));
+        left.retain(running);
     }
     for p in &left {
         let _ = kill(Pid::from_raw(p.pid as i32), Signal::SIGKILL);
     }
     let deadline = Instant::now() + Duration::from_secs(2);
-    while Instant::now() < deadline
-        && left
-            .iter()
-            .any(|p| is_our_daemon(p.pid, &dir.node_config(p.id)))
-    {
+    while Instant::now() < deadline && left.iter().any(running) {
         std::thread::sleep(Duration::from_millis(20));
     }
-    let survivors: Vec<NodeId> = left
+    let survivors: Vec<String> = state
+        .processes
         .iter()
-        .filter(|p| is_our_daemon(p.pid, &dir.node_config(p.id)))
-        .map(|p| p.id)
+        .filter(|p| running(p))
+        .map(|p| format!("{} (pid {})", p.id, p.pid))
         .collect();
     anyhow::ensure!(
         survivors.is_empty(),
-        "processes of nodes {survivors:?} survived SIGKILL"
+        "processes of nodes {} survived SIGKILL; {} still records them",
+        survivors.join(", "),
+        dir.run_state().display()
     );
     fs::remove_file(dir.run_state())
         .with_context(|| format!("removing {}", dir.run_state().display()))?;
     Ok(StopReport {
         terminated: alive.len() - left.len(),
         killed: left.len(),
+        gone_before: state.processes.len() - alive.len(),
     })
 }
 
@@ -202,4 +293,124 @@ pub fn signal_node(dir: &ClusterDir, id: NodeId, signal: Signal) -> anyhow::Resu
     };
     kill(Pid::from_raw(p.pid as i32), signal)?;
     Ok(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A stand-in daemon: `sh` whose command line holds `--config CONFIG` (relative to `cwd`).
+    fn stand_in(cwd: &Path, config: &str) -> std::process::Child {
+        Command::new("sh")
+            .args(["-c", "sleep 30; :", "daemon", "--config", config])
+            .current_dir(cwd)
+            .spawn()
+            .unwrap()
+    }
+
+    #[test]
+    fn a_process_is_known_by_its_start_time_and_its_config_however_spelled() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("c");
+        for id in [0, 1] {
+            let node = ClusterDir::new(&root).node_dir(NodeId(id));
+            fs::create_dir_all(&node).unwrap();
+            fs::write(node.join("node.toml"), "").unwrap();
+        }
+        std::os::unix::fs::symlink(&root, tmp.path().join("link")).unwrap();
+        let mut child = stand_in(tmp.path(), "c/nodes/0/node.toml");
+        let pid = child.id();
+        let started = start_time(pid).unwrap();
+        let recorded = NodeProcess {
+            id: NodeId(0),
+            pid,
+            started: Some(started),
+        };
+        let unrecorded = NodeProcess {
+            started: None,
+            ..recorded
+        };
+        let t = tmp.path().display();
+        let spellings = [
+            format!("{t}/c"),
+            format!("{t}/./c"),
+            format!("{t}/c/"),
+            format!("{t}/c/../c"),
+            format!("{t}/link"),
+        ];
+        // `sh` may not have exec'd yet: its command line is the test's until it has.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while config_of(pid).is_none_or(|c| !c.ends_with("c/nodes/0/node.toml")) {
+            assert!(Instant::now() < deadline, "sh never started");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        for spelling in &spellings {
+            let dir = ClusterDir::new(spelling);
+            assert!(
+                is_running(&recorded, &dir.node_config(NodeId(0))),
+                "{spelling}"
+            );
+            assert!(
+                is_running(&unrecorded, &dir.node_config(NodeId(0))),
+                "{spelling}"
+            );
+            // Without a start time, another node's config is another process.
+            assert!(
+                !is_running(&unrecorded, &dir.node_config(NodeId(1))),
+                "{spelling}"
+            );
+        }
+        // A pid that started at another time is another program's.
+        let reused = NodeProcess {
+            started: Some(started + 1),
+            ..recorded
+        };
+        assert!(!is_running(&reused, &root.join("nodes/0/node.toml")));
+        // A record from another boot runs no more.
+        let state = RunState {
+            topology: "q:1".parse().unwrap(),
+            boot: Some("another boot".into()),
+            docker: None,
+            processes: vec![recorded],
+        };
+        assert!(state.alive(&ClusterDir::new(&root)).is_empty());
+        let this_boot = RunState {
+            boot: boot_id(),
+            ..state
+        };
+        assert_eq!(
+            this_boot.alive(&ClusterDir::new(&spellings[4])),
+            vec![recorded]
+        );
+        // Exited (a zombie until reaped), then gone.
+        child.kill().unwrap();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while is_running(&recorded, &root.join("nodes/0/node.toml")) {
+            assert!(
+                Instant::now() < deadline,
+                "a killed process still counts as running"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        child.wait().unwrap();
+        assert!(!is_running(&recorded, &root.join("nodes/0/node.toml")));
+        assert!(!is_running(&unrecorded, &root.join("nodes/0/node.toml")));
+    }
+
+    #[test]
+    fn the_start_time_is_field_22_of_stat() {
+        let own = std::process::id();
+        let text = fs::read_to_string(format!("/proc/{own}/stat")).unwrap();
+        let fields: Vec<&str> = text
+            .rsplit_once(')')
+            .unwrap()
+            .1
+            .split_whitespace()
+            .collect();
+        assert_eq!(
+            stat(own).map(|(_, started)| started),
+            Some(fields[19].parse().unwrap())
+        );
+        assert_eq!(stat(u32::MAX), None);
+    }
 }

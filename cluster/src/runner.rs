@@ -1,6 +1,12 @@
 //! What runs a cluster's nodes, local processes or containers, behind one interface: which
 //! runners are alive, stop them all, kill or restart one, show one's log.
+//!
+//! A cluster is found from its directory: the processes `DIR/run.toml` records (`cluster up`),
+//! the compose project it records (`cluster up --docker`), or, with no run.toml, the compose
+//! project whose containers mount the directory's node directories (a cluster started by hand
+//! with `docker-compose -f DIR/compose.yml up`, [`docker::discover`]).
 
+use crate::compose::COMPOSE_FILE;
 use crate::docker::{self, Compose};
 use crate::generate::service_name;
 use crate::layout::ClusterDir;
@@ -32,6 +38,7 @@ impl Runner {
 }
 
 /// A running (or once started) cluster and the state of each node's runner.
+#[derive(Clone, Debug)]
 pub struct Runners {
     pub state: RunState,
     pub nodes: BTreeMap<NodeId, Runner>,
@@ -58,9 +65,44 @@ impl Runners {
     }
 }
 
-/// The runners of the cluster in `dir`, if one was started there and not taken down.
+/// What runs the cluster in `dir`: the recorded run state, or the compose project found
+/// running it. `None` if neither.
+pub fn find(dir: &ClusterDir) -> anyhow::Result<Option<RunState>> {
+    if let Some(state) = RunState::load(dir)? {
+        return Ok(Some(state));
+    }
+    if !dir.path().join(COMPOSE_FILE).is_file() {
+        return Ok(None);
+    }
+    let Some(run) = docker::discover(dir)? else {
+        return Ok(None);
+    };
+    let manifest = cuberoute_daemon::manifest::Manifest::load(&dir.manifest())?;
+    Ok(Some(RunState::docker(manifest.topology, run)))
+}
+
+/// Why no cluster was found in `dir`, and what to do.
+pub fn not_running(dir: &ClusterDir) -> anyhow::Error {
+    let d = dir.display();
+    if dir.path().join(COMPOSE_FILE).is_file() {
+        anyhow::anyhow!(
+            "no cluster is running in {d}: no container of a compose project mounts {d}/nodes \
+             (start it with `docker-compose -f {d}/compose.yml up -d` or `cuberoute cluster up \
+             --docker`; a Swarm stack's tasks are `docker service` and `docker stack` business)"
+        )
+    } else {
+        anyhow::anyhow!(
+            "no cluster is running in {d} (nothing recorded in {}): start one with \
+             `cuberoute cluster up --dir {d}`",
+            dir.run_state().display()
+        )
+    }
+}
+
+/// The runners of the cluster in `dir`, if one was started there (see [`find`]) and not taken
+/// down.
 pub fn inspect(dir: &ClusterDir) -> anyhow::Result<Option<Runners>> {
-    let Some(state) = RunState::load(dir)? else {
+    let Some(state) = find(dir)? else {
         return Ok(None);
     };
     let nodes = match &state.docker {
@@ -105,7 +147,7 @@ pub fn inspect(dir: &ClusterDir) -> anyhow::Result<Option<Runners>> {
 
 /// The host pids of every running daemon (a process, or a container's main process).
 pub fn pids(dir: &ClusterDir) -> anyhow::Result<Vec<u32>> {
-    let Some(state) = RunState::load(dir)? else {
+    let Some(state) = find(dir)? else {
         return Ok(Vec::new());
     };
     match &state.docker {
@@ -116,14 +158,18 @@ pub fn pids(dir: &ClusterDir) -> anyhow::Result<Vec<u32>> {
 
 /// Stop the whole cluster and leave nothing behind. Returns what was done, for the user.
 pub fn stop(dir: &ClusterDir) -> anyhow::Result<String> {
-    let Some(state) = RunState::load(dir)? else {
+    let Some(state) = find(dir)? else {
         return Ok(format!("no cluster is running in {}", dir.display()));
     };
     match &state.docker {
         None => {
             let report = local::stop(dir, Duration::from_secs(5))?;
+            let before = match report.gone_before {
+                0 => String::new(),
+                n => format!(" ({n} had exited before)"),
+            };
             Ok(format!(
-                "cluster in {} stopped: {} processes exited on SIGTERM, {} killed",
+                "cluster in {} stopped: {} processes exited on SIGTERM, {} killed{before}",
                 dir.display(),
                 report.terminated,
                 report.killed
@@ -135,7 +181,9 @@ pub fn stop(dir: &ClusterDir) -> anyhow::Result<String> {
                 run,
                 &["down", "--volumes", "--remove-orphans", "--timeout", "5"],
             )?;
-            std::fs::remove_file(dir.run_state())?;
+            if dir.run_state().exists() {
+                std::fs::remove_file(dir.run_state())?;
+            }
             Ok(format!(
                 "cluster in {} stopped: {n} containers and the project network removed",
                 dir.display()
@@ -146,7 +194,7 @@ pub fn stop(dir: &ClusterDir) -> anyhow::Result<String> {
 
 /// Kill one node's runner at once (SIGKILL: nothing drains). False if it was not running.
 pub fn kill(dir: &ClusterDir, id: NodeId) -> anyhow::Result<bool> {
-    let runners = inspect(dir)?.ok_or_else(|| anyhow::anyhow!("no cluster is running"))?;
+    let runners = inspect(dir)?.ok_or_else(|| not_running(dir))?;
     if !runners.nodes.get(&id).is_some_and(Runner::is_alive) {
         return Ok(false);
     }
@@ -161,7 +209,7 @@ pub fn kill(dir: &ClusterDir, id: NodeId) -> anyhow::Result<bool> {
 
 /// Start a killed node's runner again. False if it is running.
 pub fn restart(dir: &ClusterDir, id: NodeId) -> anyhow::Result<bool> {
-    let runners = inspect(dir)?.ok_or_else(|| anyhow::anyhow!("no cluster is running"))?;
+    let runners = inspect(dir)?.ok_or_else(|| not_running(dir))?;
     if runners.nodes.get(&id).is_some_and(Runner::is_alive) {
         return Ok(false);
     }
@@ -178,7 +226,7 @@ pub fn restart(dir: &ClusterDir, id: NodeId) -> anyhow::Result<bool> {
 
 /// Print one node's log to stdout (following it with `follow`).
 pub fn logs(dir: &ClusterDir, id: NodeId, follow: bool) -> anyhow::Result<()> {
-    if let Some(run) = RunState::load(dir)?.and_then(|s| s.docker) {
+    if let Some(run) = find(dir)?.and_then(|s| s.docker) {
         let service = service_name(id);
         let mut args = vec!["logs", "--no-color"];
         if follow {

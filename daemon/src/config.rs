@@ -78,7 +78,7 @@ pub struct DaemonArgs {
     /// The node's TOML configuration file.
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
-    /// `q:N` or `eh:S,T`.
+    /// The topology: `q:N`, `eh:S,T`, `hhc:M`, `mc:K,M` or `rdn:BASE,K`.
     #[arg(long)]
     pub topology: Option<String>,
     /// This node's id.

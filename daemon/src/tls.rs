@@ -7,8 +7,8 @@
 //! * A client's certificate names `client.cuberoute`. Only such a certificate opens the control
 //!   API.
 //!
-//! ring is the only crypto provider compiled in (NOTES.md), and there is no platform verifier:
-//! the cluster CA is the only root.
+//! ring is the only crypto provider compiled in, and there is no platform verifier: the cluster
+//! CA is the only root (docs/daemon.md, "Identities and mutual TLS").
 
 use cuberoute_protocol::NodeId;
 use quinn::crypto::rustls::{QuicClientConfig, QuicServerConfig};
@@ -29,7 +29,8 @@ pub const ALPN_CONTROL: &[u8] = b"cuberoute-control/1";
 pub const CLIENT_NAME: &str = "client.cuberoute";
 const NODE_SUFFIX: &str = ".node.cuberoute";
 
-/// Links send a keep-alive this often; it must stay below the idle timeout (NOTES.md).
+/// Links send a keep-alive this often; it must stay well below the idle timeout, or an idle
+/// link would be closed as dead (docs/daemon.md, "Links").
 pub const KEEP_ALIVE: Duration = Duration::from_millis(500);
 /// A link or control connection with nothing received for this long is dead.
 pub const IDLE_TIMEOUT: Duration = Duration::from_secs(3);

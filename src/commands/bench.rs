@@ -96,6 +96,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         let dir = ClusterDir::new(dir);
         let state = RunState::load(&dir)?
             .ok_or_else(|| usage(format!("no cluster is running in {}", dir.display())))?;
+        cluster::wait_running(&dir, None)?;
         let figures = measure_running(&args, state.topology, &dir, Duration::ZERO)?;
         println!("{}", serde_json::to_string(&figures)?);
         return Ok(());

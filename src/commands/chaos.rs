@@ -373,13 +373,13 @@ fn print_report(r: &chaos::Report) {
     }
     let l = &r.latency_us;
     println!(
-        "  latency per copy: fault-free p50 {} µs p99 {} µs; with faults p50 {} µs p99 {} µs; after p50 {} µs p99 {} µs",
-        l.fault_free.p50,
-        l.fault_free.p99,
-        l.with_faults.p50,
-        l.with_faults.p99,
-        l.after_faults.p50,
-        l.after_faults.p99
+        "  latency per copy: fault-free p50 {:.0} µs p99 {:.0} µs; with faults p50 {:.0} µs p99 {:.0} µs; after p50 {:.0} µs p99 {:.0} µs",
+        l.fault_free.p50_us,
+        l.fault_free.p99_us,
+        l.with_faults.p50_us,
+        l.with_faults.p99_us,
+        l.after_faults.p50_us,
+        l.after_faults.p99_us
     );
     if r.state_corruptions > 0 {
         println!(

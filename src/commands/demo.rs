@@ -14,7 +14,7 @@ use std::time::Duration;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// `q:N` or `eh:S,T`.
+    /// The topology: `q:N`, `eh:S,T`, `hhc:M`, `mc:K,M` or `rdn:BASE,K`.
     #[arg(default_value = "eh:2,2")]
     pub topology: String,
     #[command(flatten)]
@@ -37,6 +37,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 "reusing the {topology} cluster running in {}",
                 dir.display()
             );
+            cluster::wait_running(&dir, None)?;
         }
         Some(state) => {
             return Err(usage(format!(

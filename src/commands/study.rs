@@ -26,7 +26,7 @@ pub struct Args {
     #[arg(long, default_value_t = Options::default().seed)]
     seed: u64,
     /// Directory for the CSV, Markdown and SVG files.
-    #[arg(long, default_value = "study")]
+    #[arg(long, default_value = "cuberoute-study")]
     out: PathBuf,
 }
 

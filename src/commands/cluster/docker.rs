@@ -41,7 +41,7 @@ impl DockerArgs {
 
 #[derive(clap::Args, Debug)]
 pub struct ComposeArgs {
-    /// `q:N` or `eh:S,T`.
+    /// The topology: `q:N`, `eh:S,T`, `hhc:M`, `mc:K,M` or `rdn:BASE,K`.
     pub topology: String,
     #[command(flatten)]
     pub dir: DirArg,

@@ -8,14 +8,14 @@ use std::path::PathBuf;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// `q:N` or `eh:S,T`.
+    /// The topology: `q:N`, `eh:S,T`, `hhc:M`, `mc:K,M` or `rdn:BASE,K`.
     pub topology: String,
     /// Where the certificates are generated; the Secret is written there too.
     #[command(flatten)]
     pub dir: DirArg,
-    /// Where to write the Service, ConfigMap and StatefulSet.
-    #[arg(short, long, default_value = "deploy/k8s")]
-    pub output: PathBuf,
+    /// Where to write the Service, ConfigMap and StatefulSet (default: DIR/k8s).
+    #[arg(short, long)]
+    pub output: Option<PathBuf>,
     #[arg(long, default_value = "default")]
     pub namespace: String,
     /// The image the pods run (load it into the cluster's nodes, or push it to a registry).
@@ -55,22 +55,26 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
             ports,
         },
     )?;
-    std::fs::create_dir_all(&args.output)?;
+    let output = args
+        .output
+        .clone()
+        .unwrap_or_else(|| dir.path().join("k8s"));
+    std::fs::create_dir_all(&output)?;
     for (file, text) in k8s::manifests(topology, &args.namespace, &args.image, ports) {
-        std::fs::write(args.output.join(file), text)?;
+        std::fs::write(output.join(file), text)?;
     }
     let secret = dir.path().join("k8s-secret.yaml");
     std::fs::write(&secret, k8s::secret(&dir, topology, &args.namespace)?)?;
     println!(
         "Kubernetes manifests for {topology} ({} pods) written to {}; the Secret to {}",
         topology.node_count(),
-        args.output.display(),
+        output.display(),
         secret.display()
     );
     println!(
         "  apply:   kubectl apply -f {} -f {}",
         secret.display(),
-        args.output.display()
+        output.display()
     );
     Ok(())
 }

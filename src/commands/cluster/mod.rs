@@ -9,8 +9,9 @@ pub mod k8s;
 pub mod up;
 
 use super::{runtime, usage};
+use cuberoute_cluster::client::links_up;
+use cuberoute_cluster::ready::{self, NotReady};
 use cuberoute_cluster::runner;
-use cuberoute_cluster::status::links_up;
 use cuberoute_cluster::{ClusterClient, ClusterDir};
 use cuberoute_protocol::wire::control::NodeStatus;
 use cuberoute_protocol::{NodeId, Topology};
@@ -63,6 +64,13 @@ pub struct StatusArgs {
     pub dir: DirArg,
     #[arg(long)]
     pub json: bool,
+    /// First wait until the cluster is ready (every node answering, every link up, every
+    /// container healthy), as `cluster up` does; fail if it is not within --timeout.
+    #[arg(long)]
+    pub wait: bool,
+    /// How long --wait waits (default: 30 s plus 100 ms per node).
+    #[arg(long, requires = "wait", value_parser = humantime::parse_duration)]
+    pub timeout: Option<Duration>,
 }
 
 #[derive(clap::Args, Debug)]
@@ -84,6 +92,10 @@ pub fn run(command: Command) -> anyhow::Result<()> {
         Command::Compose(args) => docker::compose(&args),
         Command::Image => docker::image(),
         Command::K8s(args) => k8s::run(&args),
+        Command::Status(args) if args.wait => {
+            wait_running(&args.dir.cluster(), args.timeout)?;
+            status(&args.dir.cluster(), args.json)
+        }
         Command::Status(args) => status(&args.dir.cluster(), args.json),
         Command::Down(dir) => down(&dir.cluster()),
         Command::Logs(args) => logs(&args),
@@ -127,8 +139,8 @@ fn check_size(topology: Topology) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Poll every node until every runner is up (healthy, for containers) and every link is up,
-/// with a progress bar. Fails, naming the nodes, if a runner dies or the time runs out.
+/// [`ready::wait_ready`] with a progress bar, `timeout` counted from `started`. A cluster
+/// with a node that died while starting is stopped; one that is late is left running.
 async fn wait_ready(dir: &ClusterDir, started: Instant, timeout: Duration) -> anyhow::Result<()> {
     let cluster = ClusterClient::open(dir)?;
     let (_, total) = links_up(&[], &cluster.manifest);
@@ -137,53 +149,61 @@ async fn wait_ready(dir: &ClusterDir, started: Instant, timeout: Duration) -> an
         ProgressStyle::with_template("{spinner} {msg} {pos}/{len} link ends {wide_bar} {elapsed}")
             .expect("a valid template"),
     );
-    loop {
-        let statuses = cluster.statuses(Duration::from_secs(2)).await;
-        let (up, total) = links_up(&statuses, &cluster.manifest);
-        let runners = runner::inspect(dir)?.ok_or_else(|| anyhow::anyhow!("run.toml vanished"))?;
-        let healthy = runners.state.docker.is_none() || runners.all_healthy();
-        bar.set_position(up as u64);
-        bar.set_message(if healthy {
-            "linking"
-        } else {
-            "waiting for health, linking"
-        });
-        if up == total && healthy {
+    let waited = ready::wait_ready(
+        &cluster,
+        timeout.saturating_sub(started.elapsed()),
+        &mut |round| {
+            bar.set_position(round.link_ends_up as u64);
+            bar.set_message(if round.healthy {
+                "linking"
+            } else {
+                "waiting for health, linking"
+            });
+        },
+    )
+    .await;
+    cluster.close();
+    match waited {
+        Ok(_) => {
             bar.finish_and_clear();
-            return Ok(());
+            Ok(())
         }
-        let dead: Vec<String> = runners
-            .nodes
-            .iter()
-            .filter(|(_, r)| !r.is_alive())
-            .map(|(id, r)| format!("{id} ({})", r.describe()))
-            .collect();
-        if !dead.is_empty() {
+        Err(NotReady::Dead(dead)) => {
             bar.abandon();
             let _ = runner::stop(dir);
             anyhow::bail!(
-                "nodes died while starting: {}; the cluster was stopped (see the logs in {})",
-                dead.join(", "),
+                "{}; the cluster was stopped (see the logs in {})",
+                NotReady::Dead(dead),
                 dir.logs().display()
-            );
+            )
         }
-        if started.elapsed() > timeout {
+        Err(e) => {
             bar.abandon();
-            let missing: Vec<String> = statuses
-                .iter()
-                .filter(|(_, s)| s.as_ref().map_or(true, |s| s.links_up() < s.links.len()))
-                .map(|(id, _)| id.to_string())
-                .collect();
             anyhow::bail!(
-                "the cluster was not ready within {timeout:?} ({up}/{total} link ends; all \
-                 healthy: {healthy}); nodes still linking: {}. It is left running: see \
-                 `cuberoute cluster status --dir {}`",
-                missing.join(", "),
+                "{e}. It is left running: see `cuberoute cluster status --dir {}`",
                 dir.display()
-            );
+            )
         }
-        tokio::time::sleep(Duration::from_millis(200)).await;
     }
+}
+
+/// [`ready::wait_ready`] on a cluster that was already running (for `timeout`, by default
+/// [`ready::default_timeout`]): fails, naming what is not ready, and leaves it as it is.
+pub fn wait_running(dir: &ClusterDir, timeout: Option<Duration>) -> anyhow::Result<()> {
+    let runtime = runtime()?;
+    let _guard = runtime.enter();
+    let cluster = ClusterClient::open(dir).map_err(|e| usage(format!("{e:#}")))?;
+    let timeout =
+        timeout.unwrap_or_else(|| ready::default_timeout(cluster.manifest.topology.node_count()));
+    let waited = runtime.block_on(ready::wait_ready(&cluster, timeout, &mut |_| {}));
+    cluster.close();
+    waited.map(|_| ()).map_err(|e| {
+        anyhow::anyhow!(
+            "{e} (the cluster in {}); see `cuberoute cluster status --dir {}`",
+            dir.display(),
+            dir.display()
+        )
+    })
 }
 
 /// Print how to use a cluster that is up.
@@ -242,8 +262,8 @@ pub fn status(dir: &ClusterDir, json: bool) -> anyhow::Result<()> {
     let runtime = runtime()?;
     let _guard = runtime.enter();
     let cluster = ClusterClient::open(dir).map_err(|e| usage(format!("{e:#}")))?;
-    let statuses = runtime.block_on(cluster.statuses(Duration::from_secs(2)));
-    let runners = runner::inspect(dir)?;
+    let round = runtime.block_on(ready::check(&cluster))?;
+    let (statuses, runners) = (round.statuses, round.runners);
     let runner_note = |id: NodeId| -> String {
         match &runners {
             Some(r) => r

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 #[derive(clap::Args, Debug)]
 pub struct InitArgs {
-    /// `q:N` or `eh:S,T`.
+    /// The topology: `q:N`, `eh:S,T`, `hhc:M`, `mc:K,M` or `rdn:BASE,K`.
     pub topology: String,
     #[command(flatten)]
     pub dir: DirArg,
@@ -51,9 +51,10 @@ impl UpArgs {
     }
 
     pub fn timeout(&self, topology: Topology) -> Duration {
-        self.timeout.unwrap_or(
-            Duration::from_secs(30) + Duration::from_millis(100) * topology.node_count() as u32,
-        )
+        self.timeout
+            .unwrap_or(cuberoute_cluster::ready::default_timeout(
+                topology.node_count(),
+            ))
     }
 }
 

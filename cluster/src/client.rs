@@ -1,0 +1,263 @@
+//! A client of a whole cluster: its manifest, a control client with the cluster's client
+//! certificate, and one cached connection per node.
+
+use crate::layout::ClusterDir;
+use anyhow::Context;
+use cuberoute_daemon::client::{Client, ClientError, Connection};
+use cuberoute_daemon::manifest::Manifest;
+use cuberoute_daemon::tls::Credentials;
+use cuberoute_protocol::NodeId;
+use cuberoute_protocol::wire::control::{NodeStatus, Request, Response};
+use futures_util::future::join_all;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::Semaphore;
+
+/// How many nodes a fan-out ([`ClusterClient::request_each`], [`ClusterClient::statuses`])
+/// asks at a time. Every first request to a node opens a connection, whose handshake costs
+/// both ends CPU and answers with a certificate chain to the client's one UDP socket. Asking
+/// all 512 nodes of EH(4,4) at once, on 2 cores, only 160 to 480 answered within 2 s: the
+/// handshakes queued for CPU, and the socket's receive buffer overflowed (thousands of
+/// `UdpRcvbufErrors` per `cluster status`), each dropped datagram a handshake retransmitted a
+/// second later. 16 at a time, every node answers, and the whole round takes 2 to 4 s
+/// (docs/daemon.md, "Clients of many nodes").
+pub const FAN_OUT: usize = 16;
+/// A request slower than this gives its fan-out slot to the next node and goes on waiting: it
+/// waits for a retransmission or a node that does not answer, not for CPU, and so a cluster
+/// of unresponsive nodes costs one slot-time per [`FAN_OUT`] nodes, not one timeout.
+pub const SLOT_TIME: Duration = Duration::from_millis(500);
+
+/// A cluster seen from a client: its manifest and a control client with the cluster's client
+/// certificate.
+#[derive(Clone)]
+pub struct ClusterClient {
+    pub dir: ClusterDir,
+    pub manifest: Manifest,
+    pub client: Client,
+    connections: Arc<Mutex<HashMap<NodeId, Connection>>>,
+}
+
+impl ClusterClient {
+    /// Open the cluster generated in `dir`. Needs a tokio runtime.
+    pub fn open(dir: &ClusterDir) -> anyhow::Result<ClusterClient> {
+        anyhow::ensure!(
+            dir.is_cluster(),
+            "{} holds no cluster (no manifest.toml): start one with `cuberoute cluster up`",
+            dir.display()
+        );
+        let manifest = Manifest::load(&dir.manifest())?;
+        let credentials = Credentials::load(&dir.ca_cert(), &dir.client_cert(), &dir.client_key())
+            .context("loading the client certificate")?;
+        let client = Client::new(&credentials)?;
+        Ok(ClusterClient {
+            dir: dir.clone(),
+            manifest,
+            client,
+            connections: Arc::default(),
+        })
+    }
+
+    /// Send `request` to `node`, over a cached connection if there is one. A connection that
+    /// failed is replaced once.
+    pub async fn request(&self, node: NodeId, request: &Request) -> Result<Response, ClientError> {
+        let cached = self
+            .connections
+            .lock()
+            .expect("cache lock")
+            .get(&node)
+            .cloned();
+        if let Some(connection) = cached {
+            match connection.request(request).await {
+                Err(ClientError::Stream { .. }) => {
+                    self.connections.lock().expect("cache lock").remove(&node);
+                }
+                result => return result,
+            }
+        }
+        let connection = self.connect(node).await?;
+        self.connections
+            .lock()
+            .expect("cache lock")
+            .insert(node, connection.clone());
+        connection.request(request).await
+    }
+
+    /// Close every cached connection.
+    pub fn close(&self) {
+        for (_, connection) in self.connections.lock().expect("cache lock").drain() {
+            connection.close();
+        }
+    }
+
+    /// Open a new connection to `node`'s control API.
+    pub async fn connect(&self, node: NodeId) -> Result<Connection, ClientError> {
+        let addr = self
+            .manifest
+            .node(node)
+            .map(|n| n.control.clone())
+            .ok_or_else(|| ClientError::Unreachable {
+                node,
+                addr: "-".into(),
+                message: "not in the manifest".into(),
+            })?;
+        self.client.connect(node, &addr).await
+    }
+
+    /// One node's status.
+    pub async fn status(&self, node: NodeId) -> Result<NodeStatus, ClientError> {
+        match self.request(node, &Request::Status).await? {
+            Response::Status(status) => Ok(status),
+            other => Err(ClientError::Stream {
+                node,
+                message: format!("unexpected answer {other:?}"),
+            }),
+        }
+    }
+
+    /// Send each request to its node, starting at most [`FAN_OUT`] at a time (see
+    /// [`SLOT_TIME`]), each within `timeout` from when it starts; the answers (or why there
+    /// was none) in the order asked.
+    pub async fn request_each(
+        &self,
+        requests: Vec<(NodeId, Request)>,
+        timeout: Duration,
+    ) -> Vec<(NodeId, Result<Response, String>)> {
+        let asks = requests.into_iter().map(|(node, request)| async move {
+            let answer = tokio::time::timeout(timeout, self.request(node, &request)).await;
+            let result = match answer {
+                Ok(Ok(response)) => Ok(response),
+                Ok(Err(e)) => Err(e.to_string()),
+                Err(_) => Err(format!("no answer within {timeout:?}")),
+            };
+            (node, result)
+        });
+        fan_out(asks, FAN_OUT, SLOT_TIME).await
+    }
+
+    /// The status of each of `nodes` (or why it could not be had), in that order, each within
+    /// `timeout` (asked as [`ClusterClient::request_each`] does).
+    pub async fn statuses_of(
+        &self,
+        nodes: Vec<NodeId>,
+        timeout: Duration,
+    ) -> Vec<(NodeId, Result<NodeStatus, String>)> {
+        let requests = nodes
+            .into_iter()
+            .map(|node| (node, Request::Status))
+            .collect();
+        self.request_each(requests, timeout)
+            .await
+            .into_iter()
+            .map(|(node, result)| {
+                let status = result.and_then(|response| match response {
+                    Response::Status(status) => Ok(status),
+                    other => Err(format!("unexpected answer {other:?}")),
+                });
+                (node, status)
+            })
+            .collect()
+    }
+
+    /// Every node's status (or why it could not be had), in manifest order, each within
+    /// `timeout`.
+    pub async fn statuses(&self, timeout: Duration) -> Vec<(NodeId, Result<NodeStatus, String>)> {
+        let nodes: Vec<NodeId> = self.manifest.nodes.iter().map(|n| n.id).collect();
+        self.statuses_of(nodes, timeout).await
+    }
+}
+
+/// Run `tasks`, each started only when one of `slots` is free, and holding it until it ends or
+/// has run for `slot_time`; their outputs in order. A task is polled first when its slot is
+/// taken, so a timeout inside it counts from then.
+pub async fn fan_out<F: Future>(
+    tasks: impl IntoIterator<Item = F>,
+    slots: usize,
+    slot_time: Duration,
+) -> Vec<F::Output> {
+    let slots = Semaphore::new(slots);
+    let runs = tasks.into_iter().map(|task| {
+        let slots = &slots;
+        async move {
+            let slot = slots
+                .acquire()
+                .await
+                .expect("the semaphore is never closed");
+            tokio::pin!(task);
+            tokio::select! {
+                output = &mut task => output,
+                () = tokio::time::sleep(slot_time) => {
+                    drop(slot);
+                    task.await
+                }
+            }
+        }
+    });
+    join_all(runs).await
+}
+
+/// Links up over all nodes (each link counted from both ends), and the most there can be.
+pub fn links_up(
+    statuses: &[(NodeId, Result<NodeStatus, String>)],
+    manifest: &Manifest,
+) -> (usize, usize) {
+    let up = statuses
+        .iter()
+        .filter_map(|(_, s)| s.as_ref().ok())
+        .map(NodeStatus::links_up)
+        .sum();
+    let total = manifest
+        .nodes
+        .iter()
+        .map(|n| manifest.topology.degree(n.id) as usize)
+        .sum();
+    (up, total)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+
+    /// Tasks that count how many run at once, each taking `length(i)`.
+    async fn run(n: usize, length: impl Fn(usize) -> Duration) -> (Vec<(usize, Duration)>, usize) {
+        let (running, most) = (AtomicUsize::new(0), AtomicUsize::new(0));
+        let started = tokio::time::Instant::now();
+        let tasks = (0..n).map(|i| {
+            let (running, most, length) = (&running, &most, length(i));
+            async move {
+                let now = running.fetch_add(1, SeqCst) + 1;
+                most.fetch_max(now, SeqCst);
+                tokio::time::sleep(length).await;
+                running.fetch_sub(1, SeqCst);
+                (i, started.elapsed())
+            }
+        });
+        let done = fan_out(tasks, FAN_OUT, SLOT_TIME).await;
+        (done, most.load(SeqCst))
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn at_most_fan_out_tasks_run_at_once_and_the_outputs_keep_their_order() {
+        let (done, most) = run(100, |_| Duration::from_millis(10)).await;
+        assert_eq!(most, FAN_OUT);
+        assert!(done.iter().enumerate().all(|(i, (j, _))| i == *j));
+        // 100 tasks of 10 ms, 16 at a time: 7 waves.
+        assert_eq!(done[99].1, Duration::from_millis(70));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_slow_task_gives_its_slot_up() {
+        // 32 nodes that never answer in time, then 32 that answer at once.
+        let hung = Duration::from_secs(10);
+        let (done, most) = run(64, |i| if i < 32 { hung } else { Duration::ZERO }).await;
+        // Every fast task ended within two slot times, not after the hung ones.
+        for (_, at) in &done[32..] {
+            assert!(*at <= 2 * SLOT_TIME, "{at:?}");
+        }
+        assert!(
+            most > FAN_OUT,
+            "the hung tasks kept running beside the others"
+        );
+    }
+}

@@ -1,0 +1,287 @@
+//! The one readiness wait: until every node answers, every link is up and, for containers,
+//! every container reports healthy. `cluster up` (processes and containers), `demo`, `bench`
+//! and `chaos run` (before it starts, and after it restarts crashed nodes) all wait here.
+
+use crate::client::{ClusterClient, links_up};
+use crate::runner::{self, Runner, Runners};
+use cuberoute_protocol::NodeId;
+use cuberoute_protocol::wire::control::NodeStatus;
+use std::time::{Duration, Instant};
+
+/// How long each node may take to answer one round's status request.
+const ROUND_TIMEOUT: Duration = Duration::from_secs(2);
+/// The pause between rounds (short: `chaos run` measures how long a cluster takes to be ready
+/// again by this wait).
+const POLL: Duration = Duration::from_millis(50);
+
+/// One round of the wait: what every node answered, and what runs them.
+#[derive(Clone, Debug)]
+pub struct Readiness {
+    /// Every node's status, or why it gave none, in manifest order. A node whose process or
+    /// container is known not to run is not asked.
+    pub statuses: Vec<(NodeId, Result<NodeStatus, String>)>,
+    pub link_ends_up: usize,
+    pub link_ends: usize,
+    /// The processes or containers, when this directory knows what runs the nodes (not, for
+    /// instance, in Kubernetes).
+    pub runners: Option<Runners>,
+    /// Whether every container reports healthy (true for processes, and without runners).
+    pub healthy: bool,
+    /// Nodes whose process or container is known not to run, with why.
+    pub dead: Vec<(NodeId, String)>,
+}
+
+impl Readiness {
+    pub fn nodes(&self) -> usize {
+        self.statuses.len()
+    }
+
+    pub fn answering(&self) -> usize {
+        self.statuses.iter().filter(|(_, s)| s.is_ok()).count()
+    }
+
+    pub fn is_ready(&self) -> bool {
+        self.answering() == self.nodes() && self.link_ends_up == self.link_ends && self.healthy
+    }
+
+    /// Nodes that do not answer or miss a link.
+    pub fn not_ready(&self) -> Vec<NodeId> {
+        self.statuses
+            .iter()
+            .filter(|(_, s)| s.as_ref().map_or(true, |s| s.links_up() < s.links.len()))
+            .map(|(id, _)| *id)
+            .collect()
+    }
+}
+
+/// Why the wait gave up.
+#[derive(Debug, thiserror::Error)]
+pub enum NotReady {
+    #[error("nodes are not running: {}", describe_dead(.0))]
+    Dead(Vec<(NodeId, String)>),
+    #[error(
+        "the cluster is not ready within {timeout:?}: {answering} of {nodes} nodes answer, {up}/{total} link \
+         ends up, all healthy: {healthy}; nodes not ready: {}",
+        list(.not_ready)
+    )]
+    TimedOut {
+        timeout: Duration,
+        answering: usize,
+        nodes: usize,
+        up: usize,
+        total: usize,
+        healthy: bool,
+        not_ready: Vec<NodeId>,
+    },
+    #[error("cannot tell what runs the nodes: {0:#}")]
+    Runners(anyhow::Error),
+}
+
+fn describe_dead(dead: &[(NodeId, String)]) -> String {
+    let all: Vec<String> = dead
+        .iter()
+        .map(|(id, why)| format!("{id} ({why})"))
+        .collect();
+    all.join(", ")
+}
+
+fn list(nodes: &[NodeId]) -> String {
+    const SHOWN: usize = 20;
+    let mut all: Vec<String> = nodes.iter().take(SHOWN).map(NodeId::to_string).collect();
+    if nodes.len() > SHOWN {
+        all.push(format!("and {} more", nodes.len() - SHOWN));
+    }
+    all.join(", ")
+}
+
+/// One round: every runner's state, then the status of every node not known to be dead (a
+/// node that does not answer is asked twice).
+pub async fn check(client: &ClusterClient) -> anyhow::Result<Readiness> {
+    let runners = runner::inspect(&client.dir)?;
+    let (healthy, dead): (bool, Vec<(NodeId, String)>) = match &runners {
+        None => (true, Vec::new()),
+        Some(runners) => (
+            runners.state.docker.is_none() || runners.all_healthy(),
+            runners
+                .nodes
+                .iter()
+                .filter(|(_, r)| !r.is_alive())
+                .map(|(id, r)| (*id, Runner::describe(r).to_string()))
+                .collect(),
+        ),
+    };
+    let asked: Vec<NodeId> = client
+        .manifest
+        .nodes
+        .iter()
+        .map(|n| n.id)
+        .filter(|id| !dead.iter().any(|(d, _)| d == id))
+        .collect();
+    let mut answers = client.statuses_of(asked, ROUND_TIMEOUT).await;
+    // A node that did not answer is asked once more, after the others: on a machine loaded
+    // to saturation (1,024 daemons on two cores) a handshake can miss its time, and a second
+    // try, among few, mostly does not.
+    let silent: Vec<usize> = (0..answers.len())
+        .filter(|&i| answers[i].1.is_err())
+        .collect();
+    if !silent.is_empty() {
+        let again = client
+            .statuses_of(
+                silent.iter().map(|&i| answers[i].0).collect(),
+                ROUND_TIMEOUT,
+            )
+            .await;
+        for (i, answer) in silent.into_iter().zip(again) {
+            answers[i] = answer;
+        }
+    }
+    let mut answers = answers.into_iter();
+    let statuses: Vec<(NodeId, Result<NodeStatus, String>)> = client
+        .manifest
+        .nodes
+        .iter()
+        .map(|n| match dead.iter().find(|(d, _)| *d == n.id) {
+            Some(_) => (n.id, Err("not asked: not running".to_string())),
+            None => answers.next().expect("one answer per node asked"),
+        })
+        .collect();
+    let (link_ends_up, link_ends) = links_up(&statuses, &client.manifest);
+    Ok(Readiness {
+        statuses,
+        link_ends_up,
+        link_ends,
+        runners,
+        healthy,
+        dead,
+    })
+}
+
+/// Poll until the cluster is ready; `on_round` sees every round (for a progress display).
+/// Gives up at once when a node's process or container is not running, and after `timeout`.
+/// Returns the ready round, whose statuses are a snapshot of the whole cluster.
+pub async fn wait_ready(
+    client: &ClusterClient,
+    timeout: Duration,
+    on_round: &mut dyn FnMut(&Readiness),
+) -> Result<Readiness, NotReady> {
+    let started = Instant::now();
+    loop {
+        let round = check(client).await.map_err(NotReady::Runners)?;
+        on_round(&round);
+        if round.is_ready() {
+            return Ok(round);
+        }
+        if !round.dead.is_empty() {
+            return Err(NotReady::Dead(round.dead));
+        }
+        if started.elapsed() >= timeout {
+            return Err(NotReady::TimedOut {
+                timeout,
+                answering: round.answering(),
+                nodes: round.nodes(),
+                up: round.link_ends_up,
+                total: round.link_ends,
+                healthy: round.healthy,
+                not_ready: round.not_ready(),
+            });
+        }
+        tokio::time::sleep(POLL).await;
+    }
+}
+
+/// How long to wait for a cluster of `nodes` nodes to come up: 30 s plus 100 ms per node.
+pub fn default_timeout(nodes: u64) -> Duration {
+    Duration::from_secs(30) + Duration::from_millis(100) * nodes as u32
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cuberoute_protocol::Topology;
+    use cuberoute_protocol::wire::control::LinkStatus;
+
+    fn status(topology: Topology, id: u64, links_up: usize) -> NodeStatus {
+        NodeStatus {
+            id: NodeId(id),
+            topology,
+            pid: 1,
+            incarnation: 1,
+            uptime_ms: 1,
+            links: topology
+                .neighbours(NodeId(id))
+                .enumerate()
+                .map(|(i, neighbour)| LinkStatus {
+                    neighbour,
+                    up: i < links_up,
+                    cut: false,
+                    queued: 0,
+                })
+                .collect(),
+            input_queued: 0,
+            output_len: 0,
+            counters: Default::default(),
+            chaos: Default::default(),
+        }
+    }
+
+    fn round(statuses: Vec<(NodeId, Result<NodeStatus, String>)>, healthy: bool) -> Readiness {
+        let up = statuses
+            .iter()
+            .filter_map(|(_, s)| s.as_ref().ok())
+            .map(NodeStatus::links_up)
+            .sum();
+        Readiness {
+            link_ends: 8,
+            link_ends_up: up,
+            statuses,
+            runners: None,
+            healthy,
+            dead: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn ready_means_every_node_answers_every_link_is_up_and_all_are_healthy() {
+        let q2: Topology = "q:2".parse().unwrap();
+        let all = |links: usize| -> Vec<_> {
+            (0..4)
+                .map(|id| (NodeId(id), Ok(status(q2, id, links))))
+                .collect()
+        };
+        assert!(round(all(2), true).is_ready());
+        assert!(round(all(2), true).not_ready().is_empty());
+        assert!(
+            !round(all(2), false).is_ready(),
+            "a container is not healthy"
+        );
+        let one_link_short = round(all(1), true);
+        assert!(!one_link_short.is_ready());
+        assert_eq!(one_link_short.not_ready().len(), 4);
+        let mut silent = all(2);
+        silent[3].1 = Err("no answer".into());
+        let silent = round(silent, true);
+        assert!(!silent.is_ready());
+        assert_eq!((silent.answering(), silent.nodes()), (3, 4));
+        assert_eq!(silent.not_ready(), vec![NodeId(3)]);
+    }
+
+    #[test]
+    fn a_long_list_of_nodes_is_cut_short() {
+        let late = NotReady::TimedOut {
+            timeout: Duration::from_secs(1),
+            answering: 0,
+            nodes: 25,
+            up: 0,
+            total: 50,
+            healthy: true,
+            not_ready: (0..25).map(NodeId).collect(),
+        };
+        let text = late.to_string();
+        assert!(text.ends_with("17, 18, 19, and 5 more"), "{text}");
+        let dead = NotReady::Dead(vec![(NodeId(3), "process exited".into())]);
+        assert_eq!(
+            dead.to_string(),
+            "nodes are not running: 3 (process exited)"
+        );
+    }
+}
