@@ -1,4 +1,4 @@
-//! cuberoute-protocol: the sans-IO, deterministic core of cuberoute, in four layers, each a
+//! cuberoute-protocol: the sans-IO, deterministic core of cuberoute, in five layers, each a
 //! folder that imports only the layers below it (`tests/layers.rs` checks it):
 //!
 //! 1. [`topology`]: node ids, the five families (Q_n, EH(s,t), HHC, the metacube, the recursive
@@ -11,13 +11,16 @@
 //! 3. [`routing`]: what the nodes do with a message, one front door for both routing modes: a
 //!    request becomes its routes and first packets at the source, [`hop()`] decides at every
 //!    node; the header, the paper's process variables, and a round-based simulator;
-//! 4. [`wire`]: the frame codec and what travels in frames.
+//! 4. [`delivery`]: the source's and the destination's side of a delivery mode (reliable,
+//!    erasure-coded, secret-shared, forgery-tolerant), above routing and blind to it;
+//! 5. [`wire`]: the frame codec and what travels in frames.
 //!
 //! No I/O, no clock, no threads: the daemon does those.
 
 // EH ids are written grouped as a_b_c in tests and docs, which is the point of the grouping.
 #![cfg_attr(test, allow(clippy::unusual_byte_groupings))]
 
+pub mod delivery;
 pub mod paths;
 pub mod routing;
 pub mod topology;

@@ -1,5 +1,5 @@
 //! The layers of `protocol/src`, checked: every file lies in one of the folders `topology`,
-//! `paths`, `routing` and `wire`, in that order from the bottom, and imports only from its own
+//! `paths`, `routing`, `delivery` and `wire`, in that order from the bottom, and imports only from its own
 //! layer and the layers below; and no two files import each other, directly or round a longer
 //! loop. The compiler enforces neither (the layers are folders of one crate), so this test does.
 //!
@@ -13,7 +13,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 /// The layers, bottom first.
-const LAYERS: [&str; 4] = ["topology", "paths", "routing", "wire"];
+const LAYERS: [&str; 5] = ["topology", "paths", "routing", "delivery", "wire"];
 
 type Module = Vec<String>;
 
