@@ -24,7 +24,7 @@ use crate::runner;
 pub use crate::schedule::FaultKind;
 use crate::schedule::{self, FaultCounts, Schedule};
 use crate::traffic::SendOptions;
-use cuberoute_protocol::wire::control::{Fault, NodeStatus, Request, Response};
+use cuberoute_protocol::wire::control::{Captured, Fault, NodeStatus, Request, Response};
 use cuberoute_protocol::{NodeId, SendRequest, Topology, flush_bound};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -519,5 +519,28 @@ fn report(
         crashed: schedule.crashed.iter().map(|n| n.0).collect(),
         cut: schedule.cut.iter().map(|(a, b)| (a.0, b.0)).collect(),
         rejoin_ms: rejoin.map(|d| d.as_secs_f64() * 1000.0),
+    }
+}
+
+/// Every payload node `id` kept as a capturing relay, oldest first (paged through
+/// `Request::Captured`).
+pub async fn captured(client: &ClusterClient, id: NodeId) -> anyhow::Result<Vec<Captured>> {
+    let mut all = Vec::new();
+    let mut after = 0;
+    loop {
+        match client
+            .request(id, &Request::Captured { after, max: 1024 })
+            .await?
+        {
+            Response::Captured { entries, next } => {
+                if entries.is_empty() {
+                    return Ok(all);
+                }
+                all.extend(entries);
+                after = next;
+            }
+            Response::Error(e) => anyhow::bail!("node {id}: {e}"),
+            other => anyhow::bail!("node {id}: unexpected answer {other:?}"),
+        }
     }
 }

@@ -4,9 +4,11 @@
 //! [`Chaos::corrupt_bytes`] flips bits in an encoded packet, header and payload alike, and marks
 //! it ([`ChaosMark`], outside the packet's bytes) so that the daemons where it ends can count how
 //! many hops and how long it lived after the corruption. The faults a client asks for (state
-//! corruption, buffer corruption, cut and heal) are carried out by `crate::faults`.
+//! corruption, buffer corruption, cut and heal, capture and forge) are carried out by
+//! `crate::faults`; the relay faults live in `crate::relay`.
 
 use crate::env::{self, Instant, now_us};
+use crate::relay::RelayFaults;
 use cuberoute_protocol::wire::control::ChaosCounters;
 use cuberoute_protocol::wire::link::ChaosMark;
 use rand::Rng;
@@ -27,6 +29,8 @@ pub struct Chaos {
     corrupted_again: AtomicU64,
     max_hops_after: AtomicU32,
     max_us_after: AtomicU64,
+    /// The relay faults: capture and forge.
+    pub relay: RelayFaults,
 }
 
 struct Window {
@@ -52,6 +56,8 @@ impl Chaos {
             corrupted_again: self.corrupted_again.load(Relaxed),
             max_hops_after: self.max_hops_after.load(Relaxed),
             max_us_after: self.max_us_after.load(Relaxed),
+            captured: self.relay.captured.load(Relaxed),
+            forged: self.relay.forged.load(Relaxed),
         }
     }
 

@@ -120,6 +120,11 @@ async fn handle(node: &Arc<Node>, request: Request) -> Response {
             Err(e) => Response::Error(e),
         },
         Request::Status => Response::Status(node.status()),
+        Request::Captured { after, max } => {
+            let max = max.clamp(1, MAX_RECV_BATCH) as usize;
+            let (entries, next) = node.chaos.relay.since(after, max);
+            Response::Captured { entries, next }
+        }
         Request::Send {
             request,
             payload,

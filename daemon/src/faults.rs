@@ -139,6 +139,34 @@ pub fn inject(node: &Arc<Node>, fault: Fault) -> Result<String, ControlError> {
                 }
             ))
         }
+        Fault::Capture { on } => {
+            node.chaos.relay.set_capture(on);
+            node.stats.event(Event::ChaosCapture);
+            warn!(on, "chaos: capturing forwarded payloads");
+            Ok(format!(
+                "capture {}: {}",
+                if on { "on" } else { "off" },
+                if on {
+                    "every payload this node forwards is kept (read with `chaos captured`)"
+                } else {
+                    "what was captured stays readable"
+                }
+            ))
+        }
+        Fault::Forge { on } => {
+            node.chaos.relay.set_forge(on);
+            node.stats.event(Event::ChaosForge);
+            warn!(on, "chaos: forging forwarded payloads");
+            Ok(format!(
+                "forge {}{}",
+                if on { "on" } else { "off" },
+                if on {
+                    ": every payload this node forwards is rewritten and its checksum recomputed"
+                } else {
+                    ""
+                }
+            ))
+        }
         Fault::Cut { neighbour } | Fault::Heal { neighbour } => {
             let cut = matches!(fault, Fault::Cut { .. });
             let link = node.links.get(&neighbour).ok_or_else(|| {

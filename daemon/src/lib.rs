@@ -26,6 +26,7 @@ pub mod link;
 pub mod manifest;
 pub mod node;
 pub mod output;
+pub mod relay;
 pub mod stats;
 pub mod telemetry;
 pub mod tls;

@@ -193,6 +193,9 @@ impl Node {
             }
             Action::Forward { to, mut packet } => {
                 packet.message.record_hop(self.id);
+                if self.chaos.relay.on_forward(&mut packet) {
+                    debug!(%to, "forged");
+                }
                 debug!(%to, "forward");
                 if self.send_to(to, &packet, mark) {
                     Stats::count(&self.stats.packets_forwarded);

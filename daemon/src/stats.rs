@@ -76,6 +76,8 @@ pub enum Event {
     ChaosCorruptBuffers,
     ChaosCut,
     ChaosHeal,
+    ChaosCapture,
+    ChaosForge,
 }
 
 impl Event {
@@ -99,6 +101,8 @@ impl Event {
             Event::ChaosCorruptBuffers => "chaos_corrupt_buffers",
             Event::ChaosCut => "chaos_cut",
             Event::ChaosHeal => "chaos_heal",
+            Event::ChaosCapture => "chaos_capture",
+            Event::ChaosForge => "chaos_forge",
         }
     }
 }

@@ -6,7 +6,7 @@ use super::{runtime, usage};
 use cuberoute_cluster::chaos::{self, FaultKind, Progress, RunConfig};
 use cuberoute_cluster::{ClusterClient, ClusterDir, runner};
 use cuberoute_daemon::manifest::Manifest;
-use cuberoute_protocol::wire::control::{Fault, Request, Response};
+use cuberoute_protocol::wire::control::{Captured, Fault, Request, Response};
 use cuberoute_protocol::{NodeId, Topology};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::collections::BTreeSet;
@@ -27,8 +27,39 @@ pub enum Command {
     Kill(NodeArgs),
     /// Start a killed node's process or container again.
     Restart(NodeArgs),
+    /// A curious relay: the node keeps a copy of every payload it forwards (`--off` stops).
+    Capture(RelayArgs),
+    /// A Byzantine relay: the node rewrites every payload it forwards and recomputes every
+    /// checksum, so its copies pass every check (`--off` stops).
+    Forge(RelayArgs),
+    /// What a capturing node kept: one line per payload (or JSON lines with `--json`).
+    Captured(CapturedArgs),
     /// Traffic, faults on a seeded schedule, and a report of what the protocol did.
     Run(RunArgs),
+}
+
+#[derive(clap::Args, Debug)]
+pub struct RelayArgs {
+    #[command(flatten)]
+    pub dir: DirArg,
+    /// The node.
+    #[arg(long)]
+    pub node: String,
+    /// Turn the fault off.
+    #[arg(long)]
+    pub off: bool,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct CapturedArgs {
+    #[command(flatten)]
+    pub dir: DirArg,
+    /// The node.
+    #[arg(long)]
+    pub node: String,
+    /// Each captured payload as one JSON object per line (payload in hex).
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(clap::Args, Debug)]
@@ -259,8 +290,77 @@ pub fn run(command: Command) -> anyhow::Result<()> {
                 )))
             }
         }
+        Command::Capture(args) => relay_fault(&args, Fault::Capture { on: !args.off }),
+        Command::Forge(args) => relay_fault(&args, Fault::Forge { on: !args.off }),
+        Command::Captured(args) => captured(&args),
         Command::Run(args) => chaos_run(&args),
     }
+}
+
+fn relay_fault(args: &RelayArgs, fault: Fault) -> anyhow::Result<()> {
+    let dir = args.dir.cluster();
+    let id = super::parse_node(manifest(&dir)?.topology, &args.node)?;
+    inject(&dir, &[(id, fault)])
+}
+
+/// Print every payload a capturing node kept, oldest first.
+fn captured(args: &CapturedArgs) -> anyhow::Result<()> {
+    let dir = args.dir.cluster();
+    let topology = manifest(&dir)?.topology;
+    let id = super::parse_node(topology, &args.node)?;
+    let runtime = runtime()?;
+    let _guard = runtime.enter();
+    let client = ClusterClient::open(&dir).map_err(|e| usage(format!("{e:#}")))?;
+    let captures = runtime.block_on(chaos::captured(&client, id));
+    client.close();
+    for c in captures? {
+        if args.json {
+            println!("{}", serde_json::to_string(&CapturedLine::from(&c))?);
+        } else {
+            println!(
+                "#{} set {}->{} seq {} path {}: {} bytes {}",
+                c.capture_index,
+                topology.format_node(c.src),
+                topology.format_node(c.dst),
+                c.seq,
+                c.index,
+                c.payload.len(),
+                hex_preview(&c.payload)
+            );
+        }
+    }
+    Ok(())
+}
+
+#[derive(serde::Serialize)]
+struct CapturedLine {
+    capture_index: u64,
+    src: u64,
+    dst: u64,
+    seq: u64,
+    sent_at_us: u64,
+    index: u8,
+    payload_hex: String,
+}
+
+impl From<&Captured> for CapturedLine {
+    fn from(c: &Captured) -> CapturedLine {
+        CapturedLine {
+            capture_index: c.capture_index,
+            src: c.src.0,
+            dst: c.dst.0,
+            seq: c.seq,
+            sent_at_us: c.sent_at_us,
+            index: c.index,
+            payload_hex: c.payload.iter().map(|b| format!("{b:02x}")).collect(),
+        }
+    }
+}
+
+/// The first bytes of a payload in hex, with an ellipsis when there are more.
+fn hex_preview(bytes: &[u8]) -> String {
+    let head: String = bytes.iter().take(16).map(|b| format!("{b:02x}")).collect();
+    if bytes.len() > 16 { head + "..." } else { head }
 }
 
 fn chaos_run(args: &RunArgs) -> anyhow::Result<()> {

@@ -47,6 +47,9 @@ pub enum Request {
     Recv { after: u64, max: u32, wait_ms: u32 },
     /// Inject a transient fault (the chaos tooling).
     Inject(Fault),
+    /// What this node captured as a curious relay ([`Fault::Capture`]): entries with a capture
+    /// index of at least `after`, at most `max` of them.
+    Captured { after: u64, max: u32 },
 }
 
 /// A transient fault a daemon injects into itself on request.
@@ -74,6 +77,16 @@ pub enum Fault {
     Heal {
         neighbour: NodeId,
     },
+    /// A curious relay: while `on`, keep a copy of the payload of every packet this node
+    /// forwards (read back with [`Request::Captured`]).
+    Capture {
+        on: bool,
+    },
+    /// A Byzantine relay: while `on`, rewrite the payload of every packet this node forwards
+    /// and recompute its checksum, so that the copy passes every per-hop and end-to-end check.
+    Forge {
+        on: bool,
+    },
 }
 
 #[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
@@ -96,6 +109,11 @@ pub enum Response {
     },
     /// The fault was injected; what it did.
     Injected(String),
+    /// Captured payloads, and the capture index to ask for next.
+    Captured {
+        entries: Vec<Captured>,
+        next: u64,
+    },
     Error(ControlError),
 }
 
@@ -118,6 +136,22 @@ pub struct Delivery {
     pub path: Option<Vec<NodeId>>,
     /// From `input` at the source to delivery here, by the two nodes' wall clocks.
     pub latency_us: u64,
+    #[serde(with = "serde_bytes")]
+    pub payload: Vec<u8>,
+}
+
+/// The payload of one packet a capturing relay forwarded, as it was on the wire (for a
+/// delivery mode: the envelope with the piece this path carried).
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub struct Captured {
+    /// Position in the node's capture buffer, increasing from 0.
+    pub capture_index: u64,
+    pub src: NodeId,
+    pub dst: NodeId,
+    pub seq: u64,
+    pub sent_at_us: u64,
+    /// The path (copy) index of the packet.
+    pub index: u8,
     #[serde(with = "serde_bytes")]
     pub payload: Vec<u8>,
 }
@@ -186,6 +220,10 @@ pub struct ChaosCounters {
     pub max_hops_after: u32,
     /// The longest a corrupted packet that ended here lived after its corruption, in µs.
     pub max_us_after: u64,
+    /// Payloads this node kept as a curious relay.
+    pub captured: u64,
+    /// Payloads this node rewrote as a Byzantine relay.
+    pub forged: u64,
 }
 
 impl NodeStatus {

@@ -285,7 +285,7 @@ pub fn status(dir: &ClusterDir, json: bool) -> anyhow::Result<()> {
                     "links_up": s.links_up(), "degree": s.links.len(),
                     "input_queued": s.input_queued, "output_len": s.output_len,
                     "link_queued": s.links.iter().map(|l| l.queued).sum::<u64>(),
-                    "runner": runner_note(*id), "counters": s.counters,
+                    "runner": runner_note(*id), "counters": s.counters, "chaos": s.chaos,
                 }),
                 Err(e) => serde_json::json!({
                     "id": id.0, "up": false, "error": e, "runner": runner_note(*id),
