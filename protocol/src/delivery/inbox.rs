@@ -1,0 +1,436 @@
+//! The destination's side of the delivery modes: collect each set's pieces until they rebuild
+//! its payload, hand it over once, and know it again when more pieces or a resend arrive.
+//!
+//! Pure state: the caller passes the time and carries out what [`Received`] says (put the
+//! payload in the output, acknowledge a reliable set, count a failure). Memory is bounded by
+//! [`InboxLimits`]; a set pushed out to make room is reported by [`Inbox::expire`], never
+//! dropped silently.
+
+use super::encode::{RebuildError, is_well_formed, rebuild};
+use super::envelope::{Piece, SetKey};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+
+/// How much the inbox holds and for how long.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct InboxLimits {
+    /// Sets waiting for more pieces.
+    pub max_sets: usize,
+    /// Bytes of the pieces they hold.
+    pub max_bytes: usize,
+    /// How long a set may wait for its pieces.
+    pub pending_for_us: u64,
+    /// How long a delivered set is known again (to refuse its copies and resends as
+    /// duplicates, and to acknowledge them again).
+    pub remember_for_us: u64,
+}
+
+impl Default for InboxLimits {
+    fn default() -> InboxLimits {
+        InboxLimits {
+            max_sets: 4096,
+            max_bytes: 64 << 20,
+            pending_for_us: 30_000_000,
+            remember_for_us: 300_000_000,
+        }
+    }
+}
+
+/// What the destination does with a piece that arrived.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub enum Received {
+    /// The set waits for more pieces.
+    Pending,
+    /// The set is whole, for the first time: hand `payload` to the client. `rejected` names
+    /// the paths whose pieces were refused (forged or misshapen); `pieces` is how many
+    /// arrived.
+    Complete {
+        payload: Vec<u8>,
+        rejected: Vec<u8>,
+        pieces: u8,
+    },
+    /// The set was delivered before: a late piece or a resend (a reliable set is acknowledged
+    /// again).
+    AlreadyDelivered,
+    /// The piece or its whole set cannot be used; counted, never delivered.
+    Failed(Failure),
+}
+
+/// Why a piece or a set was given up.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Failure {
+    /// The piece is not shaped as its mode makes pieces, or came on another path than its
+    /// index says.
+    Misshapen,
+    /// The set's pieces can no longer rebuild a payload its mode vouches for (more paths
+    /// forged or lost than the threshold).
+    Unrecoverable,
+    /// The set waited longer than `pending_for_us`.
+    Expired,
+    /// The set was pushed out to make room for newer ones.
+    Evicted,
+}
+
+impl Failure {
+    /// The label counters and logs use.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Failure::Misshapen => "piece_misshapen",
+            Failure::Unrecoverable => "set_unrecoverable",
+            Failure::Expired => "set_expired",
+            Failure::Evicted => "set_evicted",
+        }
+    }
+}
+
+struct PendingSet {
+    first_us: u64,
+    /// The first piece's mode, k and length: the set's, as far as this inbox knows.
+    shape: (super::mode::Mode, u8, u32),
+    pieces: BTreeMap<u8, Piece>,
+    /// Paths that brought two different pieces or a piece of another shape: one of them is
+    /// forged, so none of theirs is used.
+    conflicted: BTreeSet<u8>,
+    bytes: usize,
+}
+
+/// The destination's delivery state.
+pub struct Inbox {
+    limits: InboxLimits,
+    pending: HashMap<SetKey, PendingSet>,
+    /// Pending sets by arrival, oldest first (entries of sets gone since are skipped).
+    arrivals: VecDeque<(u64, SetKey)>,
+    bytes: usize,
+    delivered: HashMap<SetKey, u64>,
+    deliveries: VecDeque<(u64, SetKey)>,
+    /// Sets given up since the last [`Inbox::expire`].
+    given_up: Vec<(SetKey, Failure)>,
+}
+
+impl Inbox {
+    pub fn new(limits: InboxLimits) -> Inbox {
+        Inbox {
+            limits,
+            pending: HashMap::new(),
+            arrivals: VecDeque::new(),
+            bytes: 0,
+            delivered: HashMap::new(),
+            deliveries: VecDeque::new(),
+            given_up: Vec::new(),
+        }
+    }
+
+    /// Sets waiting for pieces.
+    pub fn pending(&self) -> usize {
+        self.pending.len()
+    }
+
+    /// Bytes of the pieces they hold.
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
+
+    /// Take the piece that arrived on path `path` for `set` at `now_us`.
+    pub fn receive(&mut self, now_us: u64, set: SetKey, path: u8, piece: Piece) -> Received {
+        if self.delivered.contains_key(&set) {
+            return Received::AlreadyDelivered;
+        }
+        if piece.index != path || !is_well_formed(&piece) {
+            return Received::Failed(Failure::Misshapen);
+        }
+        let shape = (piece.mode, piece.k, piece.len);
+        let entry = self.pending.entry(set).or_insert_with(|| {
+            self.arrivals.push_back((now_us, set));
+            PendingSet {
+                first_us: now_us,
+                shape,
+                pieces: BTreeMap::new(),
+                conflicted: BTreeSet::new(),
+                bytes: 0,
+            }
+        });
+        let index = piece.index;
+        if entry.conflicted.contains(&index) {
+            return Received::Pending;
+        }
+        if shape != entry.shape {
+            entry.conflicted.insert(index);
+            if let Some(old) = entry.pieces.remove(&index) {
+                entry.bytes -= old.data.len();
+                self.bytes -= old.data.len();
+            }
+        } else {
+            match entry.pieces.get(&index) {
+                Some(known) if *known == piece => return Received::Pending,
+                Some(_) => {
+                    let old = entry.pieces.remove(&index).expect("just seen");
+                    entry.bytes -= old.data.len();
+                    self.bytes -= old.data.len();
+                    entry.conflicted.insert(index);
+                }
+                None => {
+                    entry.bytes += piece.data.len();
+                    self.bytes += piece.data.len();
+                    entry.pieces.insert(index, piece);
+                }
+            }
+        }
+        let (mode, k, _) = entry.shape;
+        let pieces: Vec<&Piece> = entry.pieces.values().collect();
+        let outcome = rebuild_counting(mode, usize::from(k), &pieces, entry.conflicted.len()).map(
+            |(payload, mut rejected)| {
+                rejected.extend(entry.conflicted.iter().copied());
+                rejected.sort_unstable();
+                rejected.dedup();
+                let arrived = (entry.pieces.len() + entry.conflicted.len()) as u8;
+                (payload, rejected, arrived)
+            },
+        );
+        match outcome {
+            Ok((payload, rejected, arrived)) => {
+                self.remove_pending(&set);
+                self.delivered.insert(set, now_us);
+                self.deliveries.push_back((now_us, set));
+                self.trim(now_us);
+                Received::Complete {
+                    payload,
+                    rejected,
+                    pieces: arrived,
+                }
+            }
+            Err(RebuildError::NotYet { .. }) => {
+                self.trim(now_us);
+                Received::Pending
+            }
+            Err(RebuildError::Impossible(_)) => {
+                self.remove_pending(&set);
+                Received::Failed(Failure::Unrecoverable)
+            }
+        }
+    }
+
+    /// Forget that `set` was delivered (the output refused it): its next piece or resend starts
+    /// it again.
+    pub fn forget(&mut self, set: &SetKey) {
+        self.delivered.remove(set);
+    }
+
+    /// Give up the sets that waited longer than `pending_for_us`, forget delivered sets older
+    /// than `remember_for_us`, and report every set given up since the last call.
+    pub fn expire(&mut self, now_us: u64) -> Vec<(SetKey, Failure)> {
+        while let Some(&(at, set)) = self.arrivals.front() {
+            if now_us.saturating_sub(at) < self.limits.pending_for_us {
+                break;
+            }
+            self.arrivals.pop_front();
+            if self.pending.get(&set).is_some_and(|p| p.first_us == at) {
+                self.remove_pending(&set);
+                self.given_up.push((set, Failure::Expired));
+            }
+        }
+        while let Some(&(at, set)) = self.deliveries.front() {
+            if now_us.saturating_sub(at) < self.limits.remember_for_us {
+                break;
+            }
+            self.deliveries.pop_front();
+            if self.delivered.get(&set) == Some(&at) {
+                self.delivered.remove(&set);
+            }
+        }
+        std::mem::take(&mut self.given_up)
+    }
+
+    fn remove_pending(&mut self, set: &SetKey) {
+        if let Some(p) = self.pending.remove(set) {
+            self.bytes -= p.bytes;
+        }
+    }
+
+    /// Keep within the limits: push out the oldest pending sets, and the oldest remembered
+    /// deliveries beyond ten times `max_sets`.
+    fn trim(&mut self, _now_us: u64) {
+        while self.pending.len() > self.limits.max_sets || self.bytes > self.limits.max_bytes {
+            let Some((at, set)) = self.arrivals.pop_front() else {
+                break;
+            };
+            if self.pending.get(&set).is_some_and(|p| p.first_us == at) {
+                self.remove_pending(&set);
+                self.given_up.push((set, Failure::Evicted));
+            }
+        }
+        while self.delivered.len() > 10 * self.limits.max_sets {
+            let Some((at, set)) = self.deliveries.pop_front() else {
+                break;
+            };
+            if self.delivered.get(&set) == Some(&at) {
+                self.delivered.remove(&set);
+            }
+        }
+    }
+}
+
+/// [`rebuild`] for a set with `conflicted` paths besides `pieces`: nothing more will come
+/// from those paths that could be believed, so once every path has answered, waiting is over.
+fn rebuild_counting(
+    mode: super::mode::Mode,
+    k: usize,
+    pieces: &[&Piece],
+    conflicted: usize,
+) -> Result<(Vec<u8>, Vec<u8>), RebuildError> {
+    match rebuild(mode, k, pieces) {
+        Ok(rebuilt) => Ok((rebuilt.payload, rebuilt.rejected)),
+        Err(RebuildError::NotYet { .. }) if pieces.len() + conflicted >= k => Err(
+            RebuildError::Impossible("every path has answered and the pieces do not decide"),
+        ),
+        Err(e) => Err(e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::NodeId;
+    use crate::delivery::encode::pieces;
+    use crate::delivery::mode::Mode;
+
+    fn key(seq: u64) -> SetKey {
+        SetKey {
+            src: NodeId(4),
+            seq,
+            sent_at_us: 1,
+        }
+    }
+
+    fn set(mode: &str, k: usize, payload: &[u8]) -> (Mode, Vec<Piece>) {
+        let mode: Mode = mode.parse().unwrap();
+        (mode, pieces(mode, k, payload, [3; 32]).unwrap())
+    }
+
+    #[test]
+    fn a_set_completes_once_and_is_known_again() {
+        let mut inbox = Inbox::new(InboxLimits::default());
+        let (_, all) = set("code:2", 4, b"twelve bytes");
+        assert_eq!(
+            inbox.receive(0, key(1), 3, all[3].clone()),
+            Received::Pending
+        );
+        assert_eq!(
+            inbox.receive(0, key(1), 3, all[3].clone()),
+            Received::Pending
+        );
+        assert_eq!(
+            inbox.receive(1, key(1), 0, all[0].clone()),
+            Received::Complete {
+                payload: b"twelve bytes".to_vec(),
+                rejected: vec![],
+                pieces: 2
+            }
+        );
+        assert_eq!((inbox.pending(), inbox.bytes()), (0, 0));
+        for p in &all {
+            assert_eq!(
+                inbox.receive(2, key(1), p.index, p.clone()),
+                Received::AlreadyDelivered
+            );
+        }
+        inbox.forget(&key(1));
+        assert_eq!(
+            inbox.receive(3, key(1), 1, all[1].clone()),
+            Received::Pending
+        );
+    }
+
+    #[test]
+    fn a_piece_on_the_wrong_path_or_misshapen_is_refused() {
+        let mut inbox = Inbox::new(InboxLimits::default());
+        let (_, all) = set("secret:1", 3, b"hush");
+        assert_eq!(
+            inbox.receive(0, key(1), 1, all[0].clone()),
+            Received::Failed(Failure::Misshapen)
+        );
+        let mut short = all[0].clone();
+        short.data.pop();
+        assert_eq!(
+            inbox.receive(0, key(1), 0, short),
+            Received::Failed(Failure::Misshapen)
+        );
+        assert_eq!(inbox.pending(), 0);
+    }
+
+    #[test]
+    fn a_path_that_brings_two_pieces_is_not_believed() {
+        let mut inbox = Inbox::new(InboxLimits::default());
+        let (_, all) = set("byzantine:1", 4, b"vote");
+        let mut forged = all[0].clone();
+        forged.data = b"VOTE".to_vec();
+        assert_eq!(
+            inbox.receive(0, key(1), 0, all[0].clone()),
+            Received::Pending
+        );
+        assert_eq!(inbox.receive(0, key(1), 0, forged), Received::Pending);
+        assert_eq!(
+            inbox.receive(0, key(1), 1, all[1].clone()),
+            Received::Pending
+        );
+        assert_eq!(
+            inbox.receive(0, key(1), 2, all[2].clone()),
+            Received::Complete {
+                payload: b"vote".to_vec(),
+                rejected: vec![0],
+                pieces: 3
+            }
+        );
+    }
+
+    #[test]
+    fn a_set_that_can_no_longer_agree_fails_and_is_never_delivered() {
+        let mut inbox = Inbox::new(InboxLimits::default());
+        let (_, all) = set("byzantine:1", 3, b"abc");
+        let mut a = all[0].clone();
+        a.data = b"xxx".to_vec();
+        let mut b = all[1].clone();
+        b.data = b"yyy".to_vec();
+        assert_eq!(inbox.receive(0, key(1), 0, a), Received::Pending);
+        assert_eq!(inbox.receive(0, key(1), 1, b), Received::Pending);
+        assert_eq!(
+            inbox.receive(0, key(1), 2, all[2].clone()),
+            Received::Failed(Failure::Unrecoverable)
+        );
+        assert_eq!(inbox.pending(), 0);
+    }
+
+    #[test]
+    fn waiting_sets_expire_and_overflow_is_reported() {
+        let limits = InboxLimits {
+            max_sets: 2,
+            max_bytes: 1 << 20,
+            pending_for_us: 100,
+            remember_for_us: 1000,
+        };
+        let mut inbox = Inbox::new(limits);
+        let (_, all) = set("code:1", 3, b"payload");
+        for seq in 1..=3 {
+            assert_eq!(
+                inbox.receive(seq, key(seq), 0, all[0].clone()),
+                Received::Pending
+            );
+        }
+        assert_eq!(inbox.pending(), 2);
+        assert_eq!(inbox.expire(50), vec![(key(1), Failure::Evicted)]);
+        assert_eq!(inbox.expire(102), vec![(key(2), Failure::Expired)]);
+        assert_eq!(inbox.pending(), 1);
+        // Completing key 3, then forgetting it after `remember_for_us`.
+        assert!(matches!(
+            inbox.receive(103, key(3), 1, all[1].clone()),
+            Received::Complete { .. }
+        ));
+        assert_eq!(
+            inbox.receive(104, key(3), 2, all[2].clone()),
+            Received::AlreadyDelivered
+        );
+        assert!(inbox.expire(1104).is_empty());
+        assert_eq!(
+            inbox.receive(1105, key(3), 2, all[2].clone()),
+            Received::Pending
+        );
+    }
+}
