@@ -65,6 +65,7 @@ pub async fn pair_latency(
     let options = SendOptions {
         trace: false,
         wait: Some(Duration::from_secs(5)),
+        ..SendOptions::default()
     };
     let (mut sets, mut hops, mut copies) = (Vec::new(), Vec::new(), Vec::new());
     let mut k = 0;
@@ -73,7 +74,7 @@ pub async fn pair_latency(
             .send(from, SendRequest::to(to), vec![0; 64], options)
             .await?;
         k = report.k;
-        if report.delivered() < k as usize {
+        if report.copies_delivered() < k as usize {
             continue;
         }
         let mut last = 0;
@@ -145,6 +146,7 @@ pub async fn saturate(
             let options = SendOptions {
                 trace: false,
                 wait: Some(Duration::from_secs(5)),
+                ..SendOptions::default()
             };
             while started.elapsed() < duration {
                 let (from, to) = random_pair(topology, &mut rng);
@@ -152,7 +154,9 @@ pub async fn saturate(
                     .send(from, SendRequest::to(to), vec![0; 64], options)
                     .await
                 {
-                    Ok(r) if r.delivered() == r.k as usize => completed.fetch_add(1, Relaxed),
+                    Ok(r) if r.copies_delivered() == r.k as usize => {
+                        completed.fetch_add(1, Relaxed)
+                    }
                     _ => incomplete.fetch_add(1, Relaxed),
                 };
             }

@@ -209,6 +209,7 @@ async fn one_set(
     let options = SendOptions {
         trace: true,
         wait: Some(wait),
+        ..SendOptions::default()
     };
     let mut result = SetResult {
         phase,

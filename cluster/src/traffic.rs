@@ -5,18 +5,27 @@ use crate::client::ClusterClient;
 use cuberoute_daemon::client::ClientError;
 use cuberoute_protocol::NodeId;
 use cuberoute_protocol::SendRequest;
+use cuberoute_protocol::delivery::{Mode, Settlement};
 use cuberoute_protocol::wire::control::{Delivery, Request, Response};
 use serde::Serialize;
 use std::time::Duration;
 
-/// How a client waits for a set.
+/// How a client sends a set and waits for it.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct SendOptions {
     /// Collect the path of every copy.
     pub trace: bool,
-    /// Wait this long for every copy at the destination.
+    /// Wait this long for every copy at the destination (in a delivery mode: for the one
+    /// rebuilt payload).
     pub wait: Option<Duration>,
+    /// The delivery mode (plain by default).
+    pub mode: Mode,
+    /// How long the source of a reliable set keeps sending it; by default the wait, or 30 s.
+    pub deadline: Option<Duration>,
 }
+
+/// How long a reliable set is kept at its source when neither a deadline nor a wait is given.
+pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(30);
 
 /// One destination, or several (a source-routed multicast).
 #[derive(Clone, Debug, Serialize, PartialEq, Eq)]
@@ -41,6 +50,29 @@ pub struct SendReport {
     /// The copies as delivered, payloads included (empty without waiting).
     #[serde(skip)]
     pub deliveries: Vec<Delivery>,
+    /// The delivery mode, as `--delivery` writes it (`plain`, `reliable+code:1`, ...).
+    #[serde(serialize_with = "display")]
+    pub mode: Mode,
+    /// Whether the payload reached the destination's client (with a wait): at least one copy
+    /// in the plain mode, the rebuilt payload otherwise.
+    pub delivered: bool,
+    /// Plain: the copies that did not arrive within the wait; a delivery mode: 1 if the set
+    /// did not, else 0.
+    pub lost: u32,
+    /// Reliable: how many times the source sent the set, once it was acknowledged or expired.
+    pub attempts: Option<u32>,
+    /// Whether the source's last word on a reliable set was an acknowledgement.
+    pub acked: Option<bool>,
+    /// The bytes of the k messages' payloads on the wire for one attempt.
+    pub wire_bytes: u64,
+    /// The payload's bytes (k copies of it cost k times as much).
+    pub payload_bytes: u64,
+    /// The paths whose pieces the destination rejected as forged or misshapen.
+    pub rejected_paths: Vec<u8>,
+}
+
+fn display<S: serde::Serializer>(mode: &Mode, s: S) -> Result<S::Ok, S::Error> {
+    s.collect_str(mode)
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -56,7 +88,8 @@ pub struct CopyReport {
 }
 
 impl SendReport {
-    pub fn delivered(&self) -> usize {
+    /// Copies (or, in a delivery mode, rebuilt payloads) delivered.
+    pub fn copies_delivered(&self) -> usize {
         self.copies.iter().filter(|c| c.delivered).count()
     }
 
@@ -101,30 +134,107 @@ impl ClusterClient {
         } else {
             Destinations::One(request.to[0].0)
         };
+        let mode = options.mode;
+        let payload_bytes = payload.len() as u64;
+        let deadline = options
+            .deadline
+            .or(options.wait)
+            .unwrap_or(DEFAULT_DEADLINE);
         let ask = Request::Send {
             request,
             payload,
             trace: options.trace,
+            mode,
+            deadline_ms: millis(deadline),
         };
-        let (seq, k, sent_at, copy_to) = match self.request(from, &ask).await? {
+        let (seq, k, sent_at, copy_to, wire_bytes) = match self.request(from, &ask).await? {
             Response::Accepted {
                 seq,
                 k,
                 sent_at_us,
                 to,
-            } => (seq, k, sent_at_us, to),
+                wire_bytes,
+            } => (seq, k, sent_at_us, to, wire_bytes),
             other => return Err(unexpected(from, other)),
         };
+        let set = (seq, sent_at);
         let deliveries = match options.wait {
             None => Vec::new(),
-            Some(wait) => {
-                self.await_copies(from, (seq, sent_at), &copy_to, wait)
-                    .await?
+            Some(wait) if mode.is_plain() => self.await_copies(from, set, &copy_to, wait).await?,
+            Some(wait) => self.await_set(from, set, copy_to[0], wait).await?,
+        };
+        let settlement = match options.wait {
+            Some(_) if mode.reliable && !deliveries.is_empty() => {
+                // The acknowledgement is on its way back to the source.
+                self.settled(from, set, Duration::from_secs(5)).await?
             }
+            _ => None,
         };
         let mut report = report(from, to, k, seq, &copy_to, many, deliveries);
         report.split = split;
+        report.mode = mode;
+        report.wire_bytes = wire_bytes;
+        report.payload_bytes = payload_bytes;
+        report.attempts = settlement.map(Settlement::attempts);
+        report.acked = settlement.map(|s| matches!(s, Settlement::Acked { .. }));
+        if options.wait.is_some() {
+            let got = report.copies_delivered() as u32;
+            report.delivered = got > 0;
+            report.lost = if mode.is_plain() {
+                k - got
+            } else {
+                1 - got.min(1)
+            };
+        }
+        if !mode.is_plain() {
+            // One entry stands for the whole set: the piece that completed it.
+            report.copies.retain(|c| c.delivered);
+        }
+        report.rejected_paths = report
+            .deliveries
+            .iter()
+            .flat_map(|d| d.rejected_paths.iter().copied())
+            .collect();
         Ok(report)
+    }
+
+    /// Wait at the destination `dst` for the one entry of a set in a delivery mode.
+    async fn await_set(
+        &self,
+        from: NodeId,
+        (seq, sent_at_us): (u64, u64),
+        dst: NodeId,
+        wait: Duration,
+    ) -> Result<Vec<Delivery>, ClientError> {
+        let request = Request::Await {
+            src: from,
+            seq,
+            sent_at_us,
+            copies: 1,
+            timeout_ms: millis(wait),
+        };
+        match self.request(dst, &request).await? {
+            Response::Copies(entries) => Ok(entries),
+            other => Err(unexpected(dst, other)),
+        }
+    }
+
+    /// How the reliable set (`seq`, `sent_at_us`) from `from` ended, waiting up to `wait`.
+    pub async fn settled(
+        &self,
+        from: NodeId,
+        (seq, sent_at_us): (u64, u64),
+        wait: Duration,
+    ) -> Result<Option<Settlement>, ClientError> {
+        let request = Request::Settled {
+            seq,
+            sent_at_us,
+            wait_ms: millis(wait),
+        };
+        match self.request(from, &request).await? {
+            Response::Settled(settled) => Ok(settled),
+            other => Err(unexpected(from, other)),
+        }
     }
 
     /// Wait at every destination, at once, for the copies of the set (`from`, `seq`, sent at
@@ -146,7 +256,7 @@ impl ClusterClient {
                 seq,
                 sent_at_us,
                 copies,
-                timeout_ms: wait.as_millis().min(u128::from(u32::MAX)) as u32,
+                timeout_ms: millis(wait),
             };
             async move {
                 match self.request(d, &request).await? {
@@ -164,6 +274,10 @@ impl ClusterClient {
         all.sort_by_key(|d| d.index);
         Ok(all)
     }
+}
+
+fn millis(d: Duration) -> u32 {
+    d.as_millis().min(u128::from(u32::MAX)) as u32
 }
 
 fn report(
@@ -208,5 +322,13 @@ fn report(
         split: false,
         copies,
         deliveries,
+        mode: Mode::PLAIN,
+        delivered: false,
+        lost: 0,
+        attempts: None,
+        acked: None,
+        wire_bytes: 0,
+        payload_bytes: 0,
+        rejected_paths: Vec::new(),
     }
 }

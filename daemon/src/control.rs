@@ -5,15 +5,16 @@
 //! the node; nothing a client sends can panic the daemon.
 
 use crate::accept::accept_each;
-use crate::env::Instant;
-use crate::node::Node;
+use crate::env::{self, Instant, now_us};
+use crate::node::{Node, Payload, Refusal};
 use crate::stats::Event;
 use crate::tls;
-use cuberoute_protocol::NodeId;
+use cuberoute_protocol::delivery::{EncodeError, Envelope, Mode, SetKey, pieces};
 use cuberoute_protocol::wire::control::{
     ControlError, ControlErrorKind, MAX_PAYLOAD_LEN, MAX_RECV_BATCH, MAX_WAIT_MS, Request, Response,
 };
 use cuberoute_protocol::wire::{MAX_FRAME_LEN, PREFIX_LEN, decode_frame, encode_frame};
+use cuberoute_protocol::{NodeId, Routes, SendRequest};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -129,31 +130,75 @@ async fn handle(node: &Arc<Node>, request: Request) -> Response {
             request,
             payload,
             trace,
+            mode,
+            deadline_ms,
         } => {
-            if payload.len() > MAX_PAYLOAD_LEN {
-                return Response::Error(too_large(payload.len()));
-            }
             for &to in &request.to {
                 if let Err(e) = other_node(node, to, "destination") {
                     return Response::Error(e);
                 }
+            }
+            if mode.is_plain() && payload.len() > MAX_PAYLOAD_LEN {
+                return Response::Error(too_large(payload.len()));
             }
             let routes = match request.routes(node.topology, node.id) {
                 Ok(routes) => routes,
                 Err(e) => return Response::Error(bad(e.to_string())),
             };
             let (k, to) = (routes.k() as u32, routes.destinations());
-            match node.submit(routes, payload, trace).await {
+            let (payload, wire_bytes, keep_until) = if mode.is_plain() {
+                let bytes = routes.parts(&payload).iter().map(Vec::len).sum::<usize>();
+                (Payload::Plain(payload), bytes, None)
+            } else {
+                match enveloped(node, &request, &routes, mode, &payload) {
+                    Ok(envelopes) => {
+                        let bytes = envelopes.iter().map(Vec::len).sum();
+                        let keep_until = mode.reliable.then(|| {
+                            now_us() + 1000 * u64::from(deadline_ms.clamp(1, MAX_DEADLINE_MS))
+                        });
+                        (Payload::Enveloped(envelopes), bytes, keep_until)
+                    }
+                    Err(e) => return Response::Error(e),
+                }
+            };
+            match node.submit(routes, payload, trace, keep_until).await {
                 Ok((seq, sent_at_us)) => Response::Accepted {
                     seq,
                     k,
                     sent_at_us,
                     to,
+                    wire_bytes: wire_bytes as u64,
                 },
-                Err(e) => Response::Error(ControlError::new(
+                Err(Refusal::Draining(e)) => Response::Error(ControlError::new(
                     ControlErrorKind::ShuttingDown,
                     e.to_string(),
                 )),
+                Err(Refusal::OutboxFull(e)) => {
+                    Response::Error(ControlError::new(ControlErrorKind::Busy, e.to_string()))
+                }
+            }
+        }
+        Request::Settled {
+            seq,
+            sent_at_us,
+            wait_ms,
+        } => {
+            let key = SetKey {
+                src: node.id,
+                seq,
+                sent_at_us,
+            };
+            let deadline = Instant::now() + wait_limit(wait_ms);
+            let mut changes = node.delivery.subscribe_settlements();
+            loop {
+                let settled = node.delivery.settlement(&key);
+                if settled.is_some()
+                    || tokio::time::timeout_at(deadline, changes.changed())
+                        .await
+                        .is_err()
+                {
+                    return Response::Settled(settled);
+                }
             }
         }
         Request::Await {
@@ -203,6 +248,35 @@ async fn handle(node: &Arc<Node>, request: Request) -> Response {
             }
         }
     }
+}
+
+/// The longest a source keeps a reliable set: 10 minutes.
+const MAX_DEADLINE_MS: u32 = 600_000;
+
+/// The envelopes of a set in a delivery `mode`: one destination, not split, a mode that fits
+/// its k paths and a payload the mode takes.
+fn enveloped(
+    node: &Node,
+    request: &SendRequest,
+    routes: &Routes,
+    mode: Mode,
+    payload: &[u8],
+) -> Result<Vec<Vec<u8>>, ControlError> {
+    if request.split || !request.is_node_to_node(node.topology) {
+        return Err(bad(format!(
+            "delivery mode {mode} needs one destination and no --split: the mode spreads the payload over the k paths to that destination itself"
+        )));
+    }
+    let pieces = pieces(mode, routes.k(), payload, env::random()).map_err(|e| match e {
+        EncodeError::TooLarge { .. } => {
+            ControlError::new(ControlErrorKind::PayloadTooLarge, e.to_string())
+        }
+        e => bad(e.to_string()),
+    })?;
+    Ok(pieces
+        .into_iter()
+        .map(|p| Envelope::Piece(p).to_bytes())
+        .collect())
 }
 
 fn wait_limit(ms: u32) -> Duration {

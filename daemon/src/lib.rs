@@ -20,6 +20,7 @@ pub mod chaos;
 pub mod client;
 pub mod config;
 pub mod control;
+pub mod delivery;
 pub mod env;
 pub mod faults;
 pub mod link;
@@ -61,6 +62,7 @@ pub async fn run(config: NodeConfig) -> anyhow::Result<()> {
 
     let client = config.credentials.client_config(tls::ALPN_LINK);
     tokio::spawn(node.clone().run_input(input));
+    tokio::spawn(node.clone().run_delivery_timer());
     tokio::spawn(accept::accept_links(node.clone(), links.clone()));
     tokio::spawn(control::serve(node.clone(), control.clone()));
     tokio::spawn(telemetry::publish_loop(node.clone()));

@@ -9,16 +9,20 @@
 
 use crate::chaos::{Chaos, Fate};
 use crate::config::NodeConfig;
+use crate::delivery::{DeliveryEnds, Resend};
 use crate::env::{self, Instant, now_us};
 use crate::link::{Link, LinkOwner};
 use crate::output::{Output, Pushed};
 use crate::stats::{Drop, Event, Stats};
+use cuberoute_protocol::delivery::{
+    Envelope, Failure as DeliveryFailure, Mode, OutboxFull, Received, SetKey,
+};
 use cuberoute_protocol::wire::control::{Delivery, LinkStatus, NodeStatus};
 use cuberoute_protocol::wire::link::ChaosMark;
 use cuberoute_protocol::wire::message::Message;
 use cuberoute_protocol::wire::packet::{DataPacket, is_intact, seal};
 use cuberoute_protocol::wire::{decode_body, encode_body};
-use cuberoute_protocol::{Action, NodeId, Process, ProcessVars, Routes, Topology};
+use cuberoute_protocol::{Action, NodeId, Process, ProcessVars, Routes, SendRequest, Topology};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
@@ -31,9 +35,27 @@ use tracing::{debug, warn};
 pub struct InputJob {
     pub seq: u64,
     pub routes: Routes,
-    pub payload: Vec<u8>,
+    pub payload: Payload,
     pub trace: bool,
     pub sent_at_us: u64,
+}
+
+/// What a set's messages carry.
+#[derive(Clone, Debug)]
+pub enum Payload {
+    /// The plain mode: the payload on every route (or cut into parts, with `split`).
+    Plain(Vec<u8>),
+    /// A delivery mode: one envelope per route, in route order.
+    Enveloped(Vec<Vec<u8>>),
+}
+
+/// Why a set was not taken.
+#[derive(Debug, thiserror::Error)]
+pub enum Refusal {
+    #[error(transparent)]
+    Draining(#[from] Draining),
+    #[error(transparent)]
+    OutboxFull(#[from] OutboxFull),
 }
 
 pub struct Node {
@@ -54,7 +76,13 @@ pub struct Node {
     draining: AtomicBool,
     latency: metrics::Histogram,
     pub chaos: Chaos,
+    /// The delivery layer's inbox and outbox.
+    pub delivery: DeliveryEnds,
 }
+
+/// A piece of a delivered reliable set that arrives this long after the set was whole is taken
+/// for a resend, and acknowledged again (the source's first resend comes after 200 ms).
+const RESEND_AFTER_US: u64 = 100_000;
 
 impl Node {
     /// The node and the receiving end of its input buffer (for [`Node::run_input`]).
@@ -92,23 +120,44 @@ impl Node {
             draining: AtomicBool::new(false),
             latency: metrics::histogram!("cuberoute_delivery_latency_seconds"),
             chaos: Chaos::default(),
+            delivery: DeliveryEnds::default(),
         };
         (Arc::new(node), input_rx)
     }
 
     /// Put a message set into the input buffer, waiting while it is full (backpressure on
     /// the client). Returns the set's sequence id and send time.
+    ///
+    /// A reliable set (`keep_until_us` given, enveloped) is kept for resending until
+    /// acknowledged or until then; a full outbox refuses it.
     pub async fn submit(
         &self,
         routes: Routes,
-        payload: Vec<u8>,
+        payload: Payload,
         trace: bool,
-    ) -> Result<(u64, u64), Draining> {
+        keep_until_us: Option<u64>,
+    ) -> Result<(u64, u64), Refusal> {
         if self.is_draining() {
-            return Err(Draining);
+            return Err(Draining.into());
         }
         let seq = self.next_seq.fetch_add(1, Relaxed);
         let sent_at_us = now_us();
+        if let (Some(deadline_us), Payload::Enveloped(envelopes)) = (keep_until_us, &payload) {
+            let key = SetKey {
+                src: self.id,
+                seq,
+                sent_at_us,
+            };
+            let resend = Resend {
+                routes: routes.clone(),
+                envelopes: envelopes.clone(),
+                trace,
+            };
+            self.delivery.keep(key, resend, deadline_us)?;
+        }
+        if matches!(payload, Payload::Enveloped(_)) {
+            Stats::count(&self.delivery.counters.sets_sent);
+        }
         let job = InputJob {
             seq,
             routes,
@@ -135,12 +184,19 @@ impl Node {
     /// links.
     fn input(&self, job: InputJob) {
         let split = job.routes.is_split();
-        let messages = job
-            .routes
-            .parts(&job.payload)
-            .into_iter()
-            .map(|part| Message::new(self.id, job.seq, split, job.sent_at_us, job.trace, part))
-            .collect();
+        let message = |part| Message::new(self.id, job.seq, split, job.sent_at_us, job.trace, part);
+        let messages = match job.payload {
+            Payload::Plain(payload) => job
+                .routes
+                .parts(&payload)
+                .into_iter()
+                .map(message)
+                .collect(),
+            Payload::Enveloped(envelopes) => envelopes
+                .into_iter()
+                .map(|e| message(e).enveloped())
+                .collect(),
+        };
         let sends = self
             .process
             .lock()
@@ -253,6 +309,9 @@ impl Node {
         };
         let k = packet.route.copies(self.topology);
         let message = packet.message;
+        if message.enveloped {
+            return self.deliver_enveloped(src, index, k, message);
+        }
         let sent_at_us = message.sent_at_us;
         let latency_us = now_us().saturating_sub(sent_at_us);
         let delivery = Delivery {
@@ -267,11 +326,17 @@ impl Node {
             hops: u32::from(message.hops),
             path: message.trace,
             latency_us,
+            mode: Mode::PLAIN,
+            rejected_paths: Vec::new(),
             payload: message.payload,
         };
-        match self.output.push(delivery) {
+        match self.output.push(delivery, false) {
             Pushed::Duplicate => {
                 self.stats.drop(Drop::Duplicate);
+                false
+            }
+            Pushed::Refused => {
+                self.stats.drop(Drop::OutputFull);
                 false
             }
             Pushed::Added { overwrote } => {
@@ -283,6 +348,166 @@ impl Node {
                 debug!(latency_us, "deliver");
                 true
             }
+        }
+    }
+
+    /// An intact enveloped message that reached this node: an acknowledgement for a reliable
+    /// set of ours, or a piece for the inbox. True if the delivery layer took it.
+    fn deliver_enveloped(&self, src: NodeId, index: u8, k: u32, message: Message) -> bool {
+        let envelope = match Envelope::from_bytes(&message.payload) {
+            Ok(envelope) => envelope,
+            Err(e) => {
+                debug!(error = %e, "undecodable envelope");
+                self.stats.drop(Drop::EnvelopeMalformed);
+                return false;
+            }
+        };
+        let set = SetKey {
+            src,
+            seq: message.seq,
+            sent_at_us: message.sent_at_us,
+        };
+        let piece = match envelope {
+            Envelope::Ack(acked) => {
+                if acked.src != self.id {
+                    self.stats.drop(Drop::AckMisdirected);
+                    return false;
+                }
+                Stats::count(&self.stats.packets_delivered);
+                if self.delivery.acknowledged(&acked) {
+                    debug!(seq = acked.seq, "acknowledged");
+                }
+                return true;
+            }
+            Envelope::Piece(piece) => piece,
+        };
+        if u32::from(piece.k) != k {
+            self.stats.drop(Drop::Delivery(DeliveryFailure::Misshapen));
+            return false;
+        }
+        let mode = piece.mode;
+        let now = now_us();
+        let received = self
+            .delivery
+            .inbox
+            .lock()
+            .expect("inbox lock")
+            .receive(now, set, index, piece);
+        Stats::count(&self.stats.packets_delivered);
+        match received {
+            Received::Pending => {
+                self.delivery.wake();
+                true
+            }
+            Received::Complete {
+                payload, rejected, ..
+            } => {
+                let latency_us = now.saturating_sub(set.sent_at_us);
+                let delivery = Delivery {
+                    output_index: 0,
+                    src,
+                    dst: self.id,
+                    seq: set.seq,
+                    sent_at_us: set.sent_at_us,
+                    index,
+                    k,
+                    split: false,
+                    hops: u32::from(message.hops),
+                    path: message.trace,
+                    latency_us,
+                    mode,
+                    rejected_paths: rejected,
+                    payload,
+                };
+                match self.output.push(delivery, mode.reliable) {
+                    Pushed::Added { overwrote } => {
+                        if overwrote {
+                            self.stats.event(Event::OutputOverwritten);
+                        }
+                        Stats::count(&self.delivery.counters.sets_delivered);
+                        self.latency.record(latency_us as f64 / 1e6);
+                        if mode.reliable {
+                            self.acknowledge(set);
+                        }
+                    }
+                    Pushed::Duplicate => {
+                        if mode.reliable {
+                            self.acknowledge(set);
+                        }
+                    }
+                    Pushed::Refused => {
+                        // Not acknowledged: the source sends it again, and the inbox must take
+                        // it as new then.
+                        self.delivery.inbox.lock().expect("inbox lock").forget(&set);
+                        self.stats.drop(Drop::OutputFull);
+                    }
+                }
+                true
+            }
+            Received::AlreadyDelivered { delivered_at_us } => {
+                Stats::count(&self.delivery.counters.duplicate_sets);
+                // A piece this long after the set was whole is a resend: the acknowledgement
+                // was lost, or is on its way.
+                if mode.reliable && now.saturating_sub(delivered_at_us) >= RESEND_AFTER_US {
+                    self.acknowledge(set);
+                }
+                true
+            }
+            Received::Failed(failure) => {
+                debug!(reason = failure.as_str(), "set piece refused");
+                self.stats.drop(Drop::Delivery(failure));
+                false
+            }
+        }
+    }
+
+    /// Tell the source of the reliable `set` that it is in the output for good: an
+    /// acknowledgement set, enveloped, over the front door's paths back to the source (not
+    /// reliable itself: a lost one makes the source send again, and this node acknowledge
+    /// again).
+    fn acknowledge(&self, set: SetKey) {
+        let routes = match SendRequest::to(set.src).routes(self.topology, self.id) {
+            Ok(routes) => routes,
+            Err(e) => {
+                warn!(error = %e, src = %set.src, "no route back for an acknowledgement");
+                return;
+            }
+        };
+        let ack = Envelope::Ack(set).to_bytes();
+        let payload = Payload::Enveloped(vec![ack; routes.k()]);
+        let job = InputJob {
+            seq: self.next_seq.fetch_add(1, Relaxed),
+            routes,
+            payload,
+            trace: false,
+            sent_at_us: now_us(),
+        };
+        Stats::count(&self.delivery.counters.acks_sent);
+        self.input(job);
+    }
+
+    /// The delivery timer, forever: send reliable sets again when due, settle those past their
+    /// deadline, give up on sets that wait too long for their pieces.
+    pub async fn run_delivery_timer(self: Arc<Self>) {
+        let mut next_us = None;
+        loop {
+            self.delivery.sleep(next_us).await;
+            let tick = self.delivery.tick(now_us());
+            for (key, resend) in tick.resends {
+                debug!(seq = key.seq, "resend");
+                self.input(InputJob {
+                    seq: key.seq,
+                    routes: resend.routes,
+                    payload: Payload::Enveloped(resend.envelopes),
+                    trace: resend.trace,
+                    sent_at_us: key.sent_at_us,
+                });
+            }
+            for (key, failure) in tick.given_up {
+                debug!(seq = key.seq, src = %key.src, reason = failure.as_str(), "set given up");
+                self.stats.drop(Drop::Delivery(failure));
+            }
+            next_us = tick.next_us;
         }
     }
 

@@ -1,11 +1,14 @@
 //! The output buffer: a bounded ring of delivered copies that clients read (`recv`) or wait on
 //! (`send --wait`). Reading does not consume; each entry has an increasing output index, and a
 //! client asks for the entries from an index on. When the ring is full the oldest entry is
-//! overwritten, and that is counted.
+//! overwritten, and that is counted, unless it is a protected entry (a reliable set's) that no
+//! client has read yet: then the new entry is refused instead (and a reliable set is not
+//! acknowledged, so its source sends it again). An entry counts as read once a `recv` or an
+//! `await` returned it.
 
 use cuberoute_protocol::NodeId;
 use cuberoute_protocol::wire::control::Delivery;
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::sync::Mutex;
 use tokio::sync::watch;
 
@@ -25,6 +28,8 @@ struct Ring {
     sets: HashMap<SetId, Vec<u64>>,
     next_index: u64,
     capacity: usize,
+    /// Output indices of protected entries no client has read.
+    unread_protected: BTreeSet<u64>,
 }
 
 impl Ring {
@@ -53,6 +58,8 @@ pub enum Pushed {
     Added { overwrote: bool },
     /// This copy is already in the buffer.
     Duplicate,
+    /// The buffer is full and its oldest entry is protected and unread: nothing was added.
+    Refused,
 }
 
 fn set_id(d: &Delivery) -> SetId {
@@ -67,19 +74,24 @@ impl Output {
                 sets: HashMap::new(),
                 next_index: 0,
                 capacity,
+                unread_protected: BTreeSet::new(),
             }),
             next: watch::channel(0).0,
         }
     }
 
-    /// Add a delivered copy; its `output_index` is assigned here.
-    pub fn push(&self, mut delivery: Delivery) -> Pushed {
+    /// Add a delivered copy; its `output_index` is assigned here. A `protected` entry is never
+    /// overwritten before a client has read it.
+    pub fn push(&self, mut delivery: Delivery, protected: bool) -> Pushed {
         let mut ring = self.ring.lock().expect("output lock");
         let set = set_id(&delivery);
         if ring.has_copy(set, delivery.index) {
             return Pushed::Duplicate;
         }
         let overwrote = ring.entries.len() >= ring.capacity;
+        if overwrote && ring.unread_protected.contains(&ring.oldest_index()) {
+            return Pushed::Refused;
+        }
         if overwrote && let Some(old) = ring.entries.pop_front() {
             let old_set = set_id(&old);
             if let Some(indices) = ring.sets.get_mut(&old_set) {
@@ -91,6 +103,9 @@ impl Output {
         }
         delivery.output_index = ring.next_index;
         ring.next_index += 1;
+        if protected {
+            ring.unread_protected.insert(delivery.output_index);
+        }
         ring.sets
             .entry(set)
             .or_default()
@@ -110,9 +125,10 @@ impl Output {
         self.len() == 0
     }
 
-    /// The copies of the set (`src`, `seq`, `sent_at_us`) delivered so far, in index order.
+    /// The copies of the set (`src`, `seq`, `sent_at_us`) delivered so far, in index order,
+    /// now read.
     pub fn copies(&self, src: NodeId, seq: u64, sent_at_us: u64) -> Vec<Delivery> {
-        let ring = self.ring.lock().expect("output lock");
+        let mut ring = self.ring.lock().expect("output lock");
         let mut copies: Vec<Delivery> = ring
             .sets
             .get(&(src, seq, sent_at_us))
@@ -121,6 +137,9 @@ impl Output {
             .filter_map(|&i| ring.get(i).cloned())
             .collect();
         copies.sort_by_key(|d| d.index);
+        for d in &copies {
+            ring.unread_protected.remove(&d.output_index);
+        }
         copies
     }
 
@@ -130,10 +149,10 @@ impl Output {
         ring.sets.get(&(src, seq, sent_at_us)).map_or(0, Vec::len)
     }
 
-    /// Up to `max` entries with an output index of at least `after`, and the index to ask for
-    /// next.
+    /// Up to `max` entries with an output index of at least `after`, now read, and the index
+    /// to ask for next.
     pub fn since(&self, after: u64, max: usize) -> (Vec<Delivery>, u64) {
-        let ring = self.ring.lock().expect("output lock");
+        let mut ring = self.ring.lock().expect("output lock");
         let oldest = ring.oldest_index();
         let start = after.saturating_sub(oldest).min(ring.entries.len() as u64) as usize;
         let entries: Vec<Delivery> = ring.entries.range(start..).take(max).cloned().collect();
@@ -142,6 +161,9 @@ impl Output {
         let next = entries
             .last()
             .map_or(after.clamp(oldest, ring.next_index), |d| d.output_index + 1);
+        for d in &entries {
+            ring.unread_protected.remove(&d.output_index);
+        }
         (entries, next)
     }
 
@@ -168,21 +190,68 @@ mod tests {
             hops: 1,
             path: None,
             latency_us: 5,
+            mode: Default::default(),
+            rejected_paths: vec![],
             payload: vec![seq as u8],
         }
+    }
+
+    impl Output {
+        fn push_plain(&self, d: Delivery) -> Pushed {
+            self.push(d, false)
+        }
+    }
+
+    #[test]
+    fn an_unread_protected_entry_is_never_overwritten() {
+        let out = Output::new(2);
+        assert_eq!(
+            out.push(delivery(1, 0), true),
+            Pushed::Added { overwrote: false }
+        );
+        out.push_plain(delivery(2, 0));
+        assert_eq!(out.push_plain(delivery(3, 0)), Pushed::Refused);
+        assert_eq!(out.push(delivery(3, 0), true), Pushed::Refused);
+        // Read by a client: now it may go.
+        assert_eq!(out.copies(NodeId(1), 1, 77).len(), 1);
+        assert_eq!(
+            out.push(delivery(3, 0), true),
+            Pushed::Added { overwrote: true }
+        );
+        assert_eq!(
+            out.push_plain(delivery(4, 0)),
+            Pushed::Added { overwrote: true }
+        );
+        // Entry 2 (seq 3) is protected and unread: the ring refuses until `recv` reads it.
+        assert_eq!(out.push_plain(delivery(5, 0)), Pushed::Refused);
+        let (entries, _) = out.since(0, 10);
+        assert_eq!(entries.len(), 2);
+        assert_eq!(
+            out.push_plain(delivery(5, 0)),
+            Pushed::Added { overwrote: true }
+        );
     }
 
     #[test]
     fn ring_keeps_the_newest_and_refuses_duplicates() {
         let out = Output::new(3);
-        assert_eq!(out.push(delivery(1, 0)), Pushed::Added { overwrote: false });
-        assert_eq!(out.push(delivery(1, 0)), Pushed::Duplicate);
-        out.push(delivery(1, 1));
-        out.push(delivery(2, 0));
-        assert_eq!(out.push(delivery(2, 1)), Pushed::Added { overwrote: true });
+        assert_eq!(
+            out.push_plain(delivery(1, 0)),
+            Pushed::Added { overwrote: false }
+        );
+        assert_eq!(out.push_plain(delivery(1, 0)), Pushed::Duplicate);
+        out.push_plain(delivery(1, 1));
+        out.push_plain(delivery(2, 0));
+        assert_eq!(
+            out.push_plain(delivery(2, 1)),
+            Pushed::Added { overwrote: true }
+        );
         assert_eq!(out.len(), 3);
         // (1, 0) was overwritten, so it is no longer a duplicate.
-        assert_eq!(out.push(delivery(1, 0)), Pushed::Added { overwrote: true });
+        assert_eq!(
+            out.push_plain(delivery(1, 0)),
+            Pushed::Added { overwrote: true }
+        );
         assert_eq!(out.copies(NodeId(1), 2, 77).len(), 2);
         assert_eq!(out.copies(NodeId(1), 1, 77).len(), 1);
         let (entries, next) = out.since(0, 10);
@@ -203,10 +272,10 @@ mod tests {
     #[test]
     fn a_repeated_sequence_id_with_another_send_time_is_another_set() {
         let out = Output::new(8);
-        out.push(delivery(5, 0));
+        out.push_plain(delivery(5, 0));
         let mut again = delivery(5, 0);
         again.sent_at_us = 99;
-        assert_eq!(out.push(again), Pushed::Added { overwrote: false });
+        assert_eq!(out.push_plain(again), Pushed::Added { overwrote: false });
         assert_eq!(out.copy_count(NodeId(1), 5, 77), 1);
         assert_eq!(out.copy_count(NodeId(1), 5, 99), 1);
     }
@@ -215,7 +284,7 @@ mod tests {
     async fn subscribers_see_new_entries() {
         let out = Output::new(4);
         let mut rx = out.subscribe();
-        out.push(delivery(1, 0));
+        out.push_plain(delivery(1, 0));
         rx.changed().await.unwrap();
         assert_eq!(*rx.borrow(), 1);
     }

@@ -5,6 +5,7 @@
 //! with a [`Drop`] reason. Nothing is lost silently.
 
 use cuberoute_protocol::DropReason;
+use cuberoute_protocol::delivery::Failure as DeliveryFailure;
 use cuberoute_protocol::wire::control::Counters;
 use std::collections::BTreeMap;
 use std::sync::Mutex;
@@ -27,6 +28,15 @@ pub enum Drop {
     NoLink,
     /// Still queued when the daemon stopped and the drain time ran out.
     Shutdown,
+    /// The output buffer was full of entries no client has read that may not be overwritten.
+    OutputFull,
+    /// An enveloped message whose payload is not an envelope.
+    EnvelopeMalformed,
+    /// An acknowledgement for a set this node did not send.
+    AckMisdirected,
+    /// The delivery layer gave up a piece or a whole set (misshapen, unrecoverable, expired,
+    /// evicted).
+    Delivery(DeliveryFailure),
 }
 
 impl Drop {
@@ -39,6 +49,10 @@ impl Drop {
             Drop::LinkBufferFull => "link_buffer_full",
             Drop::NoLink => "no_link",
             Drop::Shutdown => "shutdown",
+            Drop::OutputFull => "output_full",
+            Drop::EnvelopeMalformed => "envelope_malformed",
+            Drop::AckMisdirected => "ack_misdirected",
+            Drop::Delivery(failure) => failure.as_str(),
         }
     }
 }
@@ -192,6 +206,13 @@ mod tests {
                     Drop::LinkBufferFull,
                     Drop::NoLink,
                     Drop::Shutdown,
+                    Drop::OutputFull,
+                    Drop::EnvelopeMalformed,
+                    Drop::AckMisdirected,
+                    Drop::Delivery(DeliveryFailure::Misshapen),
+                    Drop::Delivery(DeliveryFailure::Unrecoverable),
+                    Drop::Delivery(DeliveryFailure::Expired),
+                    Drop::Delivery(DeliveryFailure::Evicted),
                 ]
                 .map(Drop::as_str),
             )

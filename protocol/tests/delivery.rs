@@ -94,7 +94,7 @@ fn run(arrivals: &[(u8, Piece)]) -> (Vec<Vec<u8>>, usize) {
         match inbox.receive(t as u64, KEY, *path, piece.clone()) {
             Received::Complete { payload, .. } => delivered.push(payload),
             Received::Failed(_) => failures += 1,
-            Received::Pending | Received::AlreadyDelivered => {}
+            Received::Pending | Received::AlreadyDelivered { .. } => {}
         }
     }
     (delivered, failures)

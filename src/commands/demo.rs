@@ -60,6 +60,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let options = SendOptions {
         trace: true,
         wait: Some(Duration::from_secs(5)),
+        ..SendOptions::default()
     };
     let mut out = std::io::stdout().lock();
     let mut all_delivered = true;
@@ -80,7 +81,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             report.k
         );
         super::send::write_report(&mut out, topology, &report, true)?;
-        all_delivered &= report.delivered() == report.k as usize;
+        all_delivered &= report.copies_delivered() == report.k as usize;
         let traced: Vec<Vec<NodeId>> = report
             .copies
             .iter()

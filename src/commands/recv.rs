@@ -52,15 +52,23 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 writeln!(out)?;
             } else {
                 let name = |v| topology.format_node(v);
+                let what = if !entry.mode.is_plain() {
+                    let rejected = if entry.rejected_paths.is_empty() {
+                        String::new()
+                    } else {
+                        format!(", paths {:?} rejected", entry.rejected_paths)
+                    };
+                    format!("set ({}{rejected}) of {} pieces", entry.mode, entry.k)
+                } else {
+                    let kind = if entry.split { "part" } else { "copy" };
+                    format!("{kind} {}/{}", entry.index, entry.k)
+                };
                 writeln!(
                     out,
-                    "#{} from {} seq {} {} {}/{} ({} hops, {} µs): {}",
+                    "#{} from {} seq {} {what} ({} hops, {} µs): {}",
                     entry.output_index,
                     name(entry.src),
                     entry.seq,
-                    if entry.split { "part" } else { "copy" },
-                    entry.index,
-                    entry.k,
                     entry.hops,
                     entry.latency_us,
                     String::from_utf8_lossy(&entry.payload)
@@ -87,6 +95,8 @@ fn json(d: &Delivery) -> serde_json::Value {
         "hops": d.hops,
         "latency_us": d.latency_us,
         "path": d.path.as_ref().map(|p| p.iter().map(|v| v.0).collect::<Vec<_>>()),
+        "mode": d.mode.to_string(),
+        "rejected_paths": d.rejected_paths,
         "payload": String::from_utf8_lossy(&d.payload),
     })
 }

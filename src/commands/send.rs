@@ -9,6 +9,7 @@ use super::{runtime, usage};
 use cuberoute_cluster::ClusterClient;
 use cuberoute_cluster::traffic::{Destinations, SendOptions, SendReport};
 use cuberoute_daemon::client::ClientError;
+use cuberoute_protocol::delivery::{MAX_CODED_PAYLOAD, Mode, Scheme};
 use cuberoute_protocol::wire::control::ControlErrorKind;
 use cuberoute_protocol::wire::control::MAX_PAYLOAD_LEN;
 use cuberoute_protocol::{SendRequest, Topology};
@@ -46,9 +47,27 @@ pub struct Args {
     /// Wait for the copies and print a delivery report with each copy's path.
     #[arg(long)]
     pub wait: bool,
-    /// How long --wait waits.
+    /// How long --wait waits; with --reliable also how long the source keeps sending the set
+    /// until the destination acknowledges it.
     #[arg(long, default_value = "5s", value_parser = humantime::parse_duration)]
     pub timeout: Duration,
+    /// Delivery mode: the destination's client gets the payload exactly once; the source sends
+    /// the set again until the destination acknowledges it or --timeout runs out. Combines
+    /// with --code, --secret and --byzantine. See docs/delivery.md.
+    #[arg(long)]
+    pub reliable: bool,
+    /// Delivery mode: Reed-Solomon over the k paths, k-T data and T parity shards; any T paths
+    /// may be lost (1 <= T <= k-1).
+    #[arg(long, value_name = "T")]
+    pub code: Option<u8>,
+    /// Delivery mode: Shamir shares with threshold T+1, one per path; T relays on distinct
+    /// paths learn nothing (1 <= T <= k-1).
+    #[arg(long, value_name = "T")]
+    pub secret: Option<u8>,
+    /// Delivery mode: accept the payload only when T+1 paths agree (k >= 2T+1); with --code,
+    /// by fingerprinted shards.
+    #[arg(long, value_name = "T")]
+    pub byzantine: Option<u8>,
     /// Print the report as one JSON line.
     #[arg(long)]
     pub json: bool,
@@ -62,9 +81,20 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             .map_err(|e| usage(format!("cannot read --file {}: {e}", file.display())))?,
         (None, None) => return Err(usage("give --message or --file")),
     };
-    if payload.len() > MAX_PAYLOAD_LEN {
+    let mode = Mode {
+        scheme: Scheme::from_options(args.code, args.secret, args.byzantine)
+            .map_err(|e| usage(e.to_string()))?,
+        reliable: args.reliable,
+    };
+    // The daemon checks the mode's own limit against k; these bound what a request may carry.
+    let limit = if mode.is_plain() {
+        MAX_PAYLOAD_LEN
+    } else {
+        MAX_CODED_PAYLOAD
+    };
+    if payload.len() > limit {
         return Err(usage(format!(
-            "the payload has {} bytes; the limit is {MAX_PAYLOAD_LEN}",
+            "the payload has {} bytes; the limit is {limit} in {mode} mode",
             payload.len()
         )));
     }
@@ -81,6 +111,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let options = SendOptions {
         trace: args.wait,
         wait: args.wait.then_some(args.timeout),
+        mode,
+        deadline: Some(args.timeout),
     };
     let request = SendRequest {
         to,
@@ -92,7 +124,12 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let sending = runtime.block_on(cluster.send(from, request, payload, options));
     let report = sending.map_err(|e| match &e {
         // The daemon refused the request as malformed: the user's to fix.
-        ClientError::Refused { error, .. } if error.kind != ControlErrorKind::ShuttingDown => {
+        ClientError::Refused { error, .. }
+            if !matches!(
+                error.kind,
+                ControlErrorKind::ShuttingDown | ControlErrorKind::Busy
+            ) =>
+        {
             usage(e.to_string())
         }
         _ => anyhow::Error::new(e).context("send failed"),
@@ -105,10 +142,16 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     } else {
         write_report(&mut out, topology, &report, args.wait)?;
     }
-    if args.wait && report.delivered() < report.k as usize {
+    if args.wait && !mode.is_plain() && !report.delivered {
+        anyhow::bail!(
+            "the set was not delivered within {:?} ({mode})",
+            args.timeout
+        );
+    }
+    if args.wait && mode.is_plain() && report.copies_delivered() < report.k as usize {
         anyhow::bail!(
             "{} of {} copies were not delivered within {:?}",
-            report.k as usize - report.delivered(),
+            report.k as usize - report.copies_delivered(),
             report.k,
             args.timeout
         );
@@ -128,6 +171,9 @@ pub fn write_report(
         Destinations::One(v) => name(*v),
         Destinations::Many(vs) => vs.iter().map(|&v| name(v)).collect::<Vec<_>>().join(","),
     };
+    if !report.mode.is_plain() {
+        return write_mode_report(out, report, waited, &name(report.from), &to);
+    }
     if !waited {
         return writeln!(
             out,
@@ -145,7 +191,7 @@ pub fn write_report(
         report.seq,
         name(report.from),
         to,
-        report.delivered(),
+        report.copies_delivered(),
         report.k
     )?;
     for copy in &report.copies {
@@ -172,4 +218,48 @@ pub fn write_report(
         }
     }
     Ok(())
+}
+
+/// The report of a set in a delivery mode: one payload, rebuilt from the k pieces.
+fn write_mode_report(
+    out: &mut impl Write,
+    report: &SendReport,
+    waited: bool,
+    from: &str,
+    to: &str,
+) -> std::io::Result<()> {
+    let head = format!(
+        "set {} from {from} to {to} ({}): {} pieces on {} disjoint paths, {} bytes on the wire for {} of payload ({} as plain copies)",
+        report.seq,
+        report.mode,
+        report.k,
+        report.k,
+        report.wire_bytes,
+        report.payload_bytes,
+        report.payload_bytes * u64::from(report.k),
+    );
+    writeln!(out, "{head}")?;
+    if !waited {
+        return Ok(());
+    }
+    match report.deliveries.first() {
+        Some(d) => writeln!(
+            out,
+            "  delivered once, whole: {} µs, completed by the piece on path {}",
+            d.latency_us, d.index
+        )?,
+        None => writeln!(out, "  NOT delivered")?,
+    }
+    if !report.rejected_paths.is_empty() {
+        writeln!(
+            out,
+            "  rejected as forged or misshapen: the pieces of paths {:?}",
+            report.rejected_paths
+        )?;
+    }
+    match (report.attempts, report.acked) {
+        (Some(n), Some(true)) => writeln!(out, "  acknowledged after {n} attempt(s)"),
+        (Some(n), _) => writeln!(out, "  NOT acknowledged after {n} attempt(s)"),
+        _ => Ok(()),
+    }
 }

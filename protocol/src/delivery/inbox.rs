@@ -48,15 +48,15 @@ pub enum Received {
         rejected: Vec<u8>,
         pieces: u8,
     },
-    /// The set was delivered before: a late piece or a resend (a reliable set is acknowledged
-    /// again).
-    AlreadyDelivered,
+    /// The set was delivered before, at `delivered_at_us`: a late piece or a resend (a
+    /// reliable set is acknowledged again when this is a resend).
+    AlreadyDelivered { delivered_at_us: u64 },
     /// The piece or its whole set cannot be used; counted, never delivered.
     Failed(Failure),
 }
 
 /// Why a piece or a set was given up.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Debug)]
 pub enum Failure {
     /// The piece is not shaped as its mode makes pieces, or came on another path than its
     /// index says.
@@ -131,8 +131,8 @@ impl Inbox {
 
     /// Take the piece that arrived on path `path` for `set` at `now_us`.
     pub fn receive(&mut self, now_us: u64, set: SetKey, path: u8, piece: Piece) -> Received {
-        if self.delivered.contains_key(&set) {
-            return Received::AlreadyDelivered;
+        if let Some(&delivered_at_us) = self.delivered.get(&set) {
+            return Received::AlreadyDelivered { delivered_at_us };
         }
         if piece.index != path || !is_well_formed(&piece) {
             return Received::Failed(Failure::Misshapen);
@@ -206,6 +206,13 @@ impl Inbox {
                 Received::Failed(Failure::Unrecoverable)
             }
         }
+    }
+
+    /// When [`Inbox::expire`] may next give up a waiting set.
+    pub fn next_wakeup(&self) -> Option<u64> {
+        self.arrivals
+            .front()
+            .map(|&(at, _)| at.saturating_add(self.limits.pending_for_us))
     }
 
     /// Forget that `set` was delivered (the output refused it): its next piece or resend starts
@@ -329,7 +336,7 @@ mod tests {
         for p in &all {
             assert_eq!(
                 inbox.receive(2, key(1), p.index, p.clone()),
-                Received::AlreadyDelivered
+                Received::AlreadyDelivered { delivered_at_us: 1 }
             );
         }
         inbox.forget(&key(1));
@@ -415,6 +422,11 @@ mod tests {
             );
         }
         assert_eq!(inbox.pending(), 2);
+        assert_eq!(
+            inbox.next_wakeup(),
+            Some(102),
+            "key 1 was pushed out already"
+        );
         assert_eq!(inbox.expire(50), vec![(key(1), Failure::Evicted)]);
         assert_eq!(inbox.expire(102), vec![(key(2), Failure::Expired)]);
         assert_eq!(inbox.pending(), 1);
@@ -425,7 +437,9 @@ mod tests {
         ));
         assert_eq!(
             inbox.receive(104, key(3), 2, all[2].clone()),
-            Received::AlreadyDelivered
+            Received::AlreadyDelivered {
+                delivered_at_us: 103
+            }
         );
         assert!(inbox.expire(1104).is_empty());
         assert_eq!(

@@ -2,6 +2,8 @@
 //! daemon, and what it answers. One request and one response per QUIC stream, each one frame of
 //! the codec of [`super`].
 
+use crate::delivery::mode::Mode;
+use crate::delivery::outbox::Settlement;
 use crate::routing::request::SendRequest;
 use crate::{NodeId, Topology};
 use serde::{Deserialize, Serialize};
@@ -25,11 +27,15 @@ pub enum Request {
     /// parts) of `payload` over the k disjoint paths to one destination, or one copy to each
     /// destination of a set (`routing::request` decides how). With `trace` every copy records
     /// its path.
+    /// In a delivery `mode` other than plain, the set goes to one destination as the mode's
+    /// k pieces, and a reliable set is sent again until acknowledged or `deadline_ms` passed.
     Send {
         request: SendRequest,
         #[serde(with = "serde_bytes")]
         payload: Vec<u8>,
         trace: bool,
+        mode: Mode,
+        deadline_ms: u32,
     },
     /// Wait until `copies` copies of the set (`src`, `seq`, `sent_at_us`) have been delivered
     /// here (0: all k of a node-to-node set), or `timeout_ms` has passed; answer with the copies
@@ -45,6 +51,13 @@ pub enum Request {
     /// Output entries with an output index of at least `after`, at most `max` of them; if there
     /// are none, wait up to `wait_ms` for one.
     Recv { after: u64, max: u32, wait_ms: u32 },
+    /// How the reliable set (`seq`, `sent_at_us`) sent from this node ended: wait up to
+    /// `wait_ms` for it to be acknowledged or to expire.
+    Settled {
+        seq: u64,
+        sent_at_us: u64,
+        wait_ms: u32,
+    },
     /// Inject a transient fault (the chaos tooling).
     Inject(Fault),
     /// What this node captured as a curious relay ([`Fault::Capture`]): entries with a capture
@@ -94,12 +107,17 @@ pub enum Response {
     Status(NodeStatus),
     /// The set is in the input buffer under sequence id `seq`; it travels as `k` packets,
     /// copy `i` to `to[i]`.
+    /// `wire_bytes`: the bytes of the k messages' payloads (the copies, or the mode's
+    /// envelopes), one attempt.
     Accepted {
         seq: u64,
         k: u32,
         sent_at_us: u64,
         to: Vec<NodeId>,
+        wire_bytes: u64,
     },
+    /// How a reliable set ended, if it has (None: still unacknowledged, or not known here).
+    Settled(Option<Settlement>),
     /// The copies of one set delivered here, in index order.
     Copies(Vec<Delivery>),
     /// Output entries, and the output index to ask for next.
@@ -132,8 +150,14 @@ pub struct Delivery {
     pub k: u32,
     pub split: bool,
     pub hops: u32,
-    /// Every node from source to destination inclusive, when the send asked for a trace.
+    /// Every node from source to destination inclusive, when the send asked for a trace (in a
+    /// delivery mode: the path of the piece that completed the set).
     pub path: Option<Vec<NodeId>>,
+    /// The set's delivery mode. Plain: this entry is one copy. Otherwise it is the whole set's
+    /// payload, rebuilt from its pieces, with `index` the path of the piece that completed it.
+    pub mode: Mode,
+    /// The paths whose pieces the destination rejected (forged or misshapen).
+    pub rejected_paths: Vec<u8>,
     /// From `input` at the source to delivery here, by the two nodes' wall clocks.
     pub latency_us: u64,
     #[serde(with = "serde_bytes")]
@@ -173,6 +197,9 @@ pub enum ControlErrorKind {
     PayloadTooLarge,
     /// The daemon is draining for shutdown and takes no new work.
     ShuttingDown,
+    /// The daemon keeps as much as it may (the outbox of unacknowledged reliable sets): try
+    /// again later.
+    Busy,
     /// This certificate may not make this request.
     Forbidden,
 }
@@ -279,6 +306,8 @@ mod tests {
             },
             payload: b"hi".to_vec(),
             trace: true,
+            mode: "reliable+code:1".parse().unwrap(),
+            deadline_ms: 5000,
         };
         let frame = encode_frame(&request).unwrap();
         assert_eq!(decode_frame::<Request>(&frame), Ok(request));

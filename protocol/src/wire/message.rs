@@ -16,6 +16,10 @@ pub struct Message {
     pub seq: u64,
     /// Whether the set is one payload cut into k parts (else k copies of one payload).
     pub split: bool,
+    /// Whether the payload is an [`Envelope`](crate::delivery::Envelope) of a delivery mode
+    /// (a piece of a set, or an acknowledgement), for the destination's delivery layer rather
+    /// than straight for a client.
+    pub enveloped: bool,
     /// The source's wall clock at `input`, in microseconds since the Unix epoch.
     pub sent_at_us: u64,
     /// Hops made so far. Not covered by the checksum: it changes at every hop.
@@ -23,7 +27,7 @@ pub struct Message {
     /// Every node visited, from the source on, when the sender asked for a trace. Not covered
     /// by the checksum: it grows at every hop.
     pub trace: Option<Vec<NodeId>>,
-    /// CRC-32 of (S, D, index, seq, split, sent_at_us, payload).
+    /// CRC-32 of (S, D, index, seq, split, enveloped, sent_at_us, payload).
     pub checksum: u32,
     #[serde(with = "serde_bytes")]
     pub payload: Vec<u8>,
@@ -43,6 +47,7 @@ impl Message {
         Message {
             seq,
             split,
+            enveloped: false,
             sent_at_us,
             hops: 0,
             trace: trace.then(|| vec![src]),
@@ -51,12 +56,18 @@ impl Message {
         }
     }
 
+    /// This message, its payload marked as an envelope of a delivery mode.
+    pub fn enveloped(mut self) -> Message {
+        self.enveloped = true;
+        self
+    }
+
     /// The checksum of this message as copy `index` of a set from `src` to `dst`.
     pub fn checksum_for(&self, src: NodeId, dst: NodeId, index: u8) -> u32 {
         let mut hasher = crc32fast::Hasher::new();
         hasher.update(&src.0.to_le_bytes());
         hasher.update(&dst.0.to_le_bytes());
-        hasher.update(&[index, self.split as u8]);
+        hasher.update(&[index, self.split as u8 | (self.enveloped as u8) << 1]);
         hasher.update(&self.seq.to_le_bytes());
         hasher.update(&self.sent_at_us.to_le_bytes());
         hasher.update(&self.payload);

@@ -1,0 +1,281 @@
+//! The delivery layer carried out: the node's inbox (destination) and outbox (source of
+//! reliable sets), the settlements of its reliable sets, and the timer that sends sets again and
+//! gives up on old ones. What to do is decided in `cuberoute_protocol::delivery`; this module
+//! holds the state behind locks, tells time and counts.
+
+use crate::env::now_us;
+use cuberoute_protocol::Routes;
+use cuberoute_protocol::delivery::{
+    Inbox, InboxLimits, Outbox, OutboxFull, OutboxLimits, SetKey, Settlement,
+};
+use std::collections::{HashMap, VecDeque};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use tokio::sync::{Notify, watch};
+
+/// How many settlements a source remembers for `Request::Settled`.
+const SETTLEMENTS_KEPT: usize = 65_536;
+
+/// A reliable set as its source sends it again: the same routes and the same pieces.
+#[derive(Clone, Debug)]
+pub struct Resend {
+    pub routes: Routes,
+    pub envelopes: Vec<Vec<u8>>,
+    pub trace: bool,
+}
+
+/// A node's delivery state.
+pub struct DeliveryEnds {
+    pub inbox: Mutex<Inbox>,
+    outbox: Mutex<Outbox<Resend>>,
+    settled: Mutex<Settled>,
+    /// Bumped at every settlement, for `Request::Settled` waiters.
+    settled_count: watch::Sender<u64>,
+    /// Wakes the timer when its next deadline may have moved earlier.
+    wake: Notify,
+    pub counters: DeliveryCounters,
+}
+
+/// What the delivery layer did, beyond the packet counters.
+#[derive(Default, Debug)]
+pub struct DeliveryCounters {
+    /// Sets this node sent in a delivery mode (not plain).
+    pub sets_sent: AtomicU64,
+    /// Reliable sets sent again.
+    pub resends: AtomicU64,
+    pub acks_sent: AtomicU64,
+    pub acks_received: AtomicU64,
+    /// Reliable sets acknowledged, and given up at their deadline.
+    pub sets_acked: AtomicU64,
+    pub sets_expired: AtomicU64,
+    /// Reliable sends refused because the outbox was full.
+    pub outbox_refusals: AtomicU64,
+    /// Sets whole at this destination and handed to the output.
+    pub sets_delivered: AtomicU64,
+    /// Pieces or resends of a set already delivered.
+    pub duplicate_sets: AtomicU64,
+}
+
+#[derive(Default)]
+struct Settled {
+    by_key: HashMap<SetKey, Settlement>,
+    order: VecDeque<SetKey>,
+}
+
+impl Default for DeliveryEnds {
+    fn default() -> DeliveryEnds {
+        DeliveryEnds::new(InboxLimits::default(), OutboxLimits::default())
+    }
+}
+
+impl DeliveryEnds {
+    pub fn new(inbox: InboxLimits, outbox: OutboxLimits) -> DeliveryEnds {
+        DeliveryEnds {
+            inbox: Mutex::new(Inbox::new(inbox)),
+            outbox: Mutex::new(Outbox::new(outbox)),
+            settled: Mutex::new(Settled::default()),
+            settled_count: watch::channel(0).0,
+            wake: Notify::new(),
+            counters: DeliveryCounters::default(),
+        }
+    }
+
+    /// Keep a reliable set until `deadline_us`; refused when the outbox is full.
+    pub fn keep(&self, key: SetKey, resend: Resend, deadline_us: u64) -> Result<(), OutboxFull> {
+        let bytes = resend.envelopes.iter().map(Vec::len).sum();
+        let kept = self.outbox.lock().expect("outbox lock").insert(
+            now_us(),
+            key,
+            resend,
+            bytes,
+            deadline_us,
+        );
+        match kept {
+            Ok(()) => self.wake.notify_one(),
+            Err(_) => {
+                self.counters.outbox_refusals.fetch_add(1, Relaxed);
+            }
+        }
+        kept
+    }
+
+    /// The destination acknowledged `key`: settle it. False if it was not kept (a duplicate
+    /// acknowledgement, or one after the deadline).
+    pub fn acknowledged(&self, key: &SetKey) -> bool {
+        self.counters.acks_received.fetch_add(1, Relaxed);
+        let settlement = self.outbox.lock().expect("outbox lock").ack(key);
+        match settlement {
+            Some(s) => {
+                self.counters.sets_acked.fetch_add(1, Relaxed);
+                self.settle(*key, s);
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn settle(&self, key: SetKey, settlement: Settlement) {
+        let mut settled = self.settled.lock().expect("settled lock");
+        if settled.by_key.insert(key, settlement).is_none() {
+            settled.order.push_back(key);
+        }
+        while settled.order.len() > SETTLEMENTS_KEPT {
+            let old = settled.order.pop_front().expect("longer than the limit");
+            settled.by_key.remove(&old);
+        }
+        drop(settled);
+        self.settled_count.send_modify(|n| *n += 1);
+    }
+
+    /// How the reliable set `key` ended, if it has.
+    pub fn settlement(&self, key: &SetKey) -> Option<Settlement> {
+        self.settled
+            .lock()
+            .expect("settled lock")
+            .by_key
+            .get(key)
+            .copied()
+    }
+
+    /// A receiver that changes at every settlement.
+    pub fn subscribe_settlements(&self) -> watch::Receiver<u64> {
+        self.settled_count.subscribe()
+    }
+
+    /// Unacknowledged reliable sets kept, and their bytes.
+    pub fn outbox_load(&self) -> (usize, usize) {
+        let outbox = self.outbox.lock().expect("outbox lock");
+        (outbox.len(), outbox.bytes())
+    }
+
+    /// Sets waiting for pieces here, and their bytes.
+    pub fn inbox_load(&self) -> (usize, usize) {
+        let inbox = self.inbox.lock().expect("inbox lock");
+        (inbox.pending(), inbox.bytes())
+    }
+
+    /// One round of the timer at `now`: the sets to send again (cloned out of the lock), and
+    /// the sets given up (at the source: expired; at the destination: expired or evicted).
+    pub fn tick(&self, now: u64) -> Tick {
+        let mut outbox = self.outbox.lock().expect("outbox lock");
+        let resends: Vec<(SetKey, Resend)> = outbox
+            .poll(now)
+            .into_iter()
+            .map(|(key, resend)| (key, resend.clone()))
+            .collect();
+        let expired = outbox.settlement(now);
+        let next_outbox = outbox.next_wakeup();
+        drop(outbox);
+        for &(key, settlement) in &expired {
+            self.counters.sets_expired.fetch_add(1, Relaxed);
+            self.settle(key, settlement);
+        }
+        self.counters
+            .resends
+            .fetch_add(resends.len() as u64, Relaxed);
+        let mut inbox = self.inbox.lock().expect("inbox lock");
+        let given_up = inbox.expire(now);
+        let next_inbox = inbox.next_wakeup();
+        Tick {
+            resends,
+            given_up,
+            next_us: [next_outbox, next_inbox].into_iter().flatten().min(),
+        }
+    }
+
+    /// Wait until `next_us` (wall clock, µs) or until woken.
+    pub async fn sleep(&self, next_us: Option<u64>) {
+        let woken = self.wake.notified();
+        match next_us {
+            Some(at) => {
+                let wait = std::time::Duration::from_micros(at.saturating_sub(now_us()));
+                tokio::select! {
+                    _ = tokio::time::sleep(wait) => {}
+                    _ = woken => {}
+                }
+            }
+            None => woken.await,
+        }
+    }
+
+    /// Wake the timer: a set may be waiting in the inbox with an earlier deadline.
+    pub fn wake(&self) {
+        self.wake.notify_one();
+    }
+}
+
+/// What one timer round found to do.
+pub struct Tick {
+    pub resends: Vec<(SetKey, Resend)>,
+    pub given_up: Vec<(SetKey, cuberoute_protocol::delivery::Failure)>,
+    pub next_us: Option<u64>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cuberoute_protocol::{NodeId, SendRequest, Topology};
+
+    fn resend() -> Resend {
+        let topology: Topology = "q:3".parse().unwrap();
+        Resend {
+            routes: SendRequest::to(NodeId(7))
+                .routes(topology, NodeId(0))
+                .unwrap(),
+            envelopes: vec![vec![1; 10]; 3],
+            trace: false,
+        }
+    }
+
+    fn key(seq: u64) -> SetKey {
+        SetKey {
+            src: NodeId(0),
+            seq,
+            sent_at_us: 5,
+        }
+    }
+
+    #[test]
+    fn a_kept_set_is_resent_then_settled_once() {
+        let ends = DeliveryEnds::new(
+            InboxLimits::default(),
+            OutboxLimits {
+                first_resend_us: 1000,
+                ..OutboxLimits::default()
+            },
+        );
+        let now = now_us();
+        ends.keep(key(1), resend(), now + 60_000_000).unwrap();
+        ends.keep(key(2), resend(), now).unwrap();
+        assert_eq!(ends.outbox_load(), (2, 60));
+        let tick = ends.tick(now + 2000);
+        assert_eq!(tick.resends.len(), 1);
+        assert_eq!(
+            ends.settlement(&key(2)),
+            Some(Settlement::Expired { attempts: 1 })
+        );
+        assert!(ends.acknowledged(&key(1)));
+        assert!(!ends.acknowledged(&key(1)), "a second ack settles nothing");
+        assert_eq!(
+            ends.settlement(&key(1)),
+            Some(Settlement::Acked { attempts: 2 })
+        );
+        assert_eq!(ends.outbox_load(), (0, 0));
+        assert_eq!(ends.counters.acks_received.load(Relaxed), 2);
+        assert_eq!(ends.counters.sets_expired.load(Relaxed), 1);
+    }
+
+    #[test]
+    fn a_full_outbox_refuses_and_counts() {
+        let ends = DeliveryEnds::new(
+            InboxLimits::default(),
+            OutboxLimits {
+                max_sets: 1,
+                ..OutboxLimits::default()
+            },
+        );
+        ends.keep(key(1), resend(), u64::MAX).unwrap();
+        assert!(ends.keep(key(2), resend(), u64::MAX).is_err());
+        assert_eq!(ends.counters.outbox_refusals.load(Relaxed), 1);
+    }
+}
