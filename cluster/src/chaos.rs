@@ -24,6 +24,7 @@ use crate::runner;
 pub use crate::schedule::FaultKind;
 use crate::schedule::{self, FaultCounts, Schedule};
 use crate::traffic::SendOptions;
+use cuberoute_protocol::delivery::Mode;
 use cuberoute_protocol::wire::control::{Captured, Fault, NodeStatus, Request, Response};
 use cuberoute_protocol::{NodeId, SendRequest, Topology, flush_bound};
 use rand::rngs::StdRng;
@@ -51,6 +52,12 @@ pub struct RunConfig {
     pub buffer_fraction_ppm: u32,
     /// How long each set is waited for.
     pub wait: Duration,
+    /// The delivery mode of every set.
+    pub mode: Mode,
+    /// For `capture` and `forge`: how many relays (each on at most one path of a set).
+    pub relays: usize,
+    /// Pad each payload with random bytes up to this length (0: the short text alone).
+    pub payload_bytes: usize,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug, PartialOrd, Ord, Serialize)]
@@ -74,8 +81,21 @@ pub struct Progress {
 #[derive(Clone, Debug)]
 struct SetResult {
     phase: Phase,
+    /// The set's name at its source (for matching captures), and what was sent.
+    from: NodeId,
+    seq: u64,
+    sent_at_us: u64,
+    payload: Vec<u8>,
     k: u32,
+    /// Entries the destination's client got: copies (plain) or rebuilt payloads.
     delivered: u32,
+    /// Entries beyond one per copy (plain) or one per set (a delivery mode).
+    duplicates: u32,
+    /// Delivered entries whose payload differs from what was sent while relays forged.
+    forged: u32,
+    /// Reliable: attempts, once settled.
+    attempts: Option<u32>,
+    wire_bytes: u64,
     /// Delivered copies whose payload differs from what was sent.
     corrupted: u32,
     /// Delivered copies whose path differs from the protocol's construction.
@@ -100,6 +120,8 @@ pub struct PhaseReport {
     /// Sets whose copy on the shortest constructed path arrived: what routing over one path
     /// would have delivered.
     pub single_path_delivered: u64,
+    pub duplicates_to_client: u64,
+    pub forged_delivered_to_client: u64,
 }
 
 #[derive(Clone, Debug, Default, Serialize)]
@@ -157,6 +179,34 @@ pub struct Report {
     /// was ready again (every node answering, every link up, every container healthy), if
     /// within [`REJOIN_TIMEOUT`].
     pub rejoin_ms: Option<f64>,
+    /// The delivery mode of the run's sets.
+    pub delivery: String,
+    /// Entries a client got more than once: a copy twice (plain), a set twice (a mode).
+    pub duplicates_to_client: u64,
+    /// Entries whose payload a forging relay changed, handed to a client.
+    pub forged_delivered_to_client: u64,
+    /// Mean bytes of the k messages' payloads per set (one attempt), and of the payloads.
+    pub wire_bytes_per_set: f64,
+    pub payload_bytes_per_set: f64,
+    /// Reliable sets: sends per set, over the sets settled.
+    pub attempts: Attempts,
+    /// The relays that captured or forged during the faults.
+    pub relays: Vec<u64>,
+    /// Payloads the capturing relays kept, and how many of them hold the payload of their
+    /// set or any 8-byte run of it.
+    pub captured: u64,
+    pub leaked: u64,
+    /// Where lost copies went besides the drops: output entries overwritten before a client
+    /// read them, and reliable sets their source gave up at the deadline.
+    pub output_overwritten: u64,
+    pub sets_expired_at_source: u64,
+}
+
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Attempts {
+    pub mean: f64,
+    pub max: u32,
+    pub settled: u64,
 }
 
 /// Sum of drop counters over nodes, between two snapshots. A node that restarted in between
@@ -191,15 +241,23 @@ async fn snapshot(client: &ClusterClient) -> BTreeMap<NodeId, NodeStatus> {
         .collect()
 }
 
+/// What a set of the run is sent with.
+#[derive(Clone, Copy)]
+struct SetOptions {
+    wait: Duration,
+    mode: Mode,
+    /// Relays forge during this set's phase.
+    forging: bool,
+}
+
 /// Send one set and judge what arrived.
 async fn one_set(
     client: ClusterClient,
     topology: Topology,
     phase: Phase,
-    from: NodeId,
-    to: NodeId,
+    (from, to): (NodeId, NodeId),
     payload: Vec<u8>,
-    wait: Duration,
+    set: SetOptions,
 ) -> SetResult {
     let request = SendRequest::to(to);
     let expected = request
@@ -208,11 +266,20 @@ async fn one_set(
         .map(|system| system.paths);
     let options = SendOptions {
         trace: true,
-        wait: Some(wait),
+        wait: Some(set.wait),
+        mode: set.mode,
         ..SendOptions::default()
     };
     let mut result = SetResult {
         phase,
+        from,
+        seq: 0,
+        sent_at_us: 0,
+        payload: payload.clone(),
+        duplicates: 0,
+        forged: 0,
+        attempts: None,
+        wire_bytes: 0,
         k: expected.as_ref().map_or(0, |paths| paths.len() as u32),
         delivered: 0,
         corrupted: 0,
@@ -234,11 +301,30 @@ async fn one_set(
         result.failed = true;
         return result;
     };
+    if !set.mode.is_plain() {
+        // A set in a delivery mode reaches the client as one entry.
+        result.k = 1;
+    }
+    result.seq = report.seq;
+    result.sent_at_us = report.sent_at_us;
+    result.attempts = report.attempts;
+    result.wire_bytes = report.wire_bytes;
+    let distinct: BTreeSet<u8> = report.deliveries.iter().map(|d| d.index).collect();
+    let once = if set.mode.is_plain() {
+        distinct.len()
+    } else {
+        distinct.len().min(1)
+    };
+    result.duplicates = (report.deliveries.len() - once) as u32;
     for d in &report.deliveries {
         result.delivered += 1;
         result.latencies_us.push(d.latency_us);
         if d.payload != payload {
-            result.corrupted += 1;
+            if set.forging {
+                result.forged += 1;
+            } else {
+                result.corrupted += 1;
+            }
         }
         let path_ok = d.path.as_ref() == expected.get(d.index as usize);
         if !path_ok {
@@ -256,6 +342,10 @@ struct Traffic {
     client: ClusterClient,
     rate: f64,
     wait: Duration,
+    mode: Mode,
+    payload_bytes: usize,
+    /// Whether relays forge now.
+    forging: bool,
     rng: StdRng,
     results: Arc<Mutex<Vec<SetResult>>>,
     progress: Arc<Mutex<Progress>>,
@@ -282,20 +372,27 @@ impl Traffic {
                     break to;
                 }
             };
-            let payload = format!(
+            let mut payload = format!(
                 "chaos {phase:?} #{n} {from}->{to} {}",
                 self.rng.random::<u32>()
             )
             .into_bytes();
+            while payload.len() < self.payload_bytes {
+                payload.push(self.rng.random());
+            }
             let (client, results, progress) = (
                 self.client.clone(),
                 self.results.clone(),
                 self.progress.clone(),
             );
-            let wait = self.wait;
+            let set = SetOptions {
+                wait: self.wait,
+                mode: self.mode,
+                forging: self.forging,
+            };
             progress.lock().expect("progress").sets_sent += 1;
             self.tasks.push(tokio::spawn(async move {
-                let result = one_set(client, topology, phase, from, to, payload, wait).await;
+                let result = one_set(client, topology, phase, (from, to), payload, set).await;
                 {
                     let mut p = progress.lock().expect("progress");
                     p.sets_done += 1;
@@ -359,6 +456,9 @@ pub async fn run(
         client: client.clone(),
         rate: config.rate,
         wait: config.wait,
+        mode: config.mode,
+        payload_bytes: config.payload_bytes,
+        forging: false,
         rng: StdRng::seed_from_u64(config.seed),
         results: Arc::new(Mutex::new(Vec::new())),
         progress,
@@ -402,10 +502,43 @@ pub async fn run(
         inject(&client, a, Fault::Cut { neighbour: b }).await?;
         inject(&client, b, Fault::Cut { neighbour: a }).await?;
     }
-    let alive = schedule.alive(topology);
+    // Relays that capture or forge: traffic runs between the other live nodes, so each relay
+    // is on at most one path of a set.
+    let relaying = [FaultKind::Capture, FaultKind::Forge]
+        .into_iter()
+        .filter(|f| config.faults.contains(f))
+        .collect::<Vec<_>>();
+    let relays = if relaying.is_empty() {
+        Vec::new()
+    } else {
+        schedule::relays(config.seed, topology, &schedule, config.relays)
+    };
+    let relay_fault = |kind: FaultKind, on: bool| match kind {
+        FaultKind::Capture => Fault::Capture { on },
+        _ => Fault::Forge { on },
+    };
+    for &kind in &relaying {
+        for &relay in &relays {
+            inject(&client, relay, relay_fault(kind, true)).await?;
+        }
+    }
+    traffic.forging = relaying.contains(&FaultKind::Forge);
+    let alive: Vec<NodeId> = schedule
+        .alive(topology)
+        .into_iter()
+        .filter(|n| !relays.contains(n))
+        .collect();
     traffic
         .run(Phase::WithFaults, config.with_faults, &alive)
         .await;
+    // The sets of this phase are judged as sent while relays forged, however late they end.
+    traffic.finish().await?;
+    traffic.forging = false;
+    for &kind in &relaying {
+        for &relay in &relays {
+            inject(&client, relay, relay_fault(kind, false)).await?;
+        }
+    }
 
     // 3. After: heal, restart, and keep sending. The corruption windows close with the phase;
     // a little slack keeps this phase's packets out of them.
@@ -429,16 +562,53 @@ pub async fn run(
         .await;
     traffic.finish().await?;
     let after = snapshot(&client).await;
+    let results = traffic.results.lock().expect("results").clone();
+    let (captured, leaked) = if relaying.contains(&FaultKind::Capture) {
+        captures_and_leaks(&client, &relays, &results).await?
+    } else {
+        (0, 0)
+    };
     client.close();
-    Ok(report(
-        config,
-        topology,
-        &traffic.results.lock().expect("results"),
-        &before,
-        &after,
-        schedule,
-        rejoin,
-    ))
+    let mut report = report(
+        config, topology, &results, &before, &after, schedule, rejoin,
+    );
+    report.relays = relays.iter().map(|r| r.0).collect();
+    report.captured = captured;
+    report.leaked = leaked;
+    Ok(report)
+}
+
+/// How many payloads the capturing `relays` kept, and how many of those hold their set's
+/// payload or any 8-byte run of it.
+async fn captures_and_leaks(
+    client: &ClusterClient,
+    relays: &[NodeId],
+    results: &[SetResult],
+) -> anyhow::Result<(u64, u64)> {
+    let sent: BTreeMap<(NodeId, u64, u64), &[u8]> = results
+        .iter()
+        .map(|r| ((r.from, r.seq, r.sent_at_us), r.payload.as_slice()))
+        .collect();
+    let (mut captured, mut leaked) = (0, 0);
+    for &relay in relays {
+        for c in captured_by(client, relay).await? {
+            let Some(payload) = sent.get(&(c.src, c.seq, c.sent_at_us)) else {
+                continue;
+            };
+            captured += 1;
+            leaked += u64::from(leaks(&c.payload, payload));
+        }
+    }
+    Ok((captured, leaked))
+}
+
+/// Whether `captured` holds `payload` whole or any 8-byte run of it.
+pub fn leaks(captured: &[u8], payload: &[u8]) -> bool {
+    if payload.len() < 8 {
+        return !payload.is_empty() && captured.windows(payload.len()).any(|w| w == payload);
+    }
+    let runs: std::collections::HashSet<&[u8]> = captured.windows(8).collect();
+    payload.windows(8).any(|w| runs.contains(w))
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -464,6 +634,8 @@ fn report(
         p.path_mismatches += u64::from(r.path_mismatches);
         p.corrupted_delivered_to_client += u64::from(r.corrupted);
         p.single_path_delivered += u64::from(r.shortest_delivered);
+        p.duplicates_to_client += u64::from(r.duplicates);
+        p.forged_delivered_to_client += u64::from(r.forged);
         latency.entry(r.phase).or_default().extend(&r.latencies_us);
     }
     let total = |f: fn(&PhaseReport) -> u64| phases.values().map(f).sum::<u64>();
@@ -493,7 +665,20 @@ fn report(
             recovery.max_ms = recovery.max_ms.max(c.max_us_after as f64 / 1000.0);
         }
     }
+    let duplicates_to_client = total(|p| p.duplicates_to_client);
+    let forged_delivered_to_client = total(|p| p.forged_delivered_to_client);
     let mut take = |p| Percentiles::of_us(latency.remove(&p).unwrap_or_default());
+    let sent = results.iter().filter(|r| !r.failed).count().max(1) as f64;
+    let settled: Vec<u32> = results.iter().filter_map(|r| r.attempts).collect();
+    let attempts = Attempts {
+        mean: if settled.is_empty() {
+            0.0
+        } else {
+            settled.iter().map(|&a| f64::from(a)).sum::<f64>() / settled.len() as f64
+        },
+        max: settled.iter().copied().max().unwrap_or(0),
+        settled: settled.len() as u64,
+    };
     Report {
         sets_sent: total(|p| p.sets_sent),
         copies_expected: total(|p| p.copies_expected),
@@ -520,12 +705,52 @@ fn report(
         crashed: schedule.crashed.iter().map(|n| n.0).collect(),
         cut: schedule.cut.iter().map(|(a, b)| (a.0, b.0)).collect(),
         rejoin_ms: rejoin.map(|d| d.as_secs_f64() * 1000.0),
+        delivery: config.mode.to_string(),
+        duplicates_to_client,
+        forged_delivered_to_client,
+        wire_bytes_per_set: results.iter().map(|r| r.wire_bytes as f64).sum::<f64>() / sent,
+        payload_bytes_per_set: results
+            .iter()
+            .filter(|r| !r.failed)
+            .map(|r| r.payload.len() as f64)
+            .sum::<f64>()
+            / sent,
+        attempts,
+        relays: Vec::new(),
+        captured: 0,
+        leaked: 0,
+        output_overwritten: event_delta(before, after, "output_overwritten"),
+        sets_expired_at_source: event_delta(before, after, "delivery_sets_expired"),
     }
+}
+
+/// The growth of the event counter `name` over nodes, between two snapshots.
+fn event_delta(
+    before: &BTreeMap<NodeId, NodeStatus>,
+    after: &BTreeMap<NodeId, NodeStatus>,
+    name: &str,
+) -> u64 {
+    after
+        .iter()
+        .map(|(id, now)| {
+            let then = before
+                .get(id)
+                .filter(|b| b.incarnation == now.incarnation)
+                .and_then(|b| b.counters.events.get(name).copied())
+                .unwrap_or(0);
+            now.counters
+                .events
+                .get(name)
+                .copied()
+                .unwrap_or(0)
+                .saturating_sub(then)
+        })
+        .sum()
 }
 
 /// Every payload node `id` kept as a capturing relay, oldest first (paged through
 /// `Request::Captured`).
-pub async fn captured(client: &ClusterClient, id: NodeId) -> anyhow::Result<Vec<Captured>> {
+pub async fn captured_by(client: &ClusterClient, id: NodeId) -> anyhow::Result<Vec<Captured>> {
     let mut all = Vec::new();
     let mut after = 0;
     loop {

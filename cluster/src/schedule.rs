@@ -27,6 +27,10 @@ pub enum FaultKind {
     Crash,
     /// Links are severed on both sides.
     Cut,
+    /// Relays keep a copy of every payload they forward (curious relays).
+    Capture,
+    /// Relays rewrite every payload they forward, checksums included (Byzantine relays).
+    Forge,
 }
 
 impl std::str::FromStr for FaultKind {
@@ -37,8 +41,10 @@ impl std::str::FromStr for FaultKind {
             "buffers" => Ok(FaultKind::Buffers),
             "crash" => Ok(FaultKind::Crash),
             "cut" => Ok(FaultKind::Cut),
+            "capture" => Ok(FaultKind::Capture),
+            "forge" => Ok(FaultKind::Forge),
             other => Err(format!(
-                "unknown fault {other:?}: expected state, buffers, crash or cut"
+                "unknown fault {other:?}: expected state, buffers, crash, cut, capture or forge"
             )),
         }
     }
@@ -138,6 +144,26 @@ impl Schedule {
 
 /// A stream of the seed's own, so that the schedule does not follow the traffic's draws.
 const SCHEDULE_STREAM: u64 = 0x5ced_0000_0000_0001;
+
+/// The relays' stream: choosing relays does not change which nodes crash.
+const RELAY_STREAM: u64 = 0x5ced_0000_0000_0002;
+
+/// `count` distinct relays for `seed` (to capture or forge), none of them crashed or at the end
+/// of a cut link. Traffic then runs between the other live nodes only, so each relay is an
+/// inner node of at most one of a set's disjoint paths: at most `count` paths of any set are
+/// hit, which is what a mode with threshold T = `count` must survive.
+pub fn relays(seed: u64, topology: Topology, schedule: &Schedule, count: usize) -> Vec<NodeId> {
+    let mut rng = StdRng::seed_from_u64(seed ^ RELAY_STREAM);
+    let mut shuffled: Vec<NodeId> = topology.nodes().collect();
+    shuffled.shuffle(&mut rng);
+    shuffled
+        .into_iter()
+        .filter(|n| {
+            !schedule.crashed.contains(n) && !schedule.cut.iter().any(|&(a, b)| a == *n || b == *n)
+        })
+        .take(count)
+        .collect()
+}
 
 /// The schedule of `seed` on `topology`: `counts.crashes` distinct nodes crash; then each cut
 /// takes the next node of the same shuffle that does not crash, and its first neighbour that
@@ -253,6 +279,44 @@ mod tests {
         }
         let links: BTreeSet<_> = s.cut.iter().map(|&(a, b)| (a.min(b), a.max(b))).collect();
         assert_eq!(links.len(), s.cut.len(), "a link cut twice: {s:?}");
+    }
+
+    #[test]
+    fn relays_hit_at_most_their_number_of_paths_of_any_set_between_other_nodes() {
+        for name in ["q:4", "eh:2,2", "hhc:2"] {
+            let t = topology(name);
+            let s = schedule(
+                3,
+                t,
+                &kinds(&[FaultKind::Crash]),
+                FaultCounts {
+                    crashes: 1,
+                    cuts: 0,
+                },
+            )
+            .unwrap();
+            for count in [1, 2] {
+                let relays = relays(9, t, &s, count);
+                assert_eq!(relays.len(), count);
+                assert!(relays.iter().all(|r| !s.crashed.contains(r)));
+                let ends: Vec<NodeId> = s
+                    .alive(t)
+                    .into_iter()
+                    .filter(|n| !relays.contains(n))
+                    .collect();
+                for (i, &u) in ends.iter().enumerate().step_by(3) {
+                    for &v in ends.iter().skip(i + 1).step_by(5) {
+                        let paths = node_to_node_paths(t, u, v);
+                        let hit = paths
+                            .iter()
+                            .filter(|p| p[1..p.len() - 1].iter().any(|n| relays.contains(n)))
+                            .count();
+                        assert!(hit <= count, "{name} {u}->{v}: {hit} paths hit");
+                    }
+                }
+            }
+            assert_eq!(relays(9, t, &s, 2), relays(9, t, &s, 2), "the seed decides");
+        }
     }
 
     #[test]

@@ -43,6 +43,9 @@ pub struct SendReport {
     pub k: u32,
     #[serde(skip)]
     pub seq: u64,
+    /// The source's clock when it took the set: with `from` and `seq`, the set's name.
+    #[serde(skip)]
+    pub sent_at_us: u64,
     /// Whether the set is one payload cut into k parts.
     #[serde(skip)]
     pub split: bool,
@@ -172,6 +175,7 @@ impl ClusterClient {
         };
         let mut report = report(from, to, k, seq, &copy_to, many, deliveries);
         report.split = split;
+        report.sent_at_us = sent_at;
         report.mode = mode;
         report.wire_bytes = wire_bytes;
         report.payload_bytes = payload_bytes;
@@ -319,6 +323,7 @@ fn report(
         to,
         k,
         seq,
+        sent_at_us: 0,
         split: false,
         copies,
         deliveries,

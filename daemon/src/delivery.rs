@@ -56,6 +56,24 @@ pub struct DeliveryCounters {
     pub duplicate_sets: AtomicU64,
 }
 
+impl DeliveryCounters {
+    /// Every counter with its name, as `Counters::events` and the metrics show them.
+    pub fn named(&self) -> [(&'static str, u64); 9] {
+        let get = |c: &AtomicU64| c.load(Relaxed);
+        [
+            ("delivery_sets_sent", get(&self.sets_sent)),
+            ("delivery_resends", get(&self.resends)),
+            ("delivery_acks_sent", get(&self.acks_sent)),
+            ("delivery_acks_received", get(&self.acks_received)),
+            ("delivery_sets_acked", get(&self.sets_acked)),
+            ("delivery_sets_expired", get(&self.sets_expired)),
+            ("delivery_outbox_refusals", get(&self.outbox_refusals)),
+            ("delivery_sets_delivered", get(&self.sets_delivered)),
+            ("delivery_duplicate_sets", get(&self.duplicate_sets)),
+        ]
+    }
+}
+
 #[derive(Default)]
 struct Settled {
     by_key: HashMap<SetKey, Settlement>,

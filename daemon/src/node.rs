@@ -556,7 +556,15 @@ impl Node {
                 .collect(),
             input_queued: self.input_queued() as u64,
             output_len: self.output.len() as u64,
-            counters: self.stats.counters(),
+            counters: {
+                let mut counters = self.stats.counters();
+                for (name, n) in self.delivery.counters.named() {
+                    if n > 0 {
+                        counters.events.insert(name.to_string(), n);
+                    }
+                }
+                counters
+            },
             chaos: self.chaos.counters(),
         }
     }

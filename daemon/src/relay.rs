@@ -7,6 +7,7 @@
 //! Both act only on packets this node forwards, never on those it sends or delivers: they model
 //! a relay on a path. What each delivery mode protects against them is in docs/delivery.md.
 
+use cuberoute_protocol::delivery::Envelope;
 use cuberoute_protocol::wire::control::Captured;
 use cuberoute_protocol::wire::packet::{DataPacket, seal};
 use std::collections::VecDeque;
@@ -119,12 +120,35 @@ impl RelayFaults {
 }
 
 /// Rewrite the payload of `packet` as a forging relay does and seal it again, so that its
-/// end-to-end checksum holds for the forged payload.
+/// end-to-end checksum holds for the forged payload. A plain copy has every byte changed. A
+/// piece of a delivery mode stays a well-formed piece: its data is changed and, where the piece
+/// carries the fingerprints of the set's shards, its own fingerprint is made to match, so that
+/// only the agreement of the true pieces can tell it. Acknowledgements pass unchanged.
 pub fn forge(packet: &mut DataPacket) {
-    for byte in &mut packet.message.payload {
-        *byte ^= FORGERY_MASK;
+    let message = &mut packet.message;
+    if message.enveloped {
+        match Envelope::from_bytes(&message.payload) {
+            Ok(Envelope::Piece(mut piece)) => {
+                mask(&mut piece.data);
+                let own = usize::from(piece.index);
+                if let Some(fingerprint) = piece.fingerprints.get_mut(own) {
+                    let digest = ring::digest::digest(&ring::digest::SHA256, &piece.data);
+                    fingerprint.copy_from_slice(digest.as_ref());
+                }
+                message.payload = Envelope::Piece(piece).to_bytes();
+            }
+            Ok(Envelope::Ack(_)) | Err(_) => return,
+        }
+    } else {
+        mask(&mut message.payload);
     }
     seal(packet);
+}
+
+fn mask(bytes: &mut [u8]) {
+    for byte in bytes {
+        *byte ^= FORGERY_MASK;
+    }
 }
 
 #[cfg(test)]
@@ -160,6 +184,28 @@ mod tests {
         assert_ne!(p.message.payload, b"pay me 10");
         assert!(is_intact(&p));
         assert_eq!(faults.forged.load(Relaxed), 1);
+    }
+
+    #[test]
+    fn a_forged_piece_stays_well_formed_with_its_own_fingerprint_matching() {
+        use cuberoute_protocol::delivery::{is_well_formed, pieces};
+        let mode = "byzantine:1+code:1".parse().unwrap();
+        let piece = pieces(mode, 3, b"a coded payload", [0; 32])
+            .unwrap()
+            .remove(1);
+        let mut p = packet(b"");
+        p.message = p.message.clone().enveloped();
+        p.message.payload = Envelope::Piece(piece.clone()).to_bytes();
+        forge(&mut p);
+        assert!(is_intact(&p));
+        let Ok(Envelope::Piece(forged)) = Envelope::from_bytes(&p.message.payload) else {
+            panic!("still a piece");
+        };
+        assert!(is_well_formed(&forged));
+        assert_ne!(forged.data, piece.data);
+        let digest = ring::digest::digest(&ring::digest::SHA256, &forged.data);
+        assert_eq!(&forged.fingerprints[1][..], digest.as_ref());
+        assert_eq!(forged.fingerprints[0], piece.fingerprints[0]);
     }
 
     #[test]

@@ -75,6 +75,16 @@ fn publish(node: &Node) {
         });
         gauge!("cuberoute_link_buffer_depth", "neighbour" => neighbour).set(link.queued() as f64);
     }
+    for (name, n) in node.delivery.counters.named() {
+        counter!("cuberoute_delivery_total", "event" => name.trim_start_matches("delivery_"))
+            .absolute(n);
+    }
+    let (sets, bytes) = node.delivery.outbox_load();
+    gauge!("cuberoute_outbox_sets").set(sets as f64);
+    gauge!("cuberoute_outbox_bytes").set(bytes as f64);
+    let (sets, bytes) = node.delivery.inbox_load();
+    gauge!("cuberoute_inbox_sets").set(sets as f64);
+    gauge!("cuberoute_inbox_bytes").set(bytes as f64);
     gauge!("cuberoute_input_buffer_depth").set(node.input_queued() as f64);
     gauge!("cuberoute_output_buffer_depth").set(node.output.len() as f64);
 }

@@ -6,6 +6,8 @@ use super::{runtime, usage};
 use cuberoute_cluster::chaos::{self, FaultKind, Progress, RunConfig};
 use cuberoute_cluster::{ClusterClient, ClusterDir, runner};
 use cuberoute_daemon::manifest::Manifest;
+use cuberoute_protocol::delivery::{Mode, Scheme};
+use cuberoute_protocol::wire::control::MAX_PAYLOAD_LEN;
 use cuberoute_protocol::wire::control::{Captured, Fault, Request, Response};
 use cuberoute_protocol::{NodeId, Topology};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -143,6 +145,17 @@ pub struct RunArgs {
     /// How long each set is waited for.
     #[arg(long, default_value = "5s", value_parser = humantime::parse_duration)]
     pub wait: Duration,
+    /// The delivery mode of every set: plain, reliable, code:T, secret:T, byzantine:T,
+    /// byzantine:T+code:C, or reliable+ any of them.
+    #[arg(long, default_value = "plain")]
+    pub delivery: Mode,
+    /// For `capture` and `forge`: how many relays (by default the mode's threshold T, or 1).
+    /// Traffic runs between the other nodes, so a relay is on at most one path of a set.
+    #[arg(long)]
+    pub relays: Option<usize>,
+    /// Pad every payload with random bytes up to this many bytes.
+    #[arg(long, default_value_t = 0)]
+    pub payload_bytes: usize,
     /// The report as one JSON object.
     #[arg(long)]
     pub json: bool,
@@ -311,7 +324,7 @@ fn captured(args: &CapturedArgs) -> anyhow::Result<()> {
     let runtime = runtime()?;
     let _guard = runtime.enter();
     let client = ClusterClient::open(&dir).map_err(|e| usage(format!("{e:#}")))?;
-    let captures = runtime.block_on(chaos::captured(&client, id));
+    let captures = runtime.block_on(chaos::captured_by(&client, id));
     client.close();
     for c in captures? {
         if args.json {
@@ -386,7 +399,21 @@ fn chaos_run(args: &RunArgs) -> anyhow::Result<()> {
         state_every: args.state_every,
         buffer_fraction_ppm: ppm(args.fraction)?,
         wait: args.wait,
+        mode: args.delivery,
+        relays: args.relays.unwrap_or(match args.delivery.scheme {
+            Scheme::Secret { threshold: t } | Scheme::Byzantine { forgers: t, .. } => {
+                usize::from(t)
+            }
+            Scheme::Code { .. } | Scheme::Copies => 1,
+        }),
+        payload_bytes: args.payload_bytes,
     };
+    if args.payload_bytes > MAX_PAYLOAD_LEN {
+        return Err(usage(format!(
+            "--payload-bytes {} exceeds {MAX_PAYLOAD_LEN}",
+            args.payload_bytes
+        )));
+    }
     let progress = Arc::new(Mutex::new(Progress::default()));
     let total = config.fault_free + config.with_faults + config.after_faults;
     let bar = ProgressBar::new(total.as_secs());
@@ -511,5 +538,28 @@ fn print_report(r: &chaos::Report) {
                 ))
         );
     }
-    println!("  drops: {:?}", r.drops);
+    if r.delivery != "plain" || r.forged_delivered_to_client > 0 || r.duplicates_to_client > 0 {
+        println!(
+            "  delivery {}: duplicates to a client {}, forged payloads to a client {}, {:.0} wire bytes per set for {:.0} of payload, attempts mean {:.2} max {} ({} settled), {} expired at the source",
+            r.delivery,
+            r.duplicates_to_client,
+            r.forged_delivered_to_client,
+            r.wire_bytes_per_set,
+            r.payload_bytes_per_set,
+            r.attempts.mean,
+            r.attempts.max,
+            r.attempts.settled,
+            r.sets_expired_at_source
+        );
+    }
+    if !r.relays.is_empty() {
+        println!(
+            "  relays {:?}: {} payloads captured, {} of them holding their payload or an 8-byte run of it",
+            r.relays, r.captured, r.leaked
+        );
+    }
+    println!(
+        "  drops: {:?}; output entries overwritten before a client read them: {}",
+        r.drops, r.output_overwritten
+    );
 }
