@@ -232,3 +232,127 @@ async fn a_peer_sending_garbage_is_counted_and_disconnected_and_the_daemon_serve
         ]);
     }
 }
+
+/// A neighbour holding a valid node certificate is as hostile as a frame can be: a data packet
+/// of nearly a whole frame with a trace (which the next hop lengthens), packets that are not
+/// packets, routes that lie about their source, replayed sequence numbers and acknowledgements
+/// of frames never sent. The daemon counts each as a drop, keeps its other links and keeps
+/// delivering.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_certified_neighbour_sending_hostile_frames_poisons_nothing() {
+    use cuberoute_protocol::wire::message::Message;
+    use cuberoute_protocol::wire::packet::seal;
+    use cuberoute_protocol::wire::{MAX_FRAME_LEN, encode_body};
+    use cuberoute_protocol::{Process, SendRequest, Topology};
+
+    let cluster = Cluster::up("q:3", "127.2.62.0");
+    let topology: Topology = "q:3".parse().unwrap();
+    // The copy of a set 0 -> 7 whose first hop is node 1, with a payload of `len` bytes.
+    let packet_via_1 = |len: usize, src: NodeId| {
+        let routes = SendRequest::to(NodeId(7)).routes(topology, src).unwrap();
+        let message = Message::new(src, 9, false, 1, true, vec![0x61; len]);
+        let messages = vec![message; routes.k()];
+        let (_, mut packet) = Process::new(topology, src)
+            .start(&routes, messages)
+            .into_iter()
+            .find(|(first, _)| *first == NodeId(1))
+            .unwrap();
+        seal(&mut packet);
+        encode_body(&packet).ok()
+    };
+    let frame = |seq: u64, packet: Vec<u8>| {
+        encode_frame(&LinkFrame::Data {
+            seq,
+            packet,
+            mark: None,
+        })
+    };
+    // 1. The largest packet that still fits a frame: node 1 appends itself to its trace, and
+    // then it no longer does.
+    let (mut fits, mut too_big) = (MAX_FRAME_LEN - 4096, MAX_FRAME_LEN);
+    while too_big - fits > 1 {
+        let mid = (fits + too_big) / 2;
+        if packet_via_1(mid, NodeId(0)).is_some_and(|p| frame(1, p).is_ok()) {
+            fits = mid;
+        } else {
+            too_big = mid;
+        }
+    }
+    let len = fits;
+
+    // We are node 0, with its certificate; the real node 0 is stopped so that it does not
+    // take its link back.
+    cluster.ok(&["chaos", "kill", "--node", "0"]);
+    let node0 = node_credentials(&cluster, 0);
+    let target = addr(&cluster, 1, 7000);
+    let connection = connect(&node0, ALPN_LINK, target, 1).await.unwrap();
+    let (mut send, _recv) = connection.open_bi().await.unwrap();
+    let hello = LinkFrame::Hello(Hello {
+        node: NodeId(0),
+        topology,
+        incarnation: 4242,
+        received: None,
+    });
+    send.write_all(&encode_frame(&hello).unwrap())
+        .await
+        .unwrap();
+
+    let mut seq = 0;
+    let mut next = || {
+        seq += 1;
+        seq
+    };
+    send.write_all(&frame(next(), packet_via_1(len, NodeId(0)).unwrap()).unwrap())
+        .await
+        .unwrap();
+    // 2. Bytes that are no packet; 3. a route that claims to start at node 5.
+    send.write_all(&frame(next(), vec![1, 0xff, 0xfe, 0x00, 7]).unwrap())
+        .await
+        .unwrap();
+    send.write_all(&frame(next(), packet_via_1(10, NodeId(5)).unwrap()).unwrap())
+        .await
+        .unwrap();
+    // 4. A sequence number replayed, and 5. an acknowledgement of frames never sent.
+    let replayed = frame(7, packet_via_1(10, NodeId(0)).unwrap()).unwrap();
+    send.write_all(&replayed).await.unwrap();
+    send.write_all(&replayed).await.unwrap();
+    send.write_all(&encode_frame(&LinkFrame::Ack { upto: u64::MAX }).unwrap())
+        .await
+        .unwrap();
+
+    let dropped = |reason: &str| {
+        cluster.node_status(1)["counters"]["dropped"][reason]
+            .as_u64()
+            .unwrap_or(0)
+    };
+    eventually("the oversized packet is a counted drop", || {
+        dropped("frame_too_large") == 1
+    });
+    eventually("the garbage packet is a counted drop", || {
+        dropped("packet_malformed") >= 1
+    });
+    let status = cluster.node_status(1);
+    assert!(status["up"] == true, "{status}");
+    // The lying route ends in a counted drop somewhere on its way, never in a panic; node 1
+    // still holds its links to 3 and 5.
+    assert!(status["links_up"].as_u64().unwrap() >= 2, "{status}");
+    drop(send);
+    connection.close(0u32.into(), b"done");
+    cluster.ok(&["chaos", "restart", "--node", "0"]);
+    eventually("every link of node 1 is up again", || {
+        cluster.node_status(1)["links_up"] == 3
+    });
+    for (from, to) in [("0", "7"), ("1", "6"), ("3", "1")] {
+        cluster.ok(&[
+            "send",
+            "--from",
+            from,
+            "--to",
+            to,
+            "--message",
+            "after",
+            "--wait",
+        ]);
+    }
+    assert_eq!(cluster.status()["nodes_up"], 8);
+}

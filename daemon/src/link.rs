@@ -97,6 +97,18 @@ struct Queued {
     frame: Bytes,
 }
 
+/// The most bytes a chaos mark adds to an encoded data frame (an option tag and two varints).
+const MARK_MAX_LEN: usize = 1 + 10 + 5;
+
+/// Why [`Link::enqueue`] did not queue a packet.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum NotQueued {
+    /// The message buffer is full.
+    Full,
+    /// The packet does not fit a frame.
+    TooLarge,
+}
+
 impl Link {
     pub fn new(me: NodeId, neighbour: NodeId, addr: String, capacity: usize) -> Link {
         let (incoming, incoming_rx) = mpsc::channel(4);
@@ -143,15 +155,18 @@ impl Link {
         self.state.lock().expect("link lock")
     }
 
-    /// Queue an encoded packet for the neighbour. False if the message buffer is full.
-    pub fn enqueue(&self, packet: Vec<u8>, mark: Option<ChaosMark>) -> bool {
+    /// Queue an encoded packet for the neighbour, or say why not: the message buffer is full,
+    /// or the packet with its link header no longer fits a frame (a neighbour may send a
+    /// packet of nearly a frame's length whose trace then grows here).
+    pub fn enqueue(&self, packet: Vec<u8>, mark: Option<ChaosMark>) -> Result<(), NotQueued> {
         let mut state = self.lock();
         if state.queue.len() >= state.capacity {
-            return false;
+            return Err(NotQueued::Full);
         }
         let seq = state.next_seq;
-        let frame = encode_frame(&LinkFrame::Data { seq, packet, mark })
-            .expect("a packet body under the frame limit fits a frame");
+        let Ok(frame) = encode_frame(&LinkFrame::Data { seq, packet, mark }) else {
+            return Err(NotQueued::TooLarge);
+        };
         state.next_seq += 1;
         state.queue.push_back(Queued {
             seq,
@@ -159,7 +174,7 @@ impl Link {
         });
         drop(state);
         self.wake.notify_one();
-        true
+        Ok(())
     }
 
     /// The chaos tooling's buffer corruption: flip bits in a share `fraction_ppm` of the packets
@@ -180,6 +195,10 @@ impl Link {
             if rng.random_range(0..1_000_000) >= fraction_ppm {
                 continue;
             }
+            // A mark adds at most a few bytes; a frame within them of the limit is left alone.
+            if queued.frame.len() + MARK_MAX_LEN > PREFIX_LEN + MAX_FRAME_LEN {
+                continue;
+            }
             let Ok(LinkFrame::Data {
                 seq,
                 mut packet,
@@ -194,7 +213,10 @@ impl Link {
                 packet,
                 mark: Some(mark),
             };
-            queued.frame = Bytes::from(encode_frame(&frame).expect("it fitted before"));
+            let Ok(encoded) = encode_frame(&frame) else {
+                continue;
+            };
+            queued.frame = Bytes::from(encoded);
             corrupted += 1;
         }
         corrupted
@@ -548,28 +570,37 @@ mod tests {
     }
 
     #[test]
+    fn a_packet_that_no_longer_fits_a_frame_is_refused_not_a_panic() {
+        let link = link(4);
+        let packet = vec![7u8; MAX_FRAME_LEN - 2];
+        assert_eq!(link.enqueue(packet, None), Err(NotQueued::TooLarge));
+        assert_eq!(link.queued(), 0);
+        assert!(link.enqueue(vec![1], None).is_ok(), "the link still works");
+    }
+
+    #[test]
     fn a_full_buffer_refuses() {
         let link = link(2);
-        assert!(link.enqueue(vec![1], None));
-        assert!(link.enqueue(vec![2], None));
-        assert!(!link.enqueue(vec![3], None));
+        assert!(link.enqueue(vec![1], None).is_ok());
+        assert!(link.enqueue(vec![2], None).is_ok());
+        assert_eq!(link.enqueue(vec![3], None), Err(NotQueued::Full));
         assert_eq!(link.queued(), 2);
         assert_eq!(link.take_queued(), 2);
-        assert!(link.enqueue(vec![3], None));
+        assert!(link.enqueue(vec![3], None).is_ok());
     }
 
     #[test]
     fn frames_are_written_once_and_kept_until_acknowledged() {
         let link = link(10);
         for i in 0..3 {
-            link.enqueue(vec![i], None);
+            link.enqueue(vec![i], None).unwrap();
         }
         assert_eq!(work(&link, false), (vec![1, 2, 3], None));
         assert_eq!(work(&link, false), (vec![], None));
         link.on_ack(2);
         assert_eq!(link.queued(), 1);
         // An acknowledgement of frames never written is clamped to what was written.
-        link.enqueue(vec![4], None);
+        link.enqueue(vec![4], None).unwrap();
         link.on_ack(99);
         assert_eq!(link.queued(), 1);
         assert_eq!(work(&link, false), (vec![4], None));
@@ -581,7 +612,7 @@ mod tests {
     fn a_new_connection_resends_what_the_neighbour_did_not_handle() {
         let link = link(10);
         for i in 0..5 {
-            link.enqueue(vec![i], None);
+            link.enqueue(vec![i], None).unwrap();
         }
         assert_eq!(work(&link, false).0, vec![1, 2, 3, 4, 5]);
         // The connection breaks; the neighbour's hello says it handled up to 3.
@@ -600,7 +631,7 @@ mod tests {
     fn buffer_corruption_touches_only_frames_not_yet_written() {
         let link = link(10);
         for i in 0..4 {
-            link.enqueue(vec![i; 8], None);
+            link.enqueue(vec![i; 8], None).unwrap();
         }
         // Frames 1 and 2 are written and wait for their acknowledgement; 3 and 4 wait to go.
         link.lock().sent_upto = 2;
@@ -638,7 +669,7 @@ mod tests {
         assert_eq!(work(&link, false), (vec![], Some(2 * ACK_EVERY - 1)));
         // Data going the other way carries a pending acknowledgement along.
         link.on_data(9, 2 * ACK_EVERY);
-        link.enqueue(vec![1], None);
+        link.enqueue(vec![1], None).unwrap();
         assert_eq!(work(&link, false), (vec![1], Some(2 * ACK_EVERY)));
         // Our hello after a reconnection reports the last frame handled.
         assert_eq!(

@@ -11,7 +11,7 @@ use crate::chaos::{Chaos, Fate};
 use crate::config::NodeConfig;
 use crate::delivery::{DeliveryEnds, Resend};
 use crate::env::{self, Instant, now_us};
-use crate::link::{Link, LinkOwner};
+use crate::link::{Link, LinkOwner, NotQueued};
 use crate::output::{Output, Pushed};
 use crate::stats::{Drop, Event, Stats};
 use cuberoute_protocol::delivery::{
@@ -285,12 +285,18 @@ impl Node {
             self.stats.drop(Drop::NoLink);
             return false;
         };
-        if link.enqueue(bytes, mark) {
-            true
-        } else {
-            debug!(%to, "link buffer full");
-            self.stats.drop(Drop::LinkBufferFull);
-            false
+        match link.enqueue(bytes, mark) {
+            Ok(()) => true,
+            Err(NotQueued::Full) => {
+                debug!(%to, "link buffer full");
+                self.stats.drop(Drop::LinkBufferFull);
+                false
+            }
+            Err(NotQueued::TooLarge) => {
+                debug!(%to, "packet no longer fits a frame");
+                self.stats.drop(Drop::FrameTooLarge);
+                false
+            }
         }
     }
 

@@ -24,6 +24,8 @@ pub enum Drop {
     Duplicate,
     /// The message buffer of the next link was full.
     LinkBufferFull,
+    /// The packet, grown on the way (its trace), no longer fits a link frame.
+    FrameTooLarge,
     /// The protocol chose a next hop that is not a neighbour (never expected; counted anyway).
     NoLink,
     /// Still queued when the daemon stopped and the drain time ran out.
@@ -47,6 +49,7 @@ impl Drop {
             Drop::Checksum => "checksum_failed",
             Drop::Duplicate => "duplicate",
             Drop::LinkBufferFull => "link_buffer_full",
+            Drop::FrameTooLarge => "frame_too_large",
             Drop::NoLink => "no_link",
             Drop::Shutdown => "shutdown",
             Drop::OutputFull => "output_full",
@@ -204,6 +207,7 @@ mod tests {
                     Drop::Checksum,
                     Drop::Duplicate,
                     Drop::LinkBufferFull,
+                    Drop::FrameTooLarge,
                     Drop::NoLink,
                     Drop::Shutdown,
                     Drop::OutputFull,
