@@ -202,7 +202,9 @@ impl ClusterClient {
         Ok(report)
     }
 
-    /// Wait at the destination `dst` for the one entry of a set in a delivery mode.
+    /// Wait at the destination `dst` for the one entry of a set in a delivery mode. A
+    /// destination that does not answer is asked again until the wait is over: a reliable set
+    /// may well outlive its destination's restart.
     async fn await_set(
         &self,
         from: NodeId,
@@ -210,16 +212,29 @@ impl ClusterClient {
         dst: NodeId,
         wait: Duration,
     ) -> Result<Vec<Delivery>, ClientError> {
-        let request = Request::Await {
-            src: from,
-            seq,
-            sent_at_us,
-            copies: 1,
-            timeout_ms: millis(wait),
-        };
-        match self.request(dst, &request).await? {
-            Response::Copies(entries) => Ok(entries),
-            other => Err(unexpected(dst, other)),
+        let deadline = tokio::time::Instant::now() + wait;
+        loop {
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            let request = Request::Await {
+                src: from,
+                seq,
+                sent_at_us,
+                copies: 1,
+                timeout_ms: millis(left),
+            };
+            match self.request(dst, &request).await {
+                Ok(Response::Copies(entries)) => return Ok(entries),
+                Ok(other) => return Err(unexpected(dst, other)),
+                Err(ClientError::Unreachable { .. } | ClientError::Stream { .. })
+                    if left > Duration::from_millis(500) =>
+                {
+                    tokio::time::sleep(Duration::from_millis(250)).await;
+                }
+                Err(ClientError::Unreachable { .. } | ClientError::Stream { .. }) => {
+                    return Ok(Vec::new());
+                }
+                Err(e) => return Err(e),
+            }
         }
     }
 
