@@ -196,8 +196,9 @@ pub struct Report {
     /// set or any 8-byte run of it.
     pub captured: u64,
     pub leaked: u64,
-    /// Where lost copies went besides the drops: output entries overwritten before a client
-    /// read them, and reliable sets their source gave up at the deadline.
+    /// Where lost copies went besides the drops: output entries overwritten before any client
+    /// read them (`output_overwritten_unread` of the nodes), and reliable sets their source
+    /// gave up at the deadline.
     pub output_overwritten: u64,
     pub sets_expired_at_source: u64,
 }
@@ -719,7 +720,7 @@ fn report(
         relays: Vec::new(),
         captured: 0,
         leaked: 0,
-        output_overwritten: event_delta(before, after, "output_overwritten"),
+        output_overwritten: event_delta(before, after, "output_overwritten_unread"),
         sets_expired_at_source: event_delta(before, after, "delivery_sets_expired"),
     }
 }

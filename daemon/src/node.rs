@@ -345,10 +345,8 @@ impl Node {
                 self.stats.drop(Drop::OutputFull);
                 false
             }
-            Pushed::Added { overwrote } => {
-                if overwrote {
-                    self.stats.event(Event::OutputOverwritten);
-                }
+            Pushed::Added { overwrote, unread } => {
+                self.count_overwrite(overwrote, unread);
                 Stats::count(&self.stats.packets_delivered);
                 self.latency.record(latency_us as f64 / 1e6);
                 debug!(latency_us, "deliver");
@@ -426,10 +424,8 @@ impl Node {
                     payload,
                 };
                 match self.output.push(delivery, mode.reliable) {
-                    Pushed::Added { overwrote } => {
-                        if overwrote {
-                            self.stats.event(Event::OutputOverwritten);
-                        }
+                    Pushed::Added { overwrote, unread } => {
+                        self.count_overwrite(overwrote, unread);
                         Stats::count(&self.delivery.counters.sets_delivered);
                         self.latency.record(latency_us as f64 / 1e6);
                         if mode.reliable {
@@ -514,6 +510,16 @@ impl Node {
                 self.stats.drop(Drop::Delivery(failure));
             }
             next_us = tick.next_us;
+        }
+    }
+
+    /// Count an output entry that made room for a new one, and whether a client had read it.
+    fn count_overwrite(&self, overwrote: bool, unread: bool) {
+        if overwrote {
+            self.stats.event(Event::OutputOverwritten);
+        }
+        if unread {
+            self.stats.event(Event::OutputOverwrittenUnread);
         }
     }
 

@@ -30,6 +30,8 @@ struct Ring {
     capacity: usize,
     /// Output indices of protected entries no client has read.
     unread_protected: BTreeSet<u64>,
+    /// Output indices of every entry no client has read.
+    unread: BTreeSet<u64>,
 }
 
 impl Ring {
@@ -54,8 +56,9 @@ impl Ring {
 /// What [`Output::push`] did.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Pushed {
-    /// Added; `overwrote` says whether the oldest entry made room.
-    Added { overwrote: bool },
+    /// Added; `overwrote` says whether the oldest entry made room, `unread` whether no client
+    /// had read it (a copy lost between the network and the client).
+    Added { overwrote: bool, unread: bool },
     /// This copy is already in the buffer.
     Duplicate,
     /// The buffer is full and its oldest entry is protected and unread: nothing was added.
@@ -75,6 +78,7 @@ impl Output {
                 next_index: 0,
                 capacity,
                 unread_protected: BTreeSet::new(),
+                unread: BTreeSet::new(),
             }),
             next: watch::channel(0).0,
         }
@@ -92,7 +96,9 @@ impl Output {
         if overwrote && ring.unread_protected.contains(&ring.oldest_index()) {
             return Pushed::Refused;
         }
+        let mut lost_unread = false;
         if overwrote && let Some(old) = ring.entries.pop_front() {
+            lost_unread = ring.unread.remove(&old.output_index);
             let old_set = set_id(&old);
             if let Some(indices) = ring.sets.get_mut(&old_set) {
                 indices.retain(|&i| i != old.output_index);
@@ -106,6 +112,8 @@ impl Output {
         if protected {
             ring.unread_protected.insert(delivery.output_index);
         }
+        let index = delivery.output_index;
+        ring.unread.insert(index);
         ring.sets
             .entry(set)
             .or_default()
@@ -114,7 +122,10 @@ impl Output {
         let next = ring.next_index;
         drop(ring);
         self.next.send_replace(next);
-        Pushed::Added { overwrote }
+        Pushed::Added {
+            overwrote,
+            unread: lost_unread,
+        }
     }
 
     pub fn len(&self) -> usize {
@@ -139,6 +150,7 @@ impl Output {
         copies.sort_by_key(|d| d.index);
         for d in &copies {
             ring.unread_protected.remove(&d.output_index);
+            ring.unread.remove(&d.output_index);
         }
         copies
     }
@@ -163,6 +175,7 @@ impl Output {
             .map_or(after.clamp(oldest, ring.next_index), |d| d.output_index + 1);
         for d in &entries {
             ring.unread_protected.remove(&d.output_index);
+            ring.unread.remove(&d.output_index);
         }
         (entries, next)
     }
@@ -207,7 +220,10 @@ mod tests {
         let out = Output::new(2);
         assert_eq!(
             out.push(delivery(1, 0), true),
-            Pushed::Added { overwrote: false }
+            Pushed::Added {
+                overwrote: false,
+                unread: false
+            }
         );
         out.push_plain(delivery(2, 0));
         assert_eq!(out.push_plain(delivery(3, 0)), Pushed::Refused);
@@ -216,11 +232,17 @@ mod tests {
         assert_eq!(out.copies(NodeId(1), 1, 77).len(), 1);
         assert_eq!(
             out.push(delivery(3, 0), true),
-            Pushed::Added { overwrote: true }
+            Pushed::Added {
+                overwrote: true,
+                unread: false
+            }
         );
         assert_eq!(
             out.push_plain(delivery(4, 0)),
-            Pushed::Added { overwrote: true }
+            Pushed::Added {
+                overwrote: true,
+                unread: true
+            }
         );
         // Entry 2 (seq 3) is protected and unread: the ring refuses until `recv` reads it.
         assert_eq!(out.push_plain(delivery(5, 0)), Pushed::Refused);
@@ -228,7 +250,10 @@ mod tests {
         assert_eq!(entries.len(), 2);
         assert_eq!(
             out.push_plain(delivery(5, 0)),
-            Pushed::Added { overwrote: true }
+            Pushed::Added {
+                overwrote: true,
+                unread: false
+            }
         );
     }
 
@@ -237,20 +262,29 @@ mod tests {
         let out = Output::new(3);
         assert_eq!(
             out.push_plain(delivery(1, 0)),
-            Pushed::Added { overwrote: false }
+            Pushed::Added {
+                overwrote: false,
+                unread: false
+            }
         );
         assert_eq!(out.push_plain(delivery(1, 0)), Pushed::Duplicate);
         out.push_plain(delivery(1, 1));
         out.push_plain(delivery(2, 0));
         assert_eq!(
             out.push_plain(delivery(2, 1)),
-            Pushed::Added { overwrote: true }
+            Pushed::Added {
+                overwrote: true,
+                unread: true
+            }
         );
         assert_eq!(out.len(), 3);
         // (1, 0) was overwritten, so it is no longer a duplicate.
         assert_eq!(
             out.push_plain(delivery(1, 0)),
-            Pushed::Added { overwrote: true }
+            Pushed::Added {
+                overwrote: true,
+                unread: true
+            }
         );
         assert_eq!(out.copies(NodeId(1), 2, 77).len(), 2);
         assert_eq!(out.copies(NodeId(1), 1, 77).len(), 1);
@@ -275,7 +309,13 @@ mod tests {
         out.push_plain(delivery(5, 0));
         let mut again = delivery(5, 0);
         again.sent_at_us = 99;
-        assert_eq!(out.push_plain(again), Pushed::Added { overwrote: false });
+        assert_eq!(
+            out.push_plain(again),
+            Pushed::Added {
+                overwrote: false,
+                unread: false
+            }
+        );
         assert_eq!(out.copy_count(NodeId(1), 5, 77), 1);
         assert_eq!(out.copy_count(NodeId(1), 5, 99), 1);
     }

@@ -86,8 +86,10 @@ pub enum Event {
     ClientRefused,
     /// A control request that does not decode.
     RequestMalformed,
-    /// The output buffer was full and its oldest entry was overwritten.
+    /// The output buffer was full and its oldest entry was overwritten...
     OutputOverwritten,
+    /// ...before any client had read it: a copy lost between the network and the client.
+    OutputOverwrittenUnread,
     /// Faults injected by the chaos tooling.
     ChaosCorruptState,
     ChaosCorruptBuffers,
@@ -114,6 +116,7 @@ impl Event {
             Event::ClientRefused => "client_refused",
             Event::RequestMalformed => "request_malformed",
             Event::OutputOverwritten => "output_overwritten",
+            Event::OutputOverwrittenUnread => "output_overwritten_unread",
             Event::ChaosCorruptState => "chaos_corrupt_state",
             Event::ChaosCorruptBuffers => "chaos_corrupt_buffers",
             Event::ChaosCut => "chaos_cut",

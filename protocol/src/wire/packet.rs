@@ -8,7 +8,8 @@ use crate::wire::message::Message;
 pub type DataPacket = Packet<Message>;
 
 /// The end-to-end checksum `packet` should carry: the message's over (S, D, index, sequence,
-/// split, send time, payload), for a source route extended over every node of the route, so
+/// split, send time, payload), for a source route extended over every node of the route and
+/// the set's number of copies, so
 /// that a route altered on the way is caught at the destination as an altered payload is.
 /// `None` for a source route with no nodes.
 pub fn expected_checksum(packet: &DataPacket) -> Option<u32> {
@@ -21,6 +22,7 @@ pub fn expected_checksum(packet: &DataPacket) -> Option<u32> {
             for v in &r.path {
                 hasher.update(&v.0.to_le_bytes());
             }
+            hasher.update(&[r.copies]);
             hasher.finalize()
         }
     })
