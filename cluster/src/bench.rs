@@ -3,10 +3,11 @@
 
 use crate::client::ClusterClient;
 use crate::percentiles::Percentiles;
-use crate::traffic::SendOptions;
+use crate::traffic::{SendOptions, SendReport};
 use cuberoute_daemon::client::ClientError;
 use cuberoute_daemon::link::codec;
 use cuberoute_daemon::tls::{self, ALPN_LINK, Credentials};
+use cuberoute_protocol::delivery::Mode;
 use cuberoute_protocol::{NodeId, SendRequest, Topology};
 use futures_util::StreamExt;
 use rand::{Rng, SeedableRng};
@@ -55,26 +56,65 @@ pub fn hop_slope(copies: &[(u32, f64)]) -> Option<(f64, f64)> {
     Some((slope, mean_l - slope * mean_h))
 }
 
-/// Send `n` sets from `from` to `to`, one after the other, each waiting for all its copies.
+/// What the bench sends: the delivery mode and the payload's length.
+#[derive(Clone, Copy, Debug)]
+pub struct Load {
+    pub mode: Mode,
+    pub payload_bytes: usize,
+}
+
+impl Default for Load {
+    fn default() -> Load {
+        Load {
+            mode: Mode::PLAIN,
+            payload_bytes: 64,
+        }
+    }
+}
+
+impl Load {
+    fn options(self) -> SendOptions {
+        SendOptions {
+            trace: false,
+            wait: Some(Duration::from_secs(5)),
+            mode: self.mode,
+            ..SendOptions::default()
+        }
+    }
+}
+
+/// Whether a set is complete at its destination: every copy (plain), or the rebuilt payload.
+fn complete(report: &SendReport) -> bool {
+    if report.mode.is_plain() {
+        report.copies_delivered() == report.k as usize
+    } else {
+        report.delivered
+    }
+}
+
+/// Send `n` sets from `from` to `to`, one after the other, each waiting until it is complete
+/// at the destination.
 pub async fn pair_latency(
     client: &ClusterClient,
     from: NodeId,
     to: NodeId,
     n: usize,
+    load: Load,
 ) -> Result<PairLatency, ClientError> {
-    let options = SendOptions {
-        trace: false,
-        wait: Some(Duration::from_secs(5)),
-        ..SendOptions::default()
-    };
+    let options = load.options();
     let (mut sets, mut hops, mut copies) = (Vec::new(), Vec::new(), Vec::new());
     let mut k = 0;
     for _ in 0..n {
         let report = client
-            .send(from, SendRequest::to(to), vec![0; 64], options)
+            .send(
+                from,
+                SendRequest::to(to),
+                vec![0; load.payload_bytes],
+                options,
+            )
             .await?;
         k = report.k;
-        if report.copies_delivered() < k as usize {
+        if !complete(&report) {
             continue;
         }
         let mut last = 0;
@@ -131,6 +171,7 @@ pub async fn saturate(
     duration: Duration,
     concurrency: usize,
     seed: u64,
+    load: Load,
 ) -> Throughput {
     let topology = client.manifest.topology;
     let (hops_before, drops_before) = hop_counters(client).await;
@@ -143,20 +184,15 @@ pub async fn saturate(
         let incomplete = incomplete.clone();
         tokio::spawn(async move {
             let mut rng = rand::rngs::StdRng::seed_from_u64(seed ^ (w as u64) << 32);
-            let options = SendOptions {
-                trace: false,
-                wait: Some(Duration::from_secs(5)),
-                ..SendOptions::default()
-            };
+            let options = load.options();
             while started.elapsed() < duration {
                 let (from, to) = random_pair(topology, &mut rng);
+                let payload = vec![0; load.payload_bytes];
                 match client
-                    .send(from, SendRequest::to(to), vec![0; 64], options)
+                    .send(from, SendRequest::to(to), payload, options)
                     .await
                 {
-                    Ok(r) if r.copies_delivered() == r.k as usize => {
-                        completed.fetch_add(1, Relaxed)
-                    }
+                    Ok(r) if complete(&r) => completed.fetch_add(1, Relaxed),
                     _ => incomplete.fetch_add(1, Relaxed),
                 };
             }

@@ -4,10 +4,11 @@
 use super::cluster::{self, DirArg, UpArgs};
 use super::{runtime, usage};
 use anyhow::Context;
-use cuberoute_cluster::bench::{self, PairLatency, RelayBaseline, Throughput};
+use cuberoute_cluster::bench::{self, Load, PairLatency, RelayBaseline, Throughput};
 use cuberoute_cluster::local::RunState;
 use cuberoute_cluster::{ClusterClient, ClusterDir};
 use cuberoute_daemon::tls::Credentials;
+use cuberoute_protocol::delivery::Mode;
 use cuberoute_protocol::{NodeId, Topology};
 use serde::Serialize;
 use std::net::{Ipv4Addr, SocketAddr};
@@ -34,6 +35,13 @@ pub struct Args {
     pub concurrency: usize,
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// Also measure these delivery modes (comma-separated, e.g. reliable,code:1,secret:1),
+    /// each beside plain copies: latency of a farthest pair and saturation sets/s.
+    #[arg(long, value_delimiter = ',')]
+    pub delivery: Vec<Mode>,
+    /// The payload of the delivery-mode measurements, in bytes.
+    #[arg(long, default_value_t = 1024)]
+    pub payload_bytes: usize,
     /// One JSON object with every figure.
     #[arg(long)]
     pub json: bool,
@@ -73,6 +81,18 @@ struct ClusterFigures {
     hop_slope_us: Option<f64>,
     /// What input at the source and delivery cost, from the same line.
     hop_fixed_us: Option<f64>,
+    /// Plain copies and each `--delivery` mode, with `--payload-bytes` payloads.
+    modes: Vec<ModeFigures>,
+}
+
+/// One delivery mode on one cluster.
+#[derive(Serialize)]
+struct ModeFigures {
+    mode: String,
+    payload_bytes: usize,
+    /// Sequential sets between the farthest pair, until complete at the destination.
+    farthest: PairLatency,
+    saturation: Throughput,
 }
 
 #[derive(Serialize)]
@@ -163,12 +183,42 @@ fn measure_running(
     let near = topology.neighbours(src).last().expect("a neighbour");
     let (farthest, adjacent, saturation) = runtime.block_on(async {
         // Warm up: connections, and every daemon's first packets.
-        bench::pair_latency(&client, src, far, 20).await?;
-        let farthest = bench::pair_latency(&client, src, far, args.samples).await?;
-        let adjacent = bench::pair_latency(&client, src, near, args.samples).await?;
-        let saturation = bench::saturate(&client, args.duration, args.concurrency, args.seed).await;
+        let plain = Load::default();
+        bench::pair_latency(&client, src, far, 20, plain).await?;
+        let farthest = bench::pair_latency(&client, src, far, args.samples, plain).await?;
+        let adjacent = bench::pair_latency(&client, src, near, args.samples, plain).await?;
+        let saturation =
+            bench::saturate(&client, args.duration, args.concurrency, args.seed, plain).await;
         anyhow::Ok((farthest, adjacent, saturation))
     })?;
+    let mut modes = Vec::new();
+    if !args.delivery.is_empty() {
+        let plain = std::iter::once(Mode::PLAIN);
+        for mode in plain.chain(args.delivery.iter().copied()) {
+            let load = Load {
+                mode,
+                payload_bytes: args.payload_bytes,
+            };
+            let (farthest, saturation) = runtime.block_on(async {
+                bench::pair_latency(&client, src, far, 20, load).await?;
+                let farthest = bench::pair_latency(&client, src, far, args.samples, load).await?;
+                let saturation =
+                    bench::saturate(&client, args.duration, args.concurrency, args.seed, load)
+                        .await;
+                anyhow::Ok((farthest, saturation))
+            })?;
+            eprintln!(
+                "{topology} {mode}: p50 {:.0} µs p99 {:.0} µs, {:.0} sets/s",
+                farthest.set.p50_us, farthest.set.p99_us, saturation.sets_per_second
+            );
+            modes.push(ModeFigures {
+                mode: mode.to_string(),
+                payload_bytes: args.payload_bytes,
+                farthest,
+                saturation,
+            });
+        }
+    }
     client.close();
     let rss: Vec<u64> = cuberoute_cluster::runner::pids(dir)?
         .into_iter()
@@ -192,6 +242,7 @@ fn measure_running(
         saturation,
         rss_kib_mean: rss.iter().sum::<u64>() as f64 / rss.len().max(1) as f64,
         rss_kib_max: rss.iter().copied().max().unwrap_or(0),
+        modes,
     })
 }
 
@@ -292,5 +343,16 @@ fn print_table(f: &Figures) {
             c.rss_kib_mean / 1024.0,
             c.rss_kib_max as f64 / 1024.0
         );
+        for m in &c.modes {
+            println!(
+                "  {:<24} {} B: set p50 {:>6.0} µs p99 {:>6.0} µs; {:>6.0} sets/s ({} incomplete)",
+                m.mode,
+                m.payload_bytes,
+                m.farthest.set.p50_us,
+                m.farthest.set.p99_us,
+                m.saturation.sets_per_second,
+                m.saturation.sets_incomplete
+            );
+        }
     }
 }
