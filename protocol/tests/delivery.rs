@@ -212,3 +212,72 @@ fn a_single_share_byte_takes_every_value() {
     }
     assert!(seen.iter().all(|&s| s));
 }
+
+/// One step of a source's life, for the outbox property test.
+#[derive(Clone, Debug)]
+enum Step {
+    Send(u8),
+    Ack(u8),
+    Wait(u32),
+}
+
+fn step() -> impl Strategy<Value = Step> {
+    prop_oneof![
+        (0u8..12).prop_map(Step::Send),
+        (0u8..12).prop_map(Step::Ack),
+        (0u32..2_000_000).prop_map(Step::Wait),
+    ]
+}
+
+proptest! {
+    /// Whatever the order of sends, acknowledgements (duplicated, late, for unknown sets) and
+    /// time, every set the outbox took is settled exactly once, acknowledged or expired, never
+    /// sent after its deadline, and the outbox never holds more than its limits.
+    #[test]
+    fn every_kept_set_is_settled_exactly_once(steps in proptest::collection::vec(step(), 1..200)) {
+        use cuberoute_protocol::delivery::{Outbox, OutboxLimits, Settlement};
+        use std::collections::BTreeMap;
+        let limits = OutboxLimits { max_sets: 5, max_bytes: 1000, first_resend_us: 1000, max_resend_us: 8000 };
+        let mut outbox = Outbox::new(limits);
+        let key = |n: u8| SetKey { src: NodeId(0), seq: u64::from(n), sent_at_us: 0 };
+        let mut now = 0u64;
+        let mut kept: BTreeMap<u8, u64> = BTreeMap::new(); // set -> deadline
+        let mut settled: BTreeMap<u8, Settlement> = BTreeMap::new();
+        for s in steps {
+            match s {
+                Step::Send(n) if !kept.contains_key(&n) && !settled.contains_key(&n) => {
+                    let deadline = now + 5_000 + u64::from(n) * 1000;
+                    if outbox.insert(now, key(n), n, 100, deadline).is_ok() {
+                        kept.insert(n, deadline);
+                    } else {
+                        prop_assert!(outbox.len() == 5 || outbox.bytes() + 100 > 1000);
+                    }
+                }
+                Step::Send(_) => {}
+                Step::Ack(n) => {
+                    let acked = outbox.ack(&key(n));
+                    prop_assert_eq!(acked.is_some(), kept.remove(&n).is_some());
+                    if let Some(a) = acked {
+                        prop_assert!(settled.insert(n, a).is_none());
+                    }
+                }
+                Step::Wait(us) => {
+                    now += u64::from(us);
+                    for (k, item) in outbox.poll(now) {
+                        prop_assert!(now < kept[&(k.seq as u8)]);
+                        prop_assert_eq!(u64::from(*item), k.seq);
+                    }
+                    for (k, s) in outbox.settlement(now) {
+                        let n = k.seq as u8;
+                        prop_assert!(kept.remove(&n).unwrap() <= now);
+                        let expired = matches!(s, Settlement::Expired { attempts } if attempts >= 1);
+                        prop_assert!(expired, "{:?}", s);
+                        prop_assert!(settled.insert(n, s).is_none());
+                    }
+                }
+            }
+            prop_assert!(outbox.len() <= 5 && outbox.bytes() <= 1000);
+            prop_assert_eq!(outbox.len(), kept.len());
+        }
+    }
+}
