@@ -131,7 +131,8 @@ pub struct RunArgs {
     /// Message sets per second.
     #[arg(long)]
     pub rate: f64,
-    /// Which faults: state, buffers, crash, cut (comma-separated).
+    /// Which faults: state, buffers, crash, cut, capture, forge (comma-separated). crash and
+    /// cut share a budget of k-1; capture and forge act on --relays relays.
     #[arg(long, value_delimiter = ',', required = true)]
     pub faults: Vec<FaultKind>,
     #[arg(long, default_value_t = 1)]
