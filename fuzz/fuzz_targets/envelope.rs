@@ -2,9 +2,7 @@
 //! itself at every index to the inbox, which rebuilds or refuses, never panics.
 #![no_main]
 use cuberoute_protocol::NodeId;
-use cuberoute_protocol::delivery::{
-    Envelope, Inbox, InboxLimits, SetKey, is_well_formed, rebuild,
-};
+use cuberoute_protocol::delivery::{Envelope, Inbox, InboxLimits, SetKey, is_well_formed, rebuild};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|bytes: &[u8]| {
