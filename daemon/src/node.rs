@@ -397,9 +397,11 @@ impl Node {
             .lock()
             .expect("inbox lock")
             .receive(now, set, index, piece);
-        Stats::count(&self.stats.packets_delivered);
+        // A piece the inbox took is delivered (to the delivery layer); a refused one, or one
+        // whose whole set the output refused, is dropped: one counter per packet either way.
         match received {
             Received::Pending => {
+                Stats::count(&self.stats.packets_delivered);
                 self.delivery.wake();
                 true
             }
@@ -426,6 +428,7 @@ impl Node {
                 match self.output.push(delivery, mode.reliable) {
                     Pushed::Added { overwrote, unread } => {
                         self.count_overwrite(overwrote, unread);
+                        Stats::count(&self.stats.packets_delivered);
                         Stats::count(&self.delivery.counters.sets_delivered);
                         self.latency.record(latency_us as f64 / 1e6);
                         if mode.reliable {
@@ -433,6 +436,7 @@ impl Node {
                         }
                     }
                     Pushed::Duplicate => {
+                        Stats::count(&self.stats.packets_delivered);
                         if mode.reliable {
                             self.acknowledge(set);
                         }
@@ -442,11 +446,13 @@ impl Node {
                         // it as new then.
                         self.delivery.inbox.lock().expect("inbox lock").forget(&set);
                         self.stats.drop(Drop::OutputFull);
+                        return false;
                     }
                 }
                 true
             }
             Received::AlreadyDelivered { delivered_at_us } => {
+                Stats::count(&self.stats.packets_delivered);
                 Stats::count(&self.delivery.counters.duplicate_sets);
                 // A piece this long after the set was whole is a resend: the acknowledgement
                 // was lost, or is on its way.
