@@ -407,3 +407,25 @@ fn the_demo_runs_the_main_job_and_tears_down() {
     let svg = std::fs::read_to_string(d.join("demo-farthest-pair.svg")).unwrap();
     assert!(svg.starts_with("<svg"), "{}", &svg[..50.min(svg.len())]);
 }
+
+/// A cluster larger than the machine holds is refused before anything starts, with the limit
+/// it exceeds and the numbers.
+#[test]
+fn a_cluster_too_large_for_the_machine_is_refused_with_the_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path().join("huge");
+    // Q_16: 65,536 daemons of 6 MiB need 384 GiB.
+    let out = cuberoute(&["cluster", "up", "q:16", "--dir", dir.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(
+        err.contains("65536 daemons do not fit on this machine"),
+        "{err}"
+    );
+    assert!(
+        err.contains("memory: 65536 x 6 MiB needs 393216 MiB"),
+        "{err}"
+    );
+    assert!(!dir.exists(), "nothing was generated");
+}

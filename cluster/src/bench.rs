@@ -227,15 +227,6 @@ pub fn random_pair(topology: Topology, rng: &mut impl Rng) -> (NodeId, NodeId) {
     (NodeId(from), NodeId(to))
 }
 
-/// Resident set size of a process, in KiB.
-pub fn rss_kib(pid: u32) -> Option<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-}
-
 /// The baseline's peer: accept one connection at a time on `listen` and echo every frame of
 /// every stream back on that stream. Runs until the process is killed.
 pub async fn relay_peer(listen: SocketAddr, credentials: Credentials) -> anyhow::Result<()> {

@@ -10,9 +10,6 @@ use std::fs;
 use std::net::Ipv4Addr;
 use std::path::Path;
 
-/// The most nodes a cluster on one machine may have.
-pub const MAX_LOCAL_NODES: u64 = 1024;
-
 /// Ports every node uses, each on its own address.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Ports {

@@ -3,6 +3,7 @@
 //! local processes, and watches them through the control API. It makes no routing decision.
 //!
 //! * [`bench`]: latency, throughput and memory of a running cluster, and the raw-quinn baseline;
+//! * [`capacity`]: how many daemons this machine holds (memory, processes), and why not more;
 //! * [`chaos`]: the chaos run: traffic, faults on a seeded schedule, the report;
 //! * [`certs`]: the cluster CA and the certificates it issues;
 //! * [`layout`]: the files of a cluster directory;
@@ -10,9 +11,11 @@
 //! * [`local`]: local daemon processes: start, stop, signal;
 //! * [`percentiles`]: the one summary of a latency sample;
 //! * [`client`]: a client of the whole cluster: requests, statuses, links up;
-//! * [`traffic`]: sending sets through a cluster and collecting delivery reports.
+//! * [`traffic`]: sending sets through a cluster and collecting delivery reports;
+//! * [`usage`]: CPU time, RSS and PSS of daemon processes, from `/proc`.
 
 pub mod bench;
+pub mod capacity;
 pub mod certs;
 pub mod chaos;
 pub mod client;
@@ -27,6 +30,7 @@ pub mod ready;
 pub mod runner;
 pub mod schedule;
 pub mod traffic;
+pub mod usage;
 
 pub use client::ClusterClient;
 pub use generate::{Addressing, Ports};

@@ -6,6 +6,7 @@ use super::{runtime, usage};
 use anyhow::Context;
 use cuberoute_cluster::bench::{self, Load, PairLatency, RelayBaseline, Throughput};
 use cuberoute_cluster::local::RunState;
+use cuberoute_cluster::usage::{self, Idle, Memory};
 use cuberoute_cluster::{ClusterClient, ClusterDir};
 use cuberoute_daemon::tls::Credentials;
 use cuberoute_protocol::delivery::Mode;
@@ -52,6 +53,13 @@ pub struct Args {
     /// (no start-up time, no baseline).
     #[arg(long, conflicts_with = "topologies")]
     pub running: Option<PathBuf>,
+    /// Before any traffic, measure the cluster idle for this long: the CPU all daemons use
+    /// together, and PSS and RSS per daemon.
+    #[arg(long, value_parser = humantime::parse_duration)]
+    pub idle: Option<Duration>,
+    /// Measure only start-up and the idle cost (needs --idle): no baseline, no traffic.
+    #[arg(long, requires = "idle")]
+    pub idle_only: bool,
 }
 
 /// The baseline's peer process (internal: `cuberoute bench` starts it).
@@ -77,6 +85,10 @@ struct ClusterFigures {
     saturation: Throughput,
     rss_kib_mean: f64,
     rss_kib_max: u64,
+    /// PSS and RSS per daemon after the traffic.
+    memory: Memory,
+    /// With `--idle`: the cost of the cluster before any traffic.
+    idle: Option<Idle>,
     /// Marginal latency of one hop, from a line through every copy of both pairs.
     hop_slope_us: Option<f64>,
     /// What input at the source and delivery cost, from the same line.
@@ -93,6 +105,15 @@ struct ModeFigures {
     /// Sequential sets between the farthest pair, until complete at the destination.
     farthest: PairLatency,
     saturation: Throughput,
+}
+
+/// `--idle-only`: start-up and idle cost, nothing else.
+#[derive(Serialize)]
+struct IdleFigures {
+    topology: String,
+    nodes: u64,
+    startup_seconds: f64,
+    idle: Idle,
 }
 
 #[derive(Serialize)]
@@ -117,11 +138,24 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         let state = RunState::load(&dir)?
             .ok_or_else(|| usage(format!("no cluster is running in {}", dir.display())))?;
         cluster::wait_running(&dir, None)?;
+        if args.idle_only {
+            let idle = measure_idle(&dir, args.idle.expect("clap requires --idle"))?;
+            let topology = state.topology;
+            if args.json {
+                println!("{}", serde_json::to_string(&idle)?);
+            } else {
+                print_idle(&topology.to_string(), topology.node_count(), 0.0, &idle);
+            }
+            return Ok(());
+        }
         let figures = measure_running(&args, state.topology, &dir, Duration::ZERO)?;
         println!("{}", serde_json::to_string(&figures)?);
         return Ok(());
     }
     std::fs::create_dir_all(&args.dir)?;
+    if args.idle_only {
+        return idle_only(&args, &topologies);
+    }
     let baseline = baseline(&args)?;
     eprintln!(
         "baseline: raw quinn relay hop p50 {:.0} µs, {:.0} frame-hops/s",
@@ -148,6 +182,14 @@ pub fn run(args: Args) -> anyhow::Result<()> {
 }
 
 fn measure(args: &Args, topology: Topology) -> anyhow::Result<ClusterFigures> {
+    let (dir, startup) = start(args, topology)?;
+    let result = measure_running(args, topology, &dir, startup);
+    eprintln!("{}", cuberoute_cluster::runner::stop(&dir)?);
+    result
+}
+
+/// Start `topology` in its own directory under `--dir`; returns it and the start-up time.
+fn start(args: &Args, topology: Topology) -> anyhow::Result<(ClusterDir, Duration)> {
     let name = topology.to_string().replace([':', ','], "-");
     let dir_arg = DirArg {
         dir: args.dir.join(name),
@@ -161,9 +203,64 @@ fn measure(args: &Args, topology: Topology) -> anyhow::Result<ClusterFigures> {
     } else {
         cluster::up::start(&up)?.2
     };
-    let result = measure_running(args, topology, &dir, startup);
-    eprintln!("{}", cuberoute_cluster::runner::stop(&dir)?);
-    result
+    Ok((dir, startup))
+}
+
+/// The idle cost of a running cluster over `window`.
+fn measure_idle(dir: &ClusterDir, window: Duration) -> anyhow::Result<Idle> {
+    let pids = cuberoute_cluster::runner::pids(dir)?;
+    let idle = usage::idle(&pids, window);
+    eprintln!(
+        "idle {:.0} s: {} daemons use {:.1}% of one core together; PSS mean {:.1} MiB, RSS mean {:.1} MiB",
+        idle.cpu.seconds,
+        idle.cpu.processes,
+        idle.cpu.percent_of_one_core,
+        idle.memory.pss_mib.mean,
+        idle.memory.rss_mib.mean
+    );
+    Ok(idle)
+}
+
+fn idle_only(args: &Args, topologies: &[Topology]) -> anyhow::Result<()> {
+    let window = args.idle.expect("clap requires --idle");
+    let mut all = Vec::new();
+    for &topology in topologies {
+        let (dir, startup) = start(args, topology)?;
+        eprintln!("{topology}: up in {:.1} s", startup.as_secs_f64());
+        let idle = measure_idle(&dir, window);
+        eprintln!("{}", cuberoute_cluster::runner::stop(&dir)?);
+        all.push(IdleFigures {
+            topology: topology.to_string(),
+            nodes: topology.node_count(),
+            startup_seconds: startup.as_secs_f64(),
+            idle: idle?,
+        });
+    }
+    if args.json {
+        println!("{}", serde_json::to_string(&all)?);
+    } else {
+        for f in &all {
+            print_idle(&f.topology, f.nodes, f.startup_seconds, &f.idle);
+        }
+    }
+    Ok(())
+}
+
+fn print_idle(topology: &str, nodes: u64, startup_seconds: f64, idle: &Idle) {
+    let (cpu, m) = (&idle.cpu, &idle.memory);
+    println!(
+        "{topology} ({nodes} processes): all links up in {startup_seconds:.2} s; idle over {:.0} s: \
+         {:.2}% of one core together ({} processes); PSS per daemon mean {:.2} MiB, max {:.2} MiB \
+         (total {:.0} MiB); RSS mean {:.2} MiB, max {:.2} MiB",
+        cpu.seconds,
+        cpu.percent_of_one_core,
+        cpu.processes,
+        m.pss_mib.mean,
+        m.pss_mib.max,
+        m.pss_mib_total,
+        m.rss_mib.mean,
+        m.rss_mib.max
+    );
 }
 
 fn measure_running(
@@ -172,6 +269,7 @@ fn measure_running(
     dir: &ClusterDir,
     startup: Duration,
 ) -> anyhow::Result<ClusterFigures> {
+    let idle = args.idle.map(|w| measure_idle(dir, w)).transpose()?;
     let runtime = runtime()?;
     let _guard = runtime.enter();
     let client = ClusterClient::open(dir)?;
@@ -220,10 +318,9 @@ fn measure_running(
         }
     }
     client.close();
-    let rss: Vec<u64> = cuberoute_cluster::runner::pids(dir)?
-        .into_iter()
-        .filter_map(bench::rss_kib)
-        .collect();
+    let pids = cuberoute_cluster::runner::pids(dir)?;
+    let rss: Vec<u64> = pids.iter().copied().filter_map(usage::rss_kib).collect();
+    let memory = usage::memory(&pids);
     let all_copies: Vec<(u32, f64)> = farthest
         .copies
         .iter()
@@ -242,6 +339,8 @@ fn measure_running(
         saturation,
         rss_kib_mean: rss.iter().sum::<u64>() as f64 / rss.len().max(1) as f64,
         rss_kib_max: rss.iter().copied().max().unwrap_or(0),
+        memory,
+        idle,
         modes,
     })
 }
@@ -338,10 +437,16 @@ fn print_table(f: &Figures) {
             s.sets_incomplete,
             s.packets_dropped
         );
+        if let Some(idle) = &c.idle {
+            print!("  ");
+            print_idle(&c.topology, c.nodes, c.startup_seconds, idle);
+        }
         println!(
-            "  RSS per daemon: mean {:.1} MiB, max {:.1} MiB",
-            c.rss_kib_mean / 1024.0,
-            c.rss_kib_max as f64 / 1024.0
+            "  after traffic, per daemon: PSS mean {:.1} MiB, max {:.1} MiB; RSS mean {:.1} MiB, max {:.1} MiB",
+            c.memory.pss_mib.mean,
+            c.memory.pss_mib.max,
+            c.memory.rss_mib.mean,
+            c.memory.rss_mib.max
         );
         for m in &c.modes {
             println!(

@@ -127,16 +127,10 @@ fn ensure_free(dir: &ClusterDir) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Check that a topology fits on one machine.
+/// Check that a topology fits on this machine (memory, processes), or say why not.
 fn check_size(topology: Topology) -> anyhow::Result<()> {
-    let max = cuberoute_cluster::generate::MAX_LOCAL_NODES;
-    if topology.node_count() > max {
-        return Err(usage(format!(
-            "{topology} has {} nodes; a cluster on one machine has at most {max}",
-            topology.node_count()
-        )));
-    }
-    Ok(())
+    use cuberoute_cluster::capacity::{Machine, check};
+    check(topology.node_count(), Machine::read()).map_err(|e| usage(format!("{topology}: {e}")))
 }
 
 /// [`ready::wait_ready`] with a progress bar, `timeout` counted from `started`. A cluster
