@@ -202,3 +202,74 @@ fn packets_for_a_crashed_neighbour_are_delivered_after_its_restart() {
         "restarting a running node is refused"
     );
 }
+
+/// Poll `ready` every 100 ms for up to `limit`; the time it took, or `None`.
+fn within(limit: Duration, mut ready: impl FnMut() -> bool) -> Option<Duration> {
+    let start = Instant::now();
+    while start.elapsed() < limit {
+        if ready() {
+            return Some(start.elapsed());
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    None
+}
+
+fn links_up(cluster: &Cluster, id: u64) -> u64 {
+    cluster.node_status(id)["links_up"].as_u64().unwrap_or(0)
+}
+
+/// Idle links carry a keep-alive only every 30 s and are declared dead only after 95 s of
+/// silence, so failures are found another way: a link with frames waiting for an
+/// acknowledgement fails after 2.5 s, and a restarted node that waits to be dialled knocks.
+#[test]
+fn a_dead_neighbour_is_noticed_under_traffic_and_a_restarted_one_relinks_while_idle() {
+    let cluster = Cluster::up("q:3", "127.2.70.0");
+    // Node 7 accepts from 3, 5 and 6. Kill it; traffic towards it makes its neighbours
+    // notice.
+    cluster.ok(&["chaos", "kill", "--node", "7"]);
+    cluster.ok(&[
+        "send",
+        "--from",
+        "0",
+        "--to",
+        "7",
+        "--message",
+        "anyone there",
+    ]);
+    let noticed = within(Duration::from_secs(20), || {
+        [3, 5, 6].iter().all(|&n| links_up(&cluster, n) == 2)
+    });
+    eprintln!("the neighbours of a dead node noticed it after {noticed:?}");
+    assert!(noticed.is_some(), "{}", cluster.status());
+
+    // Node 6 accepts from 2 and 4 and dials 7. Kill it and restart it with no traffic at all:
+    // 2 and 4 still hold their old connections, which the new process resets once knocked.
+    cluster.ok(&["chaos", "restart", "--node", "7"]);
+    assert!(within(Duration::from_secs(20), || links_up(&cluster, 7) == 3).is_some());
+    cluster.ok(&["chaos", "kill", "--node", "6"]);
+    std::thread::sleep(Duration::from_millis(300));
+    cluster.ok(&["chaos", "restart", "--node", "6"]);
+    let relinked = within(Duration::from_secs(20), || {
+        links_up(&cluster, 6) == 3 && links_up(&cluster, 2) == 3 && links_up(&cluster, 4) == 3
+    });
+    eprintln!("a restarted node relinked with idle neighbours after {relinked:?}");
+    assert!(relinked.is_some(), "{}", cluster.status());
+    let events = &cluster.node_status(6)["counters"]["events"];
+    assert!(events["knock_sent"].as_u64().unwrap_or(0) >= 1, "{events}");
+    // And the cluster carries a set whole again.
+    let out = cluster.ok(&[
+        "send",
+        "--from",
+        "2",
+        "--to",
+        "6",
+        "--message",
+        "back",
+        "--wait",
+        "--json",
+    ]);
+    let report: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    let copies = report["copies"].as_array().unwrap();
+    assert!(copies.iter().all(|c| c["delivered"] == true), "{report}");
+}

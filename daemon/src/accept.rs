@@ -69,10 +69,11 @@ async fn admit(node: Arc<Node>, connection: quinn::Connection, remote: std::net:
         );
     };
     if link.dials() {
-        return refuse(
-            Event::PeerRefusedWrongDirection,
-            &format!("node {peer} has the higher id: this node dials it"),
-        );
+        // The rule says this node dials: the neighbour knocks because it has no connection.
+        node.stats.event(Event::KnockReceived);
+        connection.close(close::KNOCKED.into(), b"knock: this node dials");
+        link.knock();
+        return;
     }
     if link.is_cut() {
         return refuse(Event::PeerRefusedCut, "the link is cut");

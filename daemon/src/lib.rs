@@ -49,23 +49,30 @@ pub async fn run(config: NodeConfig) -> anyhow::Result<()> {
         telemetry::install_metrics(addr)?;
     }
     let (node, input) = Node::new(&config);
-    let links = quinn::Endpoint::server(
-        config.credentials.server_config(tls::ALPN_LINK),
-        config.listen,
-    )
-    .with_context(|| format!("cannot listen for links at {}", config.listen))?;
-    let control = quinn::Endpoint::server(
-        config.credentials.server_config(tls::ALPN_CONTROL),
-        config.control_listen,
-    )
-    .with_context(|| format!("cannot listen for control at {}", config.control_listen))?;
+    let credentials = &config.credentials;
+    let links = credentials
+        .endpoint(
+            tls::ALPN_LINK,
+            credentials.server_config(tls::ALPN_LINK),
+            config.listen,
+        )
+        .with_context(|| format!("cannot listen for links at {}", config.listen))?;
+    let control = credentials
+        .endpoint(
+            tls::ALPN_CONTROL,
+            credentials.server_config(tls::ALPN_CONTROL),
+            config.control_listen,
+        )
+        .with_context(|| format!("cannot listen for control at {}", config.control_listen))?;
 
     let client = config.credentials.client_config(tls::ALPN_LINK);
     tokio::spawn(node.clone().run_input(input));
     tokio::spawn(node.clone().run_delivery_timer());
     tokio::spawn(accept::accept_links(node.clone(), links.clone()));
     tokio::spawn(control::serve(node.clone(), control.clone()));
-    tokio::spawn(telemetry::publish_loop(node.clone()));
+    if config.metrics_listen.is_some() {
+        tokio::spawn(telemetry::publish_loop(node.clone()));
+    }
     for link in node.links.values() {
         tokio::spawn(
             link.clone()

@@ -9,6 +9,14 @@
 //!   is sent again. When the buffer is full, [`Link::enqueue`] refuses and the caller counts
 //!   the drop.
 //! * A peer that sends more than [`MAX_BAD_FRAMES`] malformed frames is disconnected.
+//! * Liveness is checked where it matters: a link with frames written and no acknowledgement
+//!   for [`SILENT_LINK`] is closed as dead (a live neighbour acknowledges within
+//!   [`ACK_INTERVAL`]); an idle link only carries QUIC's rare keep-alive ([`tls::KEEP_ALIVE`]).
+//! * A restarted neighbour is found at once: the endpoint's stateless-reset key is derived from
+//!   the node's key, so the first packet the old connection sends draws a reset from the new
+//!   process. The accepting side of a link that stays down [`KNOCK_AFTER`] knocks (dials the
+//!   dialler, which refuses the connection, cuts its backoff short and sends on its current
+//!   connection, so that a stale one is reset and redialled).
 
 use crate::env::{self, Instant};
 use crate::stats::{Event, Stats};
@@ -31,7 +39,15 @@ pub const MAX_BAD_FRAMES: u32 = 16;
 /// Acknowledge at least every this many data frames...
 const ACK_EVERY: u64 = 64;
 /// ...and at least this often while any are unacknowledged.
-const ACK_INTERVAL: Duration = Duration::from_millis(10);
+pub const ACK_INTERVAL: Duration = Duration::from_millis(10);
+/// A link whose written frames see no acknowledgement for this long is dead: the neighbour
+/// crashed, or the path to it is gone. Well below 3 s, well above an acknowledgement's
+/// [`ACK_INTERVAL`] plus a round trip on a loaded machine.
+pub const SILENT_LINK: Duration = Duration::from_millis(2500);
+/// The accepting side knocks when its link has been down this long...
+pub const KNOCK_AFTER: Duration = Duration::from_secs(1);
+/// ...and again this often (with jitter) while it stays down.
+pub const KNOCK_EVERY: Duration = Duration::from_secs(5);
 /// Data frames written in one batch.
 const WRITE_BATCH: usize = 256;
 /// How long a new connection may take to open its stream and say hello.
@@ -47,6 +63,8 @@ pub mod close {
     pub const REFUSED: u32 = 3;
     pub const CUT: u32 = 4;
     pub const SHUTDOWN: u32 = 5;
+    /// A knock, answered: this node dials the neighbour.
+    pub const KNOCKED: u32 = 6;
 }
 
 /// What a link needs of the node it belongs to: who the node is, where to count, and where a
@@ -70,6 +88,12 @@ pub struct Link {
     state: Mutex<LinkState>,
     /// Wakes the writer: new data, or an acknowledgement due.
     wake: Notify,
+    /// Wakes the liveness watch: written frames now wait for an acknowledgement.
+    outstanding: Notify,
+    /// The neighbour knocked: send an acknowledgement now (dialler side)...
+    knock_ack: AtomicBool,
+    /// ...and stop waiting out the dial backoff.
+    knocked: Notify,
     up: AtomicBool,
     cut: watch::Sender<bool>,
     /// Accepted connections, handed over by the endpoint's accept loop.
@@ -89,6 +113,18 @@ struct LinkState {
     received: Option<Received>,
     /// Data frames handled since the last acknowledgement was sent.
     unacked: u64,
+    /// Since when written frames have waited without any acknowledgement progress; `None`
+    /// while every written frame is acknowledged.
+    waiting_since: Option<Instant>,
+}
+
+impl LinkState {
+    /// Frames written on the current connection and not yet acknowledged.
+    fn written_unacknowledged(&self) -> usize {
+        self.queue
+            .front()
+            .map_or(0, |q| (self.sent_upto + 1).saturating_sub(q.seq) as usize)
+    }
 }
 
 struct Queued {
@@ -123,8 +159,12 @@ impl Link {
                 sent_upto: 0,
                 received: None,
                 unacked: 0,
+                waiting_since: None,
             }),
             wake: Notify::new(),
+            outstanding: Notify::new(),
+            knock_ack: AtomicBool::new(false),
+            knocked: Notify::new(),
             up: AtomicBool::new(false),
             cut: watch::channel(false).0,
             incoming,
@@ -242,6 +282,15 @@ impl Link {
         self.cut.send_replace(false);
     }
 
+    /// The neighbour, which this node dials, dialled us: it has no connection with us (it
+    /// restarted, or lost ours). Send on the current connection at once, so that a stale one
+    /// draws a reset and is redialled, and cut the dial backoff short.
+    pub fn knock(&self) {
+        self.knock_ack.store(true, Relaxed);
+        self.wake.notify_one();
+        self.knocked.notify_one();
+    }
+
     /// Hand an accepted, authenticated connection from the neighbour to this link.
     pub fn offer(&self, connection: quinn::Connection) {
         if let Err(e) = self.incoming.try_send(connection) {
@@ -262,7 +311,7 @@ impl Link {
         if self.dials() {
             self.dial_loop(&*node, &endpoint, &client).await
         } else {
-            self.accept_loop(&*node).await
+            self.accept_loop(&*node, &endpoint, &client).await
         }
     }
 
@@ -291,7 +340,11 @@ impl Link {
                 }
             }
             let jitter = env::random_range(0.5..1.5);
-            tokio::time::sleep(backoff.mul_f64(jitter)).await;
+            tokio::select! {
+                () = tokio::time::sleep(backoff.mul_f64(jitter)) => {}
+                // The neighbour is up and waiting for us: dial now.
+                () = self.knocked.notified() => backoff = BACKOFF_MIN,
+            }
             backoff = (backoff * 2).min(BACKOFF_MAX);
         }
     }
@@ -310,14 +363,23 @@ impl Link {
         Ok(tokio::time::timeout(DIAL_TIMEOUT, connecting).await??)
     }
 
-    async fn accept_loop(&self, node: &dyn LinkOwner) {
+    async fn accept_loop(
+        &self,
+        node: &dyn LinkOwner,
+        endpoint: &quinn::Endpoint,
+        client: &quinn::ClientConfig,
+    ) {
         let Some(mut incoming) = self.incoming_rx.lock().expect("link lock").take() else {
             return;
         };
-        let mut next = incoming.recv().await;
+        let mut next = self
+            .await_dialler(node, &mut incoming, endpoint, client)
+            .await;
         while let Some(connection) = next.take() {
             tokio::select! {
-                () = self.serve(node, connection.clone()) => next = incoming.recv().await,
+                () = self.serve(node, connection.clone()) => {
+                    next = self.await_dialler(node, &mut incoming, endpoint, client).await;
+                }
                 newer = incoming.recv() => {
                     // The neighbour reconnected (it restarted, or lost the old connection
                     // first): the newer connection wins.
@@ -325,6 +387,39 @@ impl Link {
                     next = newer;
                 }
             }
+        }
+    }
+
+    /// Wait for the neighbour to dial; knock after [`KNOCK_AFTER`], and every [`KNOCK_EVERY`]
+    /// after that, while it does not (and the link is not cut).
+    async fn await_dialler(
+        &self,
+        node: &dyn LinkOwner,
+        incoming: &mut mpsc::Receiver<quinn::Connection>,
+        endpoint: &quinn::Endpoint,
+        client: &quinn::ClientConfig,
+    ) -> Option<quinn::Connection> {
+        let mut wait = KNOCK_AFTER;
+        loop {
+            tokio::select! {
+                connection = incoming.recv() => return connection,
+                () = tokio::time::sleep(wait) => {}
+            }
+            if !self.is_cut() {
+                node.stats().event(Event::KnockSent);
+                // The dialler refuses the knock; whether it got through does not matter, and
+                // a connection from the dialler meanwhile ends it.
+                let knock = async {
+                    if let Ok(connection) = self.dial(endpoint, client).await {
+                        connection.close(0u32.into(), b"knock");
+                    }
+                };
+                tokio::select! {
+                    connection = incoming.recv() => return connection,
+                    () = knock => {}
+                }
+            }
+            wait = KNOCK_EVERY.mul_f64(env::random_range(0.75..1.25));
         }
     }
 
@@ -383,6 +478,7 @@ impl Link {
         tokio::select! {
             r = self.read_frames(node, frames, peer.incarnation, connection) => r,
             r = self.write_frames(&mut send) => r,
+            r = self.watch_silence() => r,
         }
     }
 
@@ -409,6 +505,30 @@ impl Link {
             });
         }
         state.unacked = 0;
+        state.waiting_since = None;
+    }
+
+    /// Fail when written frames have waited [`SILENT_LINK`] for an acknowledgement. Sleeps
+    /// while nothing is outstanding: an idle link costs no wake-ups.
+    async fn watch_silence(&self) -> anyhow::Result<()> {
+        loop {
+            let started = self.outstanding.notified();
+            tokio::pin!(started);
+            started.as_mut().enable();
+            let Some(since) = self.lock().waiting_since else {
+                started.await;
+                continue;
+            };
+            let deadline = since + SILENT_LINK;
+            if Instant::now() >= deadline {
+                let waiting = self.lock().written_unacknowledged();
+                anyhow::bail!(
+                    "no acknowledgement for {} ms with {waiting} frames written",
+                    SILENT_LINK.as_millis()
+                );
+            }
+            tokio::time::sleep_until(deadline).await;
+        }
     }
 
     async fn read_frames(
@@ -459,8 +579,13 @@ impl Link {
     fn on_ack(&self, upto: u64) {
         let mut state = self.lock();
         let upto = upto.min(state.sent_upto);
+        let mut progress = false;
         while state.queue.front().is_some_and(|q| q.seq <= upto) {
             state.queue.pop_front();
+            progress = true;
+        }
+        if progress {
+            state.waiting_since = (state.written_unacknowledged() > 0).then(Instant::now);
         }
     }
 
@@ -505,9 +630,14 @@ impl Link {
             .collect();
         if !chunks.is_empty() {
             state.sent_upto += chunks.len() as u64;
+            if state.waiting_since.is_none() {
+                state.waiting_since = Some(Instant::now());
+                self.outstanding.notify_one();
+            }
         }
-        let ack_now =
-            state.unacked > 0 && (force_ack || !chunks.is_empty() || state.unacked >= ACK_EVERY);
+        let knocked = self.knock_ack.swap(false, Relaxed);
+        let ack_now = knocked
+            || state.unacked > 0 && (force_ack || !chunks.is_empty() || state.unacked >= ACK_EVERY);
         if ack_now && let Some(received) = state.received {
             state.unacked = 0;
             chunks.push(Bytes::from(encode_frame(&LinkFrame::Ack {

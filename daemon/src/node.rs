@@ -183,6 +183,7 @@ impl Node {
     /// The action `input(M, D)`: the set's first packets, one per route, on the first hops'
     /// links.
     fn input(&self, job: InputJob) {
+        self.stats.touch();
         let split = job.routes.is_split();
         let message = |part| Message::new(self.id, job.seq, split, job.sent_at_us, job.trace, part);
         let messages = match job.payload {
@@ -606,6 +607,7 @@ impl LinkOwner for Node {
     }
 
     fn on_data(&self, from: NodeId, packet: &[u8], mark: Option<ChaosMark>) {
+        self.stats.touch();
         self.handle_data(from, packet, mark)
     }
 }

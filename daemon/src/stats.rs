@@ -72,8 +72,10 @@ pub enum Event {
     PeerRefusedNotANode,
     /// An authenticated node that is not a neighbour.
     PeerRefusedNotNeighbour,
-    /// A neighbour that dialled although the rule says this node dials it.
-    PeerRefusedWrongDirection,
+    /// A neighbour that this node dials dialled it: a knock (it has no connection with us).
+    KnockReceived,
+    /// This node knocked on a neighbour that should dial it but has not.
+    KnockSent,
     /// A link the chaos tooling has cut.
     PeerRefusedCut,
     /// A hello that names another node or topology than the certificate and configuration.
@@ -108,7 +110,8 @@ impl Event {
             Event::PeerRefusedTls => "peer_refused_tls",
             Event::PeerRefusedNotANode => "peer_refused_not_a_node",
             Event::PeerRefusedNotNeighbour => "peer_refused_not_neighbour",
-            Event::PeerRefusedWrongDirection => "peer_refused_wrong_direction",
+            Event::KnockReceived => "knock_received",
+            Event::KnockSent => "knock_sent",
             Event::PeerRefusedCut => "peer_refused_cut",
             Event::HelloMismatch => "hello_mismatch",
             Event::FrameMalformed => "frame_malformed",
@@ -135,6 +138,9 @@ pub struct Stats {
     pub packets_delivered: AtomicU64,
     drops: Mutex<BTreeMap<Drop, u64>>,
     events: Mutex<BTreeMap<Event, u64>>,
+    /// Something happened that may change a counter or a gauge: wakes the metrics publisher,
+    /// which otherwise sleeps (an idle daemon costs no wake-ups).
+    activity: tokio::sync::Notify,
 }
 
 impl Stats {
@@ -144,6 +150,7 @@ impl Stats {
 
     pub fn drop_many(&self, reason: Drop, n: u64) {
         if n > 0 {
+            self.touch();
             *self
                 .drops
                 .lock()
@@ -154,12 +161,23 @@ impl Stats {
     }
 
     pub fn event(&self, event: Event) {
+        self.touch();
         *self
             .events
             .lock()
             .expect("stats lock")
             .entry(event)
             .or_default() += 1;
+    }
+
+    /// Note activity (a set, a frame, a request) for the metrics publisher.
+    pub fn touch(&self) {
+        self.activity.notify_one();
+    }
+
+    /// Wait for activity noted since the last wait.
+    pub async fn activity(&self) {
+        self.activity.notified().await
     }
 
     pub fn count(counter: &AtomicU64) {

@@ -1,19 +1,23 @@
 //! Logs and metrics. Logs go to stderr, filtered by `RUST_LOG` (default `info`), as text or one
 //! JSON object per line. Metrics are served for Prometheus at `metrics_listen`; the counters of
-//! [`crate::stats::Stats`] are copied into them twice a second.
+//! [`crate::stats::Stats`] are copied into them once a second while anything happens, and not
+//! at all while the daemon is idle.
 
 use crate::config::LogFormat;
 use crate::node::Node;
 use metrics::{counter, gauge};
-use metrics_exporter_prometheus::{Matcher, PrometheusBuilder};
+use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 use std::net::SocketAddr;
-use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 use tracing_subscriber::EnvFilter;
 
-/// How often counters are copied into the metrics registry.
-const PUBLISH_EVERY: Duration = Duration::from_millis(500);
+/// How often counters are copied into the metrics registry while the daemon is busy.
+const PUBLISH_EVERY: Duration = Duration::from_secs(1);
+
+/// The exporter's own upkeep timer, a fallback: [`publish`] runs the upkeep.
+const UPKEEP_FALLBACK: Duration = Duration::from_secs(3600);
 
 /// Delivery-latency histogram buckets, in seconds: 50 µs to 5 s.
 const LATENCY_BUCKETS: [f64; 14] = [
@@ -33,28 +37,51 @@ pub fn init_logging(format: LogFormat) {
     };
 }
 
+/// The installed recorder, for [`publish`] to run its upkeep.
+static RECORDER: OnceLock<PrometheusHandle> = OnceLock::new();
+
 /// Serve Prometheus metrics over HTTP at `addr`. Needs a tokio runtime.
 pub fn install_metrics(addr: SocketAddr) -> anyhow::Result<()> {
-    PrometheusBuilder::new()
+    let cannot = |e: &dyn std::fmt::Display| anyhow::anyhow!("cannot serve metrics at {addr}: {e}");
+    let (recorder, exporter) = PrometheusBuilder::new()
         .with_http_listener(addr)
+        // The upkeep drains recorded histogram samples into their buckets. [`publish`] runs it
+        // while the daemon is busy, so that samples never pile up, and the exporter's own timer
+        // (5 s by default) would only wake an idle daemon for nothing.
+        .upkeep_timeout(UPKEEP_FALLBACK)
         .set_buckets_for_metric(
             Matcher::Full("cuberoute_delivery_latency_seconds".into()),
             &LATENCY_BUCKETS,
         )?
-        .install()
-        .map_err(|e| anyhow::anyhow!("cannot serve metrics at {addr}: {e}"))
+        .build()
+        .map_err(|e| cannot(&e))?;
+    let handle = recorder.handle();
+    metrics::set_global_recorder(recorder).map_err(|e| cannot(&e))?;
+    tokio::spawn(exporter);
+    let _ = RECORDER.set(handle);
+    Ok(())
 }
 
-/// Copy the node's counters and gauges into the metrics registry, forever.
+/// Copy the node's counters and gauges into the metrics registry, forever: a second after
+/// activity, then every second while there is activity or anything is queued, then once more
+/// when all is quiet, and then not until the next activity.
 pub async fn publish_loop(node: Arc<Node>) {
-    let mut tick = tokio::time::interval(PUBLISH_EVERY);
+    publish(&node);
     loop {
-        tick.tick().await;
+        node.stats.activity().await;
+        tokio::time::sleep(PUBLISH_EVERY).await;
         publish(&node);
+        while node.input_queued() > 0 || node.link_queued() > 0 {
+            tokio::time::sleep(PUBLISH_EVERY).await;
+            publish(&node);
+        }
     }
 }
 
 fn publish(node: &Node) {
+    if let Some(recorder) = RECORDER.get() {
+        recorder.run_upkeep();
+    }
     let s = &node.stats;
     counter!("cuberoute_sets_accepted_total").absolute(s.sets_accepted.load(Relaxed));
     counter!("cuberoute_packets_sent_total").absolute(s.packets_sent.load(Relaxed));

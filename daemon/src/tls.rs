@@ -29,11 +29,16 @@ pub const ALPN_CONTROL: &[u8] = b"cuberoute-control/1";
 pub const CLIENT_NAME: &str = "client.cuberoute";
 const NODE_SUFFIX: &str = ".node.cuberoute";
 
-/// Links send a keep-alive this often; it must stay well below the idle timeout, or an idle
-/// link would be closed as dead (docs/daemon.md, "Links").
-pub const KEEP_ALIVE: Duration = Duration::from_millis(500);
-/// A link or control connection with nothing received for this long is dead.
-pub const IDLE_TIMEOUT: Duration = Duration::from_secs(3);
+/// An idle link sends a keep-alive this often; it must stay well below the idle timeout, or an
+/// idle link would be closed as dead. It is rare on purpose: a link with traffic is checked by
+/// its acknowledgements (`link::SILENT_LINK`), and an idle one lazily (docs/daemon.md, "Links").
+pub const KEEP_ALIVE: Duration = Duration::from_secs(30);
+/// A link with nothing received for this long is dead: two keep-alives may go unanswered.
+pub const IDLE_TIMEOUT: Duration = Duration::from_secs(95);
+/// A control connection: a client that waits keeps it open with keep-alives; one that went away
+/// without closing it (a killed process) is forgotten after [`CONTROL_IDLE_TIMEOUT`].
+pub const CONTROL_KEEP_ALIVE: Duration = Duration::from_secs(2);
+pub const CONTROL_IDLE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The DNS name a node's certificate carries.
 pub fn node_name(id: NodeId) -> String {
@@ -181,8 +186,37 @@ impl Credentials {
             .expect("checked when the credentials were loaded");
         let crypto = QuicServerConfig::try_from(config).expect("TLS 1.3 with a QUIC cipher suite");
         let mut server = quinn::ServerConfig::with_crypto(Arc::new(crypto));
-        server.transport_config(transport());
+        server.transport_config(transport(alpn, Side::Server));
         server
+    }
+
+    /// A QUIC endpoint on `listen` that serves with `server`, whose stateless-reset key and
+    /// connection-ID key are derived from this identity's private key and `purpose`: the same
+    /// after a restart, so that a restarted process recognises the connection IDs its former
+    /// self issued and resets those connections at their first packet.
+    pub fn endpoint(
+        &self,
+        purpose: &[u8],
+        server: quinn::ServerConfig,
+        listen: std::net::SocketAddr,
+    ) -> std::io::Result<quinn::Endpoint> {
+        let derive = |what: &[u8]| {
+            let secret = [self.key.secret_der(), b"cuberoute ", what, purpose].concat();
+            ring::digest::digest(&ring::digest::SHA256, &secret)
+        };
+        let reset_key = ring::hmac::Key::new(ring::hmac::HMAC_SHA256, derive(b"reset").as_ref());
+        let cid_key = derive(b"cid").as_ref()[..8]
+            .try_into()
+            .map(u64::from_le_bytes)
+            .expect("a SHA-256 digest has 8 bytes");
+        let mut config = quinn::EndpointConfig::new(Arc::new(reset_key));
+        config.cid_generator(move || {
+            Box::new(quinn_proto::HashedConnectionIdGenerator::from_key(cid_key))
+        });
+        // Every neighbour of a restarted node may need its reset at the same moment.
+        config.min_reset_interval(Duration::from_millis(1));
+        let socket = std::net::UdpSocket::bind(listen)?;
+        quinn::Endpoint::new(config, Some(server), socket, Arc::new(quinn::TokioRuntime))
     }
 
     /// A QUIC client config that presents our certificate and trusts only the cluster CA.
@@ -196,19 +230,31 @@ impl Credentials {
         config.alpn_protocols = vec![alpn.to_vec()];
         let crypto = QuicClientConfig::try_from(config).expect("TLS 1.3 with a QUIC cipher suite");
         let mut client = quinn::ClientConfig::new(Arc::new(crypto));
-        client.transport_config(transport());
+        client.transport_config(transport(alpn, Side::Client));
         client
     }
 }
 
-fn transport() -> Arc<quinn::TransportConfig> {
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Side {
+    Client,
+    Server,
+}
+
+/// The transport of a link, or of a control connection (any other ALPN). On a link only the
+/// dialler sends keep-alives: the acceptor's acknowledgements of them keep the link open both
+/// ways, at half the datagrams.
+fn transport(alpn: &[u8], side: Side) -> Arc<quinn::TransportConfig> {
+    let (keep_alive, idle) = if alpn == ALPN_LINK {
+        ((side == Side::Client).then_some(KEEP_ALIVE), IDLE_TIMEOUT)
+    } else {
+        (Some(CONTROL_KEEP_ALIVE), CONTROL_IDLE_TIMEOUT)
+    };
     let mut transport = quinn::TransportConfig::default();
-    transport.keep_alive_interval(Some(KEEP_ALIVE));
+    transport.keep_alive_interval(keep_alive);
     // A client may wait on many sets at once, one stream each.
     transport.max_concurrent_bidi_streams(4096u32.into());
-    transport.max_idle_timeout(Some(
-        IDLE_TIMEOUT.try_into().expect("a few seconds fit a VarInt"),
-    ));
+    transport.max_idle_timeout(Some(idle.try_into().expect("seconds fit a VarInt")));
     Arc::new(transport)
 }
 
