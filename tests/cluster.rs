@@ -7,6 +7,8 @@ mod common;
 use common::{Cluster, cuberoute, json_lines, ok, process_exists, stderr, stdout};
 use serde_json::Value;
 use std::collections::BTreeMap;
+use std::process::{Command, Stdio};
+use std::time::Duration;
 
 /// Send from every node to every other with `--wait`; check every copy, its path against
 /// `cuberoute paths`, and the payload through `recv`.
@@ -428,4 +430,50 @@ fn a_cluster_too_large_for_the_machine_is_refused_with_the_reason() {
         "{err}"
     );
     assert!(!dir.exists(), "nothing was generated");
+}
+
+/// Processes whose command line names `needle`.
+fn processes_naming(needle: &str) -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|&pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|c| String::from_utf8_lossy(&c).contains(needle))
+        })
+        .filter(|&pid| process_exists(pid))
+        .collect()
+}
+
+/// Ctrl-C on `cluster up`, while it spawns daemons or waits for their links, stops every daemon
+/// it started (regression: an interrupted start left hundreds of daemons running, recorded
+/// nowhere).
+#[test]
+fn an_interrupted_up_leaves_no_daemon_behind() {
+    let tmp = tempfile::tempdir().unwrap();
+    for (i, delay_ms) in [150u64, 400, 900, 1500].into_iter().enumerate() {
+        let dir = tmp.path().join(format!("interrupted-{i}"));
+        let dir = dir.to_str().unwrap();
+        let base = format!("127.2.{}.0", 71 + i);
+        let mut up = Command::new(env!("CARGO_BIN_EXE_cuberoute"))
+            .args(["cluster", "up", "q:7", "--dir", dir, "--base-addr", &base])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(delay_ms));
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(up.id() as i32),
+            nix::sys::signal::Signal::SIGINT,
+        )
+        .unwrap();
+        let status = up.wait().unwrap();
+        if status.success() {
+            // It was up before the signal: nothing to check at this delay.
+            ok(&["cluster", "down", "--dir", dir]);
+            continue;
+        }
+        let left = processes_naming(dir);
+        assert!(left.is_empty(), "after {delay_ms} ms: {left:?} still run");
+    }
 }

@@ -58,6 +58,21 @@ fn the_compose_example_is_what_the_generator_writes() {
     let c = tmp.path().join("c");
     let peers = std::fs::read_to_string(c.join("nodes/5/manifest.toml")).unwrap();
     assert!(peers.contains("addr = \"node-4:7000\""), "{peers}");
+    // ...and lists only the node itself and its neighbours (EH(1,2): 4, 7 and 1).
+    let listed: Vec<&str> = peers
+        .lines()
+        .filter_map(|l| l.strip_prefix("addr = \""))
+        .collect();
+    assert_eq!(
+        listed,
+        [
+            "node-5:7000\"",
+            "node-4:7000\"",
+            "node-7:7000\"",
+            "node-1:7000\""
+        ],
+        "{peers}"
+    );
     let client = std::fs::read_to_string(c.join("manifest.toml")).unwrap();
     assert!(client.contains("control = \"10.200.0.7:7001\""), "{client}");
 }

@@ -69,9 +69,12 @@ impl RunState {
         Ok(Some(state))
     }
 
+    /// Write the run state whole or not at all (a temporary file renamed over the old one).
     pub fn save(&self, dir: &ClusterDir) -> anyhow::Result<()> {
         let path = dir.run_state();
-        fs::write(&path, toml::to_string(self)?)
+        let partial = path.with_extension("toml.partial");
+        fs::write(&partial, toml::to_string(self)?)
+            .and_then(|()| fs::rename(&partial, &path))
             .with_context(|| format!("writing {}", path.display()))
     }
 
@@ -157,7 +160,14 @@ pub fn is_running(p: &NodeProcess, config: &Path) -> bool {
 
 /// Start one daemon per node of the generated cluster in `dir`, with `binary` (the cuberoute
 /// executable).
-pub fn start(dir: &ClusterDir, topology: Topology, binary: &Path) -> anyhow::Result<RunState> {
+/// `interrupt`, installed by the caller for the whole start (readiness wait included), ends the
+/// loop: what was started is stopped.
+pub fn start(
+    dir: &ClusterDir,
+    topology: Topology,
+    binary: &Path,
+    interrupt: &interrupt::Catch,
+) -> anyhow::Result<RunState> {
     let mut state = RunState {
         topology,
         boot: boot_id(),
@@ -165,8 +175,20 @@ pub fn start(dir: &ClusterDir, topology: Topology, binary: &Path) -> anyhow::Res
         processes: Vec::new(),
     };
     for id in topology.nodes() {
-        match spawn(dir, binary, id) {
-            Ok(process) => state.processes.push(process),
+        let spawned = if interrupt.caught() {
+            Err(anyhow::anyhow!(
+                "interrupted while starting the cluster; every daemon started was stopped"
+            ))
+        } else {
+            spawn(dir, binary, id)
+        };
+        match spawned {
+            Ok(process) => {
+                state.processes.push(process);
+                if state.processes.len() % SAVE_EVERY == 0 {
+                    state.save(dir)?;
+                }
+            }
             Err(e) => {
                 // Leave nothing behind: stop what was started, then report.
                 state.save(dir)?;
@@ -177,6 +199,69 @@ pub fn start(dir: &ClusterDir, topology: Topology, binary: &Path) -> anyhow::Res
     }
     state.save(dir)?;
     Ok(state)
+}
+
+/// While a cluster starts, the run state is saved every this many processes: a launcher
+/// killed outright (SIGKILL) leaves at most this many unrecorded. SIGINT and SIGTERM are caught
+/// instead ([`interrupt`]): the launcher stops what it started.
+const SAVE_EVERY: usize = 16;
+
+/// SIGINT and SIGTERM, caught for the length of a start.
+pub mod interrupt {
+    use nix::sys::signal::{SaFlags, SigAction, SigHandler, SigSet, Signal, sigaction};
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    static CAUGHT: AtomicBool = AtomicBool::new(false);
+
+    extern "C" fn on_signal(_: nix::libc::c_int) {
+        CAUGHT.store(true, Ordering::SeqCst);
+    }
+
+    /// The handlers in force before; put back on drop.
+    pub struct Catch {
+        before: Vec<(Signal, SigAction)>,
+    }
+
+    impl Catch {
+        pub fn install() -> Catch {
+            CAUGHT.store(false, Ordering::SeqCst);
+            let action = SigAction::new(
+                SigHandler::Handler(on_signal),
+                SaFlags::empty(),
+                SigSet::empty(),
+            );
+            let before = [Signal::SIGINT, Signal::SIGTERM]
+                .into_iter()
+                // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
+                .filter_map(|signal| {
+                    unsafe { sigaction(signal, &action) }
+                        .ok()
+                        .map(|b| (signal, b))
+                })
+                .collect();
+            Catch { before }
+        }
+
+        pub fn caught(&self) -> bool {
+            CAUGHT.load(Ordering::SeqCst)
+        }
+
+        /// Until a signal is caught (checked every 50 ms).
+        pub async fn wait(&self) {
+            while !self.caught() {
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            }
+        }
+    }
+
+    impl Drop for Catch {
+        fn drop(&mut self) {
+            for (signal, action) in &self.before {
+                // SAFETY: restores the handler that was in force before `install`.
+                let _ = unsafe { sigaction(*signal, action) };
+            }
+        }
+    }
 }
 
 /// Start the daemon of node `id` again (after a crash or a kill), and record it.

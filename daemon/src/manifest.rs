@@ -1,6 +1,6 @@
-//! The cluster manifest: where every node of a cluster listens. One file for the whole cluster,
-//! read by every daemon (to dial its neighbours) and by every client (to reach a node's control
-//! endpoint).
+//! The cluster manifest: where nodes of a cluster listen. A client's manifest lists every node
+//! (to reach any node's control endpoint); a daemon's needs only itself and its neighbours (to
+//! dial them), and the generator writes each node no more.
 //!
 //! ```toml
 //! topology = "eh:2,2"

@@ -35,6 +35,8 @@ const NODE_SUFFIX: &str = ".node.cuberoute";
 pub const KEEP_ALIVE: Duration = Duration::from_secs(30);
 /// A link with nothing received for this long is dead: two keep-alives may go unanswered.
 pub const IDLE_TIMEOUT: Duration = Duration::from_secs(95);
+/// The round-trip time a connection assumes before it has measured one.
+pub const INITIAL_RTT: Duration = Duration::from_millis(10);
 /// A control connection: a client that waits keeps it open with keep-alives; one that went away
 /// without closing it (a killed process) is forgotten after [`CONTROL_IDLE_TIMEOUT`].
 pub const CONTROL_KEEP_ALIVE: Duration = Duration::from_secs(2);
@@ -252,6 +254,10 @@ fn transport(alpn: &[u8], side: Side) -> Arc<quinn::TransportConfig> {
     };
     let mut transport = quinn::TransportConfig::default();
     transport.keep_alive_interval(keep_alive);
+    // Neighbours and clients are on one machine or one network, not across the world (QUIC's
+    // default guess is 333 ms): a handshake packet sent before the peer's process was up is
+    // sent again after about 30 ms rather than 1 s, then at doubling intervals.
+    transport.initial_rtt(INITIAL_RTT);
     // A client may wait on many sets at once, one stream each.
     transport.max_concurrent_bidi_streams(4096u32.into());
     transport.max_idle_timeout(Some(idle.try_into().expect("seconds fit a VarInt")));

@@ -53,8 +53,8 @@ pub struct Args {
     /// (no start-up time, no baseline).
     #[arg(long, conflicts_with = "topologies")]
     pub running: Option<PathBuf>,
-    /// Before any traffic, measure the cluster idle for this long: the CPU all daemons use
-    /// together, and PSS and RSS per daemon.
+    /// Before any traffic, measure the cluster idle for this long (after 10 s of rest): the
+    /// CPU all daemons use together, and PSS and RSS per daemon.
     #[arg(long, value_parser = humantime::parse_duration)]
     pub idle: Option<Duration>,
     /// Measure only start-up and the idle cost (needs --idle): no baseline, no traffic.
@@ -206,6 +206,10 @@ fn start(args: &Args, topology: Topology) -> anyhow::Result<(ClusterDir, Duratio
     Ok((dir, startup))
 }
 
+/// How long a cluster this command started rests before its idle cost is measured: the
+/// readiness wait's control connections are gone by then (their idle timeout).
+const SETTLE: Duration = cuberoute_daemon::tls::CONTROL_IDLE_TIMEOUT;
+
 /// The idle cost of a running cluster over `window`.
 fn measure_idle(dir: &ClusterDir, window: Duration) -> anyhow::Result<Idle> {
     let pids = cuberoute_cluster::runner::pids(dir)?;
@@ -227,6 +231,7 @@ fn idle_only(args: &Args, topologies: &[Topology]) -> anyhow::Result<()> {
     for &topology in topologies {
         let (dir, startup) = start(args, topology)?;
         eprintln!("{topology}: up in {:.1} s", startup.as_secs_f64());
+        std::thread::sleep(SETTLE);
         let idle = measure_idle(&dir, window);
         eprintln!("{}", cuberoute_cluster::runner::stop(&dir)?);
         all.push(IdleFigures {
@@ -269,7 +274,15 @@ fn measure_running(
     dir: &ClusterDir,
     startup: Duration,
 ) -> anyhow::Result<ClusterFigures> {
-    let idle = args.idle.map(|w| measure_idle(dir, w)).transpose()?;
+    let idle = args
+        .idle
+        .map(|w| {
+            if startup > Duration::ZERO {
+                std::thread::sleep(SETTLE);
+            }
+            measure_idle(dir, w)
+        })
+        .transpose()?;
     let runtime = runtime()?;
     let _guard = runtime.enter();
     let client = ClusterClient::open(dir)?;

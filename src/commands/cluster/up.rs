@@ -108,7 +108,21 @@ pub fn start(args: &UpArgs) -> anyhow::Result<(ClusterDir, Topology, Duration)> 
     let started = Instant::now();
     let (dir, topology) = init(&args.init)?;
     let binary = std::env::current_exe().context("locating the cuberoute binary")?;
-    local::start(&dir, topology, &binary)?;
-    runtime()?.block_on(wait_ready(&dir, started, args.timeout(topology)))?;
+    // Ctrl-C (or SIGTERM) while the cluster starts stops everything started so far.
+    let interrupt = local::interrupt::Catch::install();
+    local::start(&dir, topology, &binary, &interrupt)?;
+    let ready = runtime()?.block_on(async {
+        tokio::select! {
+            ready = wait_ready(&dir, started, args.timeout(topology)) => Some(ready),
+            () = interrupt.wait() => None,
+        }
+    });
+    match ready {
+        Some(ready) => ready?,
+        None => {
+            let stopped = cuberoute_cluster::runner::stop(&dir)?;
+            anyhow::bail!("interrupted while waiting for the cluster; {stopped}");
+        }
+    }
     Ok((dir, topology, started.elapsed()))
 }
