@@ -32,9 +32,9 @@ const NODE_SUFFIX: &str = ".node.cuberoute";
 /// An idle link sends a keep-alive this often; it must stay well below the idle timeout, or an
 /// idle link would be closed as dead. It is rare on purpose: a link with traffic is checked by
 /// its acknowledgements (`link::SILENT_LINK`), and an idle one lazily (docs/daemon.md, "Links").
-pub const KEEP_ALIVE: Duration = Duration::from_secs(30);
+pub const KEEP_ALIVE: Duration = Duration::from_secs(60);
 /// A link with nothing received for this long is dead: two keep-alives may go unanswered.
-pub const IDLE_TIMEOUT: Duration = Duration::from_secs(95);
+pub const IDLE_TIMEOUT: Duration = Duration::from_secs(185);
 /// The round-trip time a connection assumes before it has measured one.
 pub const INITIAL_RTT: Duration = Duration::from_millis(10);
 /// A control connection: a client that waits keeps it open with keep-alives; one that went away
@@ -258,8 +258,15 @@ fn transport(alpn: &[u8], side: Side) -> Arc<quinn::TransportConfig> {
     // default guess is 333 ms): a handshake packet sent before the peer's process was up is
     // sent again after about 30 ms rather than 1 s, then at doubling intervals.
     transport.initial_rtt(INITIAL_RTT);
-    // A client may wait on many sets at once, one stream each.
-    transport.max_concurrent_bidi_streams(4096u32.into());
+    if alpn == ALPN_LINK {
+        // A link is one bidirectional stream. quinn sizes per-connection stream state by these
+        // limits, and a daemon holds one connection per neighbour.
+        transport.max_concurrent_bidi_streams(1u32.into());
+        transport.max_concurrent_uni_streams(0u32.into());
+    } else {
+        // A client may wait on many sets at once, one stream each.
+        transport.max_concurrent_bidi_streams(4096u32.into());
+    }
     transport.max_idle_timeout(Some(idle.try_into().expect("seconds fit a VarInt")));
     Arc::new(transport)
 }
