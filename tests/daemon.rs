@@ -219,7 +219,7 @@ fn links_up(cluster: &Cluster, id: u64) -> u64 {
     cluster.node_status(id)["links_up"].as_u64().unwrap_or(0)
 }
 
-/// Idle links carry a keep-alive only every 30 s and are declared dead only after 95 s of
+/// Idle links carry a keep-alive only every 120 s and are declared dead only after 365 s of
 /// silence, so failures are found another way: a link with frames waiting for an
 /// acknowledgement fails after 2.5 s, and a restarted node that waits to be dialled knocks.
 #[test]

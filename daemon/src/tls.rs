@@ -32,9 +32,9 @@ const NODE_SUFFIX: &str = ".node.cuberoute";
 /// An idle link sends a keep-alive this often; it must stay well below the idle timeout, or an
 /// idle link would be closed as dead. It is rare on purpose: a link with traffic is checked by
 /// its acknowledgements (`link::SILENT_LINK`), and an idle one lazily (docs/daemon.md, "Links").
-pub const KEEP_ALIVE: Duration = Duration::from_secs(60);
+pub const KEEP_ALIVE: Duration = Duration::from_secs(120);
 /// A link with nothing received for this long is dead: two keep-alives may go unanswered.
-pub const IDLE_TIMEOUT: Duration = Duration::from_secs(185);
+pub const IDLE_TIMEOUT: Duration = Duration::from_secs(365);
 /// The round-trip time a connection assumes before it has measured one.
 pub const INITIAL_RTT: Duration = Duration::from_millis(10);
 /// A control connection: a client that waits keeps it open with keep-alives; one that went away
