@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{Cluster, cuberoute, ok, stderr};
+use common::{Cluster, cuberoute, ok, stderr, within};
 use std::io::{Read, Write};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -201,18 +201,6 @@ fn packets_for_a_crashed_neighbour_are_delivered_after_its_restart() {
         Some(2),
         "restarting a running node is refused"
     );
-}
-
-/// Poll `ready` every 100 ms for up to `limit`; the time it took, or `None`.
-fn within(limit: Duration, mut ready: impl FnMut() -> bool) -> Option<Duration> {
-    let start = Instant::now();
-    while start.elapsed() < limit {
-        if ready() {
-            return Some(start.elapsed());
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    None
 }
 
 fn links_up(cluster: &Cluster, id: u64) -> u64 {

@@ -80,14 +80,10 @@ fn event(cluster: &Cluster, node: u64, name: &str) -> u64 {
 }
 
 /// Wait until `done` holds, for at most 10 s.
-fn eventually(what: &str, mut done: impl FnMut() -> bool) {
-    for _ in 0..100 {
-        if done() {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(100));
+fn eventually(what: &str, done: impl FnMut() -> bool) {
+    if common::within(Duration::from_secs(10), done).is_none() {
+        panic!("never: {what}");
     }
-    panic!("never: {what}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -51,18 +51,10 @@ pub async fn run(config: NodeConfig) -> anyhow::Result<()> {
     let (node, input) = Node::new(&config);
     let credentials = &config.credentials;
     let links = credentials
-        .endpoint(
-            tls::ALPN_LINK,
-            credentials.server_config(tls::ALPN_LINK),
-            config.listen,
-        )
+        .endpoint(tls::ALPN_LINK, config.listen)
         .with_context(|| format!("cannot listen for links at {}", config.listen))?;
     let control = credentials
-        .endpoint(
-            tls::ALPN_CONTROL,
-            credentials.server_config(tls::ALPN_CONTROL),
-            config.control_listen,
-        )
+        .endpoint(tls::ALPN_CONTROL, config.control_listen)
         .with_context(|| format!("cannot listen for control at {}", config.control_listen))?;
 
     let client = config.credentials.client_config(tls::ALPN_LINK);

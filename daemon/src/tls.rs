@@ -192,18 +192,17 @@ impl Credentials {
         server
     }
 
-    /// A QUIC endpoint on `listen` that serves with `server`, whose stateless-reset key and
-    /// connection-ID key are derived from this identity's private key and `purpose`: the same
-    /// after a restart, so that a restarted process recognises the connection IDs its former
-    /// self issued and resets those connections at their first packet.
+    /// A QUIC endpoint on `listen` that serves `alpn` ([`Credentials::server_config`]), whose
+    /// stateless-reset key and connection-ID key are derived from this identity's private key
+    /// and `alpn`: the same after a restart, so that a restarted process recognises the
+    /// connection IDs its former self issued and resets those connections at their first packet.
     pub fn endpoint(
         &self,
-        purpose: &[u8],
-        server: quinn::ServerConfig,
+        alpn: &[u8],
         listen: std::net::SocketAddr,
     ) -> std::io::Result<quinn::Endpoint> {
         let derive = |what: &[u8]| {
-            let secret = [self.key.secret_der(), b"cuberoute ", what, purpose].concat();
+            let secret = [self.key.secret_der(), b"cuberoute ", what, alpn].concat();
             ring::digest::digest(&ring::digest::SHA256, &secret)
         };
         let reset_key = ring::hmac::Key::new(ring::hmac::HMAC_SHA256, derive(b"reset").as_ref());
@@ -218,6 +217,7 @@ impl Credentials {
         // Every neighbour of a restarted node may need its reset at the same moment.
         config.min_reset_interval(Duration::from_millis(1));
         let socket = std::net::UdpSocket::bind(listen)?;
+        let server = self.server_config(alpn);
         quinn::Endpoint::new(config, Some(server), socket, Arc::new(quinn::TokioRuntime))
     }
 

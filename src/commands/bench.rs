@@ -331,9 +331,7 @@ fn measure_running(
         }
     }
     client.close();
-    let pids = cuberoute_cluster::runner::pids(dir)?;
-    let rss: Vec<u64> = pids.iter().copied().filter_map(usage::rss_kib).collect();
-    let memory = usage::memory(&pids);
+    let memory = usage::memory(&cuberoute_cluster::runner::pids(dir)?);
     let all_copies: Vec<(u32, f64)> = farthest
         .copies
         .iter()
@@ -350,8 +348,8 @@ fn measure_running(
         farthest,
         adjacent,
         saturation,
-        rss_kib_mean: rss.iter().sum::<u64>() as f64 / rss.len().max(1) as f64,
-        rss_kib_max: rss.iter().copied().max().unwrap_or(0),
+        rss_kib_mean: memory.rss_mib.mean * 1024.0,
+        rss_kib_max: (memory.rss_mib.max * 1024.0) as u64,
         memory,
         idle,
         modes,

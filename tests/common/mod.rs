@@ -6,6 +6,7 @@
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use std::time::{Duration, Instant};
 
 pub fn cuberoute(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_cuberoute"))
@@ -146,6 +147,18 @@ impl Drop for Cluster {
     fn drop(&mut self) {
         let _ = cuberoute(&["cluster", "down", "--dir", self.path_str()]);
     }
+}
+
+/// Poll `ready` every 100 ms for up to `limit`; the time it took, or `None`.
+pub fn within(limit: Duration, mut ready: impl FnMut() -> bool) -> Option<Duration> {
+    let start = Instant::now();
+    while start.elapsed() < limit {
+        if ready() {
+            return Some(start.elapsed());
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    None
 }
 
 pub fn process_exists(pid: u32) -> bool {
