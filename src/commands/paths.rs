@@ -368,7 +368,13 @@ impl Answer<'_> {
     }
 }
 
-/// Every ordered pair's node-to-node paths, one JSON line each.
+/// Every ordered pair's node-to-node paths, one JSON line each, sources in id order and each
+/// source's destinations in id order.
+///
+/// The sources are dealt round-robin to one worker per core; each worker renders one source's
+/// lines into a buffer and hands it over a channel of its own that holds at most
+/// [`ALL_PAIRS_BUFFERED`] buffers, and the writer takes them worker by worker in turn, so the
+/// order is the sequential one and memory stays bounded however slow the reader of stdout is.
 fn all_pairs(topology: Topology, algorithm: Option<&str>) -> anyhow::Result<()> {
     if topology.node_count() > ALL_PAIRS_MAX_NODES {
         return Err(super::usage(format!(
@@ -376,29 +382,63 @@ fn all_pairs(topology: Topology, algorithm: Option<&str>) -> anyhow::Result<()> 
             topology.node_count()
         )));
     }
+    let sources: Vec<NodeId> = topology.nodes().collect();
+    let workers = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(sources.len().max(1));
     let mut out = BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
-    for src in topology.nodes() {
-        for dst in topology.nodes().filter(|&dst| dst != src) {
-            let query = Query {
-                kind: Kind::NodeToNode,
-                from: vec![src],
-                to: vec![dst],
-                avoid: None,
-                constraint: None,
-            };
-            let instance = query.instance();
-            let (algorithm, system) =
-                table::solve(topology, &instance, algorithm).map_err(refused)?;
-            let answer = Answer {
-                topology,
-                query: &query,
-                algorithm,
-                bound: 0,
-                system,
-            };
-            answer.write_json(&mut out)?;
+    std::thread::scope(|scope| -> anyhow::Result<()> {
+        let mut lanes = Vec::with_capacity(workers);
+        for worker in 0..workers {
+            let (lines, lane) = std::sync::mpsc::sync_channel(ALL_PAIRS_BUFFERED);
+            let mine = sources.iter().copied().skip(worker).step_by(workers);
+            scope.spawn(move || {
+                for src in mine {
+                    let rendered = one_source(topology, src, algorithm);
+                    let failed = rendered.is_err();
+                    if lines.send(rendered).is_err() || failed {
+                        return;
+                    }
+                }
+            });
+            lanes.push(lane);
         }
-    }
+        for i in 0..sources.len() {
+            let block = lanes[i % workers]
+                .recv()
+                .context("an --all-pairs worker stopped early")??;
+            out.write_all(&block)?;
+        }
+        Ok(())
+    })?;
     out.flush()?;
     Ok(())
+}
+
+/// How many rendered sources each `--all-pairs` worker may have waiting for the writer.
+const ALL_PAIRS_BUFFERED: usize = 4;
+
+/// The JSON lines of every pair (`src`, d), d ≠ `src` in id order.
+fn one_source(topology: Topology, src: NodeId, algorithm: Option<&str>) -> anyhow::Result<Vec<u8>> {
+    let mut block = Vec::new();
+    for dst in topology.nodes().filter(|&dst| dst != src) {
+        let query = Query {
+            kind: Kind::NodeToNode,
+            from: vec![src],
+            to: vec![dst],
+            avoid: None,
+            constraint: None,
+        };
+        let instance = query.instance();
+        let (algorithm, system) = table::solve(topology, &instance, algorithm).map_err(refused)?;
+        let answer = Answer {
+            topology,
+            query: &query,
+            algorithm,
+            bound: 0,
+            system,
+        };
+        answer.write_json(&mut block)?;
+    }
+    Ok(block)
 }
