@@ -477,3 +477,60 @@ fn an_interrupted_up_leaves_no_daemon_behind() {
         assert!(left.is_empty(), "after {delay_ms} ms: {left:?} still run");
     }
 }
+
+/// The largest cluster CI affords: EH(4,4), 512 daemons and 1,280 links on one machine. Every
+/// link comes up, a set crosses the farthest pair (from node 0 to the first node at the
+/// diameter) on all k disjoint paths, and `cluster down` leaves no process behind.
+#[test]
+fn a_cluster_of_512_daemons_delivers_between_its_farthest_pair_and_leaves_nothing() {
+    let topology = "eh:4,4";
+    let facts: Value = serde_json::from_str(ok(&["topology", topology, "--json"]).trim()).unwrap();
+    assert_eq!(facts["nodes"], 512);
+    let diameter = facts["diameter"].as_u64().unwrap();
+    // The first 511 lines of --all-pairs are the pairs from node 0.
+    let all_pairs = ok(&["paths", topology, "--all-pairs", "--json"]);
+    let farthest = all_pairs
+        .lines()
+        .take(511)
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|v| v["distance"] == diameter)
+        .expect("a node at the diameter from node 0");
+    let to = farthest["to"].as_u64().unwrap().to_string();
+
+    let cluster = Cluster::up(topology, "127.9.0.0");
+    let pids = cluster.pids();
+    assert_eq!(pids.len(), 512);
+    let report: Value = serde_json::from_str(
+        cluster
+            .ok(&[
+                "send",
+                "--from",
+                "0",
+                "--to",
+                &to,
+                "--message",
+                "far",
+                "--wait",
+                "--json",
+            ])
+            .trim(),
+    )
+    .unwrap();
+    assert_eq!(report["k"], farthest["k"]);
+    for (i, copy) in report["copies"].as_array().unwrap().iter().enumerate() {
+        assert_eq!(copy["delivered"], true, "copy {i}");
+        assert_eq!(copy["path"], farthest["paths"][i], "copy {i}");
+    }
+    let received = json_lines(&cluster.ok(&["recv", "--node", &to, "--json"]));
+    assert_eq!(received.len() as u64, farthest["k"].as_u64().unwrap());
+    assert!(
+        received
+            .iter()
+            .all(|e| e["payload"] == "far" && e["from"] == 0)
+    );
+
+    cluster.ok(&["cluster", "down"]);
+    let left: Vec<u32> = pids.into_iter().filter(|&p| process_exists(p)).collect();
+    assert!(left.is_empty(), "still running after down: {left:?}");
+    assert!(processes_naming(cluster.path_str()).is_empty());
+}
