@@ -151,7 +151,7 @@ pub struct Throughput {
 }
 
 /// Sum over all nodes of (packet receptions, drops).
-async fn hop_counters(client: &ClusterClient) -> (u64, u64) {
+pub async fn hop_counters(client: &ClusterClient) -> (u64, u64) {
     let mut hops = 0;
     let mut drops = 0;
     for (_, status) in client.statuses(Duration::from_secs(5)).await {
@@ -219,6 +219,37 @@ pub async fn saturate(
     }
 }
 
+/// CPU the daemons used per packet-hop over a measured window: their utime + stime, summed,
+/// over the packet receptions of the whole cluster.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct HopCost {
+    pub cpu_seconds: f64,
+    pub packet_hops: u64,
+    pub cpu_us_per_packet_hop: f64,
+}
+
+/// Run `work` and measure what it cost the daemons `pids` per packet-hop.
+pub async fn hop_cost<T>(
+    client: &ClusterClient,
+    pids: &[u32],
+    work: impl Future<Output = T>,
+) -> (T, HopCost) {
+    let (hops_before, _) = hop_counters(client).await;
+    let cpu_before = crate::usage::cpu_now(pids);
+    let started = Instant::now();
+    let result = work.await;
+    let cpu = crate::usage::cpu_since(&cpu_before, started);
+    let (hops_after, _) = hop_counters(client).await;
+    let packet_hops = hops_after.saturating_sub(hops_before);
+    let cpu_seconds = cpu.cores * cpu.seconds;
+    let cost = HopCost {
+        cpu_seconds,
+        packet_hops,
+        cpu_us_per_packet_hop: cpu_seconds * 1e6 / packet_hops.max(1) as f64,
+    };
+    (result, cost)
+}
+
 /// A uniformly random ordered pair of distinct nodes.
 pub fn random_pair(topology: Topology, rng: &mut impl Rng) -> (NodeId, NodeId) {
     let n = topology.node_count();
@@ -262,9 +293,16 @@ pub struct RelayBaseline {
     pub per_hop: Percentiles,
     pub window: usize,
     pub frame_hops_per_second: f64,
+    /// CPU of both processes (this one and the peer) per frame-hop, one frame at a time...
+    pub cpu_us_per_frame_hop_sequential: f64,
+    /// ...and with `window` frames in flight.
+    pub cpu_us_per_frame_hop_pipelined: f64,
 }
 
+/// `pids`: the processes whose CPU the baseline costs (this one and the peer's).
+#[allow(clippy::too_many_arguments)]
 pub async fn relay_baseline(
+    pids: &[u32],
     peer: SocketAddr,
     peer_id: NodeId,
     credentials: &Credentials,
@@ -286,7 +324,10 @@ pub async fn relay_baseline(
     let mut frame = (frame_len as u32).to_be_bytes().to_vec();
     frame.resize(4 + frame_len, 7);
 
+    let cpu_us_per_hop =
+        |cpu: crate::usage::CpuUse, hops: u64| cpu.cores * cpu.seconds * 1e6 / hops.max(1) as f64;
     let mut hops = Vec::with_capacity(n);
+    let (cpu_before, sequential_started) = (crate::usage::cpu_now(pids), Instant::now());
     for _ in 0..n {
         let sent = Instant::now();
         send.write_all(&frame).await?;
@@ -296,7 +337,12 @@ pub async fn relay_baseline(
             .ok_or_else(|| anyhow::anyhow!("relay closed"))??;
         hops.push(sent.elapsed().as_secs_f64() * 1e6 / 2.0);
     }
+    let sequential = cpu_us_per_hop(
+        crate::usage::cpu_since(&cpu_before, sequential_started),
+        2 * n as u64,
+    );
 
+    let cpu_before = crate::usage::cpu_now(pids);
     let started = Instant::now();
     let mut echoed = 0u64;
     for _ in 0..window {
@@ -311,11 +357,14 @@ pub async fn relay_baseline(
         send.write_all(&frame).await?;
     }
     let seconds = started.elapsed().as_secs_f64();
+    let pipelined = cpu_us_per_hop(crate::usage::cpu_since(&cpu_before, started), 2 * echoed);
     connection.close(0u32.into(), b"");
     Ok(RelayBaseline {
         frame_len,
         per_hop: Percentiles::of(hops),
         window,
+        cpu_us_per_frame_hop_sequential: sequential,
+        cpu_us_per_frame_hop_pipelined: pipelined,
         // Every echoed frame made two hops.
         frame_hops_per_second: 2.0 * echoed as f64 / seconds,
     })

@@ -25,6 +25,7 @@ pub mod generate;
 pub mod k8s;
 pub mod layout;
 pub mod local;
+pub mod overload;
 pub mod percentiles;
 pub mod ready;
 pub mod runner;

@@ -4,8 +4,9 @@
 use super::cluster::{self, DirArg, UpArgs};
 use super::{runtime, usage};
 use anyhow::Context;
-use cuberoute_cluster::bench::{self, Load, PairLatency, RelayBaseline, Throughput};
+use cuberoute_cluster::bench::{self, HopCost, Load, PairLatency, RelayBaseline, Throughput};
 use cuberoute_cluster::local::RunState;
+use cuberoute_cluster::overload::{self, Overload};
 use cuberoute_cluster::usage::{self, Idle, Memory};
 use cuberoute_cluster::{ClusterClient, ClusterDir};
 use cuberoute_daemon::tls::Credentials;
@@ -60,6 +61,11 @@ pub struct Args {
     /// Measure only start-up and the idle cost (needs --idle): no baseline, no traffic.
     #[arg(long, requires = "idle")]
     pub idle_only: bool,
+    /// After the saturation run, offer sets open-loop at these multiples of the saturation
+    /// rate (comma-separated, e.g. 1,2,5), each for --duration, and record every daemon's peak
+    /// resident memory and what was refused.
+    #[arg(long, value_delimiter = ',', value_name = "MULTIPLES")]
+    pub overload: Vec<f64>,
 }
 
 /// The baseline's peer process (internal: `cuberoute bench` starts it).
@@ -83,6 +89,12 @@ struct ClusterFigures {
     farthest: PairLatency,
     adjacent: PairLatency,
     saturation: Throughput,
+    /// Daemon CPU per packet-hop: the farthest pair's sequential sets (one in flight)...
+    cpu_sequential: HopCost,
+    /// ...and the saturation run (`--concurrency` in flight).
+    cpu_saturation: HopCost,
+    /// With `--overload`: one open-loop run per multiple of the saturation rate.
+    overload: Vec<Overload>,
     rss_kib_mean: f64,
     rss_kib_max: u64,
     /// PSS and RSS per daemon after the traffic.
@@ -132,6 +144,15 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         .collect::<anyhow::Result<Vec<Topology>>>()?;
     if args.samples == 0 || args.concurrency == 0 {
         return Err(usage("--samples and --concurrency must be at least 1"));
+    }
+    if let Some(bad) = args
+        .overload
+        .iter()
+        .find(|m| !(m.is_finite() && **m > 0.0 && **m <= 100.0))
+    {
+        return Err(usage(format!(
+            "--overload {bad}: each multiple of the saturation rate must be above 0 and at most 100"
+        )));
     }
     if let Some(dir) = &args.running {
         let dir = ClusterDir::new(dir);
@@ -292,16 +313,52 @@ fn measure_running(
         .max_by_key(|&v| (topology.distance(src, v), v))
         .expect("nodes");
     let near = topology.neighbours(src).last().expect("a neighbour");
-    let (farthest, adjacent, saturation) = runtime.block_on(async {
-        // Warm up: connections, and every daemon's first packets.
-        let plain = Load::default();
-        bench::pair_latency(&client, src, far, 20, plain).await?;
-        let farthest = bench::pair_latency(&client, src, far, args.samples, plain).await?;
-        let adjacent = bench::pair_latency(&client, src, near, args.samples, plain).await?;
-        let saturation =
-            bench::saturate(&client, args.duration, args.concurrency, args.seed, plain).await;
-        anyhow::Ok((farthest, adjacent, saturation))
-    })?;
+    let pids = cuberoute_cluster::runner::pids(dir)?;
+    let (farthest, cpu_sequential, adjacent, saturation, cpu_saturation) =
+        runtime.block_on(async {
+            // Warm up: connections, and every daemon's first packets.
+            let plain = Load::default();
+            bench::pair_latency(&client, src, far, 20, plain).await?;
+            let (farthest, cpu_sequential) = bench::hop_cost(&client, &pids, async {
+                bench::pair_latency(&client, src, far, args.samples, plain).await
+            })
+            .await;
+            let adjacent = bench::pair_latency(&client, src, near, args.samples, plain).await?;
+            let (saturation, cpu_saturation) = bench::hop_cost(&client, &pids, async {
+                bench::saturate(&client, args.duration, args.concurrency, args.seed, plain).await
+            })
+            .await;
+            anyhow::Ok((
+                farthest?,
+                cpu_sequential,
+                adjacent,
+                saturation,
+                cpu_saturation,
+            ))
+        })?;
+    let mut overloads = Vec::new();
+    for &multiple in &args.overload {
+        let rate = multiple * saturation.sets_per_second;
+        let run = runtime.block_on(overload::overload(
+            &client,
+            &pids,
+            multiple,
+            rate,
+            args.duration,
+            args.seed,
+            Load::default(),
+        ));
+        eprintln!(
+            "{topology} overload {multiple}x ({rate:.0} sets/s): peak RSS per daemon max {:.1} MiB, median {:.1} MiB; {} of {} offered complete, refused {:?}, drops {:?}",
+            run.peak_rss_mib_max,
+            run.peak_rss_mib_median,
+            run.sets_completed,
+            run.sets_offered,
+            run.refused,
+            run.drops
+        );
+        overloads.push(run);
+    }
     let mut modes = Vec::new();
     if !args.delivery.is_empty() {
         let plain = std::iter::once(Mode::PLAIN);
@@ -348,6 +405,9 @@ fn measure_running(
         farthest,
         adjacent,
         saturation,
+        cpu_sequential,
+        cpu_saturation,
+        overload: overloads,
         rss_kib_mean: memory.rss_mib.mean * 1024.0,
         rss_kib_max: (memory.rss_mib.max * 1024.0) as u64,
         memory,
@@ -386,7 +446,9 @@ fn baseline(args: &Args) -> anyhow::Result<RelayBaseline> {
     std::thread::sleep(Duration::from_millis(300));
     // The size of a link data frame carrying a 64-byte payload without a trace.
     let frame_len = 120;
+    let pids = [std::process::id(), peer.id()];
     let result = runtime()?.block_on(bench::relay_baseline(
+        &pids,
         listen,
         NodeId(1),
         &credentials,
@@ -448,6 +510,32 @@ fn print_table(f: &Figures) {
             s.sets_incomplete,
             s.packets_dropped
         );
+        println!(
+            "  daemon CPU per packet-hop: {:.1} µs one set at a time ({:.1} µs raw relay), {:.1} µs at {} in flight ({:.1} µs raw relay at {})",
+            c.cpu_sequential.cpu_us_per_packet_hop,
+            b.cpu_us_per_frame_hop_sequential,
+            c.cpu_saturation.cpu_us_per_packet_hop,
+            s.concurrency,
+            b.cpu_us_per_frame_hop_pipelined,
+            b.window
+        );
+        for o in &c.overload {
+            println!(
+                "  overload {}x ({:.0} sets/s offered, {} sets): {} complete, {} incomplete, refused {:?}, {} errors, {} held back by the client; drops {:?}; peak RSS per daemon max {:.1} MiB, median {:.1} MiB; {:.1} MiB max after",
+                o.multiple,
+                o.offered_per_second,
+                o.sets_offered,
+                o.sets_completed,
+                o.sets_incomplete,
+                o.refused,
+                o.errors,
+                o.sets_held_back_by_client,
+                o.drops,
+                o.peak_rss_mib_max,
+                o.peak_rss_mib_median,
+                o.after_rss_mib_max
+            );
+        }
         if let Some(idle) = &c.idle {
             print!("  ");
             print_idle(&c.topology, c.nodes, c.startup_seconds, idle);

@@ -1,0 +1,191 @@
+//! Open-loop overload: offer sets at a fixed rate, whatever the cluster manages, and watch
+//! every daemon's resident memory. A closed loop (the saturation run of [`crate::bench`]) never
+//! offers more than the cluster carries; users do.
+//!
+//! Each offered set is one task: a send between a random pair that waits for its copies. The
+//! client holds at most [`CLIENT_IN_FLIGHT`] of them; a set it could not even start counts as
+//! held back by the client, so that the figure says what the daemons were offered.
+
+use crate::bench::{Load, random_pair};
+use crate::client::ClusterClient;
+use crate::traffic::SendOptions;
+use crate::usage;
+use cuberoute_daemon::client::ClientError;
+use cuberoute_protocol::SendRequest;
+use rand::SeedableRng;
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio::sync::Semaphore;
+
+/// The most sets the client keeps in flight during an overload run.
+pub const CLIENT_IN_FLIGHT: usize = 20_000;
+/// How often every daemon's resident set size is read.
+const SAMPLE_EVERY: Duration = Duration::from_millis(250);
+/// How long an offered set waits for its copies.
+const WAIT: Duration = Duration::from_secs(5);
+
+/// What one overload run offered, what the cluster did with it, and what it cost in memory.
+#[derive(Clone, Debug, Serialize)]
+pub struct Overload {
+    /// The offered rate as a multiple of the saturation rate it was derived from.
+    pub multiple: f64,
+    pub offered_per_second: f64,
+    pub seconds: f64,
+    pub sets_offered: u64,
+    /// Not started: the client already had [`CLIENT_IN_FLIGHT`] sets in flight.
+    pub sets_held_back_by_client: u64,
+    /// Accepted by the source and complete at the destination within the wait.
+    pub sets_completed: u64,
+    /// Accepted, but not every copy arrived within the wait.
+    pub sets_incomplete: u64,
+    /// Refused by the source daemon, by the reason it gave.
+    pub refused: BTreeMap<String, u64>,
+    /// Other client errors (unreachable, a stream that failed).
+    pub errors: u64,
+    /// Packets the daemons dropped over the run, by reason.
+    pub drops: BTreeMap<String, u64>,
+    /// Each daemon's highest resident set size over the run (sampled every 250 ms): the
+    /// largest, the median and the mean, in MiB.
+    pub peak_rss_mib_max: f64,
+    pub peak_rss_mib_median: f64,
+    pub peak_rss_mib_mean: f64,
+    /// Every daemon's resident set size a few seconds after the run (MiB): memory kept.
+    pub after_rss_mib_max: f64,
+}
+
+#[derive(Default)]
+struct Tally {
+    completed: u64,
+    incomplete: u64,
+    refused: BTreeMap<String, u64>,
+    errors: u64,
+}
+
+/// Offer `rate` sets per second for `duration` between random pairs of the cluster whose
+/// daemons are `pids`, and report.
+pub async fn overload(
+    client: &ClusterClient,
+    pids: &[u32],
+    multiple: f64,
+    rate: f64,
+    duration: Duration,
+    seed: u64,
+    load: Load,
+) -> Overload {
+    let topology = client.manifest.topology;
+    let drops_before = drops(client).await;
+    let tally = Arc::new(Mutex::new(Tally::default()));
+    let in_flight = Arc::new(Semaphore::new(CLIENT_IN_FLIGHT));
+    let mut peaks: Vec<u64> = vec![0; pids.len()];
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    let options = SendOptions {
+        trace: false,
+        wait: Some(WAIT),
+        mode: load.mode,
+        ..SendOptions::default()
+    };
+    let started = Instant::now();
+    let interval = Duration::from_secs_f64(1.0 / rate.max(1e-3));
+    let mut next_sample = started;
+    let (mut offered, mut held_back) = (0u64, 0u64);
+    let mut tasks = Vec::new();
+    while started.elapsed() < duration {
+        // Every set due by now, then sleep to the next one: the rate holds even when a
+        // sleep oversleeps.
+        let due = (started.elapsed().as_secs_f64() * rate) as u64;
+        while offered < due {
+            offered += 1;
+            let Ok(permit) = in_flight.clone().try_acquire_owned() else {
+                held_back += 1;
+                continue;
+            };
+            let (from, to) = random_pair(topology, &mut rng);
+            let (client, tally) = (client.clone(), tally.clone());
+            tasks.push(tokio::spawn(async move {
+                let payload = vec![0; load.payload_bytes];
+                let result = client
+                    .send(from, SendRequest::to(to), payload, options)
+                    .await;
+                let mut tally = tally.lock().expect("tally lock");
+                match result {
+                    Ok(r) if r.lost == 0 && r.delivered => tally.completed += 1,
+                    Ok(_) => tally.incomplete += 1,
+                    Err(ClientError::Refused { error, .. }) => {
+                        *tally
+                            .refused
+                            .entry(format!("{:?}", error.kind))
+                            .or_default() += 1;
+                    }
+                    Err(_) => tally.errors += 1,
+                }
+                drop(permit);
+            }));
+        }
+        if Instant::now() >= next_sample {
+            sample(pids, &mut peaks);
+            next_sample += SAMPLE_EVERY;
+        }
+        tokio::time::sleep(interval.min(SAMPLE_EVERY)).await;
+    }
+    let seconds = started.elapsed().as_secs_f64();
+    // The sets still in flight finish or time out; memory is watched until they have.
+    let mut waiting = futures_util::future::join_all(tasks);
+    loop {
+        tokio::select! {
+            _ = &mut waiting => break,
+            _ = tokio::time::sleep(SAMPLE_EVERY) => sample(pids, &mut peaks),
+        }
+    }
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let after: Vec<u64> = pids.iter().filter_map(|&p| usage::rss_kib(p)).collect();
+    let drops_after = drops(client).await;
+    let tally = std::mem::take(&mut *tally.lock().expect("tally lock"));
+    let mib = |kib: u64| kib as f64 / 1024.0;
+    peaks.sort_unstable();
+    let drops = drops_after
+        .into_iter()
+        .map(|(reason, n)| {
+            let before = drops_before.get(&reason).copied().unwrap_or(0);
+            (reason, n - before.min(n))
+        })
+        .filter(|&(_, n)| n > 0)
+        .collect();
+    Overload {
+        multiple,
+        offered_per_second: rate,
+        seconds,
+        sets_offered: offered,
+        sets_held_back_by_client: held_back,
+        sets_completed: tally.completed,
+        sets_incomplete: tally.incomplete,
+        refused: tally.refused,
+        errors: tally.errors,
+        drops,
+        peak_rss_mib_max: mib(peaks.last().copied().unwrap_or(0)),
+        peak_rss_mib_median: mib(peaks.get(peaks.len() / 2).copied().unwrap_or(0)),
+        peak_rss_mib_mean: mib(peaks.iter().sum::<u64>()) / peaks.len().max(1) as f64,
+        after_rss_mib_max: mib(after.iter().copied().max().unwrap_or(0)),
+    }
+}
+
+/// Raise each daemon's peak to its resident set size now.
+fn sample(pids: &[u32], peaks: &mut [u64]) {
+    for (peak, &pid) in peaks.iter_mut().zip(pids) {
+        *peak = (*peak).max(usage::rss_kib(pid).unwrap_or(0));
+    }
+}
+
+/// Drops by reason, summed over the cluster.
+async fn drops(client: &ClusterClient) -> BTreeMap<String, u64> {
+    let mut all = BTreeMap::new();
+    for (_, status) in client.statuses(Duration::from_secs(5)).await {
+        if let Ok(s) = status {
+            for (reason, n) in s.counters.dropped {
+                *all.entry(reason).or_default() += n;
+            }
+        }
+    }
+    all
+}
