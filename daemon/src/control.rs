@@ -189,14 +189,11 @@ async fn handle(node: &Arc<Node>, request: Request) -> Response {
                 sent_at_us,
             };
             let deadline = Instant::now() + wait_limit(wait_ms);
-            let mut changes = node.delivery.subscribe_settlements();
+            let watch = node.delivery.watch_settlement(key);
             loop {
+                let settling = watch.notified();
                 let settled = node.delivery.settlement(&key);
-                if settled.is_some()
-                    || tokio::time::timeout_at(deadline, changes.changed())
-                        .await
-                        .is_err()
-                {
+                if settled.is_some() || tokio::time::timeout_at(deadline, settling).await.is_err() {
                     return Response::Settled(settled);
                 }
             }
@@ -217,12 +214,13 @@ async fn handle(node: &Arc<Node>, request: Request) -> Response {
                 node.topology.local_connectivity(src, node.id) as usize
             };
             let deadline = Instant::now() + wait_limit(timeout_ms);
-            let mut changes = node.output.subscribe();
+            // Woken by this set's copies only: a waiting client costs nothing per delivery
+            // that does not concern it.
+            let watch = node.output.watch_set(src, seq, sent_at_us);
             loop {
+                let next_copy = watch.notified();
                 if node.output.copy_count(src, seq, sent_at_us) >= k
-                    || tokio::time::timeout_at(deadline, changes.changed())
-                        .await
-                        .is_err()
+                    || tokio::time::timeout_at(deadline, next_copy).await.is_err()
                 {
                     return Response::Copies(node.output.copies(src, seq, sent_at_us));
                 }

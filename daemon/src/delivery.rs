@@ -4,6 +4,7 @@
 //! holds the state behind locks, tells time and counts.
 
 use crate::env::now_us;
+use crate::waiters::{Waiters, Watch};
 use cuberoute_protocol::Routes;
 use cuberoute_protocol::delivery::{
     Inbox, InboxLimits, Outbox, OutboxFull, OutboxLimits, SetKey, Settlement,
@@ -11,7 +12,7 @@ use cuberoute_protocol::delivery::{
 use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use tokio::sync::{Notify, watch};
+use tokio::sync::Notify;
 
 /// How many settlements a source remembers for `Request::Settled`.
 const SETTLEMENTS_KEPT: usize = 65_536;
@@ -29,8 +30,8 @@ pub struct DeliveryEnds {
     pub inbox: Mutex<Inbox>,
     outbox: Mutex<Outbox<Resend>>,
     settled: Mutex<Settled>,
-    /// Bumped at every settlement, for `Request::Settled` waiters.
-    settled_count: watch::Sender<u64>,
+    /// `Request::Settled` waiters, each woken by its own set's settlement.
+    settlement_waiters: Waiters<SetKey>,
     /// Wakes the timer when its next deadline may have moved earlier.
     wake: Notify,
     pub counters: DeliveryCounters,
@@ -92,7 +93,7 @@ impl DeliveryEnds {
             inbox: Mutex::new(Inbox::new(inbox)),
             outbox: Mutex::new(Outbox::new(outbox)),
             settled: Mutex::new(Settled::default()),
-            settled_count: watch::channel(0).0,
+            settlement_waiters: Waiters::default(),
             wake: Notify::new(),
             counters: DeliveryCounters::default(),
         }
@@ -142,7 +143,7 @@ impl DeliveryEnds {
             settled.by_key.remove(&old);
         }
         drop(settled);
-        self.settled_count.send_modify(|n| *n += 1);
+        self.settlement_waiters.wake(&key);
     }
 
     /// How the reliable set `key` ended, if it has.
@@ -155,9 +156,9 @@ impl DeliveryEnds {
             .copied()
     }
 
-    /// A receiver that changes at every settlement.
-    pub fn subscribe_settlements(&self) -> watch::Receiver<u64> {
-        self.settled_count.subscribe()
+    /// Wake-ups when the reliable set `key` settles, and at no other settlement.
+    pub fn watch_settlement(&self, key: SetKey) -> Watch<'_, SetKey> {
+        self.settlement_waiters.watch(key)
     }
 
     /// Unacknowledged reliable sets kept, and their bytes.

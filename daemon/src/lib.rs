@@ -31,6 +31,7 @@ pub mod relay;
 pub mod stats;
 pub mod telemetry;
 pub mod tls;
+pub mod waiters;
 
 use crate::config::NodeConfig;
 use crate::node::Node;

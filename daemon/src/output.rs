@@ -6,6 +6,7 @@
 //! acknowledged, so its source sends it again). An entry counts as read once a `recv` or an
 //! `await` returned it.
 
+use crate::waiters::{Waiters, Watch};
 use cuberoute_protocol::NodeId;
 use cuberoute_protocol::wire::control::Delivery;
 use std::collections::{BTreeSet, HashMap, VecDeque};
@@ -13,12 +14,15 @@ use std::sync::Mutex;
 use tokio::sync::watch;
 
 /// A message set: (source, sequence id, send time).
-type SetId = (NodeId, u64, u64);
+pub type SetId = (NodeId, u64, u64);
 
 pub struct Output {
     ring: Mutex<Ring>,
-    /// The next output index, published whenever an entry is added.
+    /// The next output index, published whenever an entry is added (for `recv`, which waits
+    /// for any entry).
     next: watch::Sender<u64>,
+    /// Requests waiting for the copies of one set, woken by that set's copies only.
+    set_waiters: Waiters<SetId>,
 }
 
 struct Ring {
@@ -81,6 +85,7 @@ impl Output {
                 unread: BTreeSet::new(),
             }),
             next: watch::channel(0).0,
+            set_waiters: Waiters::default(),
         }
     }
 
@@ -122,6 +127,7 @@ impl Output {
         let next = ring.next_index;
         drop(ring);
         self.next.send_replace(next);
+        self.set_waiters.wake(&set);
         Pushed::Added {
             overwrote,
             unread: lost_unread,
@@ -178,6 +184,11 @@ impl Output {
             ring.unread.remove(&d.output_index);
         }
         (entries, next)
+    }
+
+    /// Wake-ups at each new copy of the set (`src`, `seq`, `sent_at_us`), and of no other.
+    pub fn watch_set(&self, src: NodeId, seq: u64, sent_at_us: u64) -> Watch<'_, SetId> {
+        self.set_waiters.watch((src, seq, sent_at_us))
     }
 
     /// A receiver that changes whenever an entry is added.
@@ -318,6 +329,27 @@ mod tests {
         );
         assert_eq!(out.copy_count(NodeId(1), 5, 77), 1);
         assert_eq!(out.copy_count(NodeId(1), 5, 99), 1);
+    }
+
+    #[tokio::test]
+    async fn a_set_watcher_is_woken_by_its_own_set_only() {
+        let out = Output::new(64);
+        let watch = out.watch_set(NodeId(1), 9, 77);
+        let next_copy = watch.notified();
+        for seq in 0..8 {
+            out.push_plain(delivery(seq, 0));
+        }
+        assert!(
+            tokio::time::timeout(std::time::Duration::from_millis(50), next_copy)
+                .await
+                .is_err(),
+            "eight deliveries of other sets did not wake it"
+        );
+        let next_copy = watch.notified();
+        out.push_plain(delivery(9, 1));
+        tokio::time::timeout(std::time::Duration::from_secs(5), next_copy)
+            .await
+            .expect("its own copy woke it");
     }
 
     #[tokio::test]
