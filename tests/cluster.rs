@@ -361,6 +361,10 @@ fn bad_configs_name_the_key_and_exit_2() {
             "`tls.key`",
         ),
         (vec!["--input-buffer".into(), "0".into()], "`buffers.input`"),
+        (
+            vec!["--requests-limit".into(), "0".into()],
+            "`buffers.requests`",
+        ),
     ];
     for (flags, key) in cases {
         let mut args = vec!["daemon".to_string(), "--config".into(), config.clone()];

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{Cluster, cuberoute, ok, stderr, within};
+use common::{Cluster, cuberoute, ok, stderr, stdout, within};
 use std::io::{Read, Write};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -260,4 +260,70 @@ fn a_dead_neighbour_is_noticed_under_traffic_and_a_restarted_one_relinks_while_i
     let report: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
     let copies = report["copies"].as_array().unwrap();
     assert!(copies.iter().all(|c| c["delivered"] == true), "{report}");
+}
+
+/// A daemon takes at most `buffers.requests` control requests at once: one more is refused as
+/// busy, with the reason, and counted; once the waiting ones end, requests are taken again.
+#[test]
+fn requests_beyond_the_limit_are_refused_as_busy_and_counted() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_str().unwrap();
+    ok(&[
+        "cluster",
+        "init",
+        "q:1",
+        "--dir",
+        d,
+        "--base-addr",
+        "127.2.75.0",
+    ]);
+    let mut daemon = Command::new(env!("CARGO_BIN_EXE_cuberoute"))
+        .args(["daemon", "--config", &format!("{d}/nodes/0/node.toml")])
+        .args(["--requests-limit", "2"])
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let recv = |extra: &[&str]| {
+        let mut args = vec!["recv", "--node", "0", "--dir", d];
+        args.extend(extra);
+        cuberoute(&args)
+    };
+    assert!(
+        within(Duration::from_secs(10), || recv(&[]).status.success()).is_some(),
+        "the daemon answers"
+    );
+    // Two followers each keep one waiting request open: the limit.
+    let followers: Vec<_> = (0..2)
+        .map(|_| {
+            Command::new(env!("CARGO_BIN_EXE_cuberoute"))
+                .args(["recv", "--node", "0", "--follow", "--dir", d])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let busy = within(Duration::from_secs(10), || {
+        let out = recv(&[]);
+        !out.status.success() && stderr(&out).contains("buffers.requests")
+    });
+    for mut f in followers {
+        let _ = f.kill();
+        let _ = f.wait();
+    }
+    assert!(busy.is_some(), "a third request was refused as busy");
+    // The followers' requests end with their connections; then requests are taken again,
+    // and the refusals were counted.
+    let status = within(Duration::from_secs(20), || recv(&[]).status.success());
+    // Node 1 never runs: the status of node 0 is what counts.
+    let counted = cuberoute(&["cluster", "status", "--json", "--dir", d]);
+    let _ = daemon.kill();
+    let _ = daemon.wait();
+    assert!(status.is_some(), "requests are taken again");
+    assert!(
+        stdout(&counted).contains("\"request_refused_busy\""),
+        "{}{}",
+        stdout(&counted),
+        stderr(&counted)
+    );
 }

@@ -104,12 +104,19 @@ impl Connection {
             node: self.node,
             error,
         })?;
-        send.write_all(&frame).await.map_err(|e| stream(&e))?;
-        send.finish().map_err(|e| stream(&e))?;
+        // A daemon that refuses a request unread (busy) stops this stream: its answer is
+        // still there to read.
+        let written = match send.write_all(&frame).await {
+            Ok(()) => send.finish().map_err(|e| stream(&e)),
+            Err(e) => Err(stream(&e)),
+        };
         let bytes = recv
             .read_to_end(PREFIX_LEN + MAX_FRAME_LEN)
             .await
             .map_err(|e| stream(&e))?;
+        if bytes.is_empty() {
+            written?;
+        }
         match decode_frame::<Response>(&bytes) {
             Ok(Response::Error(error)) => Err(ClientError::Refused {
                 node: self.node,

@@ -20,6 +20,7 @@
 //! input = 1024                    # message sets waiting for input()
 //! link = 4096                     # packets per link not yet acknowledged by the neighbour
 //! output = 4096                   # delivered copies kept for clients
+//! requests = 4096                 # control requests in progress, waiting ones included
 //! ```
 //!
 //! Every problem is a [`ConfigError`] naming the key; the binary exits 2 on it.
@@ -60,6 +61,9 @@ pub struct BufferLimits {
     pub input: usize,
     pub link: usize,
     pub output: usize,
+    /// Control requests in progress at once, over every client connection; one more is
+    /// refused as busy.
+    pub requests: usize,
 }
 
 impl Default for BufferLimits {
@@ -68,6 +72,7 @@ impl Default for BufferLimits {
             input: 1024,
             link: 4096,
             output: 4096,
+            requests: 4096,
         }
     }
 }
@@ -117,6 +122,9 @@ pub struct DaemonArgs {
     /// Delivered copies the output buffer holds.
     #[arg(long, value_name = "N")]
     pub output_buffer: Option<usize>,
+    /// Control requests in progress at once (waiting ones included); more are refused as busy.
+    #[arg(long, value_name = "N")]
+    pub requests_limit: Option<usize>,
     /// Log format on stderr. RUST_LOG filters either.
     #[arg(long, value_enum)]
     pub log_format: Option<LogFormat>,
@@ -154,6 +162,7 @@ struct FileBuffers {
     input: Option<usize>,
     link: Option<usize>,
     output: Option<usize>,
+    requests: Option<usize>,
 }
 
 /// The id in the host name's trailing `-N`, as a StatefulSet names its pods (`cuberoute-3`).
@@ -342,6 +351,12 @@ impl NodeConfig {
                 args.output_buffer,
                 file.buffers.output,
                 defaults.output,
+            )?,
+            requests: limit(
+                "buffers.requests",
+                args.requests_limit,
+                file.buffers.requests,
+                defaults.requests,
             )?,
         };
 

@@ -46,15 +46,42 @@ async fn serve_client(node: Arc<Node>, connection: quinn::Connection, remote: So
         }
     };
     while let Ok((send, recv)) = connection.accept_bi().await {
-        tokio::spawn(answer(node.clone(), send, recv, status_only));
+        match node.requests.clone().try_acquire_owned() {
+            Ok(permit) => {
+                tokio::spawn(answer(node.clone(), send, recv, status_only, permit));
+            }
+            Err(_) => {
+                node.stats.event(Event::RequestRefusedBusy);
+                tokio::spawn(refuse_busy(node.requests_limit, send, recv));
+            }
+        }
     }
 }
 
+/// Answer a request beyond `buffers.requests` without reading it: busy, try again later.
+async fn refuse_busy(limit: usize, mut send: quinn::SendStream, recv: quinn::RecvStream) {
+    // Dropping the receiving half tells the client to stop sending the request.
+    drop(recv);
+    let refusal = Response::Error(ControlError::new(
+        ControlErrorKind::Busy,
+        format!(
+            "{limit} control requests are in progress, the most this node takes (buffers.requests): try again later"
+        ),
+    ));
+    if let Ok(frame) = encode_frame(&refusal) {
+        let _ = send.write_all(&frame).await;
+        let _ = send.finish();
+    }
+}
+
+/// Read one request, handle it and write the response; `_permit` is this request's share
+/// of `buffers.requests`, returned when it is answered.
 async fn answer(
     node: Arc<Node>,
     mut send: quinn::SendStream,
     mut recv: quinn::RecvStream,
     status_only: bool,
+    _permit: tokio::sync::OwnedSemaphorePermit,
 ) {
     let response = match recv.read_to_end(PREFIX_LEN + MAX_FRAME_LEN).await {
         Ok(bytes) => match decode_frame::<Request>(&bytes) {

@@ -78,6 +78,9 @@ pub struct Node {
     pub chaos: Chaos,
     /// The delivery layer's inbox and outbox.
     pub delivery: DeliveryEnds,
+    /// One permit per control request in progress (`buffers.requests`).
+    pub requests: Arc<tokio::sync::Semaphore>,
+    pub requests_limit: usize,
 }
 
 /// A piece of a delivered reliable set that arrives this long after the set was whole is taken
@@ -121,6 +124,8 @@ impl Node {
             latency: metrics::histogram!("cuberoute_delivery_latency_seconds"),
             chaos: Chaos::default(),
             delivery: DeliveryEnds::default(),
+            requests: Arc::new(tokio::sync::Semaphore::new(config.buffers.requests)),
+            requests_limit: config.buffers.requests,
         };
         (Arc::new(node), input_rx)
     }

@@ -88,6 +88,8 @@ pub enum Event {
     ClientRefused,
     /// A control request that does not decode.
     RequestMalformed,
+    /// A control request refused because `buffers.requests` were already in progress.
+    RequestRefusedBusy,
     /// The output buffer was full and its oldest entry was overwritten...
     OutputOverwritten,
     /// ...before any client had read it: a copy lost between the network and the client.
@@ -118,6 +120,7 @@ impl Event {
             Event::PeerDisconnectedGarbage => "peer_disconnected_garbage",
             Event::ClientRefused => "client_refused",
             Event::RequestMalformed => "request_malformed",
+            Event::RequestRefusedBusy => "request_refused_busy",
             Event::OutputOverwritten => "output_overwritten",
             Event::OutputOverwrittenUnread => "output_overwritten_unread",
             Event::ChaosCorruptState => "chaos_corrupt_state",
