@@ -46,6 +46,9 @@ pub struct Overload {
     pub errors: u64,
     /// Packets the daemons dropped over the run, by reason.
     pub drops: BTreeMap<String, u64>,
+    /// Other events the daemons counted over the run (output entries overwritten before a
+    /// client read them, requests refused as busy, links lost, ...).
+    pub events: BTreeMap<String, u64>,
     /// Each daemon's highest resident set size over the run (sampled every 250 ms): the
     /// largest, the median and the mean, in MiB.
     pub peak_rss_mib_max: f64,
@@ -75,7 +78,7 @@ pub async fn overload(
     load: Load,
 ) -> Overload {
     let topology = client.manifest.topology;
-    let drops_before = drops(client).await;
+    let before = counters(client).await;
     let tally = Arc::new(Mutex::new(Tally::default()));
     let in_flight = Arc::new(Semaphore::new(CLIENT_IN_FLIGHT));
     let mut peaks: Vec<u64> = vec![0; pids.len()];
@@ -140,18 +143,14 @@ pub async fn overload(
     }
     tokio::time::sleep(Duration::from_secs(2)).await;
     let after: Vec<u64> = pids.iter().filter_map(|&p| usage::rss_kib(p)).collect();
-    let drops_after = drops(client).await;
+    let after_counters = counters(client).await;
     let tally = std::mem::take(&mut *tally.lock().expect("tally lock"));
     let mib = |kib: u64| kib as f64 / 1024.0;
     peaks.sort_unstable();
-    let drops = drops_after
-        .into_iter()
-        .map(|(reason, n)| {
-            let before = drops_before.get(&reason).copied().unwrap_or(0);
-            (reason, n - before.min(n))
-        })
-        .filter(|&(_, n)| n > 0)
-        .collect();
+    let (drops, events) = (
+        increase(&before.0, after_counters.0),
+        increase(&before.1, after_counters.1),
+    );
     Overload {
         multiple,
         offered_per_second: rate,
@@ -163,6 +162,7 @@ pub async fn overload(
         refused: tally.refused,
         errors: tally.errors,
         drops,
+        events,
         peak_rss_mib_max: mib(peaks.last().copied().unwrap_or(0)),
         peak_rss_mib_median: mib(peaks.get(peaks.len() / 2).copied().unwrap_or(0)),
         peak_rss_mib_mean: mib(peaks.iter().sum::<u64>()) / peaks.len().max(1) as f64,
@@ -177,15 +177,30 @@ fn sample(pids: &[u32], peaks: &mut [u64]) {
     }
 }
 
-/// Drops by reason, summed over the cluster.
-async fn drops(client: &ClusterClient) -> BTreeMap<String, u64> {
-    let mut all = BTreeMap::new();
+/// Drops by reason and events by kind, each summed over the cluster.
+async fn counters(client: &ClusterClient) -> (BTreeMap<String, u64>, BTreeMap<String, u64>) {
+    let (mut drops, mut events) = (BTreeMap::new(), BTreeMap::new());
     for (_, status) in client.statuses(Duration::from_secs(5)).await {
         if let Ok(s) = status {
             for (reason, n) in s.counters.dropped {
-                *all.entry(reason).or_default() += n;
+                *drops.entry(reason).or_default() += n;
+            }
+            for (event, n) in s.counters.events {
+                *events.entry(event).or_default() += n;
             }
         }
     }
-    all
+    (drops, events)
+}
+
+/// What grew from `before` to `after`, leaving out what did not.
+fn increase(before: &BTreeMap<String, u64>, after: BTreeMap<String, u64>) -> BTreeMap<String, u64> {
+    after
+        .into_iter()
+        .map(|(key, n)| {
+            let was = before.get(&key).copied().unwrap_or(0);
+            (key, n.saturating_sub(was))
+        })
+        .filter(|&(_, n)| n > 0)
+        .collect()
 }

@@ -21,6 +21,7 @@
 //! link = 4096                     # packets per link not yet acknowledged by the neighbour
 //! output = 4096                   # delivered copies kept for clients
 //! requests = 4096                 # control requests in progress, waiting ones included
+//! memory_mib = 64                 # bytes all buffers hold together (crate::budget)
 //! ```
 //!
 //! Every problem is a [`ConfigError`] naming the key; the binary exits 2 on it.
@@ -55,6 +56,12 @@ pub enum LogFormat {
     Json,
 }
 
+/// The default of `buffers.memory_mib`.
+pub const DEFAULT_MEMORY_MIB: usize = 64;
+/// The bounds of `buffers.memory_mib`: below 8 MiB a 64 KiB payload's k copies would not fit
+/// the links' share; above 64 GiB is a typo.
+const MEMORY_MIB_RANGE: std::ops::RangeInclusive<usize> = 8..=65536;
+
 /// Buffer limits. See the module documentation.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub struct BufferLimits {
@@ -64,6 +71,9 @@ pub struct BufferLimits {
     /// Control requests in progress at once, over every client connection; one more is
     /// refused as busy.
     pub requests: usize,
+    /// What the buffers hold together, in bytes (`buffers.memory_mib`), shared out by
+    /// [`crate::budget::Shares`].
+    pub memory_bytes: usize,
 }
 
 impl Default for BufferLimits {
@@ -73,6 +83,7 @@ impl Default for BufferLimits {
             link: 4096,
             output: 4096,
             requests: 4096,
+            memory_bytes: DEFAULT_MEMORY_MIB << 20,
         }
     }
 }
@@ -125,6 +136,9 @@ pub struct DaemonArgs {
     /// Control requests in progress at once (waiting ones included); more are refused as busy.
     #[arg(long, value_name = "N")]
     pub requests_limit: Option<usize>,
+    /// MiB all buffers hold together (links and input, output, delivery inbox and outbox).
+    #[arg(long, value_name = "MIB")]
+    pub memory_mib: Option<usize>,
     /// Log format on stderr. RUST_LOG filters either.
     #[arg(long, value_enum)]
     pub log_format: Option<LogFormat>,
@@ -163,6 +177,7 @@ struct FileBuffers {
     link: Option<usize>,
     output: Option<usize>,
     requests: Option<usize>,
+    memory_mib: Option<usize>,
 }
 
 /// The id in the host name's trailing `-N`, as a StatefulSet names its pods (`cuberoute-3`).
@@ -358,6 +373,20 @@ impl NodeConfig {
                 file.buffers.requests,
                 defaults.requests,
             )?,
+            memory_bytes: match args.memory_mib.or(file.buffers.memory_mib) {
+                None => defaults.memory_bytes,
+                Some(mib) if MEMORY_MIB_RANGE.contains(&mib) => mib << 20,
+                Some(mib) => {
+                    return Err(error(
+                        "buffers.memory_mib",
+                        format!(
+                            "{mib} MiB: must be from {} to {}",
+                            MEMORY_MIB_RANGE.start(),
+                            MEMORY_MIB_RANGE.end()
+                        ),
+                    ));
+                }
+            },
         };
 
         Ok(NodeConfig {

@@ -7,6 +7,7 @@
 use crate::accept::accept_each;
 use crate::env::{self, Instant, now_us};
 use crate::node::{Node, Payload, Refusal};
+use crate::output::ANSWER_BYTES;
 use crate::stats::Event;
 use crate::tls;
 use cuberoute_protocol::delivery::{EncodeError, Envelope, Mode, SetKey, pieces};
@@ -76,6 +77,11 @@ async fn refuse_busy(limit: usize, mut send: quinn::SendStream, recv: quinn::Rec
 
 /// Read one request, handle it and write the response; `_permit` is this request's share
 /// of `buffers.requests`, returned when it is answered.
+///
+/// The request's bytes, and the answer's, are held from the node's control bytes
+/// ([`crate::budget::Shares::control`]) while they are in memory: a request waits for its share
+/// before it is read (its bytes wait in the client's stream, under QUIC flow control), an
+/// answer before it is built.
 async fn answer(
     node: Arc<Node>,
     mut send: quinn::SendStream,
@@ -83,8 +89,9 @@ async fn answer(
     status_only: bool,
     _permit: tokio::sync::OwnedSemaphorePermit,
 ) {
-    let response = match recv.read_to_end(PREFIX_LEN + MAX_FRAME_LEN).await {
-        Ok(bytes) => match decode_frame::<Request>(&bytes) {
+    let mut answer_bytes = None;
+    let response = match read_request(&node, &mut recv).await {
+        Ok((bytes, _request_bytes)) => match decode_frame::<Request>(&bytes) {
             Ok(request) if status_only && request != Request::Status => {
                 node.stats.event(Event::ClientRefused);
                 Response::Error(ControlError::new(
@@ -92,25 +99,63 @@ async fn answer(
                     "a node's own certificate may only ask for its status",
                 ))
             }
-            Ok(request) => handle(&node, request).await,
+            Ok(request) => handle(&node, request, &mut answer_bytes).await,
             Err(e) => {
                 node.stats.event(Event::RequestMalformed);
                 debug!(error = %e, "malformed control request");
                 Response::Error(bad(format!("malformed request: {e}")))
             }
         },
-        Err(e) => {
+        Err(message) => {
             node.stats.event(Event::RequestMalformed);
-            Response::Error(bad(format!("request not read: {e}")))
+            Response::Error(bad(message))
         }
     };
     match encode_frame(&response) {
         Ok(frame) => {
+            drop(response);
             let _ = send.write_all(&frame).await;
             let _ = send.finish();
         }
         Err(e) => warn!(error = %e, "response does not encode"),
     }
+}
+
+/// The bytes of one request frame, and its hold on the control bytes.
+async fn read_request(
+    node: &Node,
+    recv: &mut quinn::RecvStream,
+) -> Result<(Vec<u8>, tokio::sync::OwnedSemaphorePermit), String> {
+    let mut prefix = [0u8; PREFIX_LEN];
+    recv.read_exact(&mut prefix)
+        .await
+        .map_err(|e| format!("request not read: {e}"))?;
+    let len = u32::from_be_bytes(prefix) as usize;
+    if len > MAX_FRAME_LEN {
+        return Err(format!(
+            "malformed request: a frame of {len} bytes exceeds the limit of {MAX_FRAME_LEN}"
+        ));
+    }
+    let held = hold_control_bytes(node, PREFIX_LEN + len).await;
+    let rest = recv
+        .read_to_end(len)
+        .await
+        .map_err(|e| format!("request not read: {e}"))?;
+    let mut bytes = Vec::with_capacity(PREFIX_LEN + rest.len());
+    bytes.extend_from_slice(&prefix);
+    bytes.extend_from_slice(&rest);
+    Ok((bytes, held))
+}
+
+/// Wait until `bytes` of the node's control bytes are free, and hold them (at most all of
+/// them: one frame larger than the whole share waits for everything else to finish).
+async fn hold_control_bytes(node: &Node, bytes: usize) -> tokio::sync::OwnedSemaphorePermit {
+    let bytes = bytes.min(node.control_bytes_limit).max(1);
+    node.control_bytes
+        .clone()
+        .acquire_many_owned(bytes as u32)
+        .await
+        .expect("the control bytes are never closed")
 }
 
 fn too_large(len: usize) -> ControlError {
@@ -141,7 +186,13 @@ fn other_node(node: &Node, id: NodeId, role: &str) -> Result<(), ControlError> {
     Ok(())
 }
 
-async fn handle(node: &Arc<Node>, request: Request) -> Response {
+/// Answer `request`. An answer that carries payloads holds its bytes in `answer_bytes` before
+/// it is built, until it is written.
+async fn handle(
+    node: &Arc<Node>,
+    request: Request,
+    answer_bytes: &mut Option<tokio::sync::OwnedSemaphorePermit>,
+) -> Response {
     match request {
         Request::Inject(fault) => match crate::faults::inject(node, fault) {
             Ok(done) => Response::Injected(done),
@@ -150,6 +201,7 @@ async fn handle(node: &Arc<Node>, request: Request) -> Response {
         Request::Status => Response::Status(node.status()),
         Request::Captured { after, max } => {
             let max = max.clamp(1, MAX_RECV_BATCH) as usize;
+            *answer_bytes = Some(hold_control_bytes(node, MAX_FRAME_LEN).await);
             let (entries, next) = node.chaos.relay.since(after, max);
             Response::Captured { entries, next }
         }
@@ -203,6 +255,10 @@ async fn handle(node: &Arc<Node>, request: Request) -> Response {
                 Err(Refusal::OutboxFull(e)) => {
                     Response::Error(ControlError::new(ControlErrorKind::Busy, e.to_string()))
                 }
+                Err(e @ Refusal::MemoryBound { .. }) => {
+                    node.stats.event(Event::SendRefusedMemoryBound);
+                    Response::Error(ControlError::new(ControlErrorKind::Busy, e.to_string()))
+                }
             }
         }
         Request::Settled {
@@ -249,6 +305,8 @@ async fn handle(node: &Arc<Node>, request: Request) -> Response {
                 if node.output.copy_count(src, seq, sent_at_us) >= k
                     || tokio::time::timeout_at(deadline, next_copy).await.is_err()
                 {
+                    let bytes = node.output.copies_bytes(src, seq, sent_at_us);
+                    *answer_bytes = Some(hold_control_bytes(node, bytes).await);
                     return Response::Copies(node.output.copies(src, seq, sent_at_us));
                 }
             }
@@ -261,16 +319,20 @@ async fn handle(node: &Arc<Node>, request: Request) -> Response {
             let max = max.clamp(1, MAX_RECV_BATCH) as usize;
             let deadline = Instant::now() + wait_limit(wait_ms);
             let mut changes = node.output.subscribe();
+            // Wait for an entry at `after` or later (the channel holds the next output index),
+            // then hold the answer's bytes and build it.
             loop {
-                let (entries, next) = node.output.since(after, max);
-                if !entries.is_empty()
+                if *changes.borrow_and_update() > after
                     || tokio::time::timeout_at(deadline, changes.changed())
                         .await
                         .is_err()
                 {
-                    return Response::Output { entries, next };
+                    break;
                 }
             }
+            *answer_bytes = Some(hold_control_bytes(node, ANSWER_BYTES).await);
+            let (entries, next) = node.output.since(after, max);
+            Response::Output { entries, next }
         }
     }
 }

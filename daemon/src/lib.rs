@@ -16,6 +16,7 @@
 //! * [`env`]: the one source of time and randomness.
 
 pub mod accept;
+pub mod budget;
 pub mod chaos;
 pub mod client;
 pub mod config;

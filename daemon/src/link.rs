@@ -18,6 +18,7 @@
 //!   dialler, which refuses the connection, cuts its backoff short and sends on its current
 //!   connection, so that a stale one is reset and redialled).
 
+use crate::budget::Budget;
 use crate::env::{self, Instant};
 use crate::stats::{Event, Stats};
 use crate::tls;
@@ -100,6 +101,8 @@ pub struct Link {
     incoming: mpsc::Sender<quinn::Connection>,
     incoming_rx: Mutex<Option<mpsc::Receiver<quinn::Connection>>>,
     current: Mutex<Option<quinn::Connection>>,
+    /// The bytes every link's message buffer and the input buffer may hold together.
+    budget: Arc<Budget>,
 }
 
 struct LinkState {
@@ -119,6 +122,18 @@ struct LinkState {
 }
 
 impl LinkState {
+    /// Drop the frames up to `upto` (acknowledged) and give their bytes back to `budget`.
+    /// Whether there were any.
+    fn drop_acknowledged(&mut self, upto: u64, budget: &Budget) -> bool {
+        let mut any = false;
+        while self.queue.front().is_some_and(|q| q.seq <= upto) {
+            let acknowledged = self.queue.pop_front().expect("a front");
+            budget.release(acknowledged.held);
+            any = true;
+        }
+        any
+    }
+
     /// Frames written on the current connection and not yet acknowledged.
     fn written_unacknowledged(&self) -> usize {
         self.queue
@@ -131,6 +146,8 @@ struct Queued {
     seq: u64,
     /// The whole frame, length prefix included.
     frame: Bytes,
+    /// What it holds of the budget (its length when queued).
+    held: usize,
 }
 
 /// The most bytes a chaos mark adds to an encoded data frame (an option tag and two varints).
@@ -141,12 +158,20 @@ const MARK_MAX_LEN: usize = 1 + 10 + 5;
 pub enum NotQueued {
     /// The message buffer is full.
     Full,
+    /// The buffers hold all the bytes `buffers.memory_mib` allows them.
+    OverBudget,
     /// The packet does not fit a frame.
     TooLarge,
 }
 
 impl Link {
-    pub fn new(me: NodeId, neighbour: NodeId, addr: String, capacity: usize) -> Link {
+    pub fn new(
+        me: NodeId,
+        neighbour: NodeId,
+        addr: String,
+        capacity: usize,
+        budget: Arc<Budget>,
+    ) -> Link {
         let (incoming, incoming_rx) = mpsc::channel(4);
         Link {
             me,
@@ -170,6 +195,7 @@ impl Link {
             incoming,
             incoming_rx: Mutex::new(Some(incoming_rx)),
             current: Mutex::new(None),
+            budget,
         }
     }
 
@@ -207,10 +233,15 @@ impl Link {
         let Ok(frame) = encode_frame(&LinkFrame::Data { seq, packet, mark }) else {
             return Err(NotQueued::TooLarge);
         };
+        let held = frame.len();
+        if !self.budget.try_hold(held) {
+            return Err(NotQueued::OverBudget);
+        }
         state.next_seq += 1;
         state.queue.push_back(Queued {
             seq,
             frame: Bytes::from(frame),
+            held,
         });
         drop(state);
         self.wake.notify_one();
@@ -266,7 +297,9 @@ impl Link {
     pub fn take_queued(&self) -> usize {
         let mut state = self.lock();
         let n = state.queue.len();
-        state.queue.clear();
+        for queued in state.queue.drain(..) {
+            self.budget.release(queued.held);
+        }
         n
     }
 
@@ -491,9 +524,7 @@ impl Link {
             Some(r) if r.incarnation == my_incarnation => r.upto.min(state.sent_upto),
             _ => 0,
         };
-        while state.queue.front().is_some_and(|q| q.seq <= upto) {
-            state.queue.pop_front();
-        }
+        state.drop_acknowledged(upto, &self.budget);
         state.sent_upto = state
             .queue
             .front()
@@ -579,12 +610,7 @@ impl Link {
     fn on_ack(&self, upto: u64) {
         let mut state = self.lock();
         let upto = upto.min(state.sent_upto);
-        let mut progress = false;
-        while state.queue.front().is_some_and(|q| q.seq <= upto) {
-            state.queue.pop_front();
-            progress = true;
-        }
-        if progress {
+        if state.drop_acknowledged(upto, &self.budget) {
             state.waiting_since = (state.written_unacknowledged() > 0).then(Instant::now);
         }
     }
@@ -673,7 +699,13 @@ mod tests {
     const ME: u64 = 77;
 
     fn link(capacity: usize) -> Link {
-        Link::new(NodeId(0), NodeId(1), "127.0.0.1:1".into(), capacity)
+        Link::new(
+            NodeId(0),
+            NodeId(1),
+            "127.0.0.1:1".into(),
+            capacity,
+            Arc::new(Budget::new(usize::MAX)),
+        )
     }
 
     /// The sequence numbers of the data frames `take_work` hands out, and any ack's `upto`.
@@ -697,6 +729,31 @@ mod tests {
             incarnation,
             received: received.map(|(incarnation, upto)| Received { incarnation, upto }),
         }
+    }
+
+    #[test]
+    fn the_budget_bounds_the_bytes_queued_and_acknowledgements_give_them_back() {
+        let budget = Arc::new(Budget::new(1000));
+        let link = Link::new(
+            NodeId(0),
+            NodeId(1),
+            "127.0.0.1:1".into(),
+            4096,
+            budget.clone(),
+        );
+        let mut queued = 0;
+        while link.enqueue(vec![0; 100], None).is_ok() {
+            queued += 1;
+        }
+        assert_eq!(link.enqueue(vec![0; 100], None), Err(NotQueued::OverBudget));
+        assert!(queued >= 5, "{queued} packets of 100 bytes in 1000");
+        assert!(budget.held() <= 1000 && budget.held() > 900);
+        let (seqs, _) = work(&link, false);
+        link.on_ack(*seqs.last().unwrap());
+        assert_eq!(budget.held(), 0);
+        assert!(link.enqueue(vec![0; 100], None).is_ok());
+        assert_eq!(link.take_queued(), 1);
+        assert_eq!(budget.held(), 0);
     }
 
     #[test]

@@ -7,6 +7,7 @@
 //! decodes, checks the end-to-end checksum at the destination, counts, and moves bytes to the
 //! link the protocol chose.
 
+use crate::budget::{Budget, Shares};
 use crate::chaos::{Chaos, Fate};
 use crate::config::NodeConfig;
 use crate::delivery::{DeliveryEnds, Resend};
@@ -15,7 +16,8 @@ use crate::link::{Link, LinkOwner, NotQueued};
 use crate::output::{Output, Pushed};
 use crate::stats::{Drop, Event, Stats};
 use cuberoute_protocol::delivery::{
-    Envelope, Failure as DeliveryFailure, Mode, OutboxFull, Received, SetKey,
+    Envelope, Failure as DeliveryFailure, InboxLimits, Mode, OutboxFull, OutboxLimits, Received,
+    SetKey,
 };
 use cuberoute_protocol::wire::control::{Delivery, LinkStatus, NodeStatus};
 use cuberoute_protocol::wire::link::ChaosMark;
@@ -38,6 +40,8 @@ pub struct InputJob {
     pub payload: Payload,
     pub trace: bool,
     pub sent_at_us: u64,
+    /// What the set holds of the budget until `input` has put it on the links.
+    pub held: usize,
 }
 
 /// What a set's messages carry.
@@ -56,6 +60,14 @@ pub enum Refusal {
     Draining(#[from] Draining),
     #[error(transparent)]
     OutboxFull(#[from] OutboxFull),
+    #[error(
+        "the node's link and input buffers hold {held} of the {limit} bytes they may (3/8 of buffers.memory_mib); this set needs {needed} more: try again later"
+    )]
+    MemoryBound {
+        held: usize,
+        limit: usize,
+        needed: usize,
+    },
 }
 
 pub struct Node {
@@ -78,6 +90,11 @@ pub struct Node {
     pub chaos: Chaos,
     /// The delivery layer's inbox and outbox.
     pub delivery: DeliveryEnds,
+    /// The bytes every link's message buffer and the input buffer hold together.
+    pub budget: Arc<Budget>,
+    /// One permit per byte of control requests and answers in progress.
+    pub control_bytes: Arc<tokio::sync::Semaphore>,
+    pub control_bytes_limit: usize,
     /// One permit per control request in progress (`buffers.requests`).
     pub requests: Arc<tokio::sync::Semaphore>,
     pub requests_limit: usize,
@@ -91,6 +108,8 @@ impl Node {
     /// The node and the receiving end of its input buffer (for [`Node::run_input`]).
     pub fn new(config: &NodeConfig) -> (Arc<Node>, mpsc::Receiver<InputJob>) {
         let (input, input_rx) = mpsc::channel(config.buffers.input);
+        let shares = Shares::of(config.buffers.memory_bytes);
+        let budget = Arc::new(Budget::new(shares.links_and_input));
         let links = config
             .topology
             .neighbours(config.id)
@@ -103,7 +122,13 @@ impl Node {
                     .clone();
                 (
                     n,
-                    Arc::new(Link::new(config.id, n, addr, config.buffers.link)),
+                    Arc::new(Link::new(
+                        config.id,
+                        n,
+                        addr,
+                        config.buffers.link,
+                        budget.clone(),
+                    )),
                 )
             })
             .collect();
@@ -114,7 +139,7 @@ impl Node {
             started: Instant::now(),
             process: Mutex::new(Process::new(config.topology, config.id)),
             links,
-            output: Output::new(config.buffers.output),
+            output: Output::new(config.buffers.output, shares.output),
             stats: Stats::default(),
             input,
             input_capacity: config.buffers.input,
@@ -123,7 +148,19 @@ impl Node {
             draining: AtomicBool::new(false),
             latency: metrics::histogram!("cuberoute_delivery_latency_seconds"),
             chaos: Chaos::default(),
-            delivery: DeliveryEnds::default(),
+            delivery: DeliveryEnds::new(
+                InboxLimits {
+                    max_bytes: shares.inbox,
+                    ..InboxLimits::default()
+                },
+                OutboxLimits {
+                    max_bytes: shares.outbox,
+                    ..OutboxLimits::default()
+                },
+            ),
+            budget,
+            control_bytes: Arc::new(tokio::sync::Semaphore::new(shares.control)),
+            control_bytes_limit: shares.control,
             requests: Arc::new(tokio::sync::Semaphore::new(config.buffers.requests)),
             requests_limit: config.buffers.requests,
         };
@@ -145,6 +182,22 @@ impl Node {
         if self.is_draining() {
             return Err(Draining.into());
         }
+        let held = match &payload {
+            Payload::Plain(payload) => payload.len() * routes.k(),
+            Payload::Enveloped(envelopes) => envelopes.iter().map(Vec::len).sum(),
+        };
+        if !self.budget.try_hold(held) {
+            return Err(Refusal::MemoryBound {
+                held: self.budget.held(),
+                limit: self.budget.limit(),
+                needed: held,
+            });
+        }
+        // From here the set is the input task's to release, or given back below.
+        let give_back = |refusal: Refusal| {
+            self.budget.release(held);
+            refusal
+        };
         let seq = self.next_seq.fetch_add(1, Relaxed);
         let sent_at_us = now_us();
         if let (Some(deadline_us), Payload::Enveloped(envelopes)) = (keep_until_us, &payload) {
@@ -158,7 +211,9 @@ impl Node {
                 envelopes: envelopes.clone(),
                 trace,
             };
-            self.delivery.keep(key, resend, deadline_us)?;
+            self.delivery
+                .keep(key, resend, deadline_us)
+                .map_err(|full| give_back(full.into()))?;
         }
         if matches!(payload, Payload::Enveloped(_)) {
             Stats::count(&self.delivery.counters.sets_sent);
@@ -169,8 +224,12 @@ impl Node {
             payload,
             trace,
             sent_at_us,
+            held,
         };
-        self.input.send(job).await.map_err(|_| Draining)?;
+        self.input
+            .send(job)
+            .await
+            .map_err(|_| give_back(Draining.into()))?;
         Stats::count(&self.stats.sets_accepted);
         // Let the input task put the packets on their links before this request's answer goes
         // out: the answer can wait, the packets are the latency.
@@ -189,6 +248,8 @@ impl Node {
     /// links.
     fn input(&self, job: InputJob) {
         self.stats.touch();
+        // Its packets now hold their own bytes on the links.
+        self.budget.release(job.held);
         let split = job.routes.is_split();
         let message = |part| Message::new(self.id, job.seq, split, job.sent_at_us, job.trace, part);
         let messages = match job.payload {
@@ -298,6 +359,11 @@ impl Node {
                 self.stats.drop(Drop::LinkBufferFull);
                 false
             }
+            Err(NotQueued::OverBudget) => {
+                debug!(%to, "buffers at their memory bound");
+                self.stats.drop(Drop::MemoryBound);
+                false
+            }
             Err(NotQueued::TooLarge) => {
                 debug!(%to, "packet no longer fits a frame");
                 self.stats.drop(Drop::FrameTooLarge);
@@ -351,8 +417,11 @@ impl Node {
                 self.stats.drop(Drop::OutputFull);
                 false
             }
-            Pushed::Added { overwrote, unread } => {
-                self.count_overwrite(overwrote, unread);
+            Pushed::Added {
+                overwritten,
+                unread,
+            } => {
+                self.count_overwrite(overwritten, unread);
                 Stats::count(&self.stats.packets_delivered);
                 self.latency.record(latency_us as f64 / 1e6);
                 debug!(latency_us, "deliver");
@@ -432,8 +501,11 @@ impl Node {
                     payload,
                 };
                 match self.output.push(delivery, mode.reliable) {
-                    Pushed::Added { overwrote, unread } => {
-                        self.count_overwrite(overwrote, unread);
+                    Pushed::Added {
+                        overwritten,
+                        unread,
+                    } => {
+                        self.count_overwrite(overwritten, unread);
                         Stats::count(&self.stats.packets_delivered);
                         Stats::count(&self.delivery.counters.sets_delivered);
                         self.latency.record(latency_us as f64 / 1e6);
@@ -495,6 +567,7 @@ impl Node {
             payload,
             trace: false,
             sent_at_us: now_us(),
+            held: 0,
         };
         Stats::count(&self.delivery.counters.acks_sent);
         self.input(job);
@@ -515,6 +588,7 @@ impl Node {
                     payload: Payload::Enveloped(resend.envelopes),
                     trace: resend.trace,
                     sent_at_us: key.sent_at_us,
+                    held: 0,
                 });
             }
             for (key, failure) in tick.given_up {
@@ -526,11 +600,11 @@ impl Node {
     }
 
     /// Count an output entry that made room for a new one, and whether a client had read it.
-    fn count_overwrite(&self, overwrote: bool, unread: bool) {
-        if overwrote {
+    fn count_overwrite(&self, overwritten: usize, unread: usize) {
+        for _ in 0..overwritten {
             self.stats.event(Event::OutputOverwritten);
         }
-        if unread {
+        for _ in 0..unread {
             self.stats.event(Event::OutputOverwrittenUnread);
         }
     }

@@ -32,6 +32,9 @@ struct Ring {
     sets: HashMap<SetId, Vec<u64>>,
     next_index: u64,
     capacity: usize,
+    /// What the entries may hold together ([`entry_bytes`]), and what they hold.
+    byte_capacity: usize,
+    bytes: usize,
     /// Output indices of protected entries no client has read.
     unread_protected: BTreeSet<u64>,
     /// Output indices of every entry no client has read.
@@ -57,15 +60,26 @@ impl Ring {
     }
 }
 
+/// The most an answer to `recv` carries ([`entry_bytes`]), well under a frame.
+pub const ANSWER_BYTES: usize = 512 << 10;
+
+/// What an entry counts for against the output's byte capacity: its payload and path, and
+/// about what the rest of an entry and its indices take.
+pub fn entry_bytes(d: &Delivery) -> usize {
+    const OVERHEAD: usize = 192;
+    d.payload.len() + d.path.as_ref().map_or(0, |p| p.len() * 8) + OVERHEAD
+}
+
 /// What [`Output::push`] did.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Pushed {
-    /// Added; `overwrote` says whether the oldest entry made room, `unread` whether no client
-    /// had read it (a copy lost between the network and the client).
-    Added { overwrote: bool, unread: bool },
+    /// Added; `overwritten` oldest entries made room, `unread` of them no client had read
+    /// (copies lost between the network and the client).
+    Added { overwritten: usize, unread: usize },
     /// This copy is already in the buffer.
     Duplicate,
-    /// The buffer is full and its oldest entry is protected and unread: nothing was added.
+    /// The buffer is full and an oldest entry that would have to make room is protected and
+    /// unread: nothing was added.
     Refused,
 }
 
@@ -74,13 +88,16 @@ fn set_id(d: &Delivery) -> SetId {
 }
 
 impl Output {
-    pub fn new(capacity: usize) -> Output {
+    /// An output buffer of at most `capacity` entries holding at most `byte_capacity` bytes.
+    pub fn new(capacity: usize, byte_capacity: usize) -> Output {
         Output {
             ring: Mutex::new(Ring {
                 entries: VecDeque::with_capacity(capacity.min(1 << 16)),
                 sets: HashMap::new(),
                 next_index: 0,
                 capacity,
+                byte_capacity,
+                bytes: 0,
                 unread_protected: BTreeSet::new(),
                 unread: BTreeSet::new(),
             }),
@@ -97,13 +114,25 @@ impl Output {
         if ring.has_copy(set, delivery.index) {
             return Pushed::Duplicate;
         }
-        let overwrote = ring.entries.len() >= ring.capacity;
-        if overwrote && ring.unread_protected.contains(&ring.oldest_index()) {
-            return Pushed::Refused;
+        // The oldest entries that must make room, unless one of them may not.
+        let size = entry_bytes(&delivery);
+        let (mut making_room, mut freed) = (0, 0);
+        while making_room < ring.entries.len()
+            && (ring.entries.len() - making_room >= ring.capacity
+                || ring.bytes - freed + size > ring.byte_capacity)
+        {
+            let oldest = &ring.entries[making_room];
+            if ring.unread_protected.contains(&oldest.output_index) {
+                return Pushed::Refused;
+            }
+            freed += entry_bytes(oldest);
+            making_room += 1;
         }
-        let mut lost_unread = false;
-        if overwrote && let Some(old) = ring.entries.pop_front() {
-            lost_unread = ring.unread.remove(&old.output_index);
+        let mut lost_unread = 0;
+        for _ in 0..making_room {
+            let old = ring.entries.pop_front().expect("counted above");
+            ring.bytes -= entry_bytes(&old);
+            lost_unread += usize::from(ring.unread.remove(&old.output_index));
             let old_set = set_id(&old);
             if let Some(indices) = ring.sets.get_mut(&old_set) {
                 indices.retain(|&i| i != old.output_index);
@@ -112,6 +141,7 @@ impl Output {
                 }
             }
         }
+        ring.bytes += size;
         delivery.output_index = ring.next_index;
         ring.next_index += 1;
         if protected {
@@ -129,7 +159,7 @@ impl Output {
         self.next.send_replace(next);
         self.set_waiters.wake(&set);
         Pushed::Added {
-            overwrote,
+            overwritten: making_room,
             unread: lost_unread,
         }
     }
@@ -161,19 +191,44 @@ impl Output {
         copies
     }
 
+    /// What the copies of the set (`src`, `seq`, `sent_at_us`) delivered so far take
+    /// ([`entry_bytes`]): about what an answer carrying them takes.
+    pub fn copies_bytes(&self, src: NodeId, seq: u64, sent_at_us: u64) -> usize {
+        let ring = self.ring.lock().expect("output lock");
+        ring.sets
+            .get(&(src, seq, sent_at_us))
+            .into_iter()
+            .flatten()
+            .filter_map(|&i| ring.get(i))
+            .map(entry_bytes)
+            .sum()
+    }
+
     /// How many copies of the set (`src`, `seq`, `sent_at_us`) were delivered so far.
     pub fn copy_count(&self, src: NodeId, seq: u64, sent_at_us: u64) -> usize {
         let ring = self.ring.lock().expect("output lock");
         ring.sets.get(&(src, seq, sent_at_us)).map_or(0, Vec::len)
     }
 
-    /// Up to `max` entries with an output index of at least `after`, now read, and the index
-    /// to ask for next.
+    /// Up to `max` entries with an output index of at least `after`, taking at most
+    /// [`ANSWER_BYTES`] ([`entry_bytes`]; one entry however large), now read, and the index to
+    /// ask for next.
     pub fn since(&self, after: u64, max: usize) -> (Vec<Delivery>, u64) {
         let mut ring = self.ring.lock().expect("output lock");
         let oldest = ring.oldest_index();
         let start = after.saturating_sub(oldest).min(ring.entries.len() as u64) as usize;
-        let entries: Vec<Delivery> = ring.entries.range(start..).take(max).cloned().collect();
+        let mut bytes = 0;
+        let entries: Vec<Delivery> = ring
+            .entries
+            .range(start..)
+            .take(max)
+            .take_while(|d| {
+                let first = bytes == 0;
+                bytes += entry_bytes(d);
+                first || bytes <= ANSWER_BYTES
+            })
+            .cloned()
+            .collect();
         // With nothing to return, an index from the future (a cursor of an earlier run of the
         // daemon) falls back to the present.
         let next = entries
@@ -228,12 +283,12 @@ mod tests {
 
     #[test]
     fn an_unread_protected_entry_is_never_overwritten() {
-        let out = Output::new(2);
+        let out = Output::new(2, usize::MAX);
         assert_eq!(
             out.push(delivery(1, 0), true),
             Pushed::Added {
-                overwrote: false,
-                unread: false
+                overwritten: 0,
+                unread: 0
             }
         );
         out.push_plain(delivery(2, 0));
@@ -244,15 +299,15 @@ mod tests {
         assert_eq!(
             out.push(delivery(3, 0), true),
             Pushed::Added {
-                overwrote: true,
-                unread: false
+                overwritten: 1,
+                unread: 0
             }
         );
         assert_eq!(
             out.push_plain(delivery(4, 0)),
             Pushed::Added {
-                overwrote: true,
-                unread: true
+                overwritten: 1,
+                unread: 1
             }
         );
         // Entry 2 (seq 3) is protected and unread: the ring refuses until `recv` reads it.
@@ -262,20 +317,20 @@ mod tests {
         assert_eq!(
             out.push_plain(delivery(5, 0)),
             Pushed::Added {
-                overwrote: true,
-                unread: false
+                overwritten: 1,
+                unread: 0
             }
         );
     }
 
     #[test]
     fn ring_keeps_the_newest_and_refuses_duplicates() {
-        let out = Output::new(3);
+        let out = Output::new(3, usize::MAX);
         assert_eq!(
             out.push_plain(delivery(1, 0)),
             Pushed::Added {
-                overwrote: false,
-                unread: false
+                overwritten: 0,
+                unread: 0
             }
         );
         assert_eq!(out.push_plain(delivery(1, 0)), Pushed::Duplicate);
@@ -284,8 +339,8 @@ mod tests {
         assert_eq!(
             out.push_plain(delivery(2, 1)),
             Pushed::Added {
-                overwrote: true,
-                unread: true
+                overwritten: 1,
+                unread: 1
             }
         );
         assert_eq!(out.len(), 3);
@@ -293,8 +348,8 @@ mod tests {
         assert_eq!(
             out.push_plain(delivery(1, 0)),
             Pushed::Added {
-                overwrote: true,
-                unread: true
+                overwritten: 1,
+                unread: 1
             }
         );
         assert_eq!(out.copies(NodeId(1), 2, 77).len(), 2);
@@ -316,24 +371,61 @@ mod tests {
 
     #[test]
     fn a_repeated_sequence_id_with_another_send_time_is_another_set() {
-        let out = Output::new(8);
+        let out = Output::new(8, usize::MAX);
         out.push_plain(delivery(5, 0));
         let mut again = delivery(5, 0);
         again.sent_at_us = 99;
         assert_eq!(
             out.push_plain(again),
             Pushed::Added {
-                overwrote: false,
-                unread: false
+                overwritten: 0,
+                unread: 0
             }
         );
         assert_eq!(out.copy_count(NodeId(1), 5, 77), 1);
         assert_eq!(out.copy_count(NodeId(1), 5, 99), 1);
     }
 
+    #[test]
+    fn the_byte_capacity_makes_room_by_the_oldest_entries_or_refuses() {
+        let mut big = delivery(1, 0);
+        big.payload = vec![0; 1000];
+        let one = entry_bytes(&big);
+        let out = Output::new(100, 3 * one);
+        for seq in 1..=3 {
+            let mut d = big.clone();
+            d.seq = seq;
+            out.push_plain(d);
+        }
+        // A payload of two entries' bytes pushes the two oldest out.
+        let mut double = big.clone();
+        double.seq = 4;
+        double.payload = vec![0; 1000 + one];
+        assert_eq!(
+            out.push_plain(double),
+            Pushed::Added {
+                overwritten: 2,
+                unread: 2
+            }
+        );
+        assert_eq!(out.len(), 2);
+        // A protected unread entry among those that would have to go: nothing goes.
+        let out = Output::new(100, 2 * one);
+        let mut first = big.clone();
+        first.seq = 10;
+        out.push(first, true);
+        let mut second = big.clone();
+        second.seq = 11;
+        out.push_plain(second);
+        let mut third = big.clone();
+        third.seq = 12;
+        assert_eq!(out.push_plain(third), Pushed::Refused);
+        assert_eq!(out.len(), 2);
+    }
+
     #[tokio::test]
     async fn a_set_watcher_is_woken_by_its_own_set_only() {
-        let out = Output::new(64);
+        let out = Output::new(64, usize::MAX);
         let watch = out.watch_set(NodeId(1), 9, 77);
         let next_copy = watch.notified();
         for seq in 0..8 {
@@ -354,7 +446,7 @@ mod tests {
 
     #[tokio::test]
     async fn subscribers_see_new_entries() {
-        let out = Output::new(4);
+        let out = Output::new(4, usize::MAX);
         let mut rx = out.subscribe();
         out.push_plain(delivery(1, 0));
         rx.changed().await.unwrap();

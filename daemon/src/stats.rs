@@ -24,6 +24,8 @@ pub enum Drop {
     Duplicate,
     /// The message buffer of the next link was full.
     LinkBufferFull,
+    /// The link and input buffers held all the bytes `buffers.memory_mib` gives them.
+    MemoryBound,
     /// The packet, grown on the way (its trace), no longer fits a link frame.
     FrameTooLarge,
     /// The protocol chose a next hop that is not a neighbour (never expected; counted anyway).
@@ -49,6 +51,7 @@ impl Drop {
             Drop::Checksum => "checksum_failed",
             Drop::Duplicate => "duplicate",
             Drop::LinkBufferFull => "link_buffer_full",
+            Drop::MemoryBound => "memory_bound",
             Drop::FrameTooLarge => "frame_too_large",
             Drop::NoLink => "no_link",
             Drop::Shutdown => "shutdown",
@@ -90,6 +93,8 @@ pub enum Event {
     RequestMalformed,
     /// A control request refused because `buffers.requests` were already in progress.
     RequestRefusedBusy,
+    /// A send refused because the link and input buffers were at their memory bound.
+    SendRefusedMemoryBound,
     /// The output buffer was full and its oldest entry was overwritten...
     OutputOverwritten,
     /// ...before any client had read it: a copy lost between the network and the client.
@@ -121,6 +126,7 @@ impl Event {
             Event::ClientRefused => "client_refused",
             Event::RequestMalformed => "request_malformed",
             Event::RequestRefusedBusy => "request_refused_busy",
+            Event::SendRefusedMemoryBound => "send_refused_memory_bound",
             Event::OutputOverwritten => "output_overwritten",
             Event::OutputOverwrittenUnread => "output_overwritten_unread",
             Event::ChaosCorruptState => "chaos_corrupt_state",

@@ -11,6 +11,7 @@
 //! CA is the only root (docs/daemon.md, "Identities and mutual TLS").
 
 use cuberoute_protocol::NodeId;
+use cuberoute_protocol::wire::{MAX_FRAME_LEN, PREFIX_LEN};
 use quinn::crypto::rustls::{QuicClientConfig, QuicServerConfig};
 use rustls::RootCertStore;
 use rustls::server::WebPkiClientVerifier;
@@ -266,6 +267,13 @@ fn transport(alpn: &[u8], side: Side) -> Arc<quinn::TransportConfig> {
     } else {
         // A client may wait on many sets at once, one stream each.
         transport.max_concurrent_bidi_streams(4096u32.into());
+        // What one control connection may buffer either way, in the transport: requests not
+        // read yet (a daemon reads one when its control bytes allow) and answers the client
+        // has not acknowledged. One frame fits a stream's window.
+        let frame = (PREFIX_LEN + MAX_FRAME_LEN) as u32;
+        transport.stream_receive_window(frame.into());
+        transport.receive_window((2 * frame).into());
+        transport.send_window(2 * u64::from(frame));
     }
     transport.max_idle_timeout(Some(idle.try_into().expect("seconds fit a VarInt")));
     Arc::new(transport)

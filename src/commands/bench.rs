@@ -41,7 +41,7 @@ pub struct Args {
     /// each beside plain copies: latency of a farthest pair and saturation sets/s.
     #[arg(long, value_delimiter = ',')]
     pub delivery: Vec<Mode>,
-    /// The payload of the delivery-mode measurements, in bytes.
+    /// The payload of the delivery-mode measurements and of the overload runs, in bytes.
     #[arg(long, default_value_t = 1024)]
     pub payload_bytes: usize,
     /// One JSON object with every figure.
@@ -93,7 +93,9 @@ struct ClusterFigures {
     cpu_sequential: HopCost,
     /// ...and the saturation run (`--concurrency` in flight).
     cpu_saturation: HopCost,
-    /// With `--overload`: one open-loop run per multiple of the saturation rate.
+    /// With `--overload`: the saturation run with the overload runs' payload...
+    overload_reference: Option<Throughput>,
+    /// ...and one open-loop run per multiple of its rate.
     overload: Vec<Overload>,
     rss_kib_mean: f64,
     rss_kib_max: u64,
@@ -337,8 +339,23 @@ fn measure_running(
             ))
         })?;
     let mut overloads = Vec::new();
+    let overload_load = Load {
+        mode: Mode::PLAIN,
+        payload_bytes: args.payload_bytes,
+    };
+    // The saturation rate of the overload runs' own payload: what they offer multiples of.
+    let overload_reference = (!args.overload.is_empty()).then(|| {
+        runtime.block_on(bench::saturate(
+            &client,
+            args.duration,
+            args.concurrency,
+            args.seed,
+            overload_load,
+        ))
+    });
     for &multiple in &args.overload {
-        let rate = multiple * saturation.sets_per_second;
+        let reference = overload_reference.as_ref().expect("with --overload");
+        let rate = multiple * reference.sets_per_second;
         let run = runtime.block_on(overload::overload(
             &client,
             &pids,
@@ -346,16 +363,18 @@ fn measure_running(
             rate,
             args.duration,
             args.seed,
-            Load::default(),
+            overload_load,
         ));
         eprintln!(
-            "{topology} overload {multiple}x ({rate:.0} sets/s): peak RSS per daemon max {:.1} MiB, median {:.1} MiB; {} of {} offered complete, refused {:?}, drops {:?}",
+            "{topology} overload {multiple}x ({rate:.0} sets/s): peak RSS per daemon max {:.1} MiB, median {:.1} MiB; {} of {} offered complete, {} incomplete, refused {:?}, drops {:?}, events {:?}",
             run.peak_rss_mib_max,
             run.peak_rss_mib_median,
             run.sets_completed,
             run.sets_offered,
+            run.sets_incomplete,
             run.refused,
-            run.drops
+            run.drops,
+            run.events
         );
         overloads.push(run);
     }
@@ -408,6 +427,7 @@ fn measure_running(
         cpu_sequential,
         cpu_saturation,
         overload: overloads,
+        overload_reference,
         rss_kib_mean: memory.rss_mib.mean * 1024.0,
         rss_kib_max: (memory.rss_mib.max * 1024.0) as u64,
         memory,
