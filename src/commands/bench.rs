@@ -200,6 +200,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         println!("{}", serde_json::to_string(&figures)?);
     } else {
         print_table(&figures);
+        print_scaling(&figures);
     }
     Ok(())
 }
@@ -488,6 +489,45 @@ pub fn relay_peer(args: RelayPeerArgs) -> anyhow::Result<()> {
         .enable_all()
         .build()?;
     runtime.block_on(bench::relay_peer(args.listen, credentials))
+}
+
+/// One Markdown row per cluster: the scaling table of BENCHMARKS.md.
+fn print_scaling(f: &Figures) {
+    let b = &f.baseline;
+    println!(
+        "\n| cluster | daemons | up in | idle CPU (% of one core, all daemons) | PSS / RSS per daemon, idle (MiB) | farthest pair: d, p50 / p99 (µs) | 2 x d x relay hop (µs) | saturation packet-hops/s | CPU per packet-hop: 1 in flight / {} in flight (µs) |",
+        f.clusters.first().map_or(0, |c| c.saturation.concurrency)
+    );
+    println!("|---|---|---|---|---|---|---|---|---|");
+    for c in &f.clusters {
+        let idle = c.idle.as_ref().map_or("-".to_string(), |i| {
+            format!("{:.2}", i.cpu.percent_of_one_core)
+        });
+        let memory = c.idle.as_ref().map_or(&c.memory, |i| &i.memory);
+        println!(
+            "| {} | {} | {:.1} s | {} | {:.2} / {:.1} | {}, {:.0} / {:.0} | {:.0} | {:.0} | {:.1} / {:.1} |",
+            c.topology,
+            c.nodes,
+            c.startup_seconds,
+            idle,
+            memory.pss_mib.mean,
+            memory.rss_mib.mean,
+            c.farthest.distance,
+            c.farthest.set.p50_us,
+            c.farthest.set.p99_us,
+            2.0 * f64::from(c.farthest.distance) * b.per_hop.p50_us,
+            c.saturation.packet_hops_per_second,
+            c.cpu_sequential.cpu_us_per_packet_hop,
+            c.cpu_saturation.cpu_us_per_packet_hop
+        );
+    }
+    println!(
+        "\nraw relay in the same run: hop p50 {:.0} µs; CPU per frame-hop {:.1} µs one at a time, {:.2} µs with {} in flight",
+        b.per_hop.p50_us,
+        b.cpu_us_per_frame_hop_sequential,
+        b.cpu_us_per_frame_hop_pipelined,
+        b.window
+    );
 }
 
 fn print_table(f: &Figures) {
