@@ -39,8 +39,9 @@ use tracing::{debug, info, warn};
 pub const MAX_BAD_FRAMES: u32 = 16;
 /// Acknowledge at least every this many data frames...
 const ACK_EVERY: u64 = 64;
-/// ...and at least this often while any are unacknowledged.
-pub const ACK_INTERVAL: Duration = Duration::from_millis(10);
+/// ...and at least this often while any are unacknowledged: lazily, since on a big cluster
+/// each link carries a packet now and then and a separate acknowledgement wakes a process.
+pub const ACK_INTERVAL: Duration = Duration::from_millis(100);
 /// A link whose written frames see no acknowledgement for this long is dead: the neighbour
 /// crashed, or the path to it is gone. Well below 3 s, well above an acknowledgement's
 /// [`ACK_INTERVAL`] plus a round trip on a loaded machine.

@@ -264,6 +264,12 @@ fn transport(alpn: &[u8], side: Side) -> Arc<quinn::TransportConfig> {
         // limits, and a daemon holds one connection per neighbour.
         transport.max_concurrent_bidi_streams(1u32.into());
         transport.max_concurrent_uni_streams(0u32.into());
+        // Acknowledgements ride on data or on the link's own acknowledgement (see link.rs,
+        // ACK_INTERVAL): each separate one is a datagram that wakes a process.
+        let mut acks = quinn::AckFrequencyConfig::default();
+        acks.ack_eliciting_threshold(LINK_ACK_ELICITING_THRESHOLD.into())
+            .max_ack_delay(Some(LINK_MAX_ACK_DELAY));
+        transport.ack_frequency_config(Some(acks));
     } else {
         // A client may wait on many sets at once, one stream each.
         transport.max_concurrent_bidi_streams(4096u32.into());
@@ -278,6 +284,11 @@ fn transport(alpn: &[u8], side: Side) -> Arc<quinn::TransportConfig> {
     transport.max_idle_timeout(Some(idle.try_into().expect("seconds fit a VarInt")));
     Arc::new(transport)
 }
+
+/// A link asks its neighbour to acknowledge QUIC packets only after this many...
+const LINK_ACK_ELICITING_THRESHOLD: u32 = 16;
+/// ...or this long.
+const LINK_MAX_ACK_DELAY: Duration = Duration::from_millis(100);
 
 /// The identity a DER certificate names.
 pub fn identity_of(cert: &CertificateDer<'_>) -> Result<Identity, IdentityError> {
