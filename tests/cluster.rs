@@ -374,6 +374,30 @@ fn bad_configs_name_the_key_and_exit_2() {
         assert_eq!(out.status.code(), Some(2), "{flags:?}: {}", stderr(&out));
         assert!(stderr(&out).contains(key), "{flags:?}: {}", stderr(&out));
     }
+    // --check: a good configuration is summarised, exit 0; a bad one is the same one line
+    // and exit 2.
+    let out = cuberoute(&["daemon", "--check", "--config", &config]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        stdout(&out).starts_with("configuration OK: node 0 "),
+        "{}",
+        stdout(&out)
+    );
+    assert!(stdout(&out).contains("64 MiB in all"), "{}", stdout(&out));
+    let out = cuberoute(&[
+        "daemon",
+        "--check",
+        "--config",
+        &config,
+        "--memory-mib",
+        "3",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("`buffers.memory_mib`"),
+        "{}",
+        stderr(&out)
+    );
     // An unknown key in the file.
     let bad = format!("{d}/nodes/0/bad.toml");
     std::fs::write(

@@ -142,6 +142,11 @@ pub struct DaemonArgs {
     /// Log format on stderr. RUST_LOG filters either.
     #[arg(long, value_enum)]
     pub log_format: Option<LogFormat>,
+    /// Check the configuration (the file, the flags, the certificate, key and CA, the manifest)
+    /// and exit: 0 and a summary if the daemon would start with it, 2 and the reason if not.
+    /// Addresses are not bound (a running daemon holds them).
+    #[arg(long)]
+    pub check: bool,
 }
 
 #[derive(Deserialize, Default)]

@@ -1,13 +1,47 @@
-//! `cuberoute daemon --config node.toml [flags]`: run one node until SIGTERM.
+//! `cuberoute daemon --config node.toml [flags]`: run one node until SIGTERM; with `--check`,
+//! check its configuration and exit.
 
 use cuberoute_daemon::config::{DaemonArgs, NodeConfig};
 
 pub fn run(args: DaemonArgs) -> anyhow::Result<()> {
     let config = NodeConfig::resolve(&args).map_err(|e| super::usage(e.to_string()))?;
+    if args.check {
+        print!("{}", summary(&config));
+        return Ok(());
+    }
     cuberoute_daemon::telemetry::init_logging(config.log_format);
     // One thread per daemon: a cluster runs many daemons on few cores.
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
     runtime.block_on(cuberoute_daemon::run(config))
+}
+
+/// What `--check` prints: the configuration the daemon would run with.
+fn summary(c: &NodeConfig) -> String {
+    let b = &c.buffers;
+    let metrics = c
+        .metrics_listen
+        .map_or("off".to_string(), |a| a.to_string());
+    format!(
+        "configuration OK: node {} ({}) of {}\n\
+         \x20 listen {}, control {}, metrics {}\n\
+         \x20 certificate names {}; manifest lists {} nodes\n\
+         \x20 buffers: input {} sets, link {} packets, output {} copies, {} requests, {} MiB in all\n\
+         \x20 log format {}\n",
+        c.id,
+        c.topology.format_node(c.id),
+        c.topology,
+        c.listen,
+        c.control_listen,
+        metrics,
+        c.credentials.identity,
+        c.manifest.nodes.len(),
+        b.input,
+        b.link,
+        b.output,
+        b.requests,
+        b.memory_bytes >> 20,
+        format!("{:?}", c.log_format).to_lowercase()
+    )
 }
