@@ -32,6 +32,9 @@ enum Command {
     Send(commands::send::Args),
     /// Read a node's output buffer.
     Recv(commands::recv::Args),
+    /// Send small sets from one node to another and show, per round and per path, how long
+    /// each of the k copies took, which came first and which were lost.
+    Ping(commands::ping::Args),
     /// Whether this node's daemon is up (`--local`: the container healthcheck).
     Status(commands::status::Args),
     /// Inject faults into a running cluster.
@@ -69,6 +72,7 @@ fn main() -> ExitCode {
         Command::Cluster(command) => commands::cluster::run(command),
         Command::Send(args) => commands::send::run(args),
         Command::Recv(args) => commands::recv::run(args),
+        Command::Ping(args) => commands::ping::run(args),
         Command::Chaos(command) => commands::chaos::run(command),
         Command::Status(args) => commands::status::run(args),
         Command::Daemon(args) => commands::daemon::run(args),

@@ -562,3 +562,51 @@ fn a_cluster_of_512_daemons_delivers_between_its_farthest_pair_and_leaves_nothin
     assert!(left.is_empty(), "still running after down: {left:?}");
     assert!(processes_naming(cluster.path_str()).is_empty());
 }
+
+/// `ping` shows each of the k paths the network takes, each with its hops, and a cut link as
+/// a lost copy on the path that crosses it while the others still arrive.
+#[test]
+fn ping_shows_every_path_and_a_cut_one_as_lost() {
+    let cluster = Cluster::up("eh:2,2", "127.2.76.0");
+    let expected: Value =
+        serde_json::from_str(ok(&["paths", "eh:2,2", "0", "30", "--json"]).trim()).unwrap();
+    let ping = |extra: &[&str]| -> Value {
+        let mut args = vec![
+            "ping",
+            "--from",
+            "0",
+            "--to",
+            "30",
+            "--interval",
+            "50ms",
+            "--json",
+        ];
+        args.extend(extra);
+        serde_json::from_str(cluster.ok(&args).trim()).unwrap()
+    };
+    let report = ping(&["--count", "3"]);
+    assert_eq!(report["k"], expected["k"]);
+    let paths = report["paths"].as_array().unwrap();
+    assert_eq!(paths.len() as u64, expected["k"].as_u64().unwrap());
+    for (i, p) in paths.iter().enumerate() {
+        let hops = expected["paths"][i].as_array().unwrap().len() as u64 - 1;
+        assert_eq!(p["hops"], hops, "path {i}");
+        assert_eq!(p["received"], 3, "path {i}");
+        assert!(p["min_us"].as_u64().unwrap() <= p["max_us"].as_u64().unwrap());
+    }
+    assert_eq!(report["rounds"].as_array().unwrap().len(), 3);
+    // Cut the first link of path 1: its copies wait in the link buffer, the others arrive.
+    let first_hop = &expected["paths"][1];
+    let link = format!("{}-{}", first_hop[0], first_hop[1]);
+    cluster.ok(&["chaos", "cut", "--link", &link]);
+    let report = ping(&["--count", "2", "--timeout", "1s"]);
+    let paths = report["paths"].as_array().unwrap();
+    assert_eq!(paths[1]["received"], 0, "{report}");
+    assert_eq!(paths[1]["loss_percent"], 100.0);
+    assert_eq!(paths[0]["received"], 2, "{report}");
+    assert_eq!(paths[2]["received"], 2, "{report}");
+    cluster.ok(&["chaos", "heal", "--link", &link]);
+    // Bad input: one line, exit 2.
+    cluster.refused(&["ping", "--from", "0", "--to", "0"]);
+    cluster.refused(&["ping", "--from", "0", "--to", "30", "--count", "0"]);
+}

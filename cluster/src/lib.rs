@@ -27,6 +27,7 @@ pub mod layout;
 pub mod local;
 pub mod overload;
 pub mod percentiles;
+pub mod ping;
 pub mod ready;
 pub mod runner;
 pub mod schedule;
