@@ -32,6 +32,9 @@ enum Command {
     Send(commands::send::Args),
     /// Read a node's output buffer.
     Recv(commands::recv::Args),
+    /// What a node runs with, and what its links are doing.
+    #[command(subcommand)]
+    Show(commands::show::Command),
     /// Send small sets from one node to another and show, per round and per path, how long
     /// each of the k copies took, which came first and which were lost.
     Ping(commands::ping::Args),
@@ -73,6 +76,7 @@ fn main() -> ExitCode {
         Command::Send(args) => commands::send::run(args),
         Command::Recv(args) => commands::recv::run(args),
         Command::Ping(args) => commands::ping::run(args),
+        Command::Show(command) => commands::show::run(command),
         Command::Chaos(command) => commands::chaos::run(command),
         Command::Status(args) => commands::status::run(args),
         Command::Daemon(args) => commands::daemon::run(args),

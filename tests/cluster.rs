@@ -610,3 +610,66 @@ fn ping_shows_every_path_and_a_cut_one_as_lost() {
     cluster.refused(&["ping", "--from", "0", "--to", "0"]);
     cluster.refused(&["ping", "--from", "0", "--to", "30", "--count", "0"]);
 }
+
+/// `show node` gives what the node runs with; `show links` each link's state, QUIC's view of
+/// it and its frame counts, and a cut link as cut.
+#[test]
+fn show_node_and_links_report_configuration_state_and_traffic() {
+    let cluster = Cluster::up("eh:2,2", "127.2.77.0");
+    cluster.ok(&[
+        "send",
+        "--from",
+        "0",
+        "--to",
+        "30",
+        "--message",
+        "x",
+        "--wait",
+    ]);
+    cluster.ok(&["chaos", "cut", "--link", "0-1"]);
+    let node: Value = serde_json::from_str(
+        cluster
+            .ok(&["show", "node", "--node", "0", "--json"])
+            .trim(),
+    )
+    .unwrap();
+    assert_eq!(node["id"], 0);
+    assert_eq!(node["wire_version"], 5);
+    assert_eq!(node["config"]["memory_mib"], 64);
+    assert_eq!(node["config"]["listen"], "127.2.77.1:7000");
+    assert_eq!(node["counters"]["sets_accepted"], 1);
+    let text = cluster.ok(&["show", "node", "--node", "0"]);
+    assert!(text.starts_with("node 0 (00.00.0) of eh:2,2"), "{text}");
+    assert!(text.contains("links: 2 of 3 up"), "{text}");
+
+    let links = node["links"].as_array().unwrap();
+    assert_eq!(links.len(), 3);
+    let written: u64 = links
+        .iter()
+        .map(|l| l["frames_written"].as_u64().unwrap())
+        .sum();
+    assert_eq!(written, 3, "the k = 3 first hops of the set");
+    for l in links {
+        if l["neighbour"] == 1 {
+            assert_eq!(l["cut"], true);
+            assert!(l["transport"].is_null());
+        } else {
+            assert_eq!(l["up"], true);
+            assert!(l["transport"]["rtt_us"].as_u64().unwrap() > 0, "{l}");
+            assert!(
+                l["transport"]["datagrams_sent"].as_u64().unwrap() > 0,
+                "{l}"
+            );
+        }
+    }
+    let table = cluster.ok(&["show", "links", "--node", "0"]);
+    assert_eq!(table.lines().count(), 4, "{table}");
+    assert!(
+        table
+            .lines()
+            .any(|l| l.starts_with("00.00.1") && l.contains(" cut ")),
+        "{table}"
+    );
+    cluster.refused(&["show", "links", "--node", "77"]);
+    cluster.ok(&["chaos", "heal", "--link", "0-1"]);
+}

@@ -23,12 +23,13 @@ use crate::env::{self, Instant};
 use crate::stats::{Event, Stats};
 use crate::tls;
 use bytes::Bytes;
+use cuberoute_protocol::wire::control::{LinkStatus, LinkTransport};
 use cuberoute_protocol::wire::link::{ChaosMark, Hello, LinkFrame, Received};
 use cuberoute_protocol::wire::{MAX_FRAME_LEN, PREFIX_LEN, decode_body, encode_frame};
 use cuberoute_protocol::{NodeId, Topology};
 use futures_util::StreamExt;
-use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::{Notify, mpsc, watch};
@@ -104,6 +105,13 @@ pub struct Link {
     current: Mutex<Option<quinn::Connection>>,
     /// The bytes every link's message buffer and the input buffer may hold together.
     budget: Arc<Budget>,
+    /// When the link last went up or down.
+    changed_at: Mutex<Instant>,
+    frames_written: AtomicU64,
+    frames_received: AtomicU64,
+    frames_resent: AtomicU64,
+    /// Packets for this neighbour the node dropped, by reason.
+    drops: Mutex<BTreeMap<&'static str, u64>>,
 }
 
 struct LinkState {
@@ -197,7 +205,75 @@ impl Link {
             incoming_rx: Mutex::new(Some(incoming_rx)),
             current: Mutex::new(None),
             budget,
+            changed_at: Mutex::new(Instant::now()),
+            frames_written: AtomicU64::new(0),
+            frames_received: AtomicU64::new(0),
+            frames_resent: AtomicU64::new(0),
+            drops: Mutex::new(BTreeMap::new()),
         }
+    }
+
+    /// Count a packet for this neighbour that the node dropped (`reason` as the node counts it).
+    pub fn count_drop(&self, reason: &'static str) {
+        *self
+            .drops
+            .lock()
+            .expect("link lock")
+            .entry(reason)
+            .or_default() += 1;
+    }
+
+    /// What `show links` reports of this link.
+    pub fn status(&self) -> LinkStatus {
+        let (queued, written_unacknowledged) = {
+            let state = self.lock();
+            (state.queue.len(), state.written_unacknowledged())
+        };
+        let transport = self
+            .current
+            .lock()
+            .expect("link lock")
+            .as_ref()
+            .filter(|_| self.is_up())
+            .map(|c| {
+                let stats = c.stats();
+                LinkTransport {
+                    rtt_us: c.rtt().as_micros() as u64,
+                    datagrams_sent: stats.udp_tx.datagrams,
+                    bytes_sent: stats.udp_tx.bytes,
+                    datagrams_received: stats.udp_rx.datagrams,
+                    bytes_received: stats.udp_rx.bytes,
+                    packets_lost: stats.path.lost_packets,
+                }
+            });
+        LinkStatus {
+            neighbour: self.neighbour,
+            up: self.is_up(),
+            cut: self.is_cut(),
+            queued: queued as u64,
+            written_unacknowledged: written_unacknowledged as u64,
+            since_ms: self
+                .changed_at
+                .lock()
+                .expect("link lock")
+                .elapsed()
+                .as_millis() as u64,
+            frames_written: self.frames_written.load(Relaxed),
+            frames_received: self.frames_received.load(Relaxed),
+            frames_resent: self.frames_resent.load(Relaxed),
+            drops: self
+                .drops
+                .lock()
+                .expect("link lock")
+                .iter()
+                .map(|(k, v)| (k.to_string(), *v))
+                .collect(),
+            transport,
+        }
+    }
+
+    fn changed(&self) {
+        *self.changed_at.lock().expect("link lock") = Instant::now();
     }
 
     /// The rule that makes one connection per pair: the lower id dials.
@@ -462,6 +538,7 @@ impl Link {
         *self.current.lock().expect("link lock") = Some(connection.clone());
         let result = self.exchange(node, &connection).await;
         if self.up.swap(false, Relaxed) {
+            self.changed();
             node.stats().event(Event::LinkLost);
             info!(neighbour = %self.neighbour, reason = %display_result(&result), "link down");
         } else {
@@ -507,6 +584,7 @@ impl Link {
         };
         self.on_hello(node.incarnation(), &peer);
         self.up.store(true, Relaxed);
+        self.changed();
         node.stats().event(Event::LinkUp);
         info!(neighbour = %self.neighbour, "link up");
         tokio::select! {
@@ -526,10 +604,14 @@ impl Link {
             _ => 0,
         };
         state.drop_acknowledged(upto, &self.budget);
+        let written_before = state.sent_upto;
         state.sent_upto = state
             .queue
             .front()
             .map_or(state.next_seq - 1, |q| q.seq - 1);
+        // Written on an earlier connection, not acknowledged: written again on this one.
+        self.frames_resent
+            .fetch_add(written_before.saturating_sub(state.sent_upto), Relaxed);
         if state.received.map(|r| r.incarnation) != Some(hello.incarnation) {
             state.received = Some(Received {
                 incarnation: hello.incarnation,
@@ -574,6 +656,7 @@ impl Link {
         while let Some(body) = frames.next().await {
             match decode_body::<LinkFrame>(&body?) {
                 Ok(LinkFrame::Data { seq, packet, mark }) => {
+                    self.frames_received.fetch_add(1, Relaxed);
                     node.on_data(self.neighbour, &packet, mark);
                     if self.on_data(peer_incarnation, seq) {
                         self.wake.notify_one();
@@ -657,6 +740,7 @@ impl Link {
             .collect();
         if !chunks.is_empty() {
             state.sent_upto += chunks.len() as u64;
+            self.frames_written.fetch_add(chunks.len() as u64, Relaxed);
             if state.waiting_since.is_none() {
                 state.waiting_since = Some(Instant::now());
                 self.outstanding.notify_one();

@@ -19,7 +19,7 @@ use cuberoute_protocol::delivery::{
     Envelope, Failure as DeliveryFailure, InboxLimits, Mode, OutboxFull, OutboxLimits, Received,
     SetKey,
 };
-use cuberoute_protocol::wire::control::{Delivery, LinkStatus, NodeStatus};
+use cuberoute_protocol::wire::control::{ConfigStatus, Delivery, NodeStatus};
 use cuberoute_protocol::wire::link::ChaosMark;
 use cuberoute_protocol::wire::message::Message;
 use cuberoute_protocol::wire::packet::{DataPacket, is_intact, seal};
@@ -92,6 +92,8 @@ pub struct Node {
     pub delivery: DeliveryEnds,
     /// The bytes every link's message buffer and the input buffer hold together.
     pub budget: Arc<Budget>,
+    /// The configuration in force, as the status reports it.
+    config: ConfigStatus,
     /// One permit per byte of control requests and answers in progress.
     pub control_bytes: Arc<tokio::sync::Semaphore>,
     pub control_bytes_limit: usize,
@@ -159,6 +161,17 @@ impl Node {
                 },
             ),
             budget,
+            config: ConfigStatus {
+                listen: config.listen.to_string(),
+                control_listen: config.control_listen.to_string(),
+                metrics_listen: config.metrics_listen.map(|a| a.to_string()),
+                log_format: format!("{:?}", config.log_format).to_lowercase(),
+                input_buffer: config.buffers.input as u64,
+                link_buffer: config.buffers.link as u64,
+                output_buffer: config.buffers.output as u64,
+                requests: config.buffers.requests as u64,
+                memory_mib: (config.buffers.memory_bytes >> 20) as u64,
+            },
             control_bytes: Arc::new(tokio::sync::Semaphore::new(shares.control)),
             control_bytes_limit: shares.control,
             requests: Arc::new(tokio::sync::Semaphore::new(config.buffers.requests)),
@@ -354,19 +367,15 @@ impl Node {
         };
         match link.enqueue(bytes, mark) {
             Ok(()) => true,
-            Err(NotQueued::Full) => {
-                debug!(%to, "link buffer full");
-                self.stats.drop(Drop::LinkBufferFull);
-                false
-            }
-            Err(NotQueued::OverBudget) => {
-                debug!(%to, "buffers at their memory bound");
-                self.stats.drop(Drop::MemoryBound);
-                false
-            }
-            Err(NotQueued::TooLarge) => {
-                debug!(%to, "packet no longer fits a frame");
-                self.stats.drop(Drop::FrameTooLarge);
+            Err(why) => {
+                let drop = match why {
+                    NotQueued::Full => Drop::LinkBufferFull,
+                    NotQueued::OverBudget => Drop::MemoryBound,
+                    NotQueued::TooLarge => Drop::FrameTooLarge,
+                };
+                debug!(%to, reason = drop.as_str(), "not queued");
+                self.stats.drop(drop);
+                link.count_drop(drop.as_str());
                 false
             }
         }
@@ -642,16 +651,7 @@ impl Node {
             pid: std::process::id(),
             incarnation: self.incarnation,
             uptime_ms: self.started.elapsed().as_millis() as u64,
-            links: self
-                .links
-                .values()
-                .map(|l| LinkStatus {
-                    neighbour: l.neighbour,
-                    up: l.is_up(),
-                    cut: l.is_cut(),
-                    queued: l.queued() as u64,
-                })
-                .collect(),
+            links: self.links.values().map(|l| l.status()).collect(),
             input_queued: self.input_queued() as u64,
             output_len: self.output.len() as u64,
             counters: {
@@ -664,6 +664,10 @@ impl Node {
                 counters
             },
             chaos: self.chaos.counters(),
+            version: env!("CARGO_PKG_VERSION").to_string(),
+            wire_version: cuberoute_protocol::wire::VERSION,
+            config: self.config.clone(),
+            buffered_bytes: self.budget.held() as u64,
         }
     }
 }

@@ -10,6 +10,7 @@ pub mod paths;
 pub mod ping;
 pub mod recv;
 pub mod send;
+pub mod show;
 pub mod status;
 pub mod study;
 pub mod topology;

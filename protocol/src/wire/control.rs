@@ -228,6 +228,12 @@ pub struct NodeStatus {
     pub output_len: u64,
     pub counters: Counters,
     pub chaos: ChaosCounters,
+    /// The daemon's version (the crate's), and the wire version it speaks.
+    pub version: String,
+    pub wire_version: u8,
+    pub config: ConfigStatus,
+    /// Bytes the link and input buffers hold now, of their share of `buffers.memory_mib`.
+    pub buffered_bytes: u64,
 }
 
 /// What the chaos tooling did to a node, and what became of the packets it corrupted.
@@ -267,6 +273,47 @@ pub struct LinkStatus {
     pub cut: bool,
     /// Packets in the link's message buffer: not yet acknowledged by the neighbour.
     pub queued: u64,
+    /// Of those, written on the current connection and waiting for the acknowledgement.
+    pub written_unacknowledged: u64,
+    /// Since the link last went up or down (since the start, if it never went up).
+    pub since_ms: u64,
+    /// Data frames written, received, and written again on a new connection (those the
+    /// neighbour had not acknowledged), since the start.
+    pub frames_written: u64,
+    pub frames_received: u64,
+    pub frames_resent: u64,
+    /// Packets for this neighbour the node dropped, by reason (`link_buffer_full`,
+    /// `memory_bound`, `frame_too_large`).
+    pub drops: BTreeMap<String, u64>,
+    /// The current connection as QUIC sees it, while the link is up.
+    pub transport: Option<LinkTransport>,
+}
+
+/// A link's connection as QUIC sees it.
+#[derive(Clone, PartialEq, Eq, Debug, Default, Serialize, Deserialize)]
+pub struct LinkTransport {
+    /// QUIC's estimate of the round-trip time.
+    pub rtt_us: u64,
+    pub datagrams_sent: u64,
+    pub bytes_sent: u64,
+    pub datagrams_received: u64,
+    pub bytes_received: u64,
+    /// Packets QUIC declared lost (and sent again).
+    pub packets_lost: u64,
+}
+
+/// The configuration a daemon runs with.
+#[derive(Clone, PartialEq, Eq, Debug, Default, Serialize, Deserialize)]
+pub struct ConfigStatus {
+    pub listen: String,
+    pub control_listen: String,
+    pub metrics_listen: Option<String>,
+    pub log_format: String,
+    pub input_buffer: u64,
+    pub link_buffer: u64,
+    pub output_buffer: u64,
+    pub requests: u64,
+    pub memory_mib: u64,
 }
 
 /// Counters since the process started.

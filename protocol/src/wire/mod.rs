@@ -14,14 +14,16 @@ pub mod packet;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-/// The wire format version this build speaks. 4: delivery modes (`Send` carries a `Mode` and
+/// The wire format version this build speaks. 5: a node's status gives its version, its
+/// configuration and the bytes it buffers, and each link's age, frame counts, drops and QUIC's
+/// view of its connection. 4: delivery modes (`Send` carries a `Mode` and
 /// a deadline, a message says whether its payload is an envelope, `Accepted` gives the bytes on
 /// the wire, a `Delivery` its mode and rejected paths, `Settled` asks how a reliable set ended;
 /// relay faults `Capture` and `Forge`, `Captured`). 3: one send request for both routing modes
 /// (`Send` with a `SendRequest`; `Accepted` names each copy's destination), and one packet type
 /// (a route that is a guarded header or a source route). 2: a source-routed copy's checksum
 /// covers its route.
-pub const VERSION: u8 = 4;
+pub const VERSION: u8 = 5;
 
 /// The largest body accepted, version byte included.
 pub const MAX_FRAME_LEN: usize = 1 << 20;

@@ -1,0 +1,177 @@
+//! `cuberoute show node --node N` and `show links --node N` (`--json`: the node's status as one
+//! JSON document): what a node runs with and what its links are doing, from its `Status`.
+
+use super::cluster::DirArg;
+use super::{runtime, usage};
+use anyhow::Context;
+use cuberoute_cluster::ClusterClient;
+use cuberoute_protocol::Topology;
+use cuberoute_protocol::wire::control::{LinkStatus, NodeStatus};
+use std::io::Write;
+
+#[derive(clap::Subcommand, Debug)]
+pub enum Command {
+    /// A node: id, topology, addresses, uptime, versions, configuration, buffers, counters.
+    Node(Args),
+    /// A node's links: state and since when, QUIC's round-trip time, datagrams and bytes each
+    /// way, frames written, received, resent and waiting for acknowledgement, drops by reason.
+    Links(Args),
+}
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    #[command(flatten)]
+    pub dir: DirArg,
+    /// The node.
+    #[arg(long)]
+    pub node: String,
+    /// The node's whole status as one JSON document.
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn run(command: Command) -> anyhow::Result<()> {
+    let (args, links) = match command {
+        Command::Node(args) => (args, false),
+        Command::Links(args) => (args, true),
+    };
+    let runtime = runtime()?;
+    let _guard = runtime.enter();
+    let cluster = ClusterClient::open(&args.dir.cluster()).map_err(|e| usage(format!("{e:#}")))?;
+    let topology = cluster.manifest.topology;
+    let node = super::parse_node(topology, &args.node)?;
+    let status = runtime
+        .block_on(cluster.status(node))
+        .with_context(|| format!("show {}", if links { "links" } else { "node" }))?;
+    cluster.close();
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        serde_json::to_writer(&mut out, &status)?;
+        writeln!(out)?;
+    } else if links {
+        write_links(&mut out, topology, &status)?;
+    } else {
+        write_node(&mut out, topology, &status)?;
+    }
+    Ok(())
+}
+
+fn write_node(out: &mut impl Write, t: Topology, s: &NodeStatus) -> std::io::Result<()> {
+    let c = &s.config;
+    let up = s.links.iter().filter(|l| l.up).count();
+    writeln!(
+        out,
+        "node {} ({}) of {}",
+        s.id,
+        t.format_node(s.id),
+        s.topology
+    )?;
+    writeln!(
+        out,
+        "  version {} (wire {}), pid {}, up {}, incarnation {:016x}",
+        s.version,
+        s.wire_version,
+        s.pid,
+        duration(s.uptime_ms),
+        s.incarnation
+    )?;
+    writeln!(
+        out,
+        "  listen {}, control {}, metrics {}; log format {}",
+        c.listen,
+        c.control_listen,
+        c.metrics_listen.as_deref().unwrap_or("off"),
+        c.log_format
+    )?;
+    writeln!(
+        out,
+        "  buffers: input {} of {} sets, output {} of {} copies, links up to {} packets each, {} requests, {} MiB in all ({} KiB held by links and input)",
+        s.input_queued,
+        c.input_buffer,
+        s.output_len,
+        c.output_buffer,
+        c.link_buffer,
+        c.requests,
+        c.memory_mib,
+        s.buffered_bytes / 1024
+    )?;
+    writeln!(out, "  links: {up} of {} up", s.links.len())?;
+    let k = &s.counters;
+    writeln!(
+        out,
+        "  sets accepted {}, packets sent {}, forwarded {}, delivered {}, dropped {}",
+        k.sets_accepted,
+        k.packets_sent,
+        k.packets_forwarded,
+        k.packets_delivered,
+        k.dropped_total()
+    )?;
+    for (what, map) in [("drops", &k.dropped), ("events", &k.events)] {
+        if !map.is_empty() {
+            let items: Vec<String> = map.iter().map(|(r, n)| format!("{r} {n}")).collect();
+            writeln!(out, "  {what}: {}", items.join(", "))?;
+        }
+    }
+    Ok(())
+}
+
+fn write_links(out: &mut impl Write, t: Topology, s: &NodeStatus) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "{:<12} {:<6} {:>9} {:>8} {:>10} {:>10} {:>9} {:>9} {:>7} {:>7} {:>7}  drops",
+        "neighbour",
+        "state",
+        "since",
+        "rtt µs",
+        "dgrams out",
+        "dgrams in",
+        "frames out",
+        "frames in",
+        "resent",
+        "queued",
+        "unacked"
+    )?;
+    for l in &s.links {
+        let transport = l.transport.as_ref();
+        let drops: Vec<String> = l.drops.iter().map(|(r, n)| format!("{r} {n}")).collect();
+        writeln!(
+            out,
+            "{:<12} {:<6} {:>9} {:>8} {:>10} {:>10} {:>9} {:>9} {:>7} {:>7} {:>7}  {}",
+            t.format_node(l.neighbour),
+            state(l),
+            duration(l.since_ms),
+            transport.map_or("-".into(), |t| t.rtt_us.to_string()),
+            transport.map_or("-".into(), |t| t.datagrams_sent.to_string()),
+            transport.map_or("-".into(), |t| t.datagrams_received.to_string()),
+            l.frames_written,
+            l.frames_received,
+            l.frames_resent,
+            l.queued,
+            l.written_unacknowledged,
+            if drops.is_empty() {
+                "-".to_string()
+            } else {
+                drops.join(", ")
+            }
+        )?;
+    }
+    Ok(())
+}
+
+fn state(l: &LinkStatus) -> &'static str {
+    match (l.cut, l.up) {
+        (true, _) => "cut",
+        (false, true) => "up",
+        (false, false) => "down",
+    }
+}
+
+/// `1h02m`, `3m04s`, `5.2s`, `120ms`.
+fn duration(ms: u64) -> String {
+    match ms {
+        ms if ms < 1_000 => format!("{ms}ms"),
+        ms if ms < 60_000 => format!("{:.1}s", ms as f64 / 1000.0),
+        ms if ms < 3_600_000 => format!("{}m{:02}s", ms / 60_000, ms / 1000 % 60),
+        ms => format!("{}h{:02}m", ms / 3_600_000, ms / 60_000 % 60),
+    }
+}
