@@ -107,7 +107,7 @@ impl ClusterClient {
     /// One node's status.
     pub async fn status(&self, node: NodeId) -> Result<NodeStatus, ClientError> {
         match self.request(node, &Request::Status).await? {
-            Response::Status(status) => Ok(status),
+            Response::Status(status) => Ok(*status),
             other => Err(ClientError::Stream {
                 node,
                 message: format!("unexpected answer {other:?}"),
@@ -151,7 +151,7 @@ impl ClusterClient {
             .into_iter()
             .map(|(node, result)| {
                 let status = result.and_then(|response| match response {
-                    Response::Status(status) => Ok(status),
+                    Response::Status(status) => Ok(*status),
                     other => Err(format!("unexpected answer {other:?}")),
                 });
                 (node, status)

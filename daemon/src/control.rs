@@ -198,7 +198,7 @@ async fn handle(
             Ok(done) => Response::Injected(done),
             Err(e) => Response::Error(e),
         },
-        Request::Status => Response::Status(node.status()),
+        Request::Status => Response::Status(Box::new(node.status())),
         Request::Captured { after, max } => {
             let max = max.clamp(1, MAX_RECV_BATCH) as usize;
             *answer_bytes = Some(hold_control_bytes(node, MAX_FRAME_LEN).await);

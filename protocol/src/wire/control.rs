@@ -104,7 +104,8 @@ pub enum Fault {
 
 #[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
 pub enum Response {
-    Status(NodeStatus),
+    /// Boxed: a status is several times larger than any other answer.
+    Status(Box<NodeStatus>),
     /// The set is in the input buffer under sequence id `seq`; it travels as `k` packets,
     /// copy `i` to `to[i]`.
     /// `wire_bytes`: the bytes of the k messages' payloads (the copies, or the mode's
