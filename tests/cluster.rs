@@ -671,5 +671,31 @@ fn show_node_and_links_report_configuration_state_and_traffic() {
         "{table}"
     );
     cluster.refused(&["show", "links", "--node", "77"]);
+
+    // show route: the paths of `paths`, and the one through the cut link broken.
+    let route: Value = serde_json::from_str(
+        cluster
+            .ok(&["show", "route", "--from", "0", "--to", "30", "--json"])
+            .trim(),
+    )
+    .unwrap();
+    let expected: Value =
+        serde_json::from_str(ok(&["paths", "eh:2,2", "0", "30", "--json"]).trim()).unwrap();
+    let paths = route["paths"].as_array().unwrap();
+    assert_eq!(paths.len(), 3);
+    let mut broken = 0;
+    for (i, p) in paths.iter().enumerate() {
+        assert_eq!(p["nodes"], expected["paths"][i], "path {i}");
+        let crosses_cut = p["hops"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|h| h["from"] == 0 && h["to"] == 1);
+        assert_eq!(p["broken"], crosses_cut, "{p}");
+        broken += usize::from(crosses_cut);
+    }
+    assert_eq!(broken, 1, "exactly one path leaves 0 through 1");
+    assert_eq!(route["intact"], 2);
+    cluster.refused(&["show", "route", "--from", "0", "--to", "0"]);
     cluster.ok(&["chaos", "heal", "--link", "0-1"]);
 }

@@ -29,6 +29,7 @@ pub mod overload;
 pub mod percentiles;
 pub mod ping;
 pub mod ready;
+pub mod route;
 pub mod runner;
 pub mod schedule;
 pub mod traffic;

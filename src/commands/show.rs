@@ -1,13 +1,17 @@
 //! `cuberoute show node --node N` and `show links --node N` (`--json`: the node's status as one
-//! JSON document): what a node runs with and what its links are doing, from its `Status`.
+//! JSON document): what a node runs with and what its links are doing, from its `Status`; and
+//! `show route --from S --to D`: the k paths with the state of every hop now
+//! (`cuberoute_cluster::route`).
 
 use super::cluster::DirArg;
 use super::{runtime, usage};
 use anyhow::Context;
 use cuberoute_cluster::ClusterClient;
-use cuberoute_protocol::Topology;
+use cuberoute_cluster::route;
 use cuberoute_protocol::wire::control::{LinkStatus, NodeStatus};
+use cuberoute_protocol::{NodeId, Topology};
 use std::io::Write;
+use std::time::Duration;
 
 #[derive(clap::Subcommand, Debug)]
 pub enum Command {
@@ -16,6 +20,22 @@ pub enum Command {
     /// A node's links: state and since when, QUIC's round-trip time, datagrams and bytes each
     /// way, frames written, received, resent and waiting for acknowledgement, drops by reason.
     Links(Args),
+    /// The k paths from one node to another, each hop with its link's state, RTT and queue as
+    /// the hop's sender reports it now, and which paths are broken.
+    Route(RouteArgs),
+}
+
+#[derive(clap::Args, Debug)]
+pub struct RouteArgs {
+    #[command(flatten)]
+    pub dir: DirArg,
+    #[arg(long)]
+    pub from: String,
+    #[arg(long)]
+    pub to: String,
+    /// One JSON document.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(clap::Args, Debug)]
@@ -34,6 +54,7 @@ pub fn run(command: Command) -> anyhow::Result<()> {
     let (args, links) = match command {
         Command::Node(args) => (args, false),
         Command::Links(args) => (args, true),
+        Command::Route(args) => return route(args),
     };
     let runtime = runtime()?;
     let _guard = runtime.enter();
@@ -52,6 +73,56 @@ pub fn run(command: Command) -> anyhow::Result<()> {
         write_links(&mut out, topology, &status)?;
     } else {
         write_node(&mut out, topology, &status)?;
+    }
+    Ok(())
+}
+
+fn route(args: RouteArgs) -> anyhow::Result<()> {
+    let runtime = runtime()?;
+    let _guard = runtime.enter();
+    let cluster = ClusterClient::open(&args.dir.cluster()).map_err(|e| usage(format!("{e:#}")))?;
+    let topology = cluster.manifest.topology;
+    let from = super::parse_node(topology, &args.from)?;
+    let to = super::parse_node(topology, &args.to)?;
+    if from == to {
+        return Err(usage("--from and --to are the same node"));
+    }
+    let route = runtime
+        .block_on(route::route(&cluster, from, to, Duration::from_secs(5)))
+        .map_err(|e| usage(e.to_string()))?;
+    cluster.close();
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        serde_json::to_writer(&mut out, &route)?;
+        writeln!(out)?;
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "{} -> {} on {topology} ({}): {} paths, {} intact",
+        topology.format_node(from),
+        topology.format_node(to),
+        route.algorithm,
+        route.paths.len(),
+        route.intact
+    )?;
+    for p in &route.paths {
+        let mut line = topology.format_node(NodeId(p.nodes[0]));
+        for h in &p.hops {
+            let rtt = h.rtt_us.map_or(String::new(), |r| format!(" {r}µs"));
+            line.push_str(&format!(
+                " -[{}{rtt}]-> {}",
+                h.state,
+                topology.format_node(NodeId(h.to))
+            ));
+        }
+        let verdict = if p.broken { "BROKEN" } else { "ok" };
+        writeln!(
+            out,
+            "  path {} ({} hops, {verdict}): {line}",
+            p.index,
+            p.hops.len()
+        )?;
     }
     Ok(())
 }
