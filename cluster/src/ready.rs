@@ -215,12 +215,23 @@ mod tests {
                     up: i < links_up,
                     cut: false,
                     queued: 0,
+                    written_unacknowledged: 0,
+                    since_ms: 0,
+                    frames_written: 0,
+                    frames_received: 0,
+                    frames_resent: 0,
+                    drops: Default::default(),
+                    transport: None,
                 })
                 .collect(),
             input_queued: 0,
             output_len: 0,
             counters: Default::default(),
             chaos: Default::default(),
+            version: "test".into(),
+            wire_version: 5,
+            config: Default::default(),
+            buffered_bytes: 0,
         }
     }
 
