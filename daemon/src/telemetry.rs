@@ -93,15 +93,32 @@ fn publish(node: &Node) {
     for (event, n) in s.events() {
         counter!("cuberoute_events_total", "event" => event.as_str()).absolute(n);
     }
+    gauge!(
+        "cuberoute_build_info",
+        "version" => env!("CARGO_PKG_VERSION"),
+        "wire_version" => cuberoute_protocol::wire::VERSION.to_string()
+    )
+    .set(1.0);
     for link in node.links.values() {
+        let l = link.status();
         let neighbour = link.neighbour.to_string();
-        gauge!("cuberoute_link_up", "neighbour" => neighbour.clone()).set(if link.is_up() {
-            1.0
-        } else {
-            0.0
-        });
-        gauge!("cuberoute_link_buffer_depth", "neighbour" => neighbour).set(link.queued() as f64);
+        let up = if l.up { 1.0 } else { 0.0 };
+        gauge!("cuberoute_link_up", "neighbour" => neighbour.clone()).set(up);
+        gauge!("cuberoute_link_buffer_depth", "neighbour" => neighbour.clone())
+            .set(l.queued as f64);
+        counter!("cuberoute_link_frames_written_total", "neighbour" => neighbour.clone())
+            .absolute(l.frames_written);
+        counter!("cuberoute_link_frames_received_total", "neighbour" => neighbour.clone())
+            .absolute(l.frames_received);
+        counter!("cuberoute_link_frames_resent_total", "neighbour" => neighbour.clone())
+            .absolute(l.frames_resent);
+        if let Some(t) = &l.transport {
+            gauge!("cuberoute_link_rtt_seconds", "neighbour" => neighbour)
+                .set(t.rtt_us as f64 / 1e6);
+        }
     }
+    gauge!("cuberoute_buffered_bytes").set(node.budget.held() as f64);
+    gauge!("cuberoute_buffered_bytes_limit").set(node.budget.limit() as f64);
     for (name, n) in node.delivery.counters.named() {
         counter!("cuberoute_delivery_total", "event" => name.trim_start_matches("delivery_"))
             .absolute(n);
