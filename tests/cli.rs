@@ -16,7 +16,7 @@ fn stdout(out: &Output) -> String {
 
 #[test]
 fn bad_input_is_one_line_and_exit_2() {
-    let cases: [&[&str]; 9] = [
+    let cases: [&[&str]; 13] = [
         &["paths", "eh:2", "0", "1"],
         &["paths", "eh:0,3", "0", "1"],
         &["paths", "mesh:4", "0", "1"],
@@ -26,6 +26,10 @@ fn bad_input_is_one_line_and_exit_2() {
         &["paths", "q:64", "0", "1"],
         &["topology", "q:x"],
         &["paths", "eh:2,2", "1.001.1", "0"],
+        &["bench", "--overload", "0"],
+        &["bench", "--overload", "1,500"],
+        &["ping", "--from", "0", "--to", "1", "--count", "0"],
+        &["ping", "--from", "0", "--to", "1", "--interval", "1ms"],
     ];
     for args in cases {
         let out = cuberoute(args);
