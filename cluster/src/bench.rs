@@ -228,26 +228,39 @@ pub struct HopCost {
     pub cpu_us_per_packet_hop: f64,
 }
 
-/// Run `work` and measure what it cost the daemons `pids` per packet-hop.
+impl HopCost {
+    pub fn new(cpu_seconds: f64, packet_hops: u64) -> HopCost {
+        HopCost {
+            cpu_seconds,
+            packet_hops,
+            cpu_us_per_packet_hop: cpu_seconds * 1e6 / packet_hops.max(1) as f64,
+        }
+    }
+}
+
+/// Run `work`, and the CPU seconds the daemons `pids` used meanwhile (utime + stime, summed).
+pub async fn cpu_during<T>(pids: &[u32], work: impl Future<Output = T>) -> (T, f64) {
+    let cpu_before = crate::usage::cpu_now(pids);
+    let started = Instant::now();
+    let result = work.await;
+    let cpu = crate::usage::cpu_since(&cpu_before, started);
+    (result, cpu.cores * cpu.seconds)
+}
+
+/// Run `work` and measure what it cost the daemons `pids` per packet-hop of the cluster.
+/// (A saturation run counts its packet-hops itself: [`cpu_during`] and its own count.)
 pub async fn hop_cost<T>(
     client: &ClusterClient,
     pids: &[u32],
     work: impl Future<Output = T>,
 ) -> (T, HopCost) {
     let (hops_before, _) = hop_counters(client).await;
-    let cpu_before = crate::usage::cpu_now(pids);
-    let started = Instant::now();
-    let result = work.await;
-    let cpu = crate::usage::cpu_since(&cpu_before, started);
+    let (result, cpu_seconds) = cpu_during(pids, work).await;
     let (hops_after, _) = hop_counters(client).await;
-    let packet_hops = hops_after.saturating_sub(hops_before);
-    let cpu_seconds = cpu.cores * cpu.seconds;
-    let cost = HopCost {
-        cpu_seconds,
-        packet_hops,
-        cpu_us_per_packet_hop: cpu_seconds * 1e6 / packet_hops.max(1) as f64,
-    };
-    (result, cost)
+    (
+        result,
+        HopCost::new(cpu_seconds, hops_after.saturating_sub(hops_before)),
+    )
 }
 
 /// A uniformly random ordered pair of distinct nodes.

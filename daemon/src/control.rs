@@ -53,14 +53,14 @@ async fn serve_client(node: Arc<Node>, connection: quinn::Connection, remote: So
             }
             Err(_) => {
                 node.stats.event(Event::RequestRefusedBusy);
-                tokio::spawn(refuse_busy(node.requests_limit, send, recv));
+                tokio::spawn(refuse_busy(node.config.requests, send, recv));
             }
         }
     }
 }
 
 /// Answer a request beyond `buffers.requests` without reading it: busy, try again later.
-async fn refuse_busy(limit: usize, mut send: quinn::SendStream, recv: quinn::RecvStream) {
+async fn refuse_busy(limit: u64, mut send: quinn::SendStream, recv: quinn::RecvStream) {
     // Dropping the receiving half tells the client to stop sending the request.
     drop(recv);
     let refusal = Response::Error(ControlError::new(

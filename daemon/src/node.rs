@@ -93,13 +93,12 @@ pub struct Node {
     /// The bytes every link's message buffer and the input buffer hold together.
     pub budget: Arc<Budget>,
     /// The configuration in force, as the status reports it.
-    config: ConfigStatus,
+    pub config: ConfigStatus,
     /// One permit per byte of control requests and answers in progress.
     pub control_bytes: Arc<tokio::sync::Semaphore>,
     pub control_bytes_limit: usize,
     /// One permit per control request in progress (`buffers.requests`).
     pub requests: Arc<tokio::sync::Semaphore>,
-    pub requests_limit: usize,
 }
 
 /// A piece of a delivered reliable set that arrives this long after the set was whole is taken
@@ -175,7 +174,6 @@ impl Node {
             control_bytes: Arc::new(tokio::sync::Semaphore::new(shares.control)),
             control_bytes_limit: shares.control,
             requests: Arc::new(tokio::sync::Semaphore::new(config.buffers.requests)),
-            requests_limit: config.buffers.requests,
         };
         (Arc::new(node), input_rx)
     }

@@ -327,10 +327,12 @@ fn measure_running(
             })
             .await;
             let adjacent = bench::pair_latency(&client, src, near, args.samples, plain).await?;
-            let (saturation, cpu_saturation) = bench::hop_cost(&client, &pids, async {
-                bench::saturate(&client, args.duration, args.concurrency, args.seed, plain).await
-            })
+            let (saturation, cpu_seconds) = bench::cpu_during(
+                &pids,
+                bench::saturate(&client, args.duration, args.concurrency, args.seed, plain),
+            )
             .await;
+            let cpu_saturation = HopCost::new(cpu_seconds, saturation.packet_hops);
             anyhow::Ok((
                 farthest?,
                 cpu_sequential,
