@@ -333,12 +333,16 @@ fn requests_beyond_the_limit_are_refused_as_busy_and_counted() {
         "--base-addr",
         "127.2.75.0",
     ]);
-    let mut daemon = Command::new(env!("CARGO_BIN_EXE_cuberoute"))
-        .args(["daemon", "--config", &format!("{d}/nodes/0/node.toml")])
-        .args(["--requests-limit", "2"])
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    // Killed when the test ends, whether it passes or not: a daemon left behind would hold the
+    // address for the next run.
+    let _daemon = KillOnDrop(
+        Command::new(env!("CARGO_BIN_EXE_cuberoute"))
+            .args(["daemon", "--config", &format!("{d}/nodes/0/node.toml")])
+            .args(["--requests-limit", "2"])
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
     let recv = |extra: &[&str]| {
         let mut args = vec!["recv", "--node", "0", "--dir", d];
         args.extend(extra);
@@ -348,33 +352,34 @@ fn requests_beyond_the_limit_are_refused_as_busy_and_counted() {
         within(Duration::from_secs(10), || recv(&[]).status.success()).is_some(),
         "the daemon answers"
     );
-    // Two followers each keep one waiting request open: the limit.
-    let followers: Vec<_> = (0..2)
-        .map(|_| {
-            Command::new(env!("CARGO_BIN_EXE_cuberoute"))
-                .args(["recv", "--node", "0", "--follow", "--dir", d])
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .unwrap()
-        })
-        .collect();
-    let busy = within(Duration::from_secs(10), || {
+    // Two followers each keep one waiting request open: the limit. A follower asks again
+    // every second; when its new request meets the probe below holding the other permit, the
+    // follower is refused and exits, so one that has exited is started again.
+    let follower = || {
+        Command::new(env!("CARGO_BIN_EXE_cuberoute"))
+            .args(["recv", "--node", "0", "--follow", "--dir", d])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap()
+    };
+    let mut followers = vec![KillOnDrop(follower()), KillOnDrop(follower())];
+    let busy = within(Duration::from_secs(20), || {
+        for f in followers.iter_mut() {
+            if f.0.try_wait().unwrap().is_some() {
+                *f = KillOnDrop(follower());
+            }
+        }
         let out = recv(&[]);
         !out.status.success() && stderr(&out).contains("buffers.requests")
     });
-    for mut f in followers {
-        let _ = f.kill();
-        let _ = f.wait();
-    }
+    drop(followers);
     assert!(busy.is_some(), "a third request was refused as busy");
     // The followers' requests end with their connections; then requests are taken again,
     // and the refusals were counted.
     let status = within(Duration::from_secs(20), || recv(&[]).status.success());
     // Node 1 never runs: the status of node 0 is what counts.
     let counted = cuberoute(&["cluster", "status", "--json", "--dir", d]);
-    let _ = daemon.kill();
-    let _ = daemon.wait();
     assert!(status.is_some(), "requests are taken again");
     assert!(
         stdout(&counted).contains("\"request_refused_busy\""),
@@ -382,4 +387,14 @@ fn requests_beyond_the_limit_are_refused_as_busy_and_counted() {
         stdout(&counted),
         stderr(&counted)
     );
+}
+
+/// A child process killed (and reaped) when dropped.
+struct KillOnDrop(std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
 }
