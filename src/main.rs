@@ -38,6 +38,9 @@ enum Command {
     /// Send small sets from one node to another and show, per round and per path, how long
     /// each of the k copies took, which came first and which were lost.
     Ping(commands::ping::Args),
+    /// Follow what the nodes see happen (links up and down, deliveries, drops, faults,
+    /// reloads), one line or JSON object per event, until interrupted.
+    Monitor(commands::monitor::Args),
     /// Whether this node's daemon is up (`--local`: the container healthcheck).
     Status(commands::status::Args),
     /// Inject faults into a running cluster.
@@ -76,6 +79,7 @@ fn main() -> ExitCode {
         Command::Send(args) => commands::send::run(args),
         Command::Recv(args) => commands::recv::run(args),
         Command::Ping(args) => commands::ping::run(args),
+        Command::Monitor(args) => commands::monitor::run(args),
         Command::Show(command) => commands::show::run(command),
         Command::Chaos(command) => commands::chaos::run(command),
         Command::Status(args) => commands::status::run(args),

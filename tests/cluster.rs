@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{Cluster, cuberoute, json_lines, ok, process_exists, stderr, stdout};
+use common::{Cluster, cuberoute, json_lines, ok, process_exists, stderr, stdout, within};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::process::{Command, Stdio};
@@ -634,7 +634,7 @@ fn show_node_and_links_report_configuration_state_and_traffic() {
     )
     .unwrap();
     assert_eq!(node["id"], 0);
-    assert_eq!(node["wire_version"], 5);
+    assert_eq!(node["wire_version"], cuberoute_protocol::wire::VERSION);
     assert_eq!(node["config"]["memory_mib"], 64);
     assert_eq!(node["config"]["listen"], "127.2.77.1:7000");
     assert_eq!(node["counters"]["sets_accepted"], 1);
@@ -698,4 +698,187 @@ fn show_node_and_links_report_configuration_state_and_traffic() {
     assert_eq!(route["intact"], 2);
     cluster.refused(&["show", "route", "--from", "0", "--to", "0"]);
     cluster.ok(&["chaos", "heal", "--link", "0-1"]);
+}
+
+/// `monitor` streams what the nodes see: a fault where it was injected, the link going down
+/// and up at both ends, and each copy delivered with its path; `--node` follows only the
+/// nodes named and `--count` stops it.
+#[test]
+fn monitor_streams_faults_links_and_deliveries_as_they_happen() {
+    let cluster = Cluster::up("eh:2,2", "127.2.78.0");
+    let mut all = cluster.spawn(&["monitor", "--json", "--for", "6s"]);
+    all.wait_for_stderr("following 32 node(s)");
+    let mut one = cluster.spawn(&["monitor", "--node", "30", "--count", "3"]);
+    one.wait_for_stderr("following 1 node(s)");
+    cluster.ok(&["chaos", "cut", "--link", "0-1"]);
+    cluster.ok(&["chaos", "heal", "--link", "0-1"]);
+    assert!(
+        within(
+            Duration::from_secs(5),
+            || cluster.node_status(0)["links_up"] == 3
+        )
+        .is_some(),
+        "the healed link comes back up"
+    );
+    cluster.ok(&[
+        "send",
+        "--from",
+        "0",
+        "--to",
+        "30",
+        "--message",
+        "m",
+        "--wait",
+    ]);
+
+    let out = all.finish();
+    let notices = json_lines(&stdout(&out));
+    let has = |node: u64, kind: &str, check: &dyn Fn(&Value) -> bool| {
+        notices
+            .iter()
+            .any(|n| n["node"] == node && n["kind"] == kind && check(n))
+    };
+    assert!(
+        has(0, "fault", &|n| n["fault"] == "link to 1 cut"),
+        "{notices:?}"
+    );
+    assert!(has(1, "fault", &|n| n["fault"] == "link to 0 cut"));
+    assert!(has(0, "link_down", &|n| n["neighbour"] == 1));
+    assert!(has(1, "link_down", &|n| n["neighbour"] == 0));
+    assert!(has(0, "link_up", &|n| n["neighbour"] == 1));
+    let expected: Value =
+        serde_json::from_str(ok(&["paths", "eh:2,2", "0", "30", "--json"]).trim()).unwrap();
+    let mut delivered: Vec<&Value> = notices
+        .iter()
+        .filter(|n| n["kind"] == "delivered")
+        .collect();
+    assert_eq!(delivered.len(), 3, "{notices:?}");
+    delivered.sort_by_key(|n| n["index"].as_u64());
+    for (i, d) in delivered.iter().enumerate() {
+        assert_eq!(d["node"], 30);
+        assert_eq!(d["src"], 0);
+        assert_eq!(d["path"], expected["paths"][i], "{d}");
+    }
+    // Indices grow by one per node, with no gap: nothing was missed.
+    assert!(!notices.iter().any(|n| n["kind"] == "missed"));
+
+    let out = one.finish();
+    assert!(out.status.success());
+    let lines: Vec<String> = stdout(&out).lines().map(str::to_string).collect();
+    assert_eq!(lines.len(), 3, "{lines:?}");
+    assert!(
+        lines
+            .iter()
+            .all(|l| l.contains("node 30 (11.11.0)") && l.contains("delivered")),
+        "{lines:?}"
+    );
+    cluster.refused(&["monitor", "--node", "99"]);
+    cluster.refused(&["monitor", "--count", "0"]);
+}
+
+/// `cluster reload` (and SIGHUP) applies the log level and format, the request limit and the
+/// chaos permission at once, says what else needs a restart, and a bad file changes nothing.
+#[test]
+fn reload_applies_what_it_may_and_a_bad_file_changes_nothing() {
+    let cluster = Cluster::up("q:2", "127.2.79.0");
+    let file = cluster.node_file(1, "node.toml");
+    let original = std::fs::read_to_string(&file).unwrap();
+    let edited = original.replace(
+        "log_format = \"text\"",
+        "log_format = \"json\"\nlog_level = \"debug\"",
+    ) + "\n[buffers]\nrequests = 7\n\n[chaos]\nallow = false\n";
+    assert_ne!(edited, original);
+    std::fs::write(&file, &edited).unwrap();
+    let reload = |extra: &[&str]| {
+        let mut args = vec!["cluster", "reload", "--node", "1", "--json"];
+        args.extend(extra);
+        let out = cluster.run(&args);
+        let doc: Value = serde_json::from_str(stdout(&out).trim()).unwrap();
+        (out.status.success(), doc["nodes"][0].clone())
+    };
+    let (reloaded, node) = reload(&[]);
+    assert!(reloaded, "{node}");
+    let changed: Vec<&str> = node["changed"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_str().unwrap())
+        .collect();
+    assert_eq!(
+        changed,
+        [
+            "log_level: info -> debug",
+            "log_format: text -> json",
+            "buffers.requests: 4096 -> 7",
+            "chaos.allow: true -> false"
+        ]
+    );
+    assert_eq!(node["needs_restart"], serde_json::json!([]));
+    let config = |id: &str| -> Value {
+        let node: Value =
+            serde_json::from_str(cluster.ok(&["show", "node", "--node", id, "--json"]).trim())
+                .unwrap();
+        node["config"].clone()
+    };
+    let c = config("1");
+    assert_eq!(
+        (
+            &c["log_level"],
+            &c["log_format"],
+            &c["requests"],
+            &c["chaos_allowed"]
+        ),
+        (&"debug".into(), &"json".into(), &7.into(), &false.into())
+    );
+    let refused = cluster.run(&["chaos", "cut", "--link", "1-0"]);
+    assert!(!refused.status.success());
+    let said = stdout(&refused) + &stderr(&refused);
+    assert!(said.contains("does not allow fault injection"), "{said}");
+    cluster.ok(&["chaos", "heal", "--link", "1-0"]);
+    let log = std::fs::read_to_string(cluster.path().join("logs/1.log")).unwrap();
+    let reloaded_line = log
+        .lines()
+        .find(|l| l.contains("configuration reloaded"))
+        .expect("the reload is logged");
+    assert!(reloaded_line.starts_with('{'), "{reloaded_line}");
+
+    // A bad file: not reloaded, the configuration in force unchanged.
+    std::fs::write(&file, edited.replace("requests = 7", "requests = 0")).unwrap();
+    let (reloaded, node) = reload(&[]);
+    assert!(!reloaded);
+    assert!(
+        node["error"].as_str().unwrap().contains("buffers.requests"),
+        "{node}"
+    );
+    assert_eq!(config("1")["requests"], 7);
+
+    // SIGHUP does the same; a changed address waits for a restart.
+    std::fs::write(
+        &file,
+        original.replace("127.2.79.2:7000", "127.2.79.2:7100") + "\n[chaos]\nallow = true\n",
+    )
+    .unwrap();
+    let pid = cluster.node_status(1)["pid"].as_u64().unwrap();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid as i32),
+        nix::sys::signal::Signal::SIGHUP,
+    )
+    .unwrap();
+    assert!(
+        within(Duration::from_secs(5), || config("1")["chaos_allowed"]
+            == true)
+        .is_some(),
+        "SIGHUP reloads"
+    );
+    let c = config("1");
+    assert_eq!(
+        (&c["log_level"], &c["requests"]),
+        (&"info".into(), &4096.into())
+    );
+    let (_, node) = reload(&[]);
+    assert_eq!(
+        node["needs_restart"],
+        serde_json::json!(["listen: 127.2.79.2:7000 -> 127.2.79.2:7100"])
+    );
+    cluster.refused(&["cluster", "reload", "--node", "9"]);
 }

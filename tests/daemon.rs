@@ -146,8 +146,9 @@ fn prometheus_metrics_count_packets_links_buffers_and_latency() {
     );
     assert!(
         source.contains(&format!(
-            "cuberoute_build_info{{version=\"{}\",wire_version=\"5\"}} 1",
-            env!("CARGO_PKG_VERSION")
+            "cuberoute_build_info{{version=\"{}\",wire_version=\"{}\"}} 1",
+            env!("CARGO_PKG_VERSION"),
+            cuberoute_protocol::wire::VERSION
         )),
         "{source}"
     );

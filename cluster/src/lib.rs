@@ -11,6 +11,7 @@
 //! * [`local`]: local daemon processes: start, stop, signal;
 //! * [`percentiles`]: the one summary of a latency sample;
 //! * [`client`]: a client of the whole cluster: requests, statuses, links up;
+//! * [`monitor`]: following the nodes' notices (links, deliveries, drops, faults) as one stream;
 //! * [`traffic`]: sending sets through a cluster and collecting delivery reports;
 //! * [`usage`]: CPU time, RSS and PSS of daemon processes, from `/proc`.
 
@@ -25,6 +26,7 @@ pub mod generate;
 pub mod k8s;
 pub mod layout;
 pub mod local;
+pub mod monitor;
 pub mod overload;
 pub mod percentiles;
 pub mod ping;

@@ -229,7 +229,7 @@ mod tests {
             counters: Default::default(),
             chaos: Default::default(),
             version: "test".into(),
-            wire_version: 5,
+            wire_version: cuberoute_protocol::wire::VERSION,
             config: Default::default(),
             buffered_bytes: 0,
         }

@@ -10,6 +10,7 @@
 //! metrics_listen = "127.1.0.6:7002"   # optional
 //! manifest = "manifest.toml"
 //! log_format = "text"             # or "json"
+//! log_level = "info"              # a tracing filter; RUST_LOG when this is not set
 //!
 //! [tls]
 //! ca = "ca.pem"
@@ -22,7 +23,15 @@
 //! output = 4096                   # delivered copies kept for clients
 //! requests = 4096                 # control requests in progress, waiting ones included
 //! memory_mib = 64                 # bytes all buffers hold together (crate::budget)
+//!
+//! [chaos]
+//! allow = true                    # whether clients may inject faults
 //! ```
+//!
+//! SIGHUP (or a reload request) reads the file again: `log_level`, `log_format`,
+//! `buffers.requests` and `chaos.allow` take effect at once ([`RELOADABLE`]); any other change
+//! waits for a restart, and a file with a problem changes nothing. A key given as a flag keeps
+//! the flag's value.
 //!
 //! Every problem is a [`ConfigError`] naming the key; the binary exits 2 on it.
 
@@ -54,6 +63,15 @@ pub enum LogFormat {
     #[default]
     Text,
     Json,
+}
+
+impl LogFormat {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LogFormat::Text => "text",
+            LogFormat::Json => "json",
+        }
+    }
 }
 
 /// The default of `buffers.memory_mib`.
@@ -139,9 +157,16 @@ pub struct DaemonArgs {
     /// MiB all buffers hold together (links and input, output, delivery inbox and outbox).
     #[arg(long, value_name = "MIB")]
     pub memory_mib: Option<usize>,
-    /// Log format on stderr. RUST_LOG filters either.
+    /// Log format on stderr.
     #[arg(long, value_enum)]
     pub log_format: Option<LogFormat>,
+    /// Log filter, as RUST_LOG takes it (`info`, `warn,cuberoute_daemon=debug`); RUST_LOG when
+    /// not given here or in the file, else `info`.
+    #[arg(long, value_name = "FILTER")]
+    pub log_level: Option<String>,
+    /// Whether clients may inject faults (the chaos tooling).
+    #[arg(long, value_name = "BOOL")]
+    pub chaos_allowed: Option<bool>,
     /// Check the configuration (the file, the flags, the certificate, key and CA, the manifest)
     /// and exit: 0 and a summary if the daemon would start with it, 2 and the reason if not.
     /// Addresses are not bound (a running daemon holds them).
@@ -161,8 +186,11 @@ struct FileConfig {
     metrics_listen: Option<String>,
     manifest: Option<PathBuf>,
     log_format: Option<LogFormat>,
+    log_level: Option<String>,
     #[serde(default)]
     tls: FileTls,
+    #[serde(default)]
+    chaos: FileChaos,
     #[serde(default)]
     buffers: FileBuffers,
 }
@@ -173,6 +201,12 @@ struct FileTls {
     ca: Option<PathBuf>,
     cert: Option<PathBuf>,
     key: Option<PathBuf>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct FileChaos {
+    allow: Option<bool>,
 }
 
 #[derive(Deserialize, Default)]
@@ -212,6 +246,39 @@ pub struct NodeConfig {
     pub credentials: Credentials,
     pub buffers: BufferLimits,
     pub log_format: LogFormat,
+    pub log_level: String,
+    pub chaos_allowed: bool,
+}
+
+/// The settings a reload applies without a restart.
+pub const RELOADABLE: [&str; 4] = ["log_level", "log_format", "buffers.requests", "chaos.allow"];
+
+impl NodeConfig {
+    /// Every setting as `(key, value)`, for a reload to compare and an operator to read.
+    pub fn settings(&self) -> Vec<(&'static str, String)> {
+        let b = &self.buffers;
+        vec![
+            ("topology", self.topology.to_string()),
+            ("id", self.id.to_string()),
+            ("listen", self.listen.to_string()),
+            ("control_listen", self.control_listen.to_string()),
+            (
+                "metrics_listen",
+                self.metrics_listen
+                    .map_or("off".to_string(), |a| a.to_string()),
+            ),
+            ("manifest", self.manifest.fingerprint()),
+            ("tls", format!("digest {:016x}", self.credentials.digest)),
+            ("log_level", self.log_level.clone()),
+            ("log_format", self.log_format.as_str().to_string()),
+            ("buffers.input", b.input.to_string()),
+            ("buffers.link", b.link.to_string()),
+            ("buffers.output", b.output.to_string()),
+            ("buffers.requests", b.requests.to_string()),
+            ("buffers.memory_mib", (b.memory_bytes >> 20).to_string()),
+            ("chaos.allow", self.chaos_allowed.to_string()),
+        ]
+    }
 }
 
 impl NodeConfig {
@@ -394,6 +461,14 @@ impl NodeConfig {
             },
         };
 
+        let log_level = args
+            .log_level
+            .clone()
+            .or(file.log_level)
+            .or_else(|| std::env::var("RUST_LOG").ok().filter(|l| !l.is_empty()))
+            .unwrap_or_else(|| "info".to_string());
+        crate::telemetry::parse_log_level(&log_level).map_err(|e| error("log_level", e))?;
+
         Ok(NodeConfig {
             topology,
             id,
@@ -404,6 +479,8 @@ impl NodeConfig {
             credentials,
             buffers,
             log_format: args.log_format.or(file.log_format).unwrap_or_default(),
+            log_level,
+            chaos_allowed: args.chaos_allowed.or(file.chaos.allow).unwrap_or(true),
         })
     }
 }

@@ -47,20 +47,20 @@ async fn serve_client(node: Arc<Node>, connection: quinn::Connection, remote: So
         }
     };
     while let Ok((send, recv)) = connection.accept_bi().await {
-        match node.requests.clone().try_acquire_owned() {
+        match node.settings.requests.clone().try_acquire_owned() {
             Ok(permit) => {
                 tokio::spawn(answer(node.clone(), send, recv, status_only, permit));
             }
             Err(_) => {
                 node.stats.event(Event::RequestRefusedBusy);
-                tokio::spawn(refuse_busy(node.config.requests, send, recv));
+                tokio::spawn(refuse_busy(node.settings.requests_limit(), send, recv));
             }
         }
     }
 }
 
 /// Answer a request beyond `buffers.requests` without reading it: busy, try again later.
-async fn refuse_busy(limit: u64, mut send: quinn::SendStream, recv: quinn::RecvStream) {
+async fn refuse_busy(limit: usize, mut send: quinn::SendStream, recv: quinn::RecvStream) {
     // Dropping the receiving half tells the client to stop sending the request.
     drop(recv);
     let refusal = Response::Error(ControlError::new(
@@ -334,6 +334,36 @@ async fn handle(
             let (entries, next) = node.output.since(after, max);
             Response::Output { entries, next }
         }
+        Request::Notices {
+            after,
+            max,
+            wait_ms,
+        } => {
+            let max = max.clamp(1, MAX_RECV_BATCH) as usize;
+            let journal = &node.stats.journal;
+            let deadline = Instant::now() + wait_limit(wait_ms);
+            let mut changes = journal.subscribe();
+            let after = after.min(*changes.borrow_and_update());
+            while *changes.borrow_and_update() <= after
+                && tokio::time::timeout_at(deadline, changes.changed())
+                    .await
+                    .is_ok()
+            {}
+            *answer_bytes = Some(hold_control_bytes(node, ANSWER_BYTES).await);
+            let (notices, next, missed) = journal.since(after, max);
+            Response::Notices {
+                notices,
+                next,
+                missed,
+            }
+        }
+        Request::Reload => match node.reload() {
+            Ok(reload) => Response::Reloaded(reload),
+            Err(e) => Response::Error(ControlError::new(
+                ControlErrorKind::BadConfig,
+                format!("configuration not reloaded, nothing changed: {e}"),
+            )),
+        },
     }
 }
 

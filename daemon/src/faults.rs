@@ -12,7 +12,7 @@
 use crate::env::{self, now_us};
 use crate::node::Node;
 use crate::stats::Event;
-use cuberoute_protocol::wire::control::{ControlError, ControlErrorKind, Fault};
+use cuberoute_protocol::wire::control::{ControlError, ControlErrorKind, Fault, Happening};
 use cuberoute_protocol::{Anchors, Header, NodeId, Plan, ProcessVars};
 use rand::{Rng, RngCore};
 use std::sync::Arc;
@@ -63,11 +63,41 @@ pub fn corrupt_state(node: &Node, rng: &mut impl RngCore) {
     };
     node.overwrite_state(vars, rng.random());
     node.chaos.state_corruptions.fetch_add(1, Relaxed);
-    node.stats.event(Event::ChaosCorruptState);
+    node.stats.fault(
+        Event::ChaosCorruptState,
+        "protocol variables overwritten with random values",
+    );
 }
 
-/// Carry out a fault the control API received. Returns what was done.
+/// Carry out a fault the control API received, and note it in the journal. Returns what was
+/// done.
 pub fn inject(node: &Arc<Node>, fault: Fault) -> Result<String, ControlError> {
+    // With `chaos.allow = false` no new fault is taken; ending one (a heal, capture or forge
+    // off) always is, so that a node is never stuck with a fault it can no longer be rid of.
+    let ends_a_fault = matches!(
+        fault,
+        Fault::Heal { .. } | Fault::Capture { on: false } | Fault::Forge { on: false }
+    );
+    if !ends_a_fault && !node.settings.chaos_allowed() {
+        return Err(ControlError::new(
+            ControlErrorKind::Forbidden,
+            format!(
+                "node {} does not allow fault injection (chaos.allow = false)",
+                node.id
+            ),
+        ));
+    }
+    let noted_by_itself = matches!(fault, Fault::CorruptState { .. });
+    let done = apply(node, fault)?;
+    if !noted_by_itself {
+        node.stats.journal.note(Happening::Fault {
+            fault: done.clone(),
+        });
+    }
+    Ok(done)
+}
+
+fn apply(node: &Arc<Node>, fault: Fault) -> Result<String, ControlError> {
     let bad = |m: String| ControlError::new(ControlErrorKind::BadRequest, m);
     match fault {
         Fault::CorruptState {
@@ -125,7 +155,7 @@ pub fn inject(node: &Arc<Node>, fault: Fault) -> Result<String, ControlError> {
             if for_ms > 0 {
                 node.chaos.open_window(fraction_ppm, for_ms, rng.random());
             }
-            node.stats.event(Event::ChaosCorruptBuffers);
+            node.stats.count_event(Event::ChaosCorruptBuffers);
             warn!(
                 corrupted,
                 fraction_ppm, for_ms, "chaos: bits flipped in queued packets"
@@ -141,7 +171,7 @@ pub fn inject(node: &Arc<Node>, fault: Fault) -> Result<String, ControlError> {
         }
         Fault::Capture { on } => {
             node.chaos.relay.set_capture(on);
-            node.stats.event(Event::ChaosCapture);
+            node.stats.count_event(Event::ChaosCapture);
             warn!(on, "chaos: capturing forwarded payloads");
             Ok(format!(
                 "capture {}: {}",
@@ -155,7 +185,7 @@ pub fn inject(node: &Arc<Node>, fault: Fault) -> Result<String, ControlError> {
         }
         Fault::Forge { on } => {
             node.chaos.relay.set_forge(on);
-            node.stats.event(Event::ChaosForge);
+            node.stats.count_event(Event::ChaosForge);
             warn!(on, "chaos: forging forwarded payloads");
             Ok(format!(
                 "forge {}{}",
@@ -177,12 +207,12 @@ pub fn inject(node: &Arc<Node>, fault: Fault) -> Result<String, ControlError> {
             })?;
             if cut {
                 link.cut();
-                node.stats.event(Event::ChaosCut);
+                node.stats.count_event(Event::ChaosCut);
                 warn!(%neighbour, "chaos: link cut");
                 Ok(format!("link to {neighbour} cut"))
             } else {
                 link.heal();
-                node.stats.event(Event::ChaosHeal);
+                node.stats.count_event(Event::ChaosHeal);
                 warn!(%neighbour, "chaos: link healed");
                 Ok(format!("link to {neighbour} healed"))
             }

@@ -2,7 +2,8 @@
 //!
 //! It does I/O only; every routing decision comes from `cuberoute-protocol`. The pieces:
 //!
-//! * [`config`]: the TOML file and flags, checked into a [`config::NodeConfig`];
+//! * [`config`]: the TOML file and flags, checked into a [`config::NodeConfig`]; [`reload`]:
+//!   the configuration in force, read again on SIGHUP;
 //! * [`manifest`]: where every node of the cluster listens;
 //! * [`tls`]: identities in certificates, mutual TLS under the cluster CA;
 //! * [`node`]: where link bytes and client requests meet the protocol's `input` and `rcv`;
@@ -10,7 +11,8 @@
 //! * [`output`]: the ring of delivered copies that clients read;
 //! * [`control`] and [`client`]: the control API, server and client side; [`accept`]: the
 //!   accept loop both endpoints share;
-//! * [`stats`] and [`telemetry`]: counters, logs, Prometheus metrics;
+//! * [`stats`] and [`telemetry`]: counters, logs, Prometheus metrics; [`journal`]: the ring of
+//!   notices `cuberoute monitor` follows;
 //! * [`chaos`]: a node's chaos state (bit flips, and what became of corrupted packets);
 //!   [`faults`]: the transient faults a client asks for, carried out;
 //! * [`env`]: the one source of time and randomness.
@@ -24,17 +26,19 @@ pub mod control;
 pub mod delivery;
 pub mod env;
 pub mod faults;
+pub mod journal;
 pub mod link;
 pub mod manifest;
 pub mod node;
 pub mod output;
 pub mod relay;
+pub mod reload;
 pub mod stats;
 pub mod telemetry;
 pub mod tls;
 pub mod waiters;
 
-use crate::config::NodeConfig;
+use crate::config::{DaemonArgs, NodeConfig};
 use crate::node::Node;
 use crate::stats::Drop;
 use anyhow::Context;
@@ -45,12 +49,13 @@ use tracing::info;
 /// How long a stopping daemon keeps moving queued packets before it counts them as dropped.
 pub const DRAIN_TIMEOUT: Duration = Duration::from_secs(3);
 
-/// Run a node until SIGTERM or SIGINT, then drain and return.
-pub async fn run(config: NodeConfig) -> anyhow::Result<()> {
+/// Run a node until SIGTERM or SIGINT, then drain and return; reload the configuration (read
+/// with `args`) on SIGHUP.
+pub async fn run(config: NodeConfig, args: DaemonArgs) -> anyhow::Result<()> {
     if let Some(addr) = config.metrics_listen {
         telemetry::install_metrics(addr)?;
     }
-    let (node, input) = Node::new(&config);
+    let (node, input) = Node::new(&config, args);
     let credentials = &config.credentials;
     let links = credentials
         .endpoint(tls::ALPN_LINK, config.listen)
@@ -64,6 +69,7 @@ pub async fn run(config: NodeConfig) -> anyhow::Result<()> {
     tokio::spawn(node.clone().run_delivery_timer());
     tokio::spawn(accept::accept_links(node.clone(), links.clone()));
     tokio::spawn(control::serve(node.clone(), control.clone()));
+    tokio::spawn(reload_on_hangup(node.clone()));
     if config.metrics_listen.is_some() {
         tokio::spawn(telemetry::publish_loop(node.clone()));
     }
@@ -95,6 +101,16 @@ pub async fn run(config: NodeConfig) -> anyhow::Result<()> {
     control.close(link::close::SHUTDOWN.into(), b"shutdown");
     links.close(link::close::SHUTDOWN.into(), b"shutdown");
     let _ = tokio::time::timeout(Duration::from_secs(1), links.wait_idle()).await;
+    Ok(())
+}
+
+/// Reload the configuration on every SIGHUP ([`Node::reload`] logs what it did).
+async fn reload_on_hangup(node: Arc<Node>) -> anyhow::Result<()> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut hangup = signal(SignalKind::hangup())?;
+    while hangup.recv().await.is_some() {
+        let _ = node.reload();
+    }
     Ok(())
 }
 

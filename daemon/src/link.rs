@@ -539,7 +539,7 @@ impl Link {
         let result = self.exchange(node, &connection).await;
         if self.up.swap(false, Relaxed) {
             self.changed();
-            node.stats().event(Event::LinkLost);
+            node.stats().event_about(Event::LinkLost, self.neighbour);
             info!(neighbour = %self.neighbour, reason = %display_result(&result), "link down");
         } else {
             debug!(neighbour = %self.neighbour, reason = %display_result(&result), "connection failed before hello");
@@ -585,7 +585,7 @@ impl Link {
         self.on_hello(node.incarnation(), &peer);
         self.up.store(true, Relaxed);
         self.changed();
-        node.stats().event(Event::LinkUp);
+        node.stats().event_about(Event::LinkUp, self.neighbour);
         info!(neighbour = %self.neighbour, "link up");
         tokio::select! {
             r = self.read_frames(node, frames, peer.incarnation, connection) => r,

@@ -59,6 +59,18 @@ pub enum ManifestError {
 }
 
 impl Manifest {
+    /// Its node count and a digest of its addresses, to tell whether a reload would change it.
+    pub fn fingerprint(&self) -> String {
+        use std::hash::{Hash, Hasher};
+        let mut digest = std::hash::DefaultHasher::new();
+        format!("{:?}", self.nodes).hash(&mut digest);
+        format!(
+            "{} nodes, digest {:016x}",
+            self.nodes.len(),
+            digest.finish()
+        )
+    }
+
     pub fn load(path: &Path) -> Result<Manifest, ManifestError> {
         let text = std::fs::read_to_string(path).map_err(|source| ManifestError::Read {
             path: path.display().to_string(),

@@ -9,17 +9,18 @@
 
 use crate::budget::{Budget, Shares};
 use crate::chaos::{Chaos, Fate};
-use crate::config::NodeConfig;
+use crate::config::{ConfigError, DaemonArgs, NodeConfig};
 use crate::delivery::{DeliveryEnds, Resend};
 use crate::env::{self, Instant, now_us};
 use crate::link::{Link, LinkOwner, NotQueued};
 use crate::output::{Output, Pushed};
+use crate::reload::Settings;
 use crate::stats::{Drop, Event, Stats};
 use cuberoute_protocol::delivery::{
     Envelope, Failure as DeliveryFailure, InboxLimits, Mode, OutboxFull, OutboxLimits, Received,
     SetKey,
 };
-use cuberoute_protocol::wire::control::{ConfigStatus, Delivery, NodeStatus};
+use cuberoute_protocol::wire::control::{Delivery, Happening, NodeStatus, Reload};
 use cuberoute_protocol::wire::link::ChaosMark;
 use cuberoute_protocol::wire::message::Message;
 use cuberoute_protocol::wire::packet::{DataPacket, is_intact, seal};
@@ -29,7 +30,7 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 use tokio::sync::mpsc;
-use tracing::{debug, warn};
+use tracing::{debug, info, warn};
 
 /// A message set waiting in the input buffer: its routes (decided by the front door when the
 /// control API accepted it) and its payload.
@@ -92,13 +93,25 @@ pub struct Node {
     pub delivery: DeliveryEnds,
     /// The bytes every link's message buffer and the input buffer hold together.
     pub budget: Arc<Budget>,
-    /// The configuration in force, as the status reports it.
-    pub config: ConfigStatus,
+    /// The configuration in force, reloadable.
+    pub settings: Settings,
     /// One permit per byte of control requests and answers in progress.
     pub control_bytes: Arc<tokio::sync::Semaphore>,
     pub control_bytes_limit: usize,
-    /// One permit per control request in progress (`buffers.requests`).
-    pub requests: Arc<tokio::sync::Semaphore>,
+}
+
+/// The notice of a delivery to the output buffer.
+fn delivered(d: &Delivery) -> Happening {
+    Happening::Delivered {
+        src: d.src,
+        seq: d.seq,
+        sent_at_us: d.sent_at_us,
+        index: d.index,
+        k: d.k,
+        hops: d.hops,
+        latency_us: d.latency_us,
+        path: d.path.clone(),
+    }
 }
 
 /// A piece of a delivered reliable set that arrives this long after the set was whole is taken
@@ -107,7 +120,7 @@ const RESEND_AFTER_US: u64 = 100_000;
 
 impl Node {
     /// The node and the receiving end of its input buffer (for [`Node::run_input`]).
-    pub fn new(config: &NodeConfig) -> (Arc<Node>, mpsc::Receiver<InputJob>) {
+    pub fn new(config: &NodeConfig, args: DaemonArgs) -> (Arc<Node>, mpsc::Receiver<InputJob>) {
         let (input, input_rx) = mpsc::channel(config.buffers.input);
         let shares = Shares::of(config.buffers.memory_bytes);
         let budget = Arc::new(Budget::new(shares.links_and_input));
@@ -160,20 +173,9 @@ impl Node {
                 },
             ),
             budget,
-            config: ConfigStatus {
-                listen: config.listen.to_string(),
-                control_listen: config.control_listen.to_string(),
-                metrics_listen: config.metrics_listen.map(|a| a.to_string()),
-                log_format: format!("{:?}", config.log_format).to_lowercase(),
-                input_buffer: config.buffers.input as u64,
-                link_buffer: config.buffers.link as u64,
-                output_buffer: config.buffers.output as u64,
-                requests: config.buffers.requests as u64,
-                memory_mib: (config.buffers.memory_bytes >> 20) as u64,
-            },
+            settings: Settings::new(config, args),
             control_bytes: Arc::new(tokio::sync::Semaphore::new(shares.control)),
             control_bytes_limit: shares.control,
-            requests: Arc::new(tokio::sync::Semaphore::new(config.buffers.requests)),
         };
         (Arc::new(node), input_rx)
     }
@@ -415,6 +417,7 @@ impl Node {
             rejected_paths: Vec::new(),
             payload: message.payload,
         };
+        let notice = delivered(&delivery);
         match self.output.push(delivery, false) {
             Pushed::Duplicate => {
                 self.stats.drop(Drop::Duplicate);
@@ -431,6 +434,7 @@ impl Node {
                 self.count_overwrite(overwritten, unread);
                 Stats::count(&self.stats.packets_delivered);
                 self.latency.record(latency_us as f64 / 1e6);
+                self.stats.journal.note(notice);
                 debug!(latency_us, "deliver");
                 true
             }
@@ -507,6 +511,7 @@ impl Node {
                     rejected_paths: rejected,
                     payload,
                 };
+                let notice = delivered(&delivery);
                 match self.output.push(delivery, mode.reliable) {
                     Pushed::Added {
                         overwritten,
@@ -516,6 +521,7 @@ impl Node {
                         Stats::count(&self.stats.packets_delivered);
                         Stats::count(&self.delivery.counters.sets_delivered);
                         self.latency.record(latency_us as f64 / 1e6);
+                        self.stats.journal.note(notice);
                         if mode.reliable {
                             self.acknowledge(set);
                         }
@@ -642,6 +648,24 @@ impl Node {
         self.links.values().map(|l| l.queued()).sum()
     }
 
+    /// Read the configuration again (SIGHUP, a reload request), apply what may change now, and
+    /// note and log what changed.
+    pub fn reload(&self) -> Result<Reload, ConfigError> {
+        match self.settings.reload() {
+            Ok(reload) => {
+                info!(changed = ?reload.changed, needs_restart = ?reload.needs_restart, "configuration reloaded");
+                self.stats.journal.note(Happening::Reloaded {
+                    changed: reload.changed.clone(),
+                });
+                Ok(reload)
+            }
+            Err(e) => {
+                warn!(error = %e, "configuration not reloaded: nothing changed");
+                Err(e)
+            }
+        }
+    }
+
     pub fn status(&self) -> NodeStatus {
         NodeStatus {
             id: self.id,
@@ -664,7 +688,7 @@ impl Node {
             chaos: self.chaos.counters(),
             version: env!("CARGO_PKG_VERSION").to_string(),
             wire_version: cuberoute_protocol::wire::VERSION,
-            config: self.config.clone(),
+            config: self.settings.status(),
             buffered_bytes: self.budget.held() as u64,
         }
     }

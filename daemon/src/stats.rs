@@ -4,9 +4,11 @@
 //! Every packet the daemon accepted ends in exactly one of: forwarded, delivered, or dropped
 //! with a [`Drop`] reason. Nothing is lost silently.
 
-use cuberoute_protocol::DropReason;
+use crate::journal::Journal;
 use cuberoute_protocol::delivery::Failure as DeliveryFailure;
 use cuberoute_protocol::wire::control::Counters;
+use cuberoute_protocol::wire::control::Happening;
+use cuberoute_protocol::{DropReason, NodeId};
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -150,6 +152,9 @@ pub struct Stats {
     /// Something happened that may change a counter or a gauge: wakes the metrics publisher,
     /// which otherwise sleeps (an idle daemon costs no wake-ups).
     activity: tokio::sync::Notify,
+    /// Every drop and event counted here is noted there too, with what else is worth
+    /// following (deliveries, faults, reloads).
+    pub journal: Journal,
 }
 
 impl Stats {
@@ -166,10 +171,44 @@ impl Stats {
                 .expect("stats lock")
                 .entry(reason)
                 .or_default() += n;
+            self.journal.note(Happening::Dropped {
+                reason: reason.as_str().to_string(),
+                count: n,
+            });
         }
     }
 
     pub fn event(&self, event: Event) {
+        self.count_event(event);
+        self.journal.note(Happening::Event {
+            name: event.as_str().to_string(),
+            neighbour: None,
+        });
+    }
+
+    /// An event that concerns one neighbour: a link that went up or down is noted as such.
+    pub fn event_about(&self, event: Event, neighbour: NodeId) {
+        self.count_event(event);
+        self.journal.note(match event {
+            Event::LinkUp => Happening::LinkUp { neighbour },
+            Event::LinkLost => Happening::LinkDown { neighbour },
+            _ => Happening::Event {
+                name: event.as_str().to_string(),
+                neighbour: Some(neighbour),
+            },
+        });
+    }
+
+    /// A fault the chaos tooling injected: counted under `event`, noted as `done` says.
+    pub fn fault(&self, event: Event, done: &str) {
+        self.count_event(event);
+        self.journal.note(Happening::Fault {
+            fault: done.to_string(),
+        });
+    }
+
+    /// Count `event` without noting it (its caller notes what happened).
+    pub fn count_event(&self, event: Event) {
         self.touch();
         *self
             .events

@@ -17,6 +17,7 @@ use rustls::RootCertStore;
 use rustls::server::WebPkiClientVerifier;
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer, ServerName};
+use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -101,6 +102,8 @@ pub struct Credentials {
     key: PrivateKeyDer<'static>,
     /// Who the certificate names.
     pub identity: Identity,
+    /// A digest of the CA, the chain and the key, to tell whether a reload would change them.
+    pub digest: u64,
 }
 
 impl Clone for Credentials {
@@ -110,6 +113,7 @@ impl Clone for Credentials {
             chain: self.chain.clone(),
             key: self.key.clone_key(),
             identity: self.identity,
+            digest: self.digest,
         }
     }
 }
@@ -138,7 +142,10 @@ impl Credentials {
             Ok(certs)
         };
         let mut roots = RootCertStore::empty();
-        for ca_cert in read_certs("CA certificate", ca)? {
+        let ca_certs = read_certs("CA certificate", ca)?;
+        let mut digest = std::hash::DefaultHasher::new();
+        ca_certs.hash(&mut digest);
+        for ca_cert in ca_certs {
             roots.add(ca_cert).map_err(|e| TlsError::BadCa {
                 path: ca.into(),
                 message: e.to_string(),
@@ -152,11 +159,14 @@ impl Credentials {
         })?;
         let identity =
             identity_of(&chain[0]).map_err(|_| TlsError::Anonymous { path: cert.into() })?;
+        chain.hash(&mut digest);
+        key.secret_der().hash(&mut digest);
         let credentials = Credentials {
             roots: Arc::new(roots),
             chain,
             key,
             identity,
+            digest: digest.finish(),
         };
         // Building a server config checks that the key matches the certificate.
         credentials

@@ -9,12 +9,12 @@ pub fn run(args: DaemonArgs) -> anyhow::Result<()> {
         print!("{}", summary(&config));
         return Ok(());
     }
-    cuberoute_daemon::telemetry::init_logging(config.log_format);
+    cuberoute_daemon::telemetry::init_logging(&config.log_level, config.log_format);
     // One thread per daemon: a cluster runs many daemons on few cores.
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    runtime.block_on(cuberoute_daemon::run(config))
+    runtime.block_on(cuberoute_daemon::run(config, args))
 }
 
 /// What `--check` prints: the configuration the daemon would run with.
@@ -28,7 +28,7 @@ fn summary(c: &NodeConfig) -> String {
          \x20 listen {}, control {}, metrics {}\n\
          \x20 certificate names {}; manifest lists {} nodes\n\
          \x20 buffers: input {} sets, link {} packets, output {} copies, {} requests, {} MiB in all\n\
-         \x20 log format {}\n",
+         \x20 log level {}, format {}; fault injection {}\n",
         c.id,
         c.topology.format_node(c.id),
         c.topology,
@@ -42,6 +42,12 @@ fn summary(c: &NodeConfig) -> String {
         b.output,
         b.requests,
         b.memory_bytes >> 20,
-        format!("{:?}", c.log_format).to_lowercase()
+        c.log_level,
+        c.log_format.as_str(),
+        if c.chaos_allowed {
+            "allowed"
+        } else {
+            "refused"
+        }
     )
 }

@@ -6,6 +6,7 @@ pub mod chaos;
 pub mod cluster;
 pub mod daemon;
 pub mod demo;
+pub mod monitor;
 pub mod paths;
 pub mod ping;
 pub mod recv;

@@ -148,11 +148,21 @@ fn write_node(out: &mut impl Write, t: Topology, s: &NodeStatus) -> std::io::Res
     )?;
     writeln!(
         out,
-        "  listen {}, control {}, metrics {}; log format {}",
+        "  listen {}, control {}, metrics {}",
         c.listen,
         c.control_listen,
         c.metrics_listen.as_deref().unwrap_or("off"),
-        c.log_format
+    )?;
+    writeln!(
+        out,
+        "  log level {}, format {}; fault injection {}",
+        c.log_level,
+        c.log_format,
+        if c.chaos_allowed {
+            "allowed"
+        } else {
+            "refused (chaos.allow = false)"
+        }
     )?;
     writeln!(
         out,

@@ -88,6 +88,19 @@ impl Cluster {
         cuberoute(&all)
     }
 
+    /// Start a long-running cuberoute command against this cluster (`--dir` appended), its
+    /// stdout and stderr piped; the child is killed when the [`Running`] is dropped.
+    pub fn spawn(&self, args: &[&str]) -> Running {
+        let child = Command::new(env!("CARGO_BIN_EXE_cuberoute"))
+            .args(args)
+            .args(["--dir", self.path_str()])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("the cuberoute binary runs");
+        Running(Some(child))
+    }
+
     /// Run a command that must be refused as bad input: exit status 2.
     pub fn refused(&self, args: &[&str]) -> Output {
         let out = self.run(args);
@@ -146,6 +159,48 @@ impl Cluster {
 impl Drop for Cluster {
     fn drop(&mut self) {
         let _ = cuberoute(&["cluster", "down", "--dir", self.path_str()]);
+    }
+}
+
+/// A cuberoute command running in the background.
+pub struct Running(Option<std::process::Child>);
+
+impl Running {
+    /// Read stderr up to and including the first line containing `text`; panics if the
+    /// command ends first.
+    pub fn wait_for_stderr(&mut self, text: &str) -> String {
+        use std::io::BufRead;
+        let child = self.0.as_mut().expect("running");
+        let stderr = child.stderr.as_mut().expect("piped stderr");
+        let mut reader = std::io::BufReader::new(stderr);
+        let mut seen = String::new();
+        loop {
+            let mut line = String::new();
+            let n = reader.read_line(&mut line).expect("stderr reads");
+            assert!(n > 0, "the command ended before printing {text:?}: {seen}");
+            seen.push_str(&line);
+            if line.contains(text) {
+                return seen;
+            }
+        }
+    }
+
+    /// Wait for the command to end; its output.
+    pub fn finish(mut self) -> Output {
+        self.0
+            .take()
+            .expect("running")
+            .wait_with_output()
+            .expect("the command is waited for")
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.0.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
     }
 }
 

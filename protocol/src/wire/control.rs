@@ -63,6 +63,13 @@ pub enum Request {
     /// What this node captured as a curious relay ([`Fault::Capture`]): entries with a capture
     /// index of at least `after`, at most `max` of them.
     Captured { after: u64, max: u32 },
+    /// The node's notices (what `cuberoute monitor` streams) with a notice index of at least
+    /// `after` (beyond the newest: from now on), at most `max` of them; if there are none,
+    /// wait up to `wait_ms` for one.
+    Notices { after: u64, max: u32, wait_ms: u32 },
+    /// Read the configuration file again and apply what may change without a restart (what
+    /// SIGHUP does).
+    Reload,
 }
 
 /// A transient fault a daemon injects into itself on request.
@@ -133,7 +140,74 @@ pub enum Response {
         entries: Vec<Captured>,
         next: u64,
     },
+    /// Notices, the notice index to ask for next, and how many notices between `after` and
+    /// the first returned were overwritten before they were asked for.
+    Notices {
+        notices: Vec<Notice>,
+        next: u64,
+        missed: u64,
+    },
+    Reloaded(Reload),
     Error(ControlError),
+}
+
+/// Something a node saw happen, as `cuberoute monitor` shows it.
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub struct Notice {
+    /// Position in the node's notice ring, increasing from 0.
+    pub index: u64,
+    /// When, in milliseconds since the Unix epoch by the node's clock.
+    pub at_ms: u64,
+    pub what: Happening,
+}
+
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub enum Happening {
+    LinkUp {
+        neighbour: NodeId,
+    },
+    LinkDown {
+        neighbour: NodeId,
+    },
+    /// A copy (or, in a delivery mode, a whole set) handed to this node's output buffer.
+    Delivered {
+        src: NodeId,
+        seq: u64,
+        sent_at_us: u64,
+        index: u8,
+        k: u32,
+        hops: u32,
+        latency_us: u64,
+        /// The copy's path, when the send asked for a trace.
+        path: Option<Vec<NodeId>>,
+    },
+    /// Packets dropped, with the reason they are counted under.
+    Dropped {
+        reason: String,
+        count: u64,
+    },
+    /// A fault the chaos tooling injected here, as the answer to the request said it.
+    Fault {
+        fault: String,
+    },
+    /// Any other counted event (see [`Counters::events`]), with the neighbour it concerns.
+    Event {
+        name: String,
+        neighbour: Option<NodeId>,
+    },
+    /// The configuration was read again (SIGHUP or a reload request).
+    Reloaded {
+        changed: Vec<String>,
+    },
+}
+
+/// What a reload did.
+#[derive(Clone, PartialEq, Eq, Debug, Default, Serialize, Deserialize)]
+pub struct Reload {
+    /// Settings now in force, as `key: old -> new`.
+    pub changed: Vec<String>,
+    /// Settings changed in the file that only a restart applies, as `key: running -> in file`.
+    pub needs_restart: Vec<String>,
 }
 
 /// One copy (or part) handed to the destination's output buffer.
@@ -201,8 +275,10 @@ pub enum ControlErrorKind {
     /// The daemon keeps as much as it may (the outbox of unacknowledged reliable sets): try
     /// again later.
     Busy,
-    /// This certificate may not make this request.
+    /// This certificate may not make this request, or the node's configuration forbids it.
     Forbidden,
+    /// The configuration file a reload read has a problem; nothing changed.
+    BadConfig,
 }
 
 impl ControlError {
@@ -310,6 +386,10 @@ pub struct ConfigStatus {
     pub control_listen: String,
     pub metrics_listen: Option<String>,
     pub log_format: String,
+    /// The log filter (`log_level`, or `RUST_LOG` when set).
+    pub log_level: String,
+    /// Whether clients may inject faults (`chaos.allow`).
+    pub chaos_allowed: bool,
     pub input_buffer: u64,
     pub link_buffer: u64,
     pub output_buffer: u64,

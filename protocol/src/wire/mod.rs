@@ -23,7 +23,7 @@ use serde::de::DeserializeOwned;
 /// (`Send` with a `SendRequest`; `Accepted` names each copy's destination), and one packet type
 /// (a route that is a guarded header or a source route). 2: a source-routed copy's checksum
 /// covers its route.
-pub const VERSION: u8 = 5;
+pub const VERSION: u8 = 6;
 
 /// The largest body accepted, version byte included.
 pub const MAX_FRAME_LEN: usize = 1 << 20;

@@ -6,6 +6,7 @@
 
 pub mod docker;
 pub mod k8s;
+pub mod reload;
 pub mod up;
 
 use super::{runtime, usage};
@@ -56,6 +57,9 @@ pub enum Command {
     Down(DirArg),
     /// Print one node's log.
     Logs(LogsArgs),
+    /// Every node (or those named) reads its configuration file again, as on SIGHUP: applies
+    /// what may change without a restart, and says what changed and what needs a restart.
+    Reload(reload::Args),
 }
 
 #[derive(clap::Args, Debug)]
@@ -99,6 +103,7 @@ pub fn run(command: Command) -> anyhow::Result<()> {
         Command::Status(args) => status(&args.dir.cluster(), args.json),
         Command::Down(dir) => down(&dir.cluster()),
         Command::Logs(args) => logs(&args),
+        Command::Reload(args) => reload::run(&args),
     }
 }
 
