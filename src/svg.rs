@@ -99,6 +99,46 @@ fn edge_path(topology: Topology, u: NodeId, v: NodeId) -> String {
     )
 }
 
+/// The layout of `topology` for `cluster view`: every node's place and every edge's path data.
+pub fn drawing(topology: Topology) -> cuberoute_cluster::view::Drawing {
+    use cuberoute_cluster::view::{Drawing, DrawnLink, DrawnNode};
+    let nodes: Vec<DrawnNode> = topology
+        .nodes()
+        .map(|v| {
+            let (x, y) = position(topology, v);
+            DrawnNode {
+                id: v.0,
+                label: topology.format_node(v),
+                x,
+                y,
+            }
+        })
+        .collect();
+    let links = topology
+        .nodes()
+        .flat_map(|u| {
+            topology
+                .neighbours(u)
+                .filter(move |&v| v > u)
+                .map(move |v| DrawnLink {
+                    a: u.0,
+                    b: v.0,
+                    d: edge_path(topology, u, v),
+                    dummy: (u.0 ^ v.0) == 1 && matches!(topology, Topology::Exchanged(_)),
+                })
+        })
+        .collect();
+    let width = nodes.iter().map(|n| n.x).fold(0.0, f64::max) + MARGIN + 60.0;
+    let height = nodes.iter().map(|n| n.y).fold(0.0, f64::max) + MARGIN;
+    Drawing {
+        topology: topology.to_string(),
+        width,
+        height,
+        nodes,
+        links,
+    }
+}
+
 /// Draw `set.topology` with the paths of `set`. The topology must have at most [`MAX_NODES`].
 pub fn render(set: &PathSet) -> String {
     let t = set.topology;
@@ -197,6 +237,17 @@ mod tests {
         let edges: u32 = t.nodes().map(|v| t.degree(v)).sum::<u32>() / 2;
         assert_eq!(svg.matches("<path").count(), edges as usize + hops);
         assert!(svg.ends_with("</svg>\n"));
+    }
+
+    #[test]
+    fn the_view_draws_every_node_and_link_once() {
+        let t: Topology = "eh:2,2".parse().unwrap();
+        let d = drawing(t);
+        assert_eq!(d.nodes.len(), 32);
+        let edges: u32 = t.nodes().map(|v| t.degree(v)).sum::<u32>() / 2;
+        assert_eq!(d.links.len(), edges as usize);
+        assert_eq!(d.links.iter().filter(|l| l.dummy).count(), 16);
+        assert!(d.nodes.iter().all(|n| n.x < d.width && n.y < d.height));
     }
 
     #[test]

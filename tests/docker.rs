@@ -50,7 +50,9 @@ fn the_image_is_from_scratch_and_small() {
         .trim()
         .parse()
         .unwrap();
-        assert!(size < 10_000_000, "the image has {size} bytes");
+        // 10.25 MB with the operator's interface (monitor, reload, the browser view with its HTTP
+        // server); it was held under 10 MB before (BENCHMARKS.md, "Containers against processes").
+        assert!(size < 11_000_000, "the image has {size} bytes");
         let layers = docker(&[
             "image",
             "inspect",

@@ -13,7 +13,8 @@
 //! * [`client`]: a client of the whole cluster: requests, statuses, links up;
 //! * [`monitor`]: following the nodes' notices (links, deliveries, drops, faults) as one stream;
 //! * [`traffic`]: sending sets through a cluster and collecting delivery reports;
-//! * [`usage`]: CPU time, RSS and PSS of daemon processes, from `/proc`.
+//! * [`usage`]: CPU time, RSS and PSS of daemon processes, from `/proc`;
+//! * [`view`]: `cluster view`, the live page of a cluster (HTTP, server-sent events).
 
 pub mod bench;
 pub mod capacity;
@@ -36,6 +37,7 @@ pub mod runner;
 pub mod schedule;
 pub mod traffic;
 pub mod usage;
+pub mod view;
 
 pub use client::ClusterClient;
 pub use generate::{Addressing, Ports};

@@ -169,20 +169,14 @@ impl Running {
     /// Read stderr up to and including the first line containing `text`; panics if the
     /// command ends first.
     pub fn wait_for_stderr(&mut self, text: &str) -> String {
-        use std::io::BufRead;
         let child = self.0.as_mut().expect("running");
-        let stderr = child.stderr.as_mut().expect("piped stderr");
-        let mut reader = std::io::BufReader::new(stderr);
-        let mut seen = String::new();
-        loop {
-            let mut line = String::new();
-            let n = reader.read_line(&mut line).expect("stderr reads");
-            assert!(n > 0, "the command ended before printing {text:?}: {seen}");
-            seen.push_str(&line);
-            if line.contains(text) {
-                return seen;
-            }
-        }
+        read_until(child.stderr.as_mut().expect("piped stderr"), text)
+    }
+
+    /// The same on stdout.
+    pub fn wait_for_stdout(&mut self, text: &str) -> String {
+        let child = self.0.as_mut().expect("running");
+        read_until(child.stdout.as_mut().expect("piped stdout"), text)
     }
 
     /// Wait for the command to end; its output.
@@ -200,6 +194,21 @@ impl Drop for Running {
         if let Some(mut child) = self.0.take() {
             let _ = child.kill();
             let _ = child.wait();
+        }
+    }
+}
+
+/// Read `stream` line by line up to and including the first line containing `text`.
+pub fn read_until(stream: &mut impl std::io::Read, text: &str) -> String {
+    let mut seen = String::new();
+    let mut byte = [0u8; 1];
+    // Byte by byte: nothing after the line is taken from the stream.
+    loop {
+        let n = stream.read(&mut byte).expect("the stream reads");
+        assert!(n > 0, "the stream ended before {text:?}: {seen}");
+        seen.push(byte[0] as char);
+        if byte[0] == b'\n' && seen.lines().last().is_some_and(|l| l.contains(text)) {
+            return seen;
         }
     }
 }

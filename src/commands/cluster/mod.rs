@@ -8,6 +8,7 @@ pub mod docker;
 pub mod k8s;
 pub mod reload;
 pub mod up;
+pub mod view;
 
 use super::{runtime, usage};
 use cuberoute_cluster::client::links_up;
@@ -60,6 +61,9 @@ pub enum Command {
     /// Every node (or those named) reads its configuration file again, as on SIGHUP: applies
     /// what may change without a restart, and says what changed and what needs a restart.
     Reload(reload::Args),
+    /// Serve a live view of the cluster in the browser on 127.0.0.1: the topology, each link's
+    /// state and load, each node's counters, the paths of sets as they are delivered.
+    View(view::Args),
 }
 
 #[derive(clap::Args, Debug)]
@@ -104,6 +108,7 @@ pub fn run(command: Command) -> anyhow::Result<()> {
         Command::Down(dir) => down(&dir.cluster()),
         Command::Logs(args) => logs(&args),
         Command::Reload(args) => reload::run(&args),
+        Command::View(args) => view::run(&args),
     }
 }
 
