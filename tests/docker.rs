@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{Cluster, cuberoute, docker_or_say_why, ok, stdout};
+use common::{Cluster, cuberoute, docker_or_say_why, json_lines, ok, stdout, within};
 use serde_json::Value;
 use std::process::Command;
 use std::sync::Mutex;
@@ -486,4 +486,105 @@ fn a_cluster_started_with_plain_docker_compose_is_found() {
             std::panic::resume_unwind(e);
         }
     });
+}
+
+/// The operator's commands against containers: show, ping, monitor, reload and the view all
+/// reach a compose cluster's nodes at their container addresses.
+#[test]
+fn the_operators_commands_work_on_a_compose_cluster() {
+    with_image("docker compose (operator's commands)", || {
+        let cluster = Cluster::up_docker("eh:1,2", "10.205.0.0");
+        let node: Value = serde_json::from_str(
+            cluster
+                .ok(&["show", "node", "--node", "3", "--json"])
+                .trim(),
+        )
+        .unwrap();
+        assert_eq!(node["id"], 3);
+        assert!(
+            node["config"]["listen"]
+                .as_str()
+                .unwrap()
+                .ends_with(":7000"),
+            "{node}"
+        );
+        let links = cluster.ok(&["show", "links", "--node", "3"]);
+        assert_eq!(
+            links.lines().filter(|l| l.contains(" up ")).count(),
+            3,
+            "{links}"
+        );
+        let route: Value = serde_json::from_str(
+            cluster
+                .ok(&["show", "route", "--from", "0", "--to", "15", "--json"])
+                .trim(),
+        )
+        .unwrap();
+        assert_eq!(
+            route["intact"].as_u64(),
+            route["paths"].as_array().map(|p| p.len() as u64),
+            "{route}"
+        );
+        let ping: Value = serde_json::from_str(
+            cluster
+                .ok(&[
+                    "ping", "--from", "0", "--to", "15", "-c", "2", "-i", "100ms", "--json",
+                ])
+                .trim(),
+        )
+        .unwrap();
+        for p in ping["paths"].as_array().unwrap() {
+            assert_eq!(p["received"], 2, "{ping}");
+        }
+
+        let mut monitor = cluster.spawn(&["monitor", "--json", "--for", "5s"]);
+        monitor.wait_for_stderr("following 16 node(s)");
+        cluster.ok(&["chaos", "cut", "--link", "0-1"]);
+        cluster.ok(&["chaos", "heal", "--link", "0-1"]);
+        let notices = json_lines(&stdout(&monitor.finish()));
+        assert!(
+            notices
+                .iter()
+                .any(|n| n["node"] == 0 && n["kind"] == "link_down" && n["neighbour"] == 1),
+            "{notices:?}"
+        );
+
+        // The node directory is mounted into the container: a reload reads the edited file.
+        let file = cluster.node_file(2, "node.toml");
+        // First: a top-level key after a table would belong to the table.
+        let text = format!(
+            "log_level = \"warn\"\n{}",
+            std::fs::read_to_string(&file).unwrap()
+        );
+        std::fs::write(&file, text).unwrap();
+        let reload = cluster.ok(&["cluster", "reload", "--node", "2"]);
+        assert!(reload.contains("log_level: info -> warn"), "{reload}");
+
+        let mut view = cluster.spawn(&["cluster", "view"]);
+        let said = view.wait_for_stdout("http://127.0.0.1:");
+        let addr = said
+            .split_whitespace()
+            .find_map(|w| w.strip_prefix("http://"))
+            .unwrap()
+            .trim_end_matches('/')
+            .to_string();
+        let state = within(Duration::from_secs(10), || {
+            http_get(&addr, "/state.json").is_some_and(|s| s.contains("\"nodes_up\":16"))
+        });
+        assert!(state.is_some(), "the view sees all 16 containers");
+    });
+}
+
+/// The body of a plain HTTP/1.0 GET (a test's probe of `cluster view`), if it answered 200.
+fn http_get(addr: &str, path: &str) -> Option<String> {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(addr).ok()?;
+    write!(stream, "GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n").ok()?;
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).ok()?;
+    let (head, body) = answer.split_once("\r\n\r\n")?;
+    head.lines()
+        .next()?
+        .contains(" 200 ")
+        .then(|| body.to_string())
 }
