@@ -698,6 +698,45 @@ fn show_node_and_links_report_configuration_state_and_traffic() {
     assert_eq!(route["intact"], 2);
     cluster.refused(&["show", "route", "--from", "0", "--to", "0"]);
     cluster.ok(&["chaos", "heal", "--link", "0-1"]);
+
+    // A neighbour that died: the side that dials it shows its retries.
+    let pid = cluster.node_status(8)["pid"].as_u64().unwrap();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    let redial = || -> Value {
+        cluster.ok(&["send", "--from", "0", "--to", "8", "--message", "?"]);
+        let node: Value = serde_json::from_str(
+            cluster
+                .ok(&["show", "node", "--node", "0", "--json"])
+                .trim(),
+        )
+        .unwrap();
+        let link = node["links"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|l| l["neighbour"] == 8)
+            .unwrap()
+            .clone();
+        link["redial"].clone()
+    };
+    assert!(
+        within(Duration::from_secs(20), || redial()["failures"]
+            .as_u64()
+            .is_some_and(|f| f >= 1))
+        .is_some(),
+        "node 0 redials its dead neighbour 8"
+    );
+    let table = cluster.ok(&["show", "links", "--node", "0"]);
+    assert!(
+        table
+            .lines()
+            .any(|l| l.contains(" dialling ") && l.contains("dial(s) failed, next in")),
+        "{table}"
+    );
 }
 
 /// `monitor` streams what the nodes see: a fault where it was injected, the link going down

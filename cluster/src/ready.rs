@@ -222,6 +222,8 @@ mod tests {
                     frames_resent: 0,
                     drops: Default::default(),
                     transport: None,
+                    dials: false,
+                    redial: None,
                 })
                 .collect(),
             input_queued: 0,

@@ -383,6 +383,8 @@ mod tests {
                 frames_resent: 0,
                 drops: BTreeMap::new(),
                 transport: None,
+                dials: id < n.0,
+                redial: None,
             })
             .collect();
         NodeStatus {

@@ -23,7 +23,7 @@ use crate::env::{self, Instant};
 use crate::stats::{Event, Stats};
 use crate::tls;
 use bytes::Bytes;
-use cuberoute_protocol::wire::control::{LinkStatus, LinkTransport};
+use cuberoute_protocol::wire::control::{LinkStatus, LinkTransport, Redial};
 use cuberoute_protocol::wire::link::{ChaosMark, Hello, LinkFrame, Received};
 use cuberoute_protocol::wire::{MAX_FRAME_LEN, PREFIX_LEN, decode_body, encode_frame};
 use cuberoute_protocol::{NodeId, Topology};
@@ -112,6 +112,8 @@ pub struct Link {
     frames_resent: AtomicU64,
     /// Packets for this neighbour the node dropped, by reason.
     drops: Mutex<BTreeMap<&'static str, u64>>,
+    /// The dialling side's retries: dials failed in a row, the backoff, when the next dial is.
+    redial: Mutex<(u32, Duration, Instant)>,
 }
 
 struct LinkState {
@@ -210,6 +212,7 @@ impl Link {
             frames_received: AtomicU64::new(0),
             frames_resent: AtomicU64::new(0),
             drops: Mutex::new(BTreeMap::new()),
+            redial: Mutex::new((0, BACKOFF_MIN, Instant::now())),
         }
     }
 
@@ -246,7 +249,17 @@ impl Link {
                     packets_lost: stats.path.lost_packets,
                 }
             });
+        let redial = (self.dials() && !self.is_up()).then(|| {
+            let (failures, backoff, next) = *self.redial.lock().expect("link lock");
+            Redial {
+                failures,
+                backoff_ms: backoff.as_millis() as u64,
+                next_in_ms: next.saturating_duration_since(Instant::now()).as_millis() as u64,
+            }
+        });
         LinkStatus {
+            dials: self.dials(),
+            redial,
             neighbour: self.neighbour,
             up: self.is_up(),
             cut: self.is_cut(),
@@ -432,12 +445,14 @@ impl Link {
         client: &quinn::ClientConfig,
     ) {
         let mut backoff = BACKOFF_MIN;
+        let mut failures = 0;
         let mut cut = self.cut.subscribe();
         loop {
             // Wait while the link is cut.
             let _ = cut.wait_for(|cut| !cut).await;
             match self.dial(endpoint, client).await {
                 Ok(connection) => {
+                    failures = 0;
                     let started = Instant::now();
                     self.serve(node, connection).await;
                     if started.elapsed() > Duration::from_secs(1) {
@@ -445,13 +460,15 @@ impl Link {
                     }
                 }
                 Err(e) => {
-                    node.stats().event(Event::DialFailed);
+                    failures += 1;
+                    node.stats().event_about(Event::DialFailed, self.neighbour);
                     debug!(neighbour = %self.neighbour, error = %e, "dial failed");
                 }
             }
-            let jitter = env::random_range(0.5..1.5);
+            let wait = backoff.mul_f64(env::random_range(0.5..1.5));
+            *self.redial.lock().expect("link lock") = (failures, backoff, Instant::now() + wait);
             tokio::select! {
-                () = tokio::time::sleep(backoff.mul_f64(jitter)) => {}
+                () = tokio::time::sleep(wait) => {}
                 // The neighbour is up and waiting for us: dial now.
                 () = self.knocked.notified() => backoff = BACKOFF_MIN,
             }

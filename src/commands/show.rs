@@ -199,7 +199,7 @@ fn write_node(out: &mut impl Write, t: Topology, s: &NodeStatus) -> std::io::Res
 fn write_links(out: &mut impl Write, t: Topology, s: &NodeStatus) -> std::io::Result<()> {
     writeln!(
         out,
-        "{:<12} {:<6} {:>9} {:>8} {:>10} {:>10} {:>9} {:>9} {:>7} {:>7} {:>7}  drops",
+        "{:<12} {:<8} {:>9} {:>8} {:>10} {:>10} {:>9} {:>9} {:>7} {:>7} {:>7}  drops",
         "neighbour",
         "state",
         "since",
@@ -217,7 +217,7 @@ fn write_links(out: &mut impl Write, t: Topology, s: &NodeStatus) -> std::io::Re
         let drops: Vec<String> = l.drops.iter().map(|(r, n)| format!("{r} {n}")).collect();
         writeln!(
             out,
-            "{:<12} {:<6} {:>9} {:>8} {:>10} {:>10} {:>9} {:>9} {:>7} {:>7} {:>7}  {}",
+            "{:<12} {:<8} {:>9} {:>8} {:>10} {:>10} {:>9} {:>9} {:>7} {:>7} {:>7}  {}{}",
             t.format_node(l.neighbour),
             state(l),
             duration(l.since_ms),
@@ -233,17 +233,26 @@ fn write_links(out: &mut impl Write, t: Topology, s: &NodeStatus) -> std::io::Re
                 "-".to_string()
             } else {
                 drops.join(", ")
-            }
+            },
+            l.redial.as_ref().map_or(String::new(), |r| format!(
+                "; {} dial(s) failed, next in {} (backoff {})",
+                r.failures,
+                duration(r.next_in_ms),
+                duration(r.backoff_ms)
+            ))
         )?;
     }
     Ok(())
 }
 
+/// `up`, `cut`, or while down, `dialling` (this side dials) or `waiting` (for the neighbour to
+/// dial).
 fn state(l: &LinkStatus) -> &'static str {
-    match (l.cut, l.up) {
-        (true, _) => "cut",
-        (false, true) => "up",
-        (false, false) => "down",
+    match (l.cut, l.up, l.dials) {
+        (true, _, _) => "cut",
+        (false, true, _) => "up",
+        (false, false, true) => "dialling",
+        (false, false, false) => "waiting",
     }
 }
 

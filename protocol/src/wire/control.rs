@@ -364,6 +364,20 @@ pub struct LinkStatus {
     pub drops: BTreeMap<String, u64>,
     /// The current connection as QUIC sees it, while the link is up.
     pub transport: Option<LinkTransport>,
+    /// Whether this side dials the link (the other waits for it, and knocks when it waits too
+    /// long).
+    pub dials: bool,
+    /// While this side dials and the link is not up: how its redialling stands.
+    pub redial: Option<Redial>,
+}
+
+/// A dialling side's retries: dials that failed in a row, the backoff (doubling from 50 ms to
+/// 2 s, with jitter) and the time left before the next dial.
+#[derive(Clone, PartialEq, Eq, Debug, Default, Serialize, Deserialize)]
+pub struct Redial {
+    pub failures: u32,
+    pub backoff_ms: u64,
+    pub next_in_ms: u64,
 }
 
 /// A link's connection as QUIC sees it.
