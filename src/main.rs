@@ -41,6 +41,9 @@ enum Command {
     /// Follow what the nodes see happen (links up and down, deliveries, drops, faults,
     /// reloads), one line or JSON object per event, until interrupted.
     Monitor(commands::monitor::Args),
+    /// Run a whole cluster of real daemons in this process on a simulated network and clock,
+    /// send through it and report; the same seed gives the same report.
+    Sim(commands::sim::Args),
     /// Whether this node's daemon is up (`--local`: the container healthcheck).
     Status(commands::status::Args),
     /// Inject faults into a running cluster.
@@ -80,6 +83,7 @@ fn main() -> ExitCode {
         Command::Recv(args) => commands::recv::run(args),
         Command::Ping(args) => commands::ping::run(args),
         Command::Monitor(args) => commands::monitor::run(args),
+        Command::Sim(args) => commands::sim::run_command(args),
         Command::Show(command) => commands::show::run(command),
         Command::Chaos(command) => commands::chaos::run(command),
         Command::Status(args) => commands::status::run(args),

@@ -44,6 +44,9 @@ pub enum Addressing {
         namespace: String,
         ports: Ports,
     },
+    /// Hosts of a turmoil simulation (`cuberoute sim`), named by their service name
+    /// (`node-<id>`), for the nodes and the client alike.
+    Simulated { ports: Ports },
 }
 
 /// Where one node listens and how it is reached.
@@ -72,6 +75,11 @@ impl Addressing {
                 peer_host: service_name(id),
                 client_host: docker_ip(*subnet, index).to_string(),
             },
+            Addressing::Simulated { .. } => NodeAddresses {
+                bind: "0.0.0.0".into(),
+                peer_host: service_name(id),
+                client_host: service_name(id),
+            },
             Addressing::Kubernetes {
                 name, namespace, ..
             } => {
@@ -89,7 +97,8 @@ impl Addressing {
         match self {
             Addressing::Loopback { ports, .. }
             | Addressing::Docker { ports, .. }
-            | Addressing::Kubernetes { ports, .. } => *ports,
+            | Addressing::Kubernetes { ports, .. }
+            | Addressing::Simulated { ports } => *ports,
         }
     }
 }

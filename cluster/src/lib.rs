@@ -13,6 +13,7 @@
 //! * [`client`]: a client of the whole cluster: requests, statuses, links up;
 //! * [`monitor`]: following the nodes' notices (links, deliveries, drops, faults) as one stream;
 //! * [`traffic`]: sending sets through a cluster and collecting delivery reports;
+//! * [`sim`]: `cuberoute sim`, a whole cluster of real daemons on turmoil's simulated network;
 //! * [`usage`]: CPU time, RSS and PSS of daemon processes, from `/proc`;
 //! * [`view`]: `cluster view`, the live page of a cluster (HTTP, server-sent events).
 
@@ -35,6 +36,7 @@ pub mod ready;
 pub mod route;
 pub mod runner;
 pub mod schedule;
+pub mod sim;
 pub mod traffic;
 pub mod usage;
 pub mod view;

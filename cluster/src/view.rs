@@ -14,8 +14,8 @@
 
 use crate::client::ClusterClient;
 use crate::monitor::{Watched, follow};
+use crate::route::constructed;
 use bytes::Bytes;
-use cuberoute_protocol::paths::{Instance, table};
 use cuberoute_protocol::wire::control::{Happening, NodeStatus};
 use cuberoute_protocol::{NodeId, Topology};
 use futures_util::StreamExt;
@@ -354,13 +354,6 @@ async fn forward_notices(cluster: ClusterClient, view: Arc<View>) {
             .events
             .send(sse("notice", event.to_string().as_bytes()));
     }
-}
-
-/// The k paths the algorithm table constructs from `src` to `dst` (none if it has none).
-fn constructed(topology: Topology, src: NodeId, dst: NodeId) -> Vec<Vec<NodeId>> {
-    table::solve(topology, &Instance::NodeToNode { s: src, d: dst }, None)
-        .map(|(_, system)| system.paths)
-        .unwrap_or_default()
 }
 
 #[cfg(test)]

@@ -45,14 +45,11 @@ pub struct Client {
 impl Client {
     /// A client with these credentials (the cluster CA and a client certificate).
     pub fn new(credentials: &Credentials) -> Result<Client, ClientError> {
-        let socket = std::net::UdpSocket::bind("0.0.0.0:0").map_err(ClientError::Endpoint)?;
-        // A smaller buffer than asked for only makes drops likelier: not an error.
-        let _ = socket2::SockRef::from(&socket).set_recv_buffer_size(RECEIVE_BUFFER);
-        let endpoint = quinn::Endpoint::new(
+        let endpoint = crate::net::endpoint(
             quinn::EndpointConfig::default(),
             None,
-            socket,
-            std::sync::Arc::new(quinn::TokioRuntime),
+            ([0, 0, 0, 0], 0).into(),
+            Some(RECEIVE_BUFFER),
         )
         .map_err(ClientError::Endpoint)?;
         Ok(Client {
@@ -68,11 +65,9 @@ impl Client {
             addr: addr.to_string(),
             message,
         };
-        let socket = tokio::net::lookup_host(addr)
+        let socket = crate::net::lookup(addr)
             .await
-            .map_err(|e| unreachable(e.to_string()))?
-            .next()
-            .ok_or_else(|| unreachable("the name resolves to no address".into()))?;
+            .map_err(|e| unreachable(e.to_string()))?;
         let connecting = self
             .endpoint
             .connect_with(self.config.clone(), socket, &tls::node_name(node))

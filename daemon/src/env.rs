@@ -4,17 +4,37 @@
 //! * [`now_us`]: the wall clock, for send times that two processes compare (latency);
 //! * [`Instant`]: tokio's monotonic clock, for timeouts, windows and uptime;
 //! * [`random`], [`random_range`], [`rng`]: random values and seeded generators.
+//!
+//! Inside a turmoil simulation ([`crate::net::simulated`]) the wall clock is the simulation's
+//! and the random values come from one generator seeded by [`seed_simulation`]: a run is a
+//! function of its seed.
 
 use rand::SeedableRng;
 use rand::distr::uniform::{SampleRange, SampleUniform};
 use rand::distr::{Distribution, StandardUniform};
 use rand::rngs::StdRng;
+use std::cell::RefCell;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 pub use tokio::time::Instant;
 
-/// Microseconds since the Unix epoch by the wall clock: comparable between processes.
+thread_local! {
+    /// The simulation's generator: a simulation runs every host on one thread.
+    static SIMULATED: RefCell<Option<StdRng>> = const { RefCell::new(None) };
+}
+
+/// Draw every random value on this thread from a generator seeded with `seed` (a simulation),
+/// or from the system's again (`None`).
+pub fn seed_simulation(seed: Option<u64>) {
+    SIMULATED.with(|g| *g.borrow_mut() = seed.map(StdRng::seed_from_u64));
+}
+
+/// Microseconds since the Unix epoch by the wall clock (in a simulation, the simulation's):
+/// comparable between processes.
 pub fn now_us() -> u64 {
+    if let Some(since) = turmoil::since_epoch() {
+        return since.as_micros() as u64;
+    }
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_micros() as u64)
@@ -25,12 +45,18 @@ pub fn random<T>() -> T
 where
     StandardUniform: Distribution<T>,
 {
-    rand::random()
+    SIMULATED.with(|g| match g.borrow_mut().as_mut() {
+        Some(rng) => rand::Rng::random(rng),
+        None => rand::random(),
+    })
 }
 
 /// A random value in `range`.
 pub fn random_range<T: SampleUniform, R: SampleRange<T>>(range: R) -> T {
-    rand::random_range(range)
+    SIMULATED.with(|g| match g.borrow_mut().as_mut() {
+        Some(rng) => rand::Rng::random_range(rng, range),
+        None => rand::random_range(range),
+    })
 }
 
 /// A generator seeded from `seed`: the same seed gives the same values.

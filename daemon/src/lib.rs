@@ -15,7 +15,8 @@
 //!   notices `cuberoute monitor` follows;
 //! * [`chaos`]: a node's chaos state (bit flips, and what became of corrupted packets);
 //!   [`faults`]: the transient faults a client asks for, carried out;
-//! * [`env`]: the one source of time and randomness.
+//! * [`env`]: the one source of time and randomness; [`net`]: the one seam to the network (real
+//!   UDP, or turmoil's simulated network).
 
 pub mod accept;
 pub mod budget;
@@ -29,6 +30,7 @@ pub mod faults;
 pub mod journal;
 pub mod link;
 pub mod manifest;
+pub mod net;
 pub mod node;
 pub mod output;
 pub mod relay;
@@ -52,6 +54,17 @@ pub const DRAIN_TIMEOUT: Duration = Duration::from_secs(3);
 /// Run a node until SIGTERM or SIGINT, then drain and return; reload the configuration (read
 /// with `args`) on SIGHUP.
 pub async fn run(config: NodeConfig, args: DaemonArgs) -> anyhow::Result<()> {
+    run_until(config, args, true, shutdown_signal()).await
+}
+
+/// Run a node until `stop` ends, then drain and return; reload on SIGHUP if `hangup_reloads`
+/// (a simulated node has no signals; a reload request reloads either).
+pub async fn run_until(
+    config: NodeConfig,
+    args: DaemonArgs,
+    hangup_reloads: bool,
+    stop: impl Future<Output = anyhow::Result<()>>,
+) -> anyhow::Result<()> {
     if let Some(addr) = config.metrics_listen {
         telemetry::install_metrics(addr)?;
     }
@@ -69,7 +82,9 @@ pub async fn run(config: NodeConfig, args: DaemonArgs) -> anyhow::Result<()> {
     tokio::spawn(node.clone().run_delivery_timer());
     tokio::spawn(accept::accept_links(node.clone(), links.clone()));
     tokio::spawn(control::serve(node.clone(), control.clone()));
-    tokio::spawn(reload_on_hangup(node.clone()));
+    if hangup_reloads {
+        tokio::spawn(reload_on_hangup(node.clone()));
+    }
     if config.metrics_listen.is_some() {
         tokio::spawn(telemetry::publish_loop(node.clone()));
     }
@@ -88,7 +103,7 @@ pub async fn run(config: NodeConfig, args: DaemonArgs) -> anyhow::Result<()> {
         "node started"
     );
 
-    shutdown_signal().await?;
+    stop.await?;
     info!("stopping: draining buffers");
     drain(&node).await;
     let counters = node.stats.counters();

@@ -481,10 +481,9 @@ impl Link {
         endpoint: &quinn::Endpoint,
         client: &quinn::ClientConfig,
     ) -> anyhow::Result<quinn::Connection> {
-        let addr = tokio::net::lookup_host(&self.addr)
-            .await?
-            .next()
-            .ok_or_else(|| anyhow::anyhow!("{} resolves to no address", self.addr))?;
+        let addr = crate::net::lookup(&self.addr)
+            .await
+            .map_err(|e| anyhow::anyhow!("{}: {e}", self.addr))?;
         let connecting =
             endpoint.connect_with(client.clone(), addr, &tls::node_name(self.neighbour))?;
         Ok(tokio::time::timeout(DIAL_TIMEOUT, connecting).await??)

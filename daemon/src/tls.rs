@@ -227,9 +227,8 @@ impl Credentials {
         });
         // Every neighbour of a restarted node may need its reset at the same moment.
         config.min_reset_interval(Duration::from_millis(1));
-        let socket = std::net::UdpSocket::bind(listen)?;
         let server = self.server_config(alpn);
-        quinn::Endpoint::new(config, Some(server), socket, Arc::new(quinn::TokioRuntime))
+        crate::net::endpoint(config, Some(server), listen, None)
     }
 
     /// A QUIC client config that presents our certificate and trusts only the cluster CA.

@@ -12,6 +12,7 @@ pub mod ping;
 pub mod recv;
 pub mod send;
 pub mod show;
+pub mod sim;
 pub mod status;
 pub mod study;
 pub mod topology;

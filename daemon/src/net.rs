@@ -1,0 +1,159 @@
+//! The daemon's one seam to the network: every QUIC endpoint is bound, and every address looked
+//! up, here. On a real machine that is a UDP socket and the system's resolver; inside a turmoil
+//! simulation (`cuberoute sim`) it is turmoil's simulated UDP and its host names, and the same
+//! quinn, TLS and daemon code runs over it.
+
+use quinn::udp::{RecvMeta, Transmit};
+use quinn::{AsyncUdpSocket, UdpPoller};
+use std::fmt;
+use std::future::Future;
+use std::io::{self, IoSliceMut};
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+
+/// Whether this code runs inside a turmoil simulation.
+pub fn simulated() -> bool {
+    turmoil::in_simulation()
+}
+
+/// A QUIC endpoint on `listen` (`0.0.0.0:0` for a client).
+pub fn endpoint(
+    config: quinn::EndpointConfig,
+    server: Option<quinn::ServerConfig>,
+    listen: SocketAddr,
+    receive_buffer: Option<usize>,
+) -> io::Result<quinn::Endpoint> {
+    let runtime = Arc::new(quinn::TokioRuntime);
+    if simulated() {
+        let mut config = config;
+        // quinn's own randomness (packet numbers skipped, connection ids) from the run's seed.
+        config.rng_seed(Some(crate::env::random()));
+        let socket = SimSocket::bind(listen)?;
+        return quinn::Endpoint::new_with_abstract_socket(config, server, socket, runtime);
+    }
+    let socket = std::net::UdpSocket::bind(listen)?;
+    if let Some(bytes) = receive_buffer {
+        // A smaller buffer than asked for only makes drops likelier: not an error.
+        let _ = socket2::SockRef::from(&socket).set_recv_buffer_size(bytes);
+    }
+    quinn::Endpoint::new(config, server, socket, runtime)
+}
+
+/// The first address `addr` (`host:port`) names.
+pub async fn lookup(addr: &str) -> io::Result<SocketAddr> {
+    if simulated() {
+        let (host, port) = addr
+            .rsplit_once(':')
+            .and_then(|(h, p)| Some((h, p.parse::<u16>().ok()?)))
+            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "not host:port"))?;
+        return Ok(SocketAddr::new(turmoil::lookup(host), port));
+    }
+    tokio::net::lookup_host(addr)
+        .await?
+        .next()
+        .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, "the name resolves to no address"))
+}
+
+type Readable = Pin<Box<dyn Future<Output = io::Result<()>> + Send>>;
+
+/// A turmoil UDP socket as quinn's abstract socket: one datagram per call each way.
+struct SimSocket {
+    socket: Arc<turmoil::net::UdpSocket>,
+    local: SocketAddr,
+    /// The wait for the next datagram, kept between polls.
+    readable: Mutex<Option<Readable>>,
+}
+
+impl fmt::Debug for SimSocket {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SimSocket")
+            .field("local", &self.local)
+            .finish()
+    }
+}
+
+impl SimSocket {
+    fn bind(listen: SocketAddr) -> io::Result<Arc<SimSocket>> {
+        use futures_util::FutureExt;
+        // turmoil's bind does not wait for anything: it is ready at its first poll.
+        let socket = turmoil::net::UdpSocket::bind(listen)
+            .now_or_never()
+            .unwrap_or_else(|| Err(io::Error::other("the simulated bind did not complete")))?;
+        Ok(Arc::new(SimSocket {
+            local: socket.local_addr()?,
+            socket: Arc::new(socket),
+            readable: Mutex::new(None),
+        }))
+    }
+}
+
+#[derive(Debug)]
+struct AlwaysWritable;
+
+impl UdpPoller for AlwaysWritable {
+    fn poll_writable(self: Pin<&mut Self>, _: &mut Context) -> Poll<io::Result<()>> {
+        // turmoil's UDP has no backpressure: a datagram is queued or lost, never refused.
+        Poll::Ready(Ok(()))
+    }
+}
+
+impl AsyncUdpSocket for SimSocket {
+    fn create_io_poller(self: Arc<Self>) -> Pin<Box<dyn UdpPoller>> {
+        Box::pin(AlwaysWritable)
+    }
+
+    fn try_send(&self, transmit: &Transmit) -> io::Result<()> {
+        match self
+            .socket
+            .try_send_to(transmit.contents, transmit.destination)
+        {
+            Ok(_) => Ok(()),
+            // A host that is down or partitioned away loses the datagram, as a network would.
+            Err(e) if e.kind() != io::ErrorKind::WouldBlock => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn poll_recv(
+        &self,
+        cx: &mut Context,
+        bufs: &mut [IoSliceMut<'_>],
+        meta: &mut [RecvMeta],
+    ) -> Poll<io::Result<usize>> {
+        loop {
+            match self.socket.try_recv_from(&mut bufs[0]) {
+                Ok((len, addr)) => {
+                    meta[0] = RecvMeta {
+                        addr,
+                        len,
+                        stride: len,
+                        ..RecvMeta::default()
+                    };
+                    return Poll::Ready(Ok(1));
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    let mut slot = self.readable.lock().expect("socket lock");
+                    let wait = slot.get_or_insert_with(|| {
+                        let socket = self.socket.clone();
+                        Box::pin(async move { socket.readable().await })
+                    });
+                    match wait.as_mut().poll(cx) {
+                        Poll::Ready(Ok(())) => *slot = None,
+                        Poll::Ready(Err(e)) => {
+                            *slot = None;
+                            return Poll::Ready(Err(e));
+                        }
+                        Poll::Pending => return Poll::Pending,
+                    }
+                }
+                Err(e) => return Poll::Ready(Err(e)),
+            }
+        }
+    }
+
+    fn local_addr(&self) -> io::Result<SocketAddr> {
+        Ok(self.local)
+    }
+}
