@@ -32,7 +32,9 @@ use rand::{Rng, SeedableRng};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+// tokio's clock: the real one, or a simulation's (`cuberoute sim`).
+use tokio::time::Instant;
 
 /// How long a run waits for the cluster to be ready again after the faults.
 pub const REJOIN_TIMEOUT: Duration = Duration::from_secs(60);
@@ -433,10 +435,40 @@ async fn inject(client: &ClusterClient, node: NodeId, fault: Fault) -> anyhow::R
 }
 
 /// Run the whole scenario against the cluster in `dir`.
+/// How a run crashes nodes and brings them back.
+pub trait Crashes {
+    fn kill(&self, node: NodeId) -> anyhow::Result<()>;
+    fn restart(&self, node: NodeId) -> anyhow::Result<()>;
+}
+
+/// The daemons of a cluster directory: processes or containers ([`runner`]).
+pub struct Runners<'a>(pub &'a ClusterDir);
+
+impl Crashes for Runners<'_> {
+    fn kill(&self, node: NodeId) -> anyhow::Result<()> {
+        runner::kill(self.0, node).map(drop)
+    }
+
+    fn restart(&self, node: NodeId) -> anyhow::Result<()> {
+        runner::restart(self.0, node).map(drop)
+    }
+}
+
+/// Run on the cluster of `dir`, crashing its nodes by their runners.
 pub async fn run(
     dir: &ClusterDir,
     config: &RunConfig,
     progress: Arc<Mutex<Progress>>,
+) -> anyhow::Result<Report> {
+    run_with(dir, config, progress, &Runners(dir)).await
+}
+
+/// Run on the cluster of `dir`, crashing nodes as `crashes` does.
+pub async fn run_with(
+    dir: &ClusterDir,
+    config: &RunConfig,
+    progress: Arc<Mutex<Progress>>,
+    crashes: &dyn Crashes,
 ) -> anyhow::Result<Report> {
     let client = ClusterClient::open(dir)?;
     let topology = client.manifest.topology;
@@ -497,7 +529,7 @@ pub async fn run(
     let counts = FaultCounts::whole_budget(topology, &config.faults);
     let schedule = schedule::schedule(config.seed, topology, &config.faults, counts)?;
     for &id in &schedule.crashed {
-        runner::kill(dir, id)?;
+        crashes.kill(id)?;
     }
     for &(a, b) in &schedule.cut {
         inject(&client, a, Fault::Cut { neighbour: b }).await?;
@@ -550,7 +582,7 @@ pub async fn run(
         inject(&client, b, Fault::Heal { neighbour: a }).await?;
     }
     for &id in &schedule.crashed {
-        runner::restart(dir, id)?;
+        crashes.restart(id)?;
     }
     let rejoin = if schedule == Schedule::default() {
         None

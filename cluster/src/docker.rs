@@ -361,7 +361,11 @@ pub fn build_image(workspace: &Path, version: &str) -> anyhow::Result<Vec<String
     let target = "x86_64-unknown-linux-gnu";
     let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
         .current_dir(workspace)
-        .env("RUSTFLAGS", "-C target-feature=+crt-static")
+        // RUSTFLAGS replaces .cargo/config.toml's flags: repeat them.
+        .env(
+            "RUSTFLAGS",
+            "-C target-feature=+crt-static --cfg tokio_unstable",
+        )
         .args([
             "build",
             "--profile",

@@ -6,7 +6,9 @@ use crate::client::{ClusterClient, links_up};
 use crate::runner::{self, Runner, Runners};
 use cuberoute_protocol::NodeId;
 use cuberoute_protocol::wire::control::NodeStatus;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+// tokio's clock: the real one, or a simulation's (`cuberoute sim`).
+use tokio::time::Instant;
 
 /// How long each node may take to answer one round's status request.
 const ROUND_TIMEOUT: Duration = Duration::from_secs(2);

@@ -124,6 +124,17 @@ pub struct NodeArgs {
 pub struct RunArgs {
     #[command(flatten)]
     pub dir: DirArg,
+    #[command(flatten)]
+    pub scenario: Scenario,
+    /// The report as one JSON object.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// The traffic and faults of a chaos run, on real daemons (`chaos run`) or simulated ones
+/// (`sim`).
+#[derive(clap::Args, Debug)]
+pub struct Scenario {
     /// How long the faults last (the fault-free phase before and the phase after take a third
     /// of it each, at least 2 s).
     #[arg(long, value_parser = humantime::parse_duration)]
@@ -133,7 +144,7 @@ pub struct RunArgs {
     pub rate: f64,
     /// Which faults: state, buffers, crash, cut, capture, forge (comma-separated). crash and
     /// cut share a budget of k-1; capture and forge act on --relays relays.
-    #[arg(long, value_delimiter = ',', required = true)]
+    #[arg(long, value_delimiter = ',')]
     pub faults: Vec<FaultKind>,
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
@@ -157,9 +168,47 @@ pub struct RunArgs {
     /// Pad every payload with random bytes up to this many bytes.
     #[arg(long, default_value_t = 0)]
     pub payload_bytes: usize,
-    /// The report as one JSON object.
-    #[arg(long)]
-    pub json: bool,
+}
+
+impl Scenario {
+    /// The run's configuration, or why these values make none (a usage error).
+    pub fn config(&self) -> anyhow::Result<RunConfig> {
+        if !(self.rate > 0.0 && self.rate <= 10_000.0) {
+            return Err(usage(format!(
+                "--rate {} must be above 0 and at most 10000",
+                self.rate
+            )));
+        }
+        if self.duration < Duration::from_millis(100) || self.duration > Duration::from_secs(3600) {
+            return Err(usage("--duration must be from 100ms to 1h"));
+        }
+        if self.payload_bytes > MAX_PAYLOAD_LEN {
+            return Err(usage(format!(
+                "--payload-bytes {} exceeds {MAX_PAYLOAD_LEN}",
+                self.payload_bytes
+            )));
+        }
+        let side = (self.duration / 3).max(Duration::from_secs(2));
+        Ok(RunConfig {
+            fault_free: side,
+            with_faults: self.duration,
+            after_faults: side,
+            rate: self.rate,
+            faults: self.faults.iter().copied().collect::<BTreeSet<_>>(),
+            seed: self.seed,
+            state_every: self.state_every,
+            buffer_fraction_ppm: ppm(self.fraction)?,
+            wait: self.wait,
+            mode: self.delivery,
+            relays: self.relays.unwrap_or(match self.delivery.scheme {
+                Scheme::Secret { threshold: t } | Scheme::Byzantine { forgers: t, .. } => {
+                    usize::from(t)
+                }
+                Scheme::Code { .. } | Scheme::Copies => 1,
+            }),
+            payload_bytes: self.payload_bytes,
+        })
+    }
 }
 
 fn ppm(fraction: f64) -> anyhow::Result<u32> {
@@ -380,41 +429,12 @@ fn hex_preview(bytes: &[u8]) -> String {
 fn chaos_run(args: &RunArgs) -> anyhow::Result<()> {
     let dir = args.dir.cluster();
     manifest(&dir)?;
-    if !(args.rate > 0.0 && args.rate <= 10_000.0) {
-        return Err(usage(format!(
-            "--rate {} must be above 0 and at most 10000",
-            args.rate
-        )));
+    if args.scenario.faults.is_empty() {
+        return Err(usage(
+            "--faults is required: state, buffers, crash, cut, capture, forge (comma-separated)",
+        ));
     }
-    if args.duration < Duration::from_millis(100) {
-        return Err(usage("--duration must be at least 100ms"));
-    }
-    let side = (args.duration / 3).max(Duration::from_secs(2));
-    let config = RunConfig {
-        fault_free: side,
-        with_faults: args.duration,
-        after_faults: side,
-        rate: args.rate,
-        faults: args.faults.iter().copied().collect::<BTreeSet<_>>(),
-        seed: args.seed,
-        state_every: args.state_every,
-        buffer_fraction_ppm: ppm(args.fraction)?,
-        wait: args.wait,
-        mode: args.delivery,
-        relays: args.relays.unwrap_or(match args.delivery.scheme {
-            Scheme::Secret { threshold: t } | Scheme::Byzantine { forgers: t, .. } => {
-                usize::from(t)
-            }
-            Scheme::Code { .. } | Scheme::Copies => 1,
-        }),
-        payload_bytes: args.payload_bytes,
-    };
-    if args.payload_bytes > MAX_PAYLOAD_LEN {
-        return Err(usage(format!(
-            "--payload-bytes {} exceeds {MAX_PAYLOAD_LEN}",
-            args.payload_bytes
-        )));
-    }
+    let config = args.scenario.config()?;
     let progress = Arc::new(Mutex::new(Progress::default()));
     let total = config.fault_free + config.with_faults + config.after_faults;
     let bar = ProgressBar::new(total.as_secs());
@@ -456,7 +476,7 @@ fn chaos_run(args: &RunArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn print_report(r: &chaos::Report) {
+pub fn print_report(r: &chaos::Report) {
     let pct = |a: u64, b: u64| {
         if b == 0 {
             100.0

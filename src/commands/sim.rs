@@ -1,7 +1,9 @@
-//! `cuberoute sim <TOPOLOGY> [--seed N] [--duration T] [--rate R] [--json]`: a whole cluster of
-//! real daemons in this one process, on a simulated network and clock
-//! (`cuberoute_cluster::sim`); the same seed gives the same report.
+//! `cuberoute sim <TOPOLOGY> --duration T --rate R [--faults ...] [--seed N] [--json]`: the
+//! chaos run of `chaos run`, on a whole cluster of real daemons in this one process, on a
+//! simulated network and clock (`cuberoute_cluster::sim`); the same seed gives the same
+//! report.
 
+use super::chaos::{Scenario, print_report};
 use super::{parse_topology, usage};
 use cuberoute_cluster::ClusterDir;
 use cuberoute_cluster::sim::{SimOptions, run};
@@ -14,18 +16,29 @@ const MAX_NODES: u64 = 4096;
 pub struct Args {
     /// The topology: `q:N`, `eh:S,T`, `hhc:M`, `mc:K,M` or `rdn:BASE,K`.
     pub topology: String,
-    /// The seed every random draw of the run comes from.
-    #[arg(long, default_value_t = 1)]
-    pub seed: u64,
-    /// Simulated time of traffic, after every link is up.
-    #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
-    pub duration: Duration,
-    /// Sets a simulated second, each between two nodes drawn from the seed.
-    #[arg(long, default_value_t = 20.0)]
-    pub rate: f64,
-    /// The report as one JSON document.
+    #[command(flatten)]
+    pub scenario: Scenario,
+    /// One-way latency of every datagram, drawn from this range (`100us..500us`).
+    #[arg(long, default_value = "100us..500us", value_parser = latency_range)]
+    pub latency: (Duration, Duration),
+    /// The report as one JSON object: `chaos run`'s keys, and the simulated and wall-clock
+    /// durations.
     #[arg(long)]
     pub json: bool,
+}
+
+fn latency_range(text: &str) -> Result<(Duration, Duration), String> {
+    let (low, high) = text
+        .split_once("..")
+        .ok_or_else(|| format!("{text:?}: write MIN..MAX, as 100us..500us"))?;
+    let parse = |t: &str| humantime::parse_duration(t.trim()).map_err(|e| format!("{t:?}: {e}"));
+    let (low, high) = (parse(low)?, parse(high)?);
+    if low > high || high > Duration::from_secs(1) {
+        return Err(format!(
+            "{text:?}: MIN must not exceed MAX, and MAX is at most 1s"
+        ));
+    }
+    Ok((low, high))
 }
 
 pub fn run_command(args: Args) -> anyhow::Result<()> {
@@ -36,22 +49,19 @@ pub fn run_command(args: Args) -> anyhow::Result<()> {
             topology.node_count()
         )));
     }
-    if !(args.rate > 0.0 && args.rate <= 10_000.0) {
-        return Err(usage(format!(
-            "--rate {}: must be above 0 and at most 10000",
-            args.rate
-        )));
-    }
-    if args.duration.is_zero() || args.duration > Duration::from_secs(3600) {
-        return Err(usage("--duration must be above 0 and at most 1h"));
+    if std::env::var_os("RUST_LOG").is_some() {
+        // The daemons' logs, without wall-clock times: two runs of a seed log alike.
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+            .without_time()
+            .with_writer(std::io::stderr)
+            .try_init();
     }
     let options = SimOptions {
         topology,
-        seed: args.seed,
-        duration: args.duration,
-        rate: args.rate,
-        min_latency: Duration::from_micros(100),
-        max_latency: Duration::from_micros(500),
+        run: args.scenario.config()?,
+        min_latency: args.latency.0,
+        max_latency: args.latency.1,
     };
     let scratch = std::env::temp_dir().join(format!("cuberoute-sim-{}", std::process::id()));
     let dir = ClusterDir::new(&scratch);
@@ -61,26 +71,10 @@ pub fn run_command(args: Args) -> anyhow::Result<()> {
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
+        print_report(&report.run);
         println!(
-            "{} seed {}: {} sets, {} of {} copies delivered, {} sets with a copy, {} lost, {} failed to send, {} path mismatches",
-            report.topology,
-            report.seed,
-            report.sets_sent,
-            report.copies_delivered,
-            report.copies_expected,
-            report.sets_with_a_copy,
-            report.sets_lost,
-            report.sets_failed_to_send,
-            report.path_mismatches
-        );
-        println!(
-            "latency p50 {:.0} µs, p99 {:.0} µs (simulated); every link up after {} ms; {} ms simulated in {} ms of wall clock ({}x)",
-            report.latency_us.p50_us,
-            report.latency_us.p99_us,
-            report.ready_after_ms,
-            report.simulated_ms,
-            report.wall_ms,
-            report.simulated_seconds_per_wall_second
+            "  simulated: {} ms of simulated time in {} ms of wall clock ({}x)",
+            report.simulated_ms, report.wall_ms, report.simulated_seconds_per_wall_second
         );
     }
     Ok(())
