@@ -233,6 +233,24 @@ fn cut_links_refuse_both_ways_and_heal() {
     );
     let bad = cluster.run(&["chaos", "cut", "--link", "0-7"]);
     assert_eq!(bad.status.code(), Some(2));
+    // The network's own faults belong to the simulated network.
+    for fault in ["loss", "partition"] {
+        let bad = cluster.run(&[
+            "chaos",
+            "run",
+            "--duration",
+            "1s",
+            "--rate",
+            "1",
+            "--faults",
+            fault,
+        ]);
+        assert_eq!(bad.status.code(), Some(2), "{fault}");
+        assert!(
+            String::from_utf8_lossy(&bad.stderr).contains("cuberoute sim"),
+            "{fault}"
+        );
+    }
 }
 
 /// Every fault at once, twice with the same seed on the same cluster (so that sequence ids the

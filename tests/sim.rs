@@ -94,6 +94,19 @@ fn promises_hold(topology: &str, seed: u64) {
     );
     always(&r);
     assert_eq!(r["forged_delivered_to_client"], 0, "{r}");
+    // The network loses datagrams, or splits in two: what it held back arrives once it
+    // carries again (the link buffers keep every packet until acknowledged).
+    let loss = sim(topology, seed, &["--faults", "loss", "--loss", "0.05"]);
+    let partition = sim(topology, seed, &["--faults", "partition"]);
+    assert!(
+        partition["partitioned_links"].as_u64().unwrap() > 0,
+        "{partition}"
+    );
+    for r in [loss, partition] {
+        always(&r);
+        assert_eq!(r["copies_delivered"], r["copies_expected"], "{r}");
+        assert!(!r["rejoin_ms"].is_null(), "every link comes back: {r}");
+    }
 }
 
 proptest! {
@@ -155,6 +168,26 @@ fn sim_refuses_bad_input() {
             "1",
             "--faults",
             "meteor",
+        ],
+        &[
+            "sim",
+            "q:2",
+            "--duration",
+            "1s",
+            "--rate",
+            "1",
+            "--loss",
+            "1",
+        ],
+        &[
+            "sim",
+            "q:2",
+            "--duration",
+            "1s",
+            "--rate",
+            "1",
+            "--loss",
+            "0",
         ],
     ] {
         let out = cuberoute(args);

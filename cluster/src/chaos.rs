@@ -60,6 +60,8 @@ pub struct RunConfig {
     pub relays: usize,
     /// Pad each payload with random bytes up to this length (0: the short text alone).
     pub payload_bytes: usize,
+    /// For `loss`: the share of datagrams dropped on every link during the faults.
+    pub loss_rate: f64,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug, PartialOrd, Ord, Serialize)]
@@ -177,9 +179,9 @@ pub struct Report {
     pub state_corruptions: u64,
     pub crashed: Vec<u64>,
     pub cut: Vec<(u64, u64)>,
-    /// From the restart of the crashed nodes (and the healing of cut links) until the cluster
-    /// was ready again (every node answering, every link up, every container healthy), if
-    /// within [`REJOIN_TIMEOUT`].
+    /// From the restart of the crashed nodes (and the healing of cut links), or else from the
+    /// repair of the network (loss, partition), until the cluster was ready again (every node
+    /// answering, every link up, every container healthy), if within [`REJOIN_TIMEOUT`].
     pub rejoin_ms: Option<f64>,
     /// The delivery mode of the run's sets.
     pub delivery: String,
@@ -203,6 +205,11 @@ pub struct Report {
     /// gave up at the deadline.
     pub output_overwritten: u64,
     pub sets_expired_at_source: u64,
+    /// `partition`: the id bit that split the network, and how many links joined the halves.
+    pub partition_bit: Option<u32>,
+    pub partitioned_links: u64,
+    /// `loss`: the share of datagrams the network dropped during the faults.
+    pub loss_rate: f64,
 }
 
 #[derive(Clone, Debug, Default, Serialize)]
@@ -434,17 +441,32 @@ async fn inject(client: &ClusterClient, node: NodeId, fault: Fault) -> anyhow::R
     }
 }
 
-/// Run the whole scenario against the cluster in `dir`.
-/// How a run crashes nodes and brings them back.
-pub trait Crashes {
+/// What a run does to the cluster from outside its daemons: crash a node and bring it back
+/// (a process, a container, a simulated host) and, on a simulated network, lose datagrams and
+/// partition links.
+pub trait Harness {
     fn kill(&self, node: NodeId) -> anyhow::Result<()>;
     fn restart(&self, node: NodeId) -> anyhow::Result<()>;
+    /// Drop this share of the datagrams on every link from now on (0: none).
+    fn lose(&self, _rate: f64) -> anyhow::Result<()> {
+        Err(needs_simulation("loss"))
+    }
+    /// Drop everything on these links (`on`), or nothing again.
+    fn partition(&self, _links: &[(NodeId, NodeId)], _on: bool) -> anyhow::Result<()> {
+        Err(needs_simulation("partition"))
+    }
+}
+
+fn needs_simulation(fault: &str) -> anyhow::Error {
+    anyhow::anyhow!(
+        "`{fault}` is a fault of the network itself: only the simulated network injects it (cuberoute sim)"
+    )
 }
 
 /// The daemons of a cluster directory: processes or containers ([`runner`]).
 pub struct Runners<'a>(pub &'a ClusterDir);
 
-impl Crashes for Runners<'_> {
+impl Harness for Runners<'_> {
     fn kill(&self, node: NodeId) -> anyhow::Result<()> {
         runner::kill(self.0, node).map(drop)
     }
@@ -463,12 +485,13 @@ pub async fn run(
     run_with(dir, config, progress, &Runners(dir)).await
 }
 
-/// Run on the cluster of `dir`, crashing nodes as `crashes` does.
+/// Run on the cluster of `dir`, crashing nodes (and, on a simulated network, losing datagrams
+/// and partitioning links) as `harness` does.
 pub async fn run_with(
     dir: &ClusterDir,
     config: &RunConfig,
     progress: Arc<Mutex<Progress>>,
-    crashes: &dyn Crashes,
+    harness: &dyn Harness,
 ) -> anyhow::Result<Report> {
     let client = ClusterClient::open(dir)?;
     let topology = client.manifest.topology;
@@ -529,7 +552,18 @@ pub async fn run_with(
     let counts = FaultCounts::whole_budget(topology, &config.faults);
     let schedule = schedule::schedule(config.seed, topology, &config.faults, counts)?;
     for &id in &schedule.crashed {
-        crashes.kill(id)?;
+        harness.kill(id)?;
+    }
+    let partition = config
+        .faults
+        .contains(&FaultKind::Partition)
+        .then(|| schedule::partition(config.seed, topology));
+    if let Some(p) = &partition {
+        harness.partition(&p.links, true)?;
+    }
+    let losing = config.faults.contains(&FaultKind::Loss);
+    if losing {
+        harness.lose(config.loss_rate)?;
     }
     for &(a, b) in &schedule.cut {
         inject(&client, a, Fault::Cut { neighbour: b }).await?;
@@ -564,8 +598,27 @@ pub async fn run_with(
     traffic
         .run(Phase::WithFaults, config.with_faults, &alive)
         .await;
-    // The sets of this phase are judged as sent while relays forged, however late they end.
-    traffic.finish().await?;
+    // The network's own faults end with the phase, and its sets are then waited for: what a
+    // partition or loss held back in the link buffers arrives once the links carry again.
+    let repaired = Instant::now();
+    if let Some(p) = &partition {
+        harness.partition(&p.links, false)?;
+    }
+    if losing {
+        harness.lose(0.0)?;
+    }
+    // The sets of this phase are judged as sent while relays forged, however late they end;
+    // meanwhile, after the network's faults, the links come back.
+    let network_faults = partition.is_some() || losing;
+    let (finished, network_rejoin) = tokio::join!(traffic.finish(), async {
+        if network_faults {
+            let waited = ready::wait_ready(&client, REJOIN_TIMEOUT, &mut |_| {}).await;
+            waited.ok().map(|_| repaired.elapsed())
+        } else {
+            None
+        }
+    });
+    finished?;
     traffic.forging = false;
     for &kind in &relaying {
         for &relay in &relays {
@@ -582,10 +635,10 @@ pub async fn run_with(
         inject(&client, b, Fault::Heal { neighbour: a }).await?;
     }
     for &id in &schedule.crashed {
-        crashes.restart(id)?;
+        harness.restart(id)?;
     }
     let rejoin = if schedule == Schedule::default() {
-        None
+        network_rejoin
     } else {
         let waited = ready::wait_ready(&client, REJOIN_TIMEOUT, &mut |_| {}).await;
         waited.ok().map(|_| healing.elapsed())
@@ -606,6 +659,11 @@ pub async fn run_with(
         config, topology, &results, &before, &after, schedule, rejoin,
     );
     report.relays = relays.iter().map(|r| r.0).collect();
+    if let Some(p) = partition {
+        report.partition_bit = Some(p.bit);
+        report.partitioned_links = p.links.len() as u64;
+    }
+    report.loss_rate = if losing { config.loss_rate } else { 0.0 };
     report.captured = captured;
     report.leaked = leaked;
     Ok(report)
@@ -754,6 +812,9 @@ fn report(
         leaked: 0,
         output_overwritten: event_delta(before, after, "output_overwritten_unread"),
         sets_expired_at_source: event_delta(before, after, "delivery_sets_expired"),
+        partition_bit: None,
+        partitioned_links: 0,
+        loss_rate: 0.0,
     }
 }
 

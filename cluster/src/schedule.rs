@@ -11,7 +11,7 @@
 use cuberoute_protocol::{NodeId, Topology};
 use rand::SeedableRng;
 use rand::rngs::StdRng;
-use rand::seq::SliceRandom;
+use rand::seq::{IndexedRandom, SliceRandom};
 use serde::Serialize;
 use std::collections::BTreeSet;
 
@@ -31,6 +31,18 @@ pub enum FaultKind {
     Capture,
     /// Relays rewrite every payload they forward, checksums included (Byzantine relays).
     Forge,
+    /// The network drops a share of the datagrams on every link (simulated network only).
+    Loss,
+    /// The network splits in two: every link between the halves drops everything (simulated
+    /// network only).
+    Partition,
+}
+
+impl FaultKind {
+    /// Faults of the network itself, which only a simulated network can inject.
+    pub fn needs_simulated_network(self) -> bool {
+        matches!(self, FaultKind::Loss | FaultKind::Partition)
+    }
 }
 
 impl std::str::FromStr for FaultKind {
@@ -43,8 +55,10 @@ impl std::str::FromStr for FaultKind {
             "cut" => Ok(FaultKind::Cut),
             "capture" => Ok(FaultKind::Capture),
             "forge" => Ok(FaultKind::Forge),
+            "loss" => Ok(FaultKind::Loss),
+            "partition" => Ok(FaultKind::Partition),
             other => Err(format!(
-                "unknown fault {other:?}: expected state, buffers, crash, cut, capture or forge"
+                "unknown fault {other:?}: expected state, buffers, crash, cut, capture, forge, loss or partition"
             )),
         }
     }
@@ -147,6 +161,47 @@ const SCHEDULE_STREAM: u64 = 0x5ced_0000_0000_0001;
 
 /// The relays' stream: choosing relays does not change which nodes crash.
 const RELAY_STREAM: u64 = 0x5ced_0000_0000_0002;
+
+const PARTITION_STREAM: u64 = 0x5ced_0000_0000_0003;
+
+/// A split of the network in two halves: the nodes whose id has bit `bit` clear, and those
+/// whose id has it set; `links` are the links between them, each once, lower id first.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Partition {
+    pub bit: u32,
+    pub links: Vec<(NodeId, NodeId)>,
+}
+
+impl Partition {
+    /// Whether `a` and `b` lie on the same side.
+    pub fn same_side(&self, a: NodeId, b: NodeId) -> bool {
+        (a.0 ^ b.0) >> self.bit & 1 == 0
+    }
+}
+
+/// The partition of a run: one id bit, drawn from the seed among those that split the nodes
+/// into two non-empty halves joined by at least one link. Cutting every link of `links`
+/// leaves no path between the halves (any path from one to the other crosses one of them).
+pub fn partition(seed: u64, topology: Topology) -> Partition {
+    let nodes: Vec<NodeId> = topology.nodes().collect();
+    let highest = nodes.iter().map(|n| n.0).max().unwrap_or(0);
+    let candidates: Vec<Partition> = (0..u64::BITS - highest.leading_zeros())
+        .map(|bit| Partition {
+            bit,
+            links: nodes
+                .iter()
+                .flat_map(|&a| topology.neighbours(a).map(move |b| (a, b)))
+                .filter(|&(a, b)| a < b && (a.0 ^ b.0) >> bit & 1 == 1)
+                .collect(),
+        })
+        .filter(|p| !p.links.is_empty())
+        .collect();
+    let mut rng = StdRng::seed_from_u64(seed ^ PARTITION_STREAM);
+    candidates.choose(&mut rng).cloned().unwrap_or(Partition {
+        bit: 0,
+        links: Vec::new(),
+    })
+}
 
 /// `count` distinct relays for `seed` (to capture or forge), none of them crashed or at the end
 /// of a cut link. Traffic then runs between the other live nodes only, so each relay is an
@@ -421,6 +476,41 @@ mod tests {
                     every_live_pair_keeps_a_path(t, &s, None);
                 }
             }
+        }
+    }
+
+    /// Every partition splits the nodes in two non-empty halves that no path joins once its
+    /// links are cut, and its links are every link between the halves.
+    #[test]
+    fn a_partition_leaves_no_path_between_its_halves() {
+        for name in ["q:4", "eh:2,2", "hhc:2", "mc:1,2", "rdn:ring3,1"] {
+            let t = topology(name);
+            for seed in 0..12 {
+                let p = partition(seed, t);
+                let nodes: Vec<NodeId> = t.nodes().collect();
+                let start = nodes[0];
+                assert!(nodes.iter().any(|&n| !p.same_side(start, n)), "{name}");
+                let crossing = nodes
+                    .iter()
+                    .flat_map(|&a| t.neighbours(a).map(move |b| (a, b)))
+                    .filter(|&(a, b)| a < b && !p.same_side(a, b))
+                    .collect::<Vec<_>>();
+                assert_eq!(crossing, p.links, "{name}");
+                // Search from one node over the links that remain: one half only.
+                let mut seen = BTreeSet::from([start]);
+                let mut frontier = vec![start];
+                while let Some(a) = frontier.pop() {
+                    for b in t.neighbours(a) {
+                        let cut = p.links.contains(&(a.min(b), a.max(b)));
+                        if !cut && seen.insert(b) {
+                            frontier.push(b);
+                        }
+                    }
+                }
+                assert!(seen.iter().all(|&n| p.same_side(start, n)), "{name}");
+            }
+            let bits: BTreeSet<u32> = (0..32).map(|seed| partition(seed, t).bit).collect();
+            assert!(bits.len() > 1, "{name}: the seed picks the split");
         }
     }
 

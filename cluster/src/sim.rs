@@ -6,7 +6,7 @@
 //! nodes through the simulation. Time and every random draw (the daemons', quinn's,
 //! turmoil's, the run's) come from the seed, so a run is a function of its options.
 
-use crate::chaos::{self, Crashes, Progress, Report, RunConfig};
+use crate::chaos::{self, Harness, Progress, Report, RunConfig};
 use crate::generate::{Addressing, Ports, generate, service_name};
 use crate::layout::ClusterDir;
 use cuberoute_daemon::config::{DaemonArgs, NodeConfig};
@@ -43,19 +43,59 @@ pub struct SimReport {
     pub simulated_seconds_per_wall_second: f64,
 }
 
-/// Crashes asked for by the run, carried out by the simulation between two of its steps.
-#[derive(Clone, Default)]
-struct SimCrashes(Arc<Mutex<Vec<(NodeId, bool)>>>);
+/// What the run asks of the network, carried out by the simulation between two of its steps.
+enum Action {
+    Crash(NodeId),
+    Bounce(NodeId),
+    FailRate(f64),
+    Partition(Vec<(NodeId, NodeId)>, bool),
+}
 
-impl Crashes for SimCrashes {
-    fn kill(&self, node: NodeId) -> anyhow::Result<()> {
-        self.0.lock().expect("crash lock").push((node, false));
+#[derive(Clone, Default)]
+struct SimHarness(Arc<Mutex<Vec<Action>>>);
+
+impl SimHarness {
+    fn push(&self, action: Action) -> anyhow::Result<()> {
+        self.0.lock().expect("harness lock").push(action);
         Ok(())
     }
 
+    fn apply(&self, sim: &mut turmoil::Sim) {
+        for action in self.0.lock().expect("harness lock").drain(..) {
+            match action {
+                Action::Crash(node) => sim.crash(service_name(node)),
+                Action::Bounce(node) => sim.bounce(service_name(node)),
+                Action::FailRate(rate) => sim.set_fail_rate(rate),
+                Action::Partition(links, on) => {
+                    for (a, b) in links {
+                        let (a, b) = (service_name(a), service_name(b));
+                        if on {
+                            sim.partition(a, b);
+                        } else {
+                            sim.repair(a, b);
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+impl Harness for SimHarness {
+    fn kill(&self, node: NodeId) -> anyhow::Result<()> {
+        self.push(Action::Crash(node))
+    }
+
     fn restart(&self, node: NodeId) -> anyhow::Result<()> {
-        self.0.lock().expect("crash lock").push((node, true));
-        Ok(())
+        self.push(Action::Bounce(node))
+    }
+
+    fn lose(&self, rate: f64) -> anyhow::Result<()> {
+        self.push(Action::FailRate(rate))
+    }
+
+    fn partition(&self, links: &[(NodeId, NodeId)], on: bool) -> anyhow::Result<()> {
+        self.push(Action::Partition(links.to_vec(), on))
     }
 }
 
@@ -112,26 +152,20 @@ pub fn run(options: &SimOptions, dir: &ClusterDir) -> anyhow::Result<SimReport> 
         });
     }
     let report: Arc<Mutex<Option<Report>>> = Arc::default();
-    let crashes = SimCrashes::default();
+    let harness = SimHarness::default();
     {
         let (report, dir, config) = (report.clone(), dir.clone(), options.run.clone());
-        let crashes = crashes.clone();
+        let harness = harness.clone();
         sim.client("client", async move {
             let progress = Arc::new(Mutex::new(Progress::default()));
-            let done = chaos::run_with(&dir, &config, progress, &crashes).await?;
+            let done = chaos::run_with(&dir, &config, progress, &harness).await?;
             *report.lock().expect("report lock") = Some(done);
             Ok(())
         });
     }
     let wall = Instant::now();
     let result = (|| loop {
-        for (node, restart) in crashes.0.lock().expect("crash lock").drain(..) {
-            if restart {
-                sim.bounce(service_name(node));
-            } else {
-                sim.crash(service_name(node));
-            }
-        }
+        harness.apply(&mut sim);
         if sim.step()? {
             return Ok(());
         }

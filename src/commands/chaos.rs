@@ -142,8 +142,9 @@ pub struct Scenario {
     /// Message sets per second.
     #[arg(long)]
     pub rate: f64,
-    /// Which faults: state, buffers, crash, cut, capture, forge (comma-separated). crash and
-    /// cut share a budget of k-1; capture and forge act on --relays relays.
+    /// Which faults: state, buffers, crash, cut, capture, forge (comma-separated); with
+    /// `cuberoute sim` also loss and partition. crash and cut share a budget of k-1; capture
+    /// and forge act on --relays relays; partition splits the network in two halves.
     #[arg(long, value_delimiter = ',')]
     pub faults: Vec<FaultKind>,
     #[arg(long, default_value_t = 1)]
@@ -168,6 +169,9 @@ pub struct Scenario {
     /// Pad every payload with random bytes up to this many bytes.
     #[arg(long, default_value_t = 0)]
     pub payload_bytes: usize,
+    /// For `loss`: the share of datagrams dropped on every link.
+    #[arg(long, default_value_t = 0.02)]
+    pub loss: f64,
 }
 
 impl Scenario {
@@ -186,6 +190,12 @@ impl Scenario {
             return Err(usage(format!(
                 "--payload-bytes {} exceeds {MAX_PAYLOAD_LEN}",
                 self.payload_bytes
+            )));
+        }
+        if !(self.loss > 0.0 && self.loss < 1.0) {
+            return Err(usage(format!(
+                "--loss {} must be above 0 and below 1",
+                self.loss
             )));
         }
         let side = (self.duration / 3).max(Duration::from_secs(2));
@@ -207,6 +217,7 @@ impl Scenario {
                 Scheme::Code { .. } | Scheme::Copies => 1,
             }),
             payload_bytes: self.payload_bytes,
+            loss_rate: self.loss,
         })
     }
 }
@@ -434,6 +445,17 @@ fn chaos_run(args: &RunArgs) -> anyhow::Result<()> {
             "--faults is required: state, buffers, crash, cut, capture, forge (comma-separated)",
         ));
     }
+    if let Some(fault) = args
+        .scenario
+        .faults
+        .iter()
+        .find(|f| f.needs_simulated_network())
+    {
+        return Err(usage(format!(
+            "`{}` is a fault of the network itself, which only `cuberoute sim` injects",
+            serde_json::to_value(fault)?.as_str().unwrap_or("?")
+        )));
+    }
     let config = args.scenario.config()?;
     let progress = Arc::new(Mutex::new(Progress::default()));
     let total = config.fault_free + config.with_faults + config.after_faults;
@@ -558,6 +580,29 @@ pub fn print_report(r: &chaos::Report) {
                     "{ms:.0} ms after the restart"
                 ))
         );
+    }
+    if r.partition_bit.is_some() || r.loss_rate > 0.0 {
+        let partition = r.partition_bit.map_or(String::new(), |bit| {
+            format!(
+                "partitioned on id bit {bit} ({} links between the halves); ",
+                r.partitioned_links
+            )
+        });
+        let loss = if r.loss_rate > 0.0 {
+            format!("{:.1}% of datagrams lost; ", r.loss_rate * 100.0)
+        } else {
+            String::new()
+        };
+        // With crashes or cuts too, the line above says when the links came back.
+        let rejoin = if r.crashed.is_empty() && r.cut.is_empty() {
+            r.rejoin_ms
+                .map_or("every link up again NOT within 60 s".to_string(), |ms| {
+                    format!("every link up again {ms:.0} ms after the repair")
+                })
+        } else {
+            String::new()
+        };
+        println!("  {partition}{loss}{rejoin}");
     }
     if r.delivery != "plain" || r.forged_delivered_to_client > 0 || r.duplicates_to_client > 0 {
         println!(
