@@ -142,6 +142,18 @@ fn a_seed_replays_exactly() {
     assert_ne!(replayable(first), replayable(other));
 }
 
+/// The largest run CI affords: EH(4,4), 512 real daemons and their 1,280 links in this one
+/// process, with k-1 faults (crashes and cuts) and a partition.
+#[test]
+fn a_512_node_cluster_keeps_its_promises() {
+    let r = sim("eh:4,4", 1, &["--faults", "crash,cut,partition"]);
+    always(&r);
+    assert_eq!(r["topology"], "eh:4,4");
+    assert_eq!(r["sets_lost"], 0, "{r}");
+    assert!(r["partitioned_links"].as_u64().unwrap() > 0, "{r}");
+    assert!(!r["rejoin_ms"].is_null(), "every link comes back: {r}");
+}
+
 #[test]
 fn sim_refuses_bad_input() {
     for args in [
