@@ -169,7 +169,7 @@ pub struct Scenario {
     /// Pad every payload with random bytes up to this many bytes.
     #[arg(long, default_value_t = 0)]
     pub payload_bytes: usize,
-    /// For `loss`: the share of datagrams dropped on every link.
+    /// For `loss` (`cuberoute sim` only): the share of datagrams dropped on every link.
     #[arg(long, default_value_t = 0.02)]
     pub loss: f64,
 }

@@ -18,7 +18,8 @@ pub struct Args {
     pub topology: String,
     #[command(flatten)]
     pub scenario: Scenario,
-    /// One-way latency of every datagram, drawn from this range (`100us..500us`).
+    /// One-way latency of every datagram, drawn from this range (`100us..500us`). The
+    /// simulation moves datagrams on 1 ms ticks, so every hop takes at least one tick.
     #[arg(long, default_value = "100us..500us", value_parser = latency_range)]
     pub latency: (Duration, Duration),
     /// The report as one JSON object: `chaos run`'s keys, and the simulated and wall-clock
