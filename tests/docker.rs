@@ -50,9 +50,11 @@ fn the_image_is_from_scratch_and_small() {
         .trim()
         .parse()
         .unwrap();
-        // 10.25 MB with the operator's interface (monitor, reload, the browser view with its HTTP
-        // server); it was held under 10 MB before (BENCHMARKS.md, "Containers against processes").
-        assert!(size < 11_000_000, "the image has {size} bytes");
+        // 11.08 MB: 10.25 MB with the operator's interface (monitor, reload, the browser view
+        // with its HTTP server), then the simulator (`cuberoute sim`: turmoil, the daemon's
+        // simulated socket, tokio built with `tokio_unstable`), 0.83 MB. It was held under 10 MB
+        // before (BENCHMARKS.md, "Containers against processes").
+        assert!(size < 12_000_000, "the image has {size} bytes");
         let layers = docker(&[
             "image",
             "inspect",
