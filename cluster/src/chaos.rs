@@ -608,8 +608,9 @@ pub async fn run_with(
         harness.lose(0.0)?;
     }
     // The sets of this phase are judged as sent while relays forged, however late they end;
-    // meanwhile, after the network's faults, the links come back.
-    let network_faults = partition.is_some() || losing;
+    // meanwhile, after the network's faults, the links come back (with crashed nodes or cut
+    // links they cannot all be up before the restarts and heals: the wait after those counts).
+    let network_faults = (partition.is_some() || losing) && schedule == Schedule::default();
     let (finished, network_rejoin) = tokio::join!(traffic.finish(), async {
         if network_faults {
             let waited = ready::wait_ready(&client, REJOIN_TIMEOUT, &mut |_| {}).await;
