@@ -467,7 +467,7 @@ impl NodeConfig {
             .or(file.log_level)
             .or_else(|| std::env::var("RUST_LOG").ok().filter(|l| !l.is_empty()))
             .unwrap_or_else(|| "info".to_string());
-        crate::telemetry::parse_log_level(&log_level).map_err(|e| error("log_level", e))?;
+        parse_log_level(&log_level).map_err(|e| error("log_level", e))?;
 
         Ok(NodeConfig {
             topology,
@@ -483,4 +483,10 @@ impl NodeConfig {
             chaos_allowed: args.chaos_allowed.or(file.chaos.allow).unwrap_or(true),
         })
     }
+}
+
+/// Check a log level (an `EnvFilter` directive such as `info` or `warn,cuberoute_daemon=debug`).
+pub fn parse_log_level(level: &str) -> Result<tracing_subscriber::EnvFilter, String> {
+    tracing_subscriber::EnvFilter::try_new(level)
+        .map_err(|e| format!("{level:?} is not a log filter: {e}"))
 }

@@ -29,6 +29,7 @@ pub mod env;
 pub mod faults;
 pub mod journal;
 pub mod link;
+pub mod logging;
 pub mod manifest;
 pub mod net;
 pub mod node;

@@ -4,7 +4,7 @@
 //! with any problem changes nothing.
 
 use crate::config::{ConfigError, DaemonArgs, NodeConfig, RELOADABLE};
-use crate::telemetry;
+use crate::logging;
 use cuberoute_protocol::wire::control::{ConfigStatus, Reload};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
@@ -77,7 +77,7 @@ impl Settings {
             }
         }
         if new.log_level != running.log_level || new.log_format != running.log_format {
-            telemetry::set_logging(&new.log_level, new.log_format).map_err(|message| {
+            logging::set_logging(&new.log_level, new.log_format).map_err(|message| {
                 ConfigError {
                     key: "log_level",
                     message,

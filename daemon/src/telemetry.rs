@@ -1,9 +1,7 @@
-//! Logs and metrics. Logs go to stderr, filtered by `log_level` (or else `RUST_LOG`, or else
-//! `info`), as text or one JSON object per line; a reload changes either. Metrics are served
-//! for Prometheus at `metrics_listen`; the counters of [`crate::stats::Stats`] are copied into
-//! them once a second while anything happens, and not at all while the daemon is idle.
+//! Metrics, served for Prometheus at `metrics_listen`; the counters of [`crate::stats::Stats`]
+//! are copied into them once a second while anything happens, and not at all while the daemon
+//! is idle. (Logs are [`crate::logging`].)
 
-use crate::config::LogFormat;
 use crate::node::Node;
 use metrics::{counter, gauge};
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
@@ -11,9 +9,6 @@ use std::net::SocketAddr;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
-use tracing_subscriber::layer::SubscriberExt;
-use tracing_subscriber::util::SubscriberInitExt;
-use tracing_subscriber::{EnvFilter, Layer, fmt, reload};
 
 /// How often counters are copied into the metrics registry while the daemon is busy.
 const PUBLISH_EVERY: Duration = Duration::from_secs(1);
@@ -25,69 +20,6 @@ const UPKEEP_FALLBACK: Duration = Duration::from_secs(3600);
 const LATENCY_BUCKETS: [f64; 14] = [
     50e-6, 100e-6, 200e-6, 500e-6, 1e-3, 2e-3, 5e-3, 10e-3, 20e-3, 50e-3, 100e-3, 500e-3, 1.0, 5.0,
 ];
-
-/// The filters of the two log layers, text and JSON: the one in use has the log level, the
-/// other is off. A reload sets them anew.
-struct LogHandles {
-    text: SetFilter,
-    json: SetFilter,
-}
-
-type SetFilter = Box<dyn Fn(EnvFilter) -> Result<(), reload::Error> + Send + Sync>;
-
-static LOG: OnceLock<LogHandles> = OnceLock::new();
-
-/// Check a log level (an `EnvFilter` directive such as `info` or `warn,cuberoute_daemon=debug`).
-pub fn parse_log_level(level: &str) -> Result<EnvFilter, String> {
-    EnvFilter::try_new(level).map_err(|e| format!("{level:?} is not a log filter: {e}"))
-}
-
-fn filters(level: &str, format: LogFormat) -> (EnvFilter, EnvFilter) {
-    let level = parse_log_level(level).unwrap_or_else(|_| EnvFilter::new("info"));
-    match format {
-        LogFormat::Text => (level, EnvFilter::new("off")),
-        LogFormat::Json => (EnvFilter::new("off"), level),
-    }
-}
-
-/// Install the log subscriber, logging at `level` in `format` on stderr. A second call (in
-/// tests) is ignored.
-pub fn init_logging(level: &str, format: LogFormat) {
-    let (text, json) = filters(level, format);
-    let (text, text_handle) = reload::Layer::new(text);
-    let (json, json_handle) = reload::Layer::new(json);
-    let installed = tracing_subscriber::registry()
-        .with(
-            fmt::layer()
-                .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-                .with_writer(std::io::stderr)
-                .with_filter(text),
-        )
-        .with(
-            fmt::layer()
-                .json()
-                .with_writer(std::io::stderr)
-                .with_filter(json),
-        )
-        .try_init();
-    if installed.is_ok() {
-        let _ = LOG.set(LogHandles {
-            text: Box::new(move |f| text_handle.reload(f)),
-            json: Box::new(move |f| json_handle.reload(f)),
-        });
-    }
-}
-
-/// Log at `level` in `format` from now on (a reload). Without [`init_logging`] (in tests), does
-/// nothing.
-pub fn set_logging(level: &str, format: LogFormat) -> Result<(), String> {
-    let Some(handles) = LOG.get() else {
-        return Ok(());
-    };
-    let (text, json) = filters(level, format);
-    (handles.text)(text).map_err(|e| e.to_string())?;
-    (handles.json)(json).map_err(|e| e.to_string())
-}
 
 /// The installed recorder, for [`publish`] to run its upkeep.
 static RECORDER: OnceLock<PrometheusHandle> = OnceLock::new();

@@ -9,7 +9,7 @@ pub fn run(args: DaemonArgs) -> anyhow::Result<()> {
         print!("{}", summary(&config));
         return Ok(());
     }
-    cuberoute_daemon::telemetry::init_logging(&config.log_level, config.log_format);
+    cuberoute_daemon::logging::init_logging(&config.log_level, config.log_format);
     // One thread per daemon: a cluster runs many daemons on few cores.
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
