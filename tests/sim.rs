@@ -53,19 +53,24 @@ fn always(r: &Value) {
     assert!(r["simulated_ms"].as_u64().unwrap() > 0);
 }
 
+/// A run that keeps what every run promises ([`always`]).
+fn kept(topology: &str, seed: u64, extra: &[&str]) -> Value {
+    let r = sim(topology, seed, extra);
+    always(&r);
+    r
+}
+
 fn promises_hold(topology: &str, seed: u64) {
     // State corruption changes nothing.
-    let r = sim(topology, seed, &["--faults", "state"]);
-    always(&r);
+    let r = kept(topology, seed, &["--faults", "state"]);
     assert_eq!(r["copies_delivered"], r["copies_expected"], "{r}");
     assert!(r["state_corruptions"].as_u64().unwrap() > 0, "{r}");
     // Corrupted packets end within B hops and never reach a client.
-    let r = sim(
+    let r = kept(
         topology,
         seed,
         &["--faults", "buffers", "--fraction", "0.05"],
     );
-    always(&r);
     let recovery = &r["recovery"];
     assert!(recovery["packets_corrupted"].as_u64().unwrap() > 0, "{r}");
     assert!(
@@ -73,37 +78,33 @@ fn promises_hold(topology: &str, seed: u64) {
         "{r}"
     );
     // At most k-1 crashes and cuts: every set keeps a copy; the crashed come back.
-    let r = sim(topology, seed, &["--faults", "crash,cut"]);
-    always(&r);
+    let r = kept(topology, seed, &["--faults", "crash,cut"]);
     assert_eq!(r["sets_lost"], 0, "{r}");
     assert!(!r["rejoin_ms"].is_null(), "every link comes back: {r}");
     // Reliable sets across crashes: none lost, none twice.
-    let r = sim(
+    let r = kept(
         topology,
         seed,
         &["--faults", "crash", "--delivery", "reliable"],
     );
-    always(&r);
     assert_eq!(r["sets_lost"], 0, "{r}");
     assert_eq!(r["duplicates_to_client"], 0, "{r}");
     // Byzantine relays: nothing forged reaches a client.
-    let r = sim(
+    let r = kept(
         topology,
         seed,
         &["--faults", "forge", "--delivery", "byzantine:1"],
     );
-    always(&r);
     assert_eq!(r["forged_delivered_to_client"], 0, "{r}");
     // The network loses datagrams, or splits in two: what it held back arrives once it
     // carries again (the link buffers keep every packet until acknowledged).
-    let loss = sim(topology, seed, &["--faults", "loss", "--loss", "0.05"]);
-    let partition = sim(topology, seed, &["--faults", "partition"]);
+    let loss = kept(topology, seed, &["--faults", "loss", "--loss", "0.05"]);
+    let partition = kept(topology, seed, &["--faults", "partition"]);
     assert!(
         partition["partitioned_links"].as_u64().unwrap() > 0,
         "{partition}"
     );
     for r in [loss, partition] {
-        always(&r);
         assert_eq!(r["copies_delivered"], r["copies_expected"], "{r}");
         assert!(!r["rejoin_ms"].is_null(), "every link comes back: {r}");
     }
@@ -146,8 +147,7 @@ fn a_seed_replays_exactly() {
 /// process, with k-1 faults (crashes and cuts) and a partition.
 #[test]
 fn a_512_node_cluster_keeps_its_promises() {
-    let r = sim("eh:4,4", 1, &["--faults", "crash,cut,partition"]);
-    always(&r);
+    let r = kept("eh:4,4", 1, &["--faults", "crash,cut,partition"]);
     assert_eq!(r["topology"], "eh:4,4");
     assert_eq!(r["sets_lost"], 0, "{r}");
     assert!(r["partitioned_links"].as_u64().unwrap() > 0, "{r}");

@@ -449,17 +449,19 @@ pub trait Harness {
     fn restart(&self, node: NodeId) -> anyhow::Result<()>;
     /// Drop this share of the datagrams on every link from now on (0: none).
     fn lose(&self, _rate: f64) -> anyhow::Result<()> {
-        Err(needs_simulation("loss"))
+        Err(needs_simulation(FaultKind::Loss))
     }
     /// Drop everything on these links (`on`), or nothing again.
     fn partition(&self, _links: &[(NodeId, NodeId)], _on: bool) -> anyhow::Result<()> {
-        Err(needs_simulation("partition"))
+        Err(needs_simulation(FaultKind::Partition))
     }
 }
 
-fn needs_simulation(fault: &str) -> anyhow::Error {
+/// Why a run on processes or containers cannot inject `fault`.
+pub fn needs_simulation(fault: FaultKind) -> anyhow::Error {
     anyhow::anyhow!(
-        "`{fault}` is a fault of the network itself: only the simulated network injects it (cuberoute sim)"
+        "`{}` is a fault of the network itself: only the simulated network injects it (cuberoute sim)",
+        fault.name()
     )
 }
 

@@ -39,6 +39,31 @@ pub enum FaultKind {
 }
 
 impl FaultKind {
+    pub const ALL: [FaultKind; 8] = [
+        FaultKind::State,
+        FaultKind::Buffers,
+        FaultKind::Crash,
+        FaultKind::Cut,
+        FaultKind::Capture,
+        FaultKind::Forge,
+        FaultKind::Loss,
+        FaultKind::Partition,
+    ];
+
+    /// The name `--faults` takes and the report prints.
+    pub fn name(self) -> &'static str {
+        match self {
+            FaultKind::State => "state",
+            FaultKind::Buffers => "buffers",
+            FaultKind::Crash => "crash",
+            FaultKind::Cut => "cut",
+            FaultKind::Capture => "capture",
+            FaultKind::Forge => "forge",
+            FaultKind::Loss => "loss",
+            FaultKind::Partition => "partition",
+        }
+    }
+
     /// Faults of the network itself, which only a simulated network can inject.
     pub fn needs_simulated_network(self) -> bool {
         matches!(self, FaultKind::Loss | FaultKind::Partition)
@@ -48,19 +73,14 @@ impl FaultKind {
 impl std::str::FromStr for FaultKind {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
-        match s.trim() {
-            "state" => Ok(FaultKind::State),
-            "buffers" => Ok(FaultKind::Buffers),
-            "crash" => Ok(FaultKind::Crash),
-            "cut" => Ok(FaultKind::Cut),
-            "capture" => Ok(FaultKind::Capture),
-            "forge" => Ok(FaultKind::Forge),
-            "loss" => Ok(FaultKind::Loss),
-            "partition" => Ok(FaultKind::Partition),
-            other => Err(format!(
-                "unknown fault {other:?}: expected state, buffers, crash, cut, capture, forge, loss or partition"
-            )),
-        }
+        let s = s.trim();
+        FaultKind::ALL
+            .into_iter()
+            .find(|k| k.name() == s)
+            .ok_or_else(|| {
+                let names: Vec<&str> = FaultKind::ALL.iter().map(|k| k.name()).collect();
+                format!("unknown fault {s:?}: expected one of {}", names.join(", "))
+            })
     }
 }
 

@@ -451,10 +451,7 @@ fn chaos_run(args: &RunArgs) -> anyhow::Result<()> {
         .iter()
         .find(|f| f.needs_simulated_network())
     {
-        return Err(usage(format!(
-            "`{}` is a fault of the network itself, which only `cuberoute sim` injects",
-            serde_json::to_value(fault)?.as_str().unwrap_or("?")
-        )));
+        return Err(usage(chaos::needs_simulation(*fault).to_string()));
     }
     let config = args.scenario.config()?;
     let progress = Arc::new(Mutex::new(Progress::default()));
