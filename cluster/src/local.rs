@@ -332,7 +332,7 @@ pub fn stop(dir: &ClusterDir, grace: Duration) -> anyhow::Result<StopReport> {
         return Ok(StopReport::default());
     };
     let running = |p: &NodeProcess| state.is_running(dir, p);
-    let alive = state.alive(dir);
+    let alive: Vec<NodeProcess> = state.alive(dir).into_iter().map(pinned).collect();
     for p in &alive {
         let _ = kill(Pid::from_raw(p.pid as i32), Signal::SIGTERM);
     }
@@ -349,8 +349,7 @@ pub fn stop(dir: &ClusterDir, grace: Duration) -> anyhow::Result<StopReport> {
     while Instant::now() < deadline && left.iter().any(running) {
         std::thread::sleep(Duration::from_millis(20));
     }
-    let survivors: Vec<String> = state
-        .processes
+    let survivors: Vec<String> = alive
         .iter()
         .filter(|p| running(p))
         .map(|p| format!("{} (pid {})", p.id, p.pid))
@@ -370,14 +369,40 @@ pub fn stop(dir: &ClusterDir, grace: Duration) -> anyhow::Result<StopReport> {
     })
 }
 
-/// Send `signal` to one node's process, if it runs.
-pub fn signal_node(dir: &ClusterDir, id: NodeId, signal: Signal) -> anyhow::Result<bool> {
+/// Kill one node's process (SIGKILL) and wait until it is seen gone. False if it was not
+/// running; an error if it still runs after `wait`.
+pub fn kill_node(dir: &ClusterDir, id: NodeId, wait: Duration) -> anyhow::Result<bool> {
     let state = RunState::load(dir)?.context("the cluster is not running")?;
-    let Some(p) = state.alive(dir).into_iter().find(|p| p.id == id) else {
+    let Some(p) = state
+        .alive(dir)
+        .into_iter()
+        .find(|p| p.id == id)
+        .map(pinned)
+    else {
         return Ok(false);
     };
-    kill(Pid::from_raw(p.pid as i32), signal)?;
+    kill(Pid::from_raw(p.pid as i32), Signal::SIGKILL)?;
+    let deadline = Instant::now() + wait;
+    while state.is_running(dir, &p) {
+        anyhow::ensure!(
+            Instant::now() < deadline,
+            "node {id} (pid {}) still runs {wait:?} after SIGKILL",
+            p.pid
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
     Ok(true)
+}
+
+/// `p` followed from now on by its pid and start time. A record without a start time is
+/// recognised by the configuration in its command line, but a process on its way out loses
+/// its command line before it becomes a zombie: recognised once, it is then known by its start
+/// time, so that it is not taken for gone while it still exits.
+fn pinned(p: NodeProcess) -> NodeProcess {
+    NodeProcess {
+        started: p.started.or_else(|| start_time(p.pid)),
+        ..p
+    }
 }
 
 #[cfg(test)]

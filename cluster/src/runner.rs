@@ -12,7 +12,6 @@ use crate::generate::service_name;
 use crate::layout::ClusterDir;
 use crate::local::{self, RunState};
 use cuberoute_protocol::NodeId;
-use nix::sys::signal::Signal;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -199,7 +198,7 @@ pub fn kill(dir: &ClusterDir, id: NodeId) -> anyhow::Result<bool> {
         return Ok(false);
     }
     match &runners.state.docker {
-        None => local::signal_node(dir, id, Signal::SIGKILL),
+        None => local::kill_node(dir, id, Duration::from_secs(5)),
         Some(run) => {
             Compose::detect()?.run(run, &["kill", "-s", "SIGKILL", &service_name(id)])?;
             Ok(true)
