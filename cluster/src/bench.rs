@@ -219,7 +219,7 @@ pub async fn saturate(
     }
 }
 
-/// CPU the daemons used per packet-hop over a measured window: their utime + stime, summed,
+/// CPU the daemons used per packet-hop over a measured window: the time the scheduler ran them, summed,
 /// over the packet receptions of the whole cluster.
 #[derive(Clone, Copy, Debug, Serialize)]
 pub struct HopCost {
@@ -238,7 +238,7 @@ impl HopCost {
     }
 }
 
-/// Run `work`, and the CPU seconds the daemons `pids` used meanwhile (utime + stime, summed).
+/// Run `work`, and the CPU seconds the daemons `pids` used meanwhile (see `usage::cpu_seconds`).
 pub async fn cpu_during<T>(pids: &[u32], work: impl Future<Output = T>) -> (T, f64) {
     let cpu_before = crate::usage::cpu_now(pids);
     let started = Instant::now();
