@@ -496,8 +496,13 @@ pub fn relay_peer(args: RelayPeerArgs) -> anyhow::Result<()> {
 /// One Markdown row per cluster: the scaling table of BENCHMARKS.md.
 fn print_scaling(f: &Figures) {
     let b = &f.baseline;
+    // Memory at rest when the idle cost was measured, else after the traffic.
+    let when = match f.clusters.first() {
+        Some(c) if c.idle.is_none() => "after traffic",
+        _ => "idle",
+    };
     println!(
-        "\n| cluster | daemons | up in | idle CPU (% of one core, all daemons) | PSS / RSS per daemon, idle (MiB) | farthest pair: d, p50 / p99 (µs) | 2 x d x relay hop (µs) | saturation packet-hops/s | CPU per packet-hop: 1 in flight / {} in flight (µs) |",
+        "\n| cluster | daemons | up in | idle CPU (% of one core, all daemons) | PSS / RSS per daemon, {when} (MiB) | farthest pair: d, p50 / p99 (µs) | 2 x d x relay hop (µs) | saturation packet-hops/s | CPU per packet-hop: 1 in flight / {} in flight (µs) |",
         f.clusters.first().map_or(0, |c| c.saturation.concurrency)
     );
     println!("|---|---|---|---|---|---|---|---|---|");
