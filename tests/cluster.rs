@@ -233,6 +233,21 @@ fn down_with_another_spelling_of_the_directory_stops_every_process() {
 /// A run.toml of an earlier version (no start times) is matched by the daemons' configuration
 /// path, however spelled.
 #[test]
+fn generated_nodes_run_below_the_priority_of_their_clients() {
+    let cluster = Cluster::up("q:2", "127.2.42.0");
+    let nice = |pid: u32| -> i32 {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+        // Field 19 of stat; the 17th after the command name's closing parenthesis.
+        let after = stat.rsplit_once(')').unwrap().1;
+        after.split_whitespace().nth(16).unwrap().parse().unwrap()
+    };
+    let ours = nice(std::process::id());
+    for pid in cluster.pids() {
+        assert_eq!(nice(pid), ours.max(10), "pid {pid}");
+    }
+}
+
+#[test]
 fn down_finds_processes_recorded_without_a_start_time() {
     let cluster = Cluster::up("q:2", "127.2.41.0");
     let pids = cluster.pids();
@@ -365,6 +380,8 @@ fn bad_configs_name_the_key_and_exit_2() {
             vec!["--requests-limit".into(), "0".into()],
             "`buffers.requests`",
         ),
+        (vec!["--nice".into(), "20".into()], "`nice`"),
+        (vec!["--nice=-1".into()], "`nice`"),
     ];
     for (flags, key) in cases {
         let mut args = vec!["daemon".to_string(), "--config".into(), config.clone()];
@@ -384,6 +401,8 @@ fn bad_configs_name_the_key_and_exit_2() {
         stdout(&out)
     );
     assert!(stdout(&out).contains("64 MiB in all"), "{}", stdout(&out));
+    // A generated node runs below its clients.
+    assert!(stdout(&out).contains("niceness 10"), "{}", stdout(&out));
     let out = cuberoute(&[
         "daemon",
         "--check",

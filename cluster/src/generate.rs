@@ -204,6 +204,10 @@ pub fn generate(
     Ok(client_manifest)
 }
 
+/// The niceness of a generated node: a cluster on one machine runs its daemons below the
+/// clients, commands and load generators beside them.
+pub const CLUSTER_NICE: i32 = 10;
+
 /// One node's configuration; paths are relative to its own directory.
 fn node_config(topology: Topology, id: NodeId, bind: &str, ports: Ports) -> String {
     format!(
@@ -215,6 +219,8 @@ control_listen = "{bind}:{control}"
 metrics_listen = "{bind}:{metrics}"
 manifest = "{manifest}"
 log_format = "text"
+# Below the clients that share the machine's cores (docs/daemon.md, "Priority").
+nice = {nice}
 
 [tls]
 ca = "{ca}"
@@ -225,6 +231,7 @@ key = "{key}"
         control = ports.control,
         metrics = ports.metrics,
         manifest = layout::NODE_MANIFEST,
+        nice = CLUSTER_NICE,
         ca = layout::NODE_CA,
         cert = layout::NODE_CERT,
         key = layout::NODE_KEY,

@@ -138,6 +138,8 @@ control_listen = "0.0.0.0:{control}"
 metrics_listen = "0.0.0.0:{metrics}"
 manifest = "{CONFIG_DIR}/manifest.toml"
 log_format = "json"
+# Below the clients that share the cores (docs/daemon.md, "Priority").
+nice = {nice}
 
 [tls]
 ca = "{CERT_DIR}/ca.pem"
@@ -147,6 +149,7 @@ key = "{CERT_DIR}/node-{{id}}.key"
         link = ports.link,
         control = ports.control,
         metrics = ports.metrics,
+        nice = crate::generate::CLUSTER_NICE,
     )
 }
 

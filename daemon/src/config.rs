@@ -167,6 +167,10 @@ pub struct DaemonArgs {
     /// Whether clients may inject faults (the chaos tooling).
     #[arg(long, value_name = "BOOL")]
     pub chaos_allowed: Option<bool>,
+    /// The process's niceness, 0 to 19: how much lower than a client's its scheduling priority
+    /// is (see docs/daemon.md, "Priority").
+    #[arg(long, value_name = "N")]
+    pub nice: Option<i32>,
     /// Check the configuration (the file, the flags, the certificate, key and CA, the manifest)
     /// and exit: 0 and a summary if the daemon would start with it, 2 and the reason if not.
     /// Addresses are not bound (a running daemon holds them).
@@ -187,6 +191,7 @@ struct FileConfig {
     manifest: Option<PathBuf>,
     log_format: Option<LogFormat>,
     log_level: Option<String>,
+    nice: Option<i32>,
     #[serde(default)]
     tls: FileTls,
     #[serde(default)]
@@ -248,6 +253,8 @@ pub struct NodeConfig {
     pub log_format: LogFormat,
     pub log_level: String,
     pub chaos_allowed: bool,
+    /// The niceness the process lowers itself to at start (0: as started).
+    pub nice: i32,
 }
 
 /// The settings a reload applies without a restart.
@@ -277,6 +284,7 @@ impl NodeConfig {
             ("buffers.requests", b.requests.to_string()),
             ("buffers.memory_mib", (b.memory_bytes >> 20).to_string()),
             ("chaos.allow", self.chaos_allowed.to_string()),
+            ("nice", self.nice.to_string()),
         ]
     }
 }
@@ -468,6 +476,19 @@ impl NodeConfig {
             .or_else(|| std::env::var("RUST_LOG").ok().filter(|l| !l.is_empty()))
             .unwrap_or_else(|| "info".to_string());
         parse_log_level(&log_level).map_err(|e| error("log_level", e))?;
+        let nice = match args.nice.or(file.nice).unwrap_or(0) {
+            n if NICE_RANGE.contains(&n) => n,
+            n => {
+                return Err(error(
+                    "nice",
+                    format!(
+                        "{n}: must be from {} to {} (a daemon only lowers its own priority)",
+                        NICE_RANGE.start(),
+                        NICE_RANGE.end()
+                    ),
+                ));
+            }
+        };
 
         Ok(NodeConfig {
             topology,
@@ -481,9 +502,13 @@ impl NodeConfig {
             log_format: args.log_format.or(file.log_format).unwrap_or_default(),
             log_level,
             chaos_allowed: args.chaos_allowed.or(file.chaos.allow).unwrap_or(true),
+            nice,
         })
     }
 }
+
+/// The niceness a daemon may take: lowering its own priority needs no privilege.
+pub const NICE_RANGE: std::ops::RangeInclusive<i32> = 0..=19;
 
 /// Check a log level (an `EnvFilter` directive such as `info` or `warn,cuberoute_daemon=debug`).
 pub fn parse_log_level(level: &str) -> Result<tracing_subscriber::EnvFilter, String> {

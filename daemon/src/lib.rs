@@ -15,6 +15,7 @@
 //!   notices `cuberoute monitor` follows;
 //! * [`chaos`]: a node's chaos state (bit flips, and what became of corrupted packets);
 //!   [`faults`]: the transient faults a client asks for, carried out;
+//! * [`priority`]: the process's scheduling priority, lowered at start;
 //! * [`env`]: the one source of time and randomness; [`net`]: the one seam to the network (real
 //!   UDP, or turmoil's simulated network).
 
@@ -34,6 +35,7 @@ pub mod manifest;
 pub mod net;
 pub mod node;
 pub mod output;
+pub mod priority;
 pub mod relay;
 pub mod reload;
 pub mod stats;
@@ -55,6 +57,12 @@ pub const DRAIN_TIMEOUT: Duration = Duration::from_secs(3);
 /// Run a node until SIGTERM or SIGINT, then drain and return; reload the configuration (read
 /// with `args`) on SIGHUP.
 pub async fn run(config: NodeConfig, args: DaemonArgs) -> anyhow::Result<()> {
+    if let Err(e) = priority::lower_to(config.nice) {
+        tracing::warn!(
+            "cannot lower the process's priority to niceness {}: {e}",
+            config.nice
+        );
+    }
     run_until(config, args, true, shutdown_signal()).await
 }
 

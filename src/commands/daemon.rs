@@ -28,7 +28,7 @@ fn summary(c: &NodeConfig) -> String {
          \x20 listen {}, control {}, metrics {}\n\
          \x20 certificate names {}; manifest lists {} nodes\n\
          \x20 buffers: input {} sets, link {} packets, output {} copies, {} requests, {} MiB in all\n\
-         \x20 log level {}, format {}; fault injection {}\n",
+         \x20 log level {}, format {}; fault injection {}; niceness {}\n",
         c.id,
         c.topology.format_node(c.id),
         c.topology,
@@ -48,6 +48,7 @@ fn summary(c: &NodeConfig) -> String {
             "allowed"
         } else {
             "refused"
-        }
+        },
+        c.nice
     )
 }

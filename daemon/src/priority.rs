@@ -1,0 +1,75 @@
+//! The process's scheduling priority. A local cluster runs hundreds of daemons on a few cores
+//! beside the clients that send through them; at equal priority the scheduler gives a client
+//! one share among hundreds and the cluster waits on it. A daemon that lowers its own priority
+//! (raises its niceness) leaves clients, the operator's commands and the load generator the
+//! CPU they need, and divides the rest among the daemons as before (docs/daemon.md, "Priority").
+
+use std::io;
+
+/// Lower this process's scheduling priority to niceness `nice` (0 to 19; 0 leaves it as it
+/// was started). Lowering needs no privilege; a process already nicer than `nice` stays so.
+pub fn lower_to(nice: i32) -> io::Result<()> {
+    if nice <= 0 || current()? >= nice {
+        return Ok(());
+    }
+    // SAFETY: setpriority takes plain integers and touches no memory of ours.
+    let rc = unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, nice) };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// This process's niceness.
+pub fn current() -> io::Result<i32> {
+    // getpriority may return -1 as a value: errno tells an error apart.
+    // SAFETY: errno is this thread's; getpriority takes plain integers.
+    unsafe {
+        *libc::__errno_location() = 0;
+        let value = libc::getpriority(libc::PRIO_PROCESS, 0);
+        let errno = *libc::__errno_location();
+        if value == -1 && errno != 0 {
+            return Err(io::Error::from_raw_os_error(errno));
+        }
+        Ok(value)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn zero_leaves_the_priority_alone() {
+        let before = current().unwrap();
+        lower_to(0).unwrap();
+        assert_eq!(current().unwrap(), before);
+    }
+
+    #[test]
+    fn lowering_takes_effect_in_a_child_process() {
+        // Run in a child so that the test process keeps its priority.
+        let exe = std::env::current_exe().unwrap();
+        if std::env::var_os("CUBEROUTE_PRIORITY_CHILD").is_some() {
+            let before = current().unwrap();
+            let target = (before + 3).min(19);
+            lower_to(target).unwrap();
+            assert_eq!(current().unwrap(), target);
+            // Never raised again: a lower niceness is left as it is.
+            lower_to(target - 1).unwrap();
+            assert_eq!(current().unwrap(), target);
+            return;
+        }
+        let status = std::process::Command::new(exe)
+            .args([
+                "--exact",
+                "priority::tests::lowering_takes_effect_in_a_child_process",
+                "--nocapture",
+            ])
+            .env("CUBEROUTE_PRIORITY_CHILD", "1")
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+}
