@@ -13,7 +13,10 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 use tungstenite::stream::MaybeTlsStream;
 
-/// A headless Chromium, killed when dropped.
+/// A headless Chromium, killed when dropped, with every process it started: Debian's
+/// `/usr/bin/chromium*` is a shell script that runs the browser as its child (not `exec`), and
+/// the browser starts zygotes, renderers and a GPU process, so the browser runs in a process
+/// group of its own and the whole group is killed.
 struct Browser {
     child: Child,
     socket: tungstenite::WebSocket<MaybeTlsStream<TcpStream>>,
@@ -57,7 +60,9 @@ impl Browser {
     /// Start the browser and open `url` in a tab.
     fn open(browser: &PathBuf, url: &str) -> Browser {
         let profile = tempfile::tempdir().unwrap();
+        use std::os::unix::process::CommandExt;
         let mut child = Command::new(browser)
+            .process_group(0)
             .args([
                 "--headless",
                 "--no-sandbox",
@@ -158,7 +163,8 @@ impl Browser {
 
 impl Drop for Browser {
     fn drop(&mut self) {
-        let _ = self.child.kill();
+        let group = nix::unistd::Pid::from_raw(self.child.id() as i32);
+        let _ = nix::sys::signal::killpg(group, nix::sys::signal::Signal::SIGKILL);
         let _ = self.child.wait();
     }
 }
@@ -261,4 +267,37 @@ fn the_view_draws_the_cluster_and_follows_a_cut_link_and_a_crashed_node() {
         .unwrap()
         .to_string();
     cluster.refused(&["cluster", "view", "--port", &port]);
+
+    // Nothing of the browser outlives the test.
+    let group = page.child.id();
+    drop(page);
+    let left = within(Duration::from_secs(5), || {
+        running_in_group(group).is_empty()
+    });
+    assert!(
+        left.is_some(),
+        "browser processes left behind: {:?}",
+        running_in_group(group)
+    );
+}
+
+/// Processes of process group `group` that have not exited (a zombie has).
+fn running_in_group(group: u32) -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+                // After the command name: state, ppid, pgrp.
+                let mut fields = stat
+                    .rsplit_once(')')
+                    .map_or("", |(_, r)| r)
+                    .split_whitespace();
+                let state = fields.next().unwrap_or("Z");
+                let pgrp = fields.nth(1).and_then(|g| g.parse::<u32>().ok());
+                state != "Z" && pgrp == Some(group)
+            })
+        })
+        .collect()
 }
