@@ -655,11 +655,13 @@ fn show_node_and_links_report_configuration_state_and_traffic() {
     assert_eq!(node["id"], 0);
     assert_eq!(node["wire_version"], cuberoute_protocol::wire::VERSION);
     assert_eq!(node["config"]["memory_mib"], 64);
+    assert_eq!(node["config"]["nice"], 10);
     assert_eq!(node["config"]["listen"], "127.2.77.1:7000");
     assert_eq!(node["counters"]["sets_accepted"], 1);
     let text = cluster.ok(&["show", "node", "--node", "0"]);
     assert!(text.starts_with("node 0 (00.00.0) of eh:2,2"), "{text}");
     assert!(text.contains("links: 2 of 3 up"), "{text}");
+    assert!(text.contains("niceness 10"), "{text}");
 
     let links = node["links"].as_array().unwrap();
     assert_eq!(links.len(), 3);

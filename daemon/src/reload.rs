@@ -57,6 +57,7 @@ impl Settings {
             output_buffer: c.buffers.output as u64,
             requests: c.buffers.requests as u64,
             memory_mib: (c.buffers.memory_bytes >> 20) as u64,
+            nice: c.nice,
         }
     }
 

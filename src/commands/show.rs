@@ -155,14 +155,15 @@ fn write_node(out: &mut impl Write, t: Topology, s: &NodeStatus) -> std::io::Res
     )?;
     writeln!(
         out,
-        "  log level {}, format {}; fault injection {}",
+        "  log level {}, format {}; fault injection {}; niceness {}",
         c.log_level,
         c.log_format,
         if c.chaos_allowed {
             "allowed"
         } else {
             "refused (chaos.allow = false)"
-        }
+        },
+        c.nice
     )?;
     writeln!(
         out,

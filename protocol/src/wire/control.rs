@@ -409,6 +409,8 @@ pub struct ConfigStatus {
     pub output_buffer: u64,
     pub requests: u64,
     pub memory_mib: u64,
+    /// The niceness the process lowered itself to at start (`nice`; 0: as started).
+    pub nice: i32,
 }
 
 /// Counters since the process started.
