@@ -4,7 +4,9 @@
 
 mod common;
 
-use common::{Cluster, cuberoute, json_lines, ok, process_exists, stderr, stdout, within};
+use common::{
+    Cluster, cuberoute, json_lines, ok, process_exists, stat_fields, stderr, stdout, within,
+};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::process::{Command, Stdio};
@@ -230,23 +232,19 @@ fn down_with_another_spelling_of_the_directory_stops_every_process() {
     );
 }
 
-/// A run.toml of an earlier version (no start times) is matched by the daemons' configuration
-/// path, however spelled.
 #[test]
 fn generated_nodes_run_below_the_priority_of_their_clients() {
     let cluster = Cluster::up("q:2", "127.2.42.0");
-    let nice = |pid: u32| -> i32 {
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
-        // Field 19 of stat; the 17th after the command name's closing parenthesis.
-        let after = stat.rsplit_once(')').unwrap().1;
-        after.split_whitespace().nth(16).unwrap().parse().unwrap()
-    };
+    // Field 19 of stat, the 17th after the command name.
+    let nice = |pid: u32| -> i32 { stat_fields(pid).unwrap()[16].parse().unwrap() };
     let ours = nice(std::process::id());
     for pid in cluster.pids() {
         assert_eq!(nice(pid), ours.max(10), "pid {pid}");
     }
 }
 
+/// A run.toml of an earlier version (no start times) is matched by the daemons' configuration
+/// path, however spelled.
 #[test]
 fn down_finds_processes_recorded_without_a_start_time() {
     let cluster = Cluster::up("q:2", "127.2.41.0");

@@ -5,9 +5,10 @@
 
 mod common;
 
-use common::{Cluster, read_until, within};
+use common::{Cluster, read_until, stat_fields, within};
 use serde_json::{Value, json};
 use std::net::TcpStream;
+use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
@@ -60,7 +61,6 @@ impl Browser {
     /// Start the browser and open `url` in a tab.
     fn open(browser: &PathBuf, url: &str) -> Browser {
         let profile = tempfile::tempdir().unwrap();
-        use std::os::unix::process::CommandExt;
         let mut child = Command::new(browser)
             .process_group(0)
             .args([
@@ -287,16 +287,10 @@ fn running_in_group(group: u32) -> Vec<u32> {
         .unwrap()
         .flatten()
         .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| {
-            std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
-                // After the command name: state, ppid, pgrp.
-                let mut fields = stat
-                    .rsplit_once(')')
-                    .map_or("", |(_, r)| r)
-                    .split_whitespace();
-                let state = fields.next().unwrap_or("Z");
-                let pgrp = fields.nth(1).and_then(|g| g.parse::<u32>().ok());
-                state != "Z" && pgrp == Some(group)
+        .filter(|&pid| {
+            // State, ppid, pgrp.
+            stat_fields(pid).is_some_and(|f| {
+                f.len() > 2 && f[0] != "Z" && f[2].parse::<u32>().ok() == Some(group)
             })
         })
         .collect()

@@ -219,8 +219,8 @@ pub async fn saturate(
     }
 }
 
-/// CPU the daemons used per packet-hop over a measured window: the time the scheduler ran them, summed,
-/// over the packet receptions of the whole cluster.
+/// CPU the daemons used per packet-hop over a measured window: the time the scheduler ran
+/// them, summed, over the packet receptions of the whole cluster.
 #[derive(Clone, Copy, Debug, Serialize)]
 pub struct HopCost {
     pub cpu_seconds: f64,

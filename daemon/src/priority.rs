@@ -22,7 +22,7 @@ pub fn lower_to(nice: i32) -> io::Result<()> {
 }
 
 /// This process's niceness.
-pub fn current() -> io::Result<i32> {
+fn current() -> io::Result<i32> {
     // getpriority may return -1 as a value: errno tells an error apart.
     // SAFETY: errno is this thread's; getpriority takes plain integers.
     unsafe {

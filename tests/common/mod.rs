@@ -225,13 +225,17 @@ pub fn within(limit: Duration, mut ready: impl FnMut() -> bool) -> Option<Durati
     None
 }
 
+/// The fields of `/proc/PID/stat` after the command name (which may hold spaces and
+/// parentheses): state (field 3) first, then ppid, pgrp, ...; `None` if there is no such process.
+pub fn stat_fields(pid: u32) -> Option<Vec<String>> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let (_, rest) = stat.rsplit_once(')')?;
+    Some(rest.split_whitespace().map(str::to_string).collect())
+}
+
+/// Whether process `pid` exists and has not exited (a zombie has).
 pub fn process_exists(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => !stat
-            .rsplit_once(')')
-            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
-        Err(_) => false,
-    }
+    stat_fields(pid).is_some_and(|f| f.first().is_some_and(|state| state != "Z"))
 }
 
 /// Whether the Docker engine answers. When it does not, say so on the real stderr (which the

@@ -14,9 +14,9 @@ pub mod packet;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-/// The wire format version this build speaks. 7: a node's configuration gives its niceness. 5: a node's status gives its version, its
-/// configuration and the bytes it buffers, and each link's age, frame counts, drops and QUIC's
-/// view of its connection. 4: delivery modes (`Send` carries a `Mode` and
+/// The wire format version this build speaks. 7: a node's configuration gives its niceness.
+/// 5: a node's status gives its version, its configuration and the bytes it buffers, and each
+/// link's age, frame counts, drops and QUIC's view of its connection. 4: delivery modes (`Send` carries a `Mode` and
 /// a deadline, a message says whether its payload is an envelope, `Accepted` gives the bytes on
 /// the wire, a `Delivery` its mode and rejected paths, `Settled` asks how a reliable set ended;
 /// relay faults `Capture` and `Forge`, `Captured`). 3: one send request for both routing modes
