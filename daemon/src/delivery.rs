@@ -122,7 +122,7 @@ impl DeliveryEnds {
     /// acknowledgement, or one after the deadline).
     pub fn acknowledged(&self, key: &SetKey) -> bool {
         self.counters.acks_received.fetch_add(1, Relaxed);
-        let settlement = self.outbox.lock().expect("outbox lock").ack(key);
+        let settlement = self.outbox.lock().expect("outbox lock").ack(now_us(), key);
         match settlement {
             Some(s) => {
                 self.counters.sets_acked.fetch_add(1, Relaxed);
@@ -177,10 +177,10 @@ impl DeliveryEnds {
     /// the sets given up (at the source: expired; at the destination: expired or evicted).
     pub fn tick(&self, now: u64) -> Tick {
         let mut outbox = self.outbox.lock().expect("outbox lock");
-        let resends: Vec<(SetKey, Resend)> = outbox
+        let resends: Vec<(SetKey, u32, Resend)> = outbox
             .poll(now)
             .into_iter()
-            .map(|(key, resend)| (key, resend.clone()))
+            .map(|(key, attempt, resend)| (key, attempt, resend.clone()))
             .collect();
         let expired = outbox.settlement(now);
         let next_outbox = outbox.next_wakeup();
@@ -225,7 +225,8 @@ impl DeliveryEnds {
 
 /// What one timer round found to do.
 pub struct Tick {
-    pub resends: Vec<(SetKey, Resend)>,
+    /// Each set due again, with the number of this attempt.
+    pub resends: Vec<(SetKey, u32, Resend)>,
     pub given_up: Vec<(SetKey, cuberoute_protocol::delivery::Failure)>,
     pub next_us: Option<u64>,
 }
@@ -260,6 +261,7 @@ mod tests {
             InboxLimits::default(),
             OutboxLimits {
                 first_resend_us: 1000,
+                min_resend_us: 1000,
                 ..OutboxLimits::default()
             },
         );

@@ -37,6 +37,8 @@ use tracing::{debug, info, warn};
 #[derive(Debug)]
 pub struct InputJob {
     pub seq: u64,
+    /// 1 for a set's first send; more for a reliable set sent again.
+    pub attempt: u32,
     pub routes: Routes,
     pub payload: Payload,
     pub trace: bool,
@@ -113,10 +115,6 @@ fn delivered(d: &Delivery) -> Happening {
         path: d.path.clone(),
     }
 }
-
-/// A piece of a delivered reliable set that arrives this long after the set was whole is taken
-/// for a resend, and acknowledged again (the source's first resend comes after 200 ms).
-const RESEND_AFTER_US: u64 = 100_000;
 
 impl Node {
     /// The node and the receiving end of its input buffer (for [`Node::run_input`]).
@@ -233,6 +231,7 @@ impl Node {
         }
         let job = InputJob {
             seq,
+            attempt: 1,
             routes,
             payload,
             trace,
@@ -264,7 +263,10 @@ impl Node {
         // Its packets now hold their own bytes on the links.
         self.budget.release(job.held);
         let split = job.routes.is_split();
-        let message = |part| Message::new(self.id, job.seq, split, job.sent_at_us, job.trace, part);
+        let message = |part| {
+            Message::new(self.id, job.seq, split, job.sent_at_us, job.trace, part)
+                .attempt(job.attempt)
+        };
         let messages = match job.payload {
             Payload::Plain(payload) => job
                 .routes
@@ -350,6 +352,19 @@ impl Node {
     /// Encode `packet` onto the link to `to`. False, and counted, if it could not be queued.
     /// A packet the chaos tooling corrupted keeps its `mark`; one it corrupts now gets one.
     fn send_to(&self, to: NodeId, packet: &DataPacket, mark: Option<ChaosMark>) -> bool {
+        let Some(link) = self.links.get(&to) else {
+            // The protocol only ever picks a neighbour; a broken promise is still counted.
+            warn!(%to, "the protocol chose a next hop that is not a neighbour");
+            self.stats.drop(Drop::NoLink);
+            return false;
+        };
+        if packet.message.attempt > 1 && !link.is_up() {
+            // Resends do not pile up behind a dead neighbour or a cut link.
+            debug!(%to, "resend not queued behind a down link");
+            self.stats.drop(Drop::ResendLinkDown);
+            link.count_drop(Drop::ResendLinkDown.as_str());
+            return false;
+        }
         let mut bytes = match encode_body(packet) {
             Ok(bytes) => bytes,
             Err(e) => {
@@ -358,14 +373,8 @@ impl Node {
                 return false;
             }
         };
-        let mark = self.chaos.maybe_corrupt(&mut bytes, mark);
-        let Some(link) = self.links.get(&to) else {
-            // The protocol only ever picks a neighbour; a broken promise is still counted.
-            warn!(%to, "the protocol chose a next hop that is not a neighbour");
-            self.stats.drop(Drop::NoLink);
-            return false;
-        };
-        match link.enqueue(bytes, mark) {
+        let carried = self.chaos.maybe_corrupt(&mut bytes, mark);
+        match link.enqueue(bytes, carried) {
             Ok(()) => true,
             Err(why) => {
                 let drop = match why {
@@ -376,6 +385,11 @@ impl Node {
                 debug!(%to, reason = drop.as_str(), "not queued");
                 self.stats.drop(drop);
                 link.count_drop(drop.as_str());
+                if let (Some(fresh), None) = (carried, mark) {
+                    // Corrupted here and dropped here: it ends here (the caller ends only
+                    // what arrived corrupted).
+                    self.chaos.ended(fresh, Fate::Dropped);
+                }
                 false
             }
         }
@@ -476,6 +490,7 @@ impl Node {
             return false;
         }
         let mode = piece.mode;
+        let attempt = message.attempt;
         let now = now_us();
         let received = self
             .delivery
@@ -522,15 +537,11 @@ impl Node {
                         Stats::count(&self.delivery.counters.sets_delivered);
                         self.latency.record(latency_us as f64 / 1e6);
                         self.stats.journal.note(notice);
-                        if mode.reliable {
-                            self.acknowledge(set);
-                        }
+                        self.acknowledge_if_due(mode, set, attempt);
                     }
                     Pushed::Duplicate => {
                         Stats::count(&self.stats.packets_delivered);
-                        if mode.reliable {
-                            self.acknowledge(set);
-                        }
+                        self.acknowledge_if_due(mode, set, attempt);
                     }
                     Pushed::Refused => {
                         // Not acknowledged: the source sends it again, and the inbox must take
@@ -542,14 +553,12 @@ impl Node {
                 }
                 true
             }
-            Received::AlreadyDelivered { delivered_at_us } => {
+            Received::AlreadyDelivered { .. } => {
                 Stats::count(&self.stats.packets_delivered);
                 Stats::count(&self.delivery.counters.duplicate_sets);
-                // A piece this long after the set was whole is a resend: the acknowledgement
-                // was lost, or is on its way.
-                if mode.reliable && now.saturating_sub(delivered_at_us) >= RESEND_AFTER_US {
-                    self.acknowledge(set);
-                }
+                // A piece of a later attempt is a resend: the acknowledgement was lost, or is
+                // on its way.
+                self.acknowledge_if_due(mode, set, attempt);
                 true
             }
             Received::Failed(failure) => {
@@ -557,6 +566,21 @@ impl Node {
                 self.stats.drop(Drop::Delivery(failure));
                 false
             }
+        }
+    }
+
+    /// Acknowledge a delivered reliable `set` once per attempt of it that reaches this node
+    /// (the inbox decides).
+    fn acknowledge_if_due(&self, mode: Mode, set: SetKey, attempt: u32) {
+        if mode.reliable
+            && self
+                .delivery
+                .inbox
+                .lock()
+                .expect("inbox lock")
+                .acknowledge(&set, attempt)
+        {
+            self.acknowledge(set);
         }
     }
 
@@ -576,6 +600,7 @@ impl Node {
         let payload = Payload::Enveloped(vec![ack; routes.k()]);
         let job = InputJob {
             seq: self.next_seq.fetch_add(1, Relaxed),
+            attempt: 1,
             routes,
             payload,
             trace: false,
@@ -593,10 +618,11 @@ impl Node {
         loop {
             self.delivery.sleep(next_us).await;
             let tick = self.delivery.tick(now_us());
-            for (key, resend) in tick.resends {
-                debug!(seq = key.seq, "resend");
+            for (key, attempt, resend) in tick.resends {
+                debug!(seq = key.seq, attempt, "resend");
                 self.input(InputJob {
                     seq: key.seq,
+                    attempt,
                     routes: resend.routes,
                     payload: Payload::Enveloped(resend.envelopes),
                     trace: resend.trace,

@@ -26,6 +26,10 @@ pub enum Drop {
     Duplicate,
     /// The message buffer of the next link was full.
     LinkBufferFull,
+    /// A resent piece of a reliable set whose next link is down: the set's earlier attempt
+    /// waits behind that link already (or was dropped there), and a resend is for a way
+    /// through now.
+    ResendLinkDown,
     /// The link and input buffers held all the bytes `buffers.memory_mib` gives them.
     MemoryBound,
     /// The packet, grown on the way (its trace), no longer fits a link frame.
@@ -53,6 +57,7 @@ impl Drop {
             Drop::Checksum => "checksum_failed",
             Drop::Duplicate => "duplicate",
             Drop::LinkBufferFull => "link_buffer_full",
+            Drop::ResendLinkDown => "resend_link_down",
             Drop::MemoryBound => "memory_bound",
             Drop::FrameTooLarge => "frame_too_large",
             Drop::NoLink => "no_link",
@@ -276,6 +281,8 @@ mod tests {
                     Drop::Checksum,
                     Drop::Duplicate,
                     Drop::LinkBufferFull,
+                    Drop::ResendLinkDown,
+                    Drop::MemoryBound,
                     Drop::FrameTooLarge,
                     Drop::NoLink,
                     Drop::Shutdown,
@@ -286,6 +293,7 @@ mod tests {
                     Drop::Delivery(DeliveryFailure::Unrecoverable),
                     Drop::Delivery(DeliveryFailure::Expired),
                     Drop::Delivery(DeliveryFailure::Evicted),
+                    Drop::Delivery(DeliveryFailure::Stale),
                 ]
                 .map(Drop::as_str),
             )

@@ -237,11 +237,18 @@ proptest! {
     fn every_kept_set_is_settled_exactly_once(steps in proptest::collection::vec(step(), 1..200)) {
         use cuberoute_protocol::delivery::{Outbox, OutboxLimits, Settlement};
         use std::collections::BTreeMap;
-        let limits = OutboxLimits { max_sets: 5, max_bytes: 1000, first_resend_us: 1000, max_resend_us: 8000 };
+        let limits = OutboxLimits {
+            max_sets: 5,
+            max_bytes: 1000,
+            first_resend_us: 1000,
+            min_resend_us: 100,
+            max_resend_us: 8000,
+        };
         let mut outbox = Outbox::new(limits);
         let key = |n: u8| SetKey { src: NodeId(0), seq: u64::from(n), sent_at_us: 0 };
         let mut now = 0u64;
         let mut kept: BTreeMap<u8, u64> = BTreeMap::new(); // set -> deadline
+        let mut sends: BTreeMap<u8, u32> = BTreeMap::new(); // set -> sends so far
         let mut settled: BTreeMap<u8, Settlement> = BTreeMap::new();
         for s in steps {
             match s {
@@ -249,28 +256,34 @@ proptest! {
                     let deadline = now + 5_000 + u64::from(n) * 1000;
                     if outbox.insert(now, key(n), n, 100, deadline).is_ok() {
                         kept.insert(n, deadline);
+                        sends.insert(n, 1);
                     } else {
                         prop_assert!(outbox.len() == 5 || outbox.bytes() + 100 > 1000);
                     }
                 }
                 Step::Send(_) => {}
                 Step::Ack(n) => {
-                    let acked = outbox.ack(&key(n));
+                    let acked = outbox.ack(now, &key(n));
                     prop_assert_eq!(acked.is_some(), kept.remove(&n).is_some());
                     if let Some(a) = acked {
+                        prop_assert_eq!(a.attempts(), sends[&n]);
                         prop_assert!(settled.insert(n, a).is_none());
                     }
                 }
                 Step::Wait(us) => {
                     now += u64::from(us);
-                    for (k, item) in outbox.poll(now) {
-                        prop_assert!(now < kept[&(k.seq as u8)]);
+                    for (k, attempt, item) in outbox.poll(now) {
+                        let n = k.seq as u8;
+                        prop_assert!(now < kept[&n]);
                         prop_assert_eq!(u64::from(*item), k.seq);
+                        let sent = sends.get_mut(&n).unwrap();
+                        *sent += 1;
+                        prop_assert_eq!(attempt, *sent, "attempts are numbered in order");
                     }
                     for (k, s) in outbox.settlement(now) {
                         let n = k.seq as u8;
                         prop_assert!(kept.remove(&n).unwrap() <= now);
-                        let expired = matches!(s, Settlement::Expired { attempts } if attempts >= 1);
+                        let expired = matches!(s, Settlement::Expired { attempts } if attempts == sends[&n]);
                         prop_assert!(expired, "{:?}", s);
                         prop_assert!(settled.insert(n, s).is_none());
                     }

@@ -68,6 +68,10 @@ pub enum Failure {
     Expired,
     /// The set was pushed out to make room for newer ones.
     Evicted,
+    /// The set was sent before what this inbox still remembers of its deliveries: it may have
+    /// been delivered and forgotten since, so it is refused rather than risk handing it over
+    /// twice (a piece that waited out a long outage in a link buffer, or a replay).
+    Stale,
 }
 
 impl Failure {
@@ -78,6 +82,7 @@ impl Failure {
             Failure::Unrecoverable => "set_unrecoverable",
             Failure::Expired => "set_expired",
             Failure::Evicted => "set_evicted",
+            Failure::Stale => "set_stale",
         }
     }
 }
@@ -93,6 +98,14 @@ struct PendingSet {
     bytes: usize,
 }
 
+/// A set delivered here, remembered for a while.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+struct Delivered {
+    at_us: u64,
+    /// The latest attempt of the set acknowledged (0: none yet).
+    acknowledged: u32,
+}
+
 /// The destination's delivery state.
 pub struct Inbox {
     limits: InboxLimits,
@@ -100,8 +113,11 @@ pub struct Inbox {
     /// Pending sets by arrival, oldest first (entries of sets gone since are skipped).
     arrivals: VecDeque<(u64, SetKey)>,
     bytes: usize,
-    delivered: HashMap<SetKey, u64>,
+    delivered: HashMap<SetKey, Delivered>,
     deliveries: VecDeque<(u64, SetKey)>,
+    /// The latest send time of a set forgotten to keep the memory of deliveries within its
+    /// bound: sets sent until then may have been delivered and forgotten.
+    forgot_sent_until_us: u64,
     /// Sets given up since the last [`Inbox::expire`].
     given_up: Vec<(SetKey, Failure)>,
 }
@@ -115,6 +131,7 @@ impl Inbox {
             bytes: 0,
             delivered: HashMap::new(),
             deliveries: VecDeque::new(),
+            forgot_sent_until_us: 0,
             given_up: Vec::new(),
         }
     }
@@ -131,8 +148,13 @@ impl Inbox {
 
     /// Take the piece that arrived on path `path` for `set` at `now_us`.
     pub fn receive(&mut self, now_us: u64, set: SetKey, path: u8, piece: Piece) -> Received {
-        if let Some(&delivered_at_us) = self.delivered.get(&set) {
-            return Received::AlreadyDelivered { delivered_at_us };
+        if let Some(delivered) = self.delivered.get(&set) {
+            return Received::AlreadyDelivered {
+                delivered_at_us: delivered.at_us,
+            };
+        }
+        if self.is_stale(now_us, &set) {
+            return Received::Failed(Failure::Stale);
         }
         if piece.index != path || !is_well_formed(&piece) {
             return Received::Failed(Failure::Misshapen);
@@ -188,7 +210,13 @@ impl Inbox {
         match outcome {
             Ok((payload, rejected, arrived)) => {
                 self.remove_pending(&set);
-                self.delivered.insert(set, now_us);
+                self.delivered.insert(
+                    set,
+                    Delivered {
+                        at_us: now_us,
+                        acknowledged: 0,
+                    },
+                );
                 self.deliveries.push_back((now_us, set));
                 self.trim(now_us);
                 Received::Complete {
@@ -208,11 +236,35 @@ impl Inbox {
         }
     }
 
+    /// Whether `set` was sent before what this inbox remembers: a set delivered is remembered
+    /// `remember_for_us` from its delivery, which comes after its send, so a set sent less
+    /// than that ago is remembered if it was delivered, unless the memory's bound forgot it.
+    /// (The send time is the source's clock: a source whose clock is ahead or behind by S
+    /// shifts this window by S.)
+    fn is_stale(&self, now_us: u64, set: &SetKey) -> bool {
+        set.sent_at_us <= self.forgot_sent_until_us
+            || now_us.saturating_sub(set.sent_at_us) >= self.limits.remember_for_us
+    }
+
     /// When [`Inbox::expire`] may next give up a waiting set.
     pub fn next_wakeup(&self) -> Option<u64> {
         self.arrivals
             .front()
             .map(|&(at, _)| at.saturating_add(self.limits.pending_for_us))
+    }
+
+    /// Whether a delivered reliable `set` is to be acknowledged for the piece of `attempt` that
+    /// just arrived: yes for the piece that completed it and for the first piece of every later
+    /// attempt (a resend: the source has not heard), no for late pieces of an attempt already
+    /// acknowledged. A set not delivered here is not acknowledged.
+    pub fn acknowledge(&mut self, set: &SetKey, attempt: u32) -> bool {
+        match self.delivered.get_mut(set) {
+            Some(delivered) if attempt > delivered.acknowledged => {
+                delivered.acknowledged = attempt;
+                true
+            }
+            _ => false,
+        }
     }
 
     /// Forget that `set` was delivered (the output refused it): its next piece or resend starts
@@ -239,7 +291,7 @@ impl Inbox {
                 break;
             }
             self.deliveries.pop_front();
-            if self.delivered.get(&set) == Some(&at) {
+            if self.delivered.get(&set).is_some_and(|d| d.at_us == at) {
                 self.delivered.remove(&set);
             }
         }
@@ -268,8 +320,9 @@ impl Inbox {
             let Some((at, set)) = self.deliveries.pop_front() else {
                 break;
             };
-            if self.delivered.get(&set) == Some(&at) {
+            if self.delivered.get(&set).is_some_and(|d| d.at_us == at) {
                 self.delivered.remove(&set);
+                self.forgot_sent_until_us = self.forgot_sent_until_us.max(set.sent_at_us);
             }
         }
     }
@@ -343,6 +396,90 @@ mod tests {
         assert_eq!(
             inbox.receive(3, key(1), 1, all[1].clone()),
             Received::Pending
+        );
+    }
+
+    #[test]
+    fn a_set_older_than_the_memory_of_deliveries_is_refused() {
+        let limits = InboxLimits {
+            max_sets: 1,
+            max_bytes: 1 << 20,
+            pending_for_us: 100,
+            remember_for_us: 1000,
+        };
+        let mut inbox = Inbox::new(limits);
+        let (_, all) = set("reliable", 3, b"x");
+        let sent = |seq, sent_at_us| SetKey {
+            src: NodeId(4),
+            seq,
+            sent_at_us,
+        };
+        // Delivered at 10, remembered until 1010: a resend then is known again.
+        assert!(matches!(
+            inbox.receive(10, sent(1, 5), 0, all[0].clone()),
+            Received::Complete { .. }
+        ));
+        assert!(matches!(
+            inbox.receive(1004, sent(1, 5), 1, all[1].clone()),
+            Received::AlreadyDelivered { .. }
+        ));
+        // After that it is forgotten; sent 1000 ago, it is refused rather than delivered twice.
+        inbox.expire(1011);
+        assert_eq!(
+            inbox.receive(1011, sent(1, 5), 1, all[1].clone()),
+            Received::Failed(Failure::Stale)
+        );
+        // The memory's bound (10 sets here) forgets the oldest deliveries: sets sent until the
+        // latest of those are refused too, sets sent later are not.
+        for seq in 2..=12 {
+            assert!(matches!(
+                inbox.receive(1100, sent(seq, 1000 + seq), 0, all[0].clone()),
+                Received::Complete { .. }
+            ));
+        }
+        assert_eq!(
+            inbox.receive(1100, sent(2, 1002), 2, all[2].clone()),
+            Received::Failed(Failure::Stale),
+            "forgotten by the bound"
+        );
+        assert_eq!(
+            inbox.receive(1100, sent(20, 1001), 0, all[0].clone()),
+            Received::Failed(Failure::Stale),
+            "sent before a forgotten set: may have been delivered"
+        );
+        assert!(matches!(
+            inbox.receive(1100, sent(3, 1003), 1, all[1].clone()),
+            Received::AlreadyDelivered { .. }
+        ));
+        assert!(matches!(
+            inbox.receive(1100, sent(21, 1050), 0, all[0].clone()),
+            Received::Complete { .. }
+        ));
+    }
+
+    #[test]
+    fn each_attempt_of_a_delivered_set_is_acknowledged_once() {
+        let mut inbox = Inbox::new(InboxLimits::default());
+        let (_, all) = set("reliable", 3, b"once");
+        assert!(!inbox.acknowledge(&key(1), 1), "not delivered yet");
+        assert!(matches!(
+            inbox.receive(0, key(1), 0, all[0].clone()),
+            Received::Complete { .. }
+        ));
+        assert!(inbox.acknowledge(&key(1), 1), "the completing piece");
+        assert!(!inbox.acknowledge(&key(1), 1), "a late piece of attempt 1");
+        assert!(
+            inbox.acknowledge(&key(1), 3),
+            "a resend: the source has not heard"
+        );
+        assert!(!inbox.acknowledge(&key(1), 3));
+        assert!(
+            !inbox.acknowledge(&key(1), 2),
+            "a late piece of an older attempt"
+        );
+        assert!(
+            !inbox.acknowledge(&key(2), 5),
+            "another set, never delivered"
         );
     }
 
@@ -444,7 +581,8 @@ mod tests {
         assert!(inbox.expire(1104).is_empty());
         assert_eq!(
             inbox.receive(1105, key(3), 2, all[2].clone()),
-            Received::Pending
+            Received::Failed(Failure::Stale),
+            "forgotten, and sent longer ago than deliveries are remembered"
         );
     }
 }

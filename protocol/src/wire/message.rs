@@ -22,12 +22,16 @@ pub struct Message {
     pub enveloped: bool,
     /// The source's wall clock at `input`, in microseconds since the Unix epoch.
     pub sent_at_us: u64,
+    /// Which send of its set this is: 1 for the first, more for a reliable set's resends. The
+    /// destination acknowledges a delivered reliable set again only for a later attempt than
+    /// the one it last acknowledged, so late pieces of one attempt draw no more acknowledgements.
+    pub attempt: u32,
     /// Hops made so far. Not covered by the checksum: it changes at every hop.
     pub hops: u16,
     /// Every node visited, from the source on, when the sender asked for a trace. Not covered
     /// by the checksum: it grows at every hop.
     pub trace: Option<Vec<NodeId>>,
-    /// CRC-32 of (S, D, index, seq, split, enveloped, sent_at_us, payload).
+    /// CRC-32 of (S, D, index, seq, split, enveloped, sent_at_us, attempt, payload).
     pub checksum: u32,
     #[serde(with = "serde_bytes")]
     pub payload: Vec<u8>,
@@ -49,6 +53,7 @@ impl Message {
             split,
             enveloped: false,
             sent_at_us,
+            attempt: 1,
             hops: 0,
             trace: trace.then(|| vec![src]),
             checksum: 0,
@@ -62,6 +67,12 @@ impl Message {
         self
     }
 
+    /// This message as attempt `attempt` of its set.
+    pub fn attempt(mut self, attempt: u32) -> Message {
+        self.attempt = attempt;
+        self
+    }
+
     /// The checksum of this message as copy `index` of a set from `src` to `dst`.
     pub fn checksum_for(&self, src: NodeId, dst: NodeId, index: u8) -> u32 {
         let mut hasher = crc32fast::Hasher::new();
@@ -70,6 +81,7 @@ impl Message {
         hasher.update(&[index, self.split as u8 | (self.enveloped as u8) << 1]);
         hasher.update(&self.seq.to_le_bytes());
         hasher.update(&self.sent_at_us.to_le_bytes());
+        hasher.update(&self.attempt.to_le_bytes());
         hasher.update(&self.payload);
         hasher.finalize()
     }
