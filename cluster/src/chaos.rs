@@ -24,7 +24,8 @@ use crate::runner;
 pub use crate::schedule::FaultKind;
 use crate::schedule::{self, FaultCounts, Schedule};
 use crate::traffic::SendOptions;
-use cuberoute_protocol::delivery::Mode;
+use cuberoute_daemon::client::ClientError;
+use cuberoute_protocol::delivery::{Mode, Settlement};
 use cuberoute_protocol::wire::control::{Captured, Fault, NodeStatus, Request, Response};
 use cuberoute_protocol::{NodeId, SendRequest, Topology, flush_bound};
 use rand::rngs::StdRng;
@@ -87,6 +88,7 @@ struct SetResult {
     phase: Phase,
     /// The set's name at its source (for matching captures), and what was sent.
     from: NodeId,
+    to: NodeId,
     seq: u64,
     sent_at_us: u64,
     payload: Vec<u8>,
@@ -97,8 +99,8 @@ struct SetResult {
     duplicates: u32,
     /// Delivered entries whose payload differs from what was sent while relays forged.
     forged: u32,
-    /// Reliable: attempts, once settled.
-    attempts: Option<u32>,
+    /// Reliable: how the source settled the set, if it did.
+    settlement: Option<Settlement>,
     wire_bytes: u64,
     /// Delivered copies whose payload differs from what was sent.
     corrupted: u32,
@@ -109,6 +111,8 @@ struct SetResult {
     latencies_us: Vec<u64>,
     /// The request failed (the source was unreachable).
     failed: bool,
+    /// The source refused the set at once, and why.
+    refused: Option<String>,
 }
 
 #[derive(Clone, Debug, Default, Serialize)]
@@ -194,6 +198,10 @@ pub struct Report {
     pub payload_bytes_per_set: f64,
     /// Reliable sets: sends per set, over the sets settled.
     pub attempts: Attempts,
+    /// Reliable sets: how each ended.
+    pub reliable: ReliableOutcomes,
+    /// The sets no client got (the first 100), each with what became of it.
+    pub lost: Vec<LostSet>,
     /// The relays that captured or forged during the faults.
     pub relays: Vec<u64>,
     /// Payloads the capturing relays kept, and how many of them hold the payload of their
@@ -218,6 +226,39 @@ pub struct Attempts {
     pub max: u32,
     pub settled: u64,
 }
+
+/// How the run's reliable sets ended, each in exactly one way as its source told the client.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct ReliableOutcomes {
+    /// Acknowledged by the destination.
+    pub acked: u64,
+    /// Given up by the source at its deadline, unacknowledged; of those, how many the
+    /// destination's client got all the same (the acknowledgements were lost or late).
+    pub expired: u64,
+    pub expired_but_delivered: u64,
+    /// Refused by the source at once (outbox or memory full, shutting down), with the reason.
+    pub refused: u64,
+    /// Neither: the source could not be asked, or did not know the set. Always 0 unless a
+    /// source died.
+    pub unsettled: u64,
+}
+
+/// A set no client got, and what its source said of it.
+#[derive(Clone, Debug, Serialize)]
+pub struct LostSet {
+    pub phase: Phase,
+    pub from: u64,
+    pub to: u64,
+    pub seq: u64,
+    pub sent_at_us: u64,
+    /// `acked`, `expired`, `refused: <reason>`, `unsettled` (reliable); `copies_lost` (plain:
+    /// every copy dropped, each counted in `drops`); `send_failed`.
+    pub outcome: String,
+    pub attempts: Option<u32>,
+}
+
+/// The most lost sets a report lists one by one.
+const LOST_LISTED: usize = 100;
 
 /// Sum of drop counters over nodes, between two snapshots. A node that restarted in between
 /// counts from zero.
@@ -283,12 +324,13 @@ async fn one_set(
     let mut result = SetResult {
         phase,
         from,
+        to,
         seq: 0,
         sent_at_us: 0,
         payload: payload.clone(),
         duplicates: 0,
         forged: 0,
-        attempts: None,
+        settlement: None,
         wire_bytes: 0,
         k: expected.as_ref().map_or(0, |paths| paths.len() as u32),
         delivered: 0,
@@ -297,6 +339,7 @@ async fn one_set(
         shortest_delivered: false,
         latencies_us: Vec::new(),
         failed: false,
+        refused: None,
     };
     let Some(expected) = expected else {
         // Distinct nodes of the topology always have paths: a bug of ours, counted.
@@ -306,10 +349,15 @@ async fn one_set(
     let shortest = (0..expected.len())
         .min_by_key(|&i| expected[i].len())
         .unwrap_or_default();
-    let sending = client.send(from, request, payload.clone(), options).await;
-    let Ok(report) = sending else {
-        result.failed = true;
-        return result;
+    let report = match client.send(from, request, payload.clone(), options).await {
+        Ok(report) => report,
+        Err(e) => {
+            result.failed = true;
+            if let ClientError::Refused { error, .. } = e {
+                result.refused = Some(error.to_string());
+            }
+            return result;
+        }
     };
     if !set.mode.is_plain() {
         // A set in a delivery mode reaches the client as one entry.
@@ -317,7 +365,11 @@ async fn one_set(
     }
     result.seq = report.seq;
     result.sent_at_us = report.sent_at_us;
-    result.attempts = report.attempts;
+    result.settlement = match (report.acked, report.attempts) {
+        (Some(true), Some(attempts)) => Some(Settlement::Acked { attempts }),
+        (Some(false), Some(attempts)) => Some(Settlement::Expired { attempts }),
+        _ => None,
+    };
     result.wire_bytes = report.wire_bytes;
     let distinct: BTreeSet<u8> = report.deliveries.iter().map(|d| d.index).collect();
     let once = if set.mode.is_plain() {
@@ -763,7 +815,10 @@ fn report(
     let forged_delivered_to_client = total(|p| p.forged_delivered_to_client);
     let mut take = |p| Percentiles::of_us(latency.remove(&p).unwrap_or_default());
     let sent = results.iter().filter(|r| !r.failed).count().max(1) as f64;
-    let settled: Vec<u32> = results.iter().filter_map(|r| r.attempts).collect();
+    let settled: Vec<u32> = results
+        .iter()
+        .filter_map(|r| r.settlement.map(Settlement::attempts))
+        .collect();
     let attempts = Attempts {
         mean: if settled.is_empty() {
             0.0
@@ -810,6 +865,17 @@ fn report(
             .sum::<f64>()
             / sent,
         attempts,
+        reliable: if config.mode.reliable {
+            reliable_outcomes(results)
+        } else {
+            ReliableOutcomes::default()
+        },
+        lost: results
+            .iter()
+            .filter(|r| r.delivered == 0)
+            .take(LOST_LISTED)
+            .map(|r| lost_set(r, config.mode))
+            .collect(),
         relays: Vec::new(),
         captured: 0,
         leaked: 0,
@@ -818,6 +884,42 @@ fn report(
         partition_bit: None,
         partitioned_links: 0,
         loss_rate: 0.0,
+    }
+}
+
+fn reliable_outcomes(results: &[SetResult]) -> ReliableOutcomes {
+    let mut outcomes = ReliableOutcomes::default();
+    for r in results {
+        match (r.settlement, &r.refused) {
+            (Some(Settlement::Acked { .. }), _) => outcomes.acked += 1,
+            (Some(Settlement::Expired { .. }), _) => {
+                outcomes.expired += 1;
+                outcomes.expired_but_delivered += u64::from(r.delivered > 0);
+            }
+            (None, Some(_)) => outcomes.refused += 1,
+            (None, None) => outcomes.unsettled += 1,
+        }
+    }
+    outcomes
+}
+
+fn lost_set(r: &SetResult, mode: Mode) -> LostSet {
+    let outcome = match (&r.refused, r.settlement) {
+        (Some(why), _) => format!("refused: {why}"),
+        (None, _) if r.failed => "send_failed".to_string(),
+        (None, Some(Settlement::Acked { .. })) => "acked".to_string(),
+        (None, Some(Settlement::Expired { .. })) => "expired".to_string(),
+        (None, None) if mode.reliable => "unsettled".to_string(),
+        (None, None) => "copies_lost".to_string(),
+    };
+    LostSet {
+        phase: r.phase,
+        from: r.from.0,
+        to: r.to.0,
+        seq: r.seq,
+        sent_at_us: r.sent_at_us,
+        outcome,
+        attempts: r.settlement.map(Settlement::attempts),
     }
 }
 

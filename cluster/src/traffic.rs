@@ -27,6 +27,10 @@ pub struct SendOptions {
 /// How long a reliable set is kept at its source when neither a deadline nor a wait is given.
 pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(30);
 
+/// How long a waiting client then waits for the source's word on a reliable set: its
+/// acknowledgement's way back, or its deadline's timer.
+const SETTLEMENT_WAIT: Duration = Duration::from_secs(5);
+
 /// One destination, or several (a source-routed multicast).
 #[derive(Clone, Debug, Serialize, PartialEq, Eq)]
 #[serde(untagged)]
@@ -167,10 +171,14 @@ impl ClusterClient {
             Some(wait) => self.await_set(from, set, copy_to[0], wait).await?,
         };
         let settlement = match options.wait {
-            Some(_) if mode.reliable && !deliveries.is_empty() => {
-                // The acknowledgement is on its way back to the source.
-                self.settled(from, set, Duration::from_secs(5)).await?
-            }
+            // Delivered or not, the source says how the set ended: acknowledged (the
+            // acknowledgement may still be on its way back), or given up at its deadline,
+            // which has passed by now if the set never arrived. A source that cannot be asked
+            // leaves it unsettled in the report.
+            Some(_) if mode.reliable => self
+                .settled(from, set, SETTLEMENT_WAIT)
+                .await
+                .unwrap_or(None),
             _ => None,
         };
         let mut report = report(from, to, k, seq, &copy_to, many, deliveries);

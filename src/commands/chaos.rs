@@ -615,6 +615,26 @@ pub fn print_report(r: &chaos::Report) {
             r.sets_expired_at_source
         );
     }
+    if r.delivery.starts_with("reliable") {
+        let o = &r.reliable;
+        println!(
+            "  reliable sets: {} acknowledged, {} expired at the source ({} of them delivered all the same), {} refused at once, {} unsettled",
+            o.acked, o.expired, o.expired_but_delivered, o.refused, o.unsettled
+        );
+    }
+    for lost in &r.lost {
+        println!(
+            "  lost: {:?} {} -> {} seq {} sent at {} µs: {}{}",
+            lost.phase,
+            lost.from,
+            lost.to,
+            lost.seq,
+            lost.sent_at_us,
+            lost.outcome,
+            lost.attempts
+                .map_or(String::new(), |a| format!(" after {a} attempts"))
+        );
+    }
     if !r.relays.is_empty() {
         println!(
             "  relays {:?}: {} payloads captured, {} of them holding their payload or an 8-byte run of it",
