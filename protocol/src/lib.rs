@@ -1,4 +1,4 @@
-//! cuberoute-protocol: the sans-IO, deterministic core of cuberoute, in five layers, each a
+//! cuberoute-protocol: the sans-IO, deterministic core of cuberoute, in six layers, each a
 //! folder that imports only the layers below it (`tests/layers.rs` checks it):
 //!
 //! 1. [`topology`]: node ids, the five families (Q_n, EH(s,t), HHC, the metacube, the recursive
@@ -13,7 +13,9 @@
 //!    node; the header, the paper's process variables, and a round-based simulator;
 //! 4. [`delivery`]: the source's and the destination's side of a delivery mode (reliable,
 //!    erasure-coded, secret-shared, forgery-tolerant), above routing and blind to it;
-//! 5. [`wire`]: the frame codec and what travels in frames.
+//! 5. [`seal`]: end-to-end sealing, HPKE pair keys bound to node ids, so that only a message's
+//!    destination reads it and only its source could have sent it;
+//! 6. [`wire`]: the frame codec and what travels in frames.
 //!
 //! No I/O, no clock, no threads: the daemon does those.
 
@@ -23,6 +25,7 @@
 pub mod delivery;
 pub mod paths;
 pub mod routing;
+pub mod seal;
 pub mod topology;
 pub mod wire;
 

@@ -13,7 +13,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 /// The layers, bottom first.
-const LAYERS: [&str; 5] = ["topology", "paths", "routing", "delivery", "wire"];
+const LAYERS: [&str; 6] = ["topology", "paths", "routing", "delivery", "seal", "wire"];
 
 type Module = Vec<String>;
 
