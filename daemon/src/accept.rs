@@ -68,6 +68,12 @@ async fn admit(node: Arc<Node>, connection: quinn::Connection, remote: std::net:
             &format!("node {peer} is not a neighbour"),
         );
     };
+    if link.is_revoked() {
+        return refuse(
+            Event::PeerRefusedRevoked,
+            &format!("node {peer} is revoked"),
+        );
+    }
     if link.dials() {
         // The rule says this node dials: the neighbour knocks because it has no connection.
         node.stats.event(Event::KnockReceived);

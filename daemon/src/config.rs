@@ -12,10 +12,17 @@
 //! log_format = "text"             # or "json"
 //! log_level = "info"              # a tracing filter; RUST_LOG when this is not set
 //!
+//! seal = true                     # seal every set end to end (a client's --clear sends one clear)
+//!
 //! [tls]
 //! ca = "ca.pem"
 //! cert = "node.pem"                # `{id}` stands for the node's id: "/certs/node-{id}.pem"
 //! key = "node.key"
+//!
+//! [keys]                          # end-to-end sealing (crate::keys)
+//! directory = "keys.bin"          # every node's public key, signed by the cluster CA
+//! secret = "seal.key"             # this node's secret key (`{id}` allowed)
+//! revoked = "revoked.bin"         # optional: the CA-signed revocation list (kept here)
 //!
 //! [buffers]                       # optional; these are the defaults
 //! input = 1024                    # message sets waiting for input()
@@ -35,12 +42,14 @@
 //!
 //! Every problem is a [`ConfigError`] naming the key; the binary exits 2 on it.
 
+use crate::keys::{KeyPaths, Keys};
 use crate::manifest::Manifest;
 use crate::tls::Credentials;
 use cuberoute_protocol::{NodeId, Topology};
 use serde::Deserialize;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// A configuration problem, with the key it concerns.
 #[derive(Debug, thiserror::Error)]
@@ -142,6 +151,19 @@ pub struct DaemonArgs {
     /// This node's private key (PEM).
     #[arg(long, value_name = "FILE")]
     pub tls_key: Option<PathBuf>,
+    /// Whether this node seals the sets it sends end to end (a client may still ask for one
+    /// clear set).
+    #[arg(long, value_name = "BOOL")]
+    pub seal: Option<bool>,
+    /// The cluster's key directory (signed by the CA).
+    #[arg(long, value_name = "FILE")]
+    pub keys_directory: Option<PathBuf>,
+    /// This node's secret sealing key.
+    #[arg(long, value_name = "FILE")]
+    pub keys_secret: Option<PathBuf>,
+    /// The cluster's revocation list, kept here (optional).
+    #[arg(long, value_name = "FILE")]
+    pub keys_revoked: Option<PathBuf>,
     /// Message sets the input buffer holds.
     #[arg(long, value_name = "N")]
     pub input_buffer: Option<usize>,
@@ -192,8 +214,11 @@ struct FileConfig {
     log_format: Option<LogFormat>,
     log_level: Option<String>,
     nice: Option<i32>,
+    seal: Option<bool>,
     #[serde(default)]
     tls: FileTls,
+    #[serde(default)]
+    keys: FileKeys,
     #[serde(default)]
     chaos: FileChaos,
     #[serde(default)]
@@ -206,6 +231,14 @@ struct FileTls {
     ca: Option<PathBuf>,
     cert: Option<PathBuf>,
     key: Option<PathBuf>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct FileKeys {
+    directory: Option<PathBuf>,
+    secret: Option<PathBuf>,
+    revoked: Option<PathBuf>,
 }
 
 #[derive(Deserialize, Default)]
@@ -249,6 +282,11 @@ pub struct NodeConfig {
     pub metrics_listen: Option<SocketAddr>,
     pub manifest: Manifest,
     pub credentials: Credentials,
+    /// Whether this node seals what it sends.
+    pub seal: bool,
+    /// Where its keys are, and the keys, loaded and checked.
+    pub key_paths: KeyPaths,
+    pub keys: Arc<Keys>,
     pub buffers: BufferLimits,
     pub log_format: LogFormat,
     pub log_level: String,
@@ -276,6 +314,15 @@ impl NodeConfig {
             ),
             ("manifest", self.manifest.fingerprint()),
             ("tls", format!("digest {:016x}", self.credentials.digest)),
+            ("seal", self.seal.to_string()),
+            (
+                "keys",
+                format!(
+                    "{} nodes in {}",
+                    self.keys.len(),
+                    self.key_paths.directory.display()
+                ),
+            ),
             ("log_level", self.log_level.clone()),
             ("log_format", self.log_format.as_str().to_string()),
             ("buffers.input", b.input.to_string()),
@@ -418,6 +465,37 @@ impl NodeConfig {
             ));
         }
 
+        let key_paths = KeyPaths {
+            directory: tls_path("keys.directory", &args.keys_directory, file.keys.directory)?,
+            secret: with_id(tls_path(
+                "keys.secret",
+                &args.keys_secret,
+                file.keys.secret,
+            )?),
+            revoked: args
+                .keys_revoked
+                .clone()
+                .or(file.keys.revoked.map(relative))
+                .map(with_id),
+        };
+        let keys =
+            Keys::load(&key_paths, &credentials.ca, &topology.to_string(), id).map_err(|e| {
+                use crate::keys::KeyError::*;
+                let key_name = match &e {
+                    Read { path, .. } | Malformed { path, .. } if *path == key_paths.secret => {
+                        "keys.secret"
+                    }
+                    Mismatch { .. } => "keys.secret",
+                    Read { path, .. } | Malformed { path, .. } | NotSigned { path }
+                        if Some(path) == key_paths.revoked.as_ref() =>
+                    {
+                        "keys.revoked"
+                    }
+                    _ => "keys.directory",
+                };
+                error(key_name, e)
+            })?;
+
         let defaults = BufferLimits::default();
         let limit =
             |key: &'static str, flag: Option<usize>, file: Option<usize>, default| match flag
@@ -498,6 +576,9 @@ impl NodeConfig {
             metrics_listen,
             manifest,
             credentials,
+            seal: args.seal.or(file.seal).unwrap_or(true),
+            key_paths,
+            keys: Arc::new(keys),
             buffers,
             log_format: args.log_format.or(file.log_format).unwrap_or_default(),
             log_level,

@@ -7,10 +7,11 @@
 use crate::accept::accept_each;
 use crate::env::{self, Instant, now_us};
 use crate::node::{Node, Payload, Refusal};
-use crate::output::ANSWER_BYTES;
+use crate::output::{ANSWER_BYTES, SetId};
 use crate::stats::Event;
 use crate::tls;
 use cuberoute_protocol::delivery::{EncodeError, Envelope, Mode, SetKey, pieces};
+use cuberoute_protocol::seal::sealed::SEAL_OVERHEAD;
 use cuberoute_protocol::wire::control::{
     ControlError, ControlErrorKind, MAX_PAYLOAD_LEN, MAX_RECV_BATCH, MAX_WAIT_MS, Request, Response,
 };
@@ -211,12 +212,26 @@ async fn handle(
             trace,
             mode,
             deadline_ms,
+            clear,
         } => {
             for &to in &request.to {
                 if let Err(e) = other_node(node, to, "destination") {
                     return Response::Error(e);
                 }
+                if node.keys.is_revoked(to) {
+                    return Response::Error(ControlError::new(
+                        ControlErrorKind::UnknownNode,
+                        format!("destination {to} is revoked: it is out of the cluster"),
+                    ));
+                }
             }
+            if node.keys.is_revoked(node.id) {
+                return Response::Error(ControlError::new(
+                    ControlErrorKind::Forbidden,
+                    format!("node {} is revoked: the others refuse its sets", node.id),
+                ));
+            }
+            let sealed = node.seal && !clear;
             if mode.is_plain() && payload.len() > MAX_PAYLOAD_LEN {
                 return Response::Error(too_large(payload.len()));
             }
@@ -240,13 +255,24 @@ async fn handle(
                     Err(e) => return Response::Error(e),
                 }
             };
-            match node.submit(routes, payload, trace, keep_until).await {
+            // A seal adds its fields and tag to every message.
+            let wire_bytes = wire_bytes
+                + if sealed {
+                    k as usize * SEAL_OVERHEAD
+                } else {
+                    0
+                };
+            match node
+                .submit(routes, payload, trace, keep_until, sealed)
+                .await
+            {
                 Ok((seq, sent_at_us)) => Response::Accepted {
                     seq,
                     k,
                     sent_at_us,
                     to,
                     wire_bytes: wire_bytes as u64,
+                    sealed,
                 },
                 Err(Refusal::Draining(e)) => Response::Error(ControlError::new(
                     ControlErrorKind::ShuttingDown,
@@ -287,6 +313,8 @@ async fn handle(
             sent_at_us,
             copies,
             timeout_ms,
+            sealed,
+            mode,
         } => {
             if let Err(e) = other_node(node, src, "source") {
                 return Response::Error(e);
@@ -297,17 +325,24 @@ async fn handle(
                 node.topology.local_connectivity(src, node.id) as usize
             };
             let deadline = Instant::now() + wait_limit(timeout_ms);
+            let set = SetId {
+                src,
+                seq,
+                sent_at_us,
+                sealed,
+                mode,
+            };
             // Woken by this set's copies only: a waiting client costs nothing per delivery
             // that does not concern it.
-            let watch = node.output.watch_set(src, seq, sent_at_us);
+            let watch = node.output.watch_set(set);
             loop {
                 let next_copy = watch.notified();
-                if node.output.copy_count(src, seq, sent_at_us) >= k
+                if node.output.copy_count(set) >= k
                     || tokio::time::timeout_at(deadline, next_copy).await.is_err()
                 {
-                    let bytes = node.output.copies_bytes(src, seq, sent_at_us);
+                    let bytes = node.output.copies_bytes(set);
                     *answer_bytes = Some(hold_control_bytes(node, bytes).await);
-                    return Response::Copies(node.output.copies(src, seq, sent_at_us));
+                    return Response::Copies(node.output.copies(set));
                 }
             }
         }
@@ -315,8 +350,10 @@ async fn handle(
             after,
             max,
             wait_ms,
+            clear,
         } => {
             let max = max.clamp(1, MAX_RECV_BATCH) as usize;
+            let clear = clear.unwrap_or(!node.seal);
             let deadline = Instant::now() + wait_limit(wait_ms);
             let mut changes = node.output.subscribe();
             // Wait for an entry at `after` or later (the channel holds the next output index),
@@ -331,7 +368,7 @@ async fn handle(
                 }
             }
             *answer_bytes = Some(hold_control_bytes(node, ANSWER_BYTES).await);
-            let (entries, next) = node.output.since(after, max);
+            let (entries, next) = node.output.since(after, max, clear);
             Response::Output { entries, next }
         }
         Request::Notices {
@@ -357,6 +394,21 @@ async fn handle(
                 missed,
             }
         }
+        Request::Revoke { signed } => match node.keys.revoke(&signed) {
+            Ok(newly) => {
+                for &revoked in &newly {
+                    node.revoked(revoked);
+                }
+                Response::Revoked {
+                    serial: node.keys.revocations().serial,
+                    newly,
+                }
+            }
+            Err(e) => Response::Error(ControlError::new(
+                ControlErrorKind::BadRequest,
+                e.to_string(),
+            )),
+        },
         Request::Reload => match node.reload() {
             Ok(reload) => Response::Reloaded(reload),
             Err(e) => Response::Error(ControlError::new(

@@ -5,10 +5,10 @@
 
 use crate::env::now_us;
 use crate::waiters::{Waiters, Watch};
-use cuberoute_protocol::Routes;
 use cuberoute_protocol::delivery::{
     Inbox, InboxLimits, Outbox, OutboxFull, OutboxLimits, SetKey, Settlement,
 };
+use cuberoute_protocol::{NodeId, Routes};
 use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -23,11 +23,15 @@ pub struct Resend {
     pub routes: Routes,
     pub envelopes: Vec<Vec<u8>>,
     pub trace: bool,
+    /// Sealed end to end (and so acknowledged only by a sealed acknowledgement).
+    pub sealed: bool,
 }
 
 /// A node's delivery state.
 pub struct DeliveryEnds {
-    pub inbox: Mutex<Inbox>,
+    /// Sets that come sealed, and sets that come clear: a clear piece never meets a sealed set.
+    sealed_inbox: Mutex<Inbox>,
+    clear_inbox: Mutex<Inbox>,
     outbox: Mutex<Outbox<Resend>>,
     settled: Mutex<Settled>,
     /// `Request::Settled` waiters, each woken by its own set's settlement.
@@ -90,7 +94,8 @@ impl Default for DeliveryEnds {
 impl DeliveryEnds {
     pub fn new(inbox: InboxLimits, outbox: OutboxLimits) -> DeliveryEnds {
         DeliveryEnds {
-            inbox: Mutex::new(Inbox::new(inbox)),
+            sealed_inbox: Mutex::new(Inbox::new(inbox)),
+            clear_inbox: Mutex::new(Inbox::new(inbox)),
             outbox: Mutex::new(Outbox::new(outbox)),
             settled: Mutex::new(Settled::default()),
             settlement_waiters: Waiters::default(),
@@ -118,11 +123,31 @@ impl DeliveryEnds {
         kept
     }
 
-    /// The destination acknowledged `key`: settle it. False if it was not kept (a duplicate
-    /// acknowledgement, or one after the deadline).
-    pub fn acknowledged(&self, key: &SetKey) -> bool {
+    /// The inbox of sealed sets, or of clear ones.
+    pub fn inbox(&self, sealed: bool) -> &Mutex<Inbox> {
+        if sealed {
+            &self.sealed_inbox
+        } else {
+            &self.clear_inbox
+        }
+    }
+
+    /// An acknowledgement of `key` came from `from`, sealed or not: settle the set if it is
+    /// kept, `from` is its destination, and the acknowledgement came sealed if the set went
+    /// sealed. False otherwise (a duplicate acknowledgement, one after the deadline, or one a
+    /// relay made up).
+    pub fn acknowledged(&self, key: &SetKey, from: NodeId, sealed: bool) -> bool {
         self.counters.acks_received.fetch_add(1, Relaxed);
-        let settlement = self.outbox.lock().expect("outbox lock").ack(now_us(), key);
+        let mut outbox = self.outbox.lock().expect("outbox lock");
+        let genuine = outbox.get(key).is_some_and(|resend| {
+            resend.routes.destinations().first() == Some(&from) && (sealed || !resend.sealed)
+        });
+        let settlement = if genuine {
+            outbox.ack(now_us(), key)
+        } else {
+            None
+        };
+        drop(outbox);
         match settlement {
             Some(s) => {
                 self.counters.sets_acked.fetch_add(1, Relaxed);
@@ -169,8 +194,12 @@ impl DeliveryEnds {
 
     /// Sets waiting for pieces here, and their bytes.
     pub fn inbox_load(&self) -> (usize, usize) {
-        let inbox = self.inbox.lock().expect("inbox lock");
-        (inbox.pending(), inbox.bytes())
+        let sealed = self.sealed_inbox.lock().expect("inbox lock");
+        let clear = self.clear_inbox.lock().expect("inbox lock");
+        (
+            sealed.pending() + clear.pending(),
+            sealed.bytes() + clear.bytes(),
+        )
     }
 
     /// One round of the timer at `now`: the sets to send again (cloned out of the lock), and
@@ -192,13 +221,17 @@ impl DeliveryEnds {
         self.counters
             .resends
             .fetch_add(resends.len() as u64, Relaxed);
-        let mut inbox = self.inbox.lock().expect("inbox lock");
-        let given_up = inbox.expire(now);
-        let next_inbox = inbox.next_wakeup();
+        let mut given_up = Vec::new();
+        let mut next_us = next_outbox;
+        for inbox in [&self.sealed_inbox, &self.clear_inbox] {
+            let mut inbox = inbox.lock().expect("inbox lock");
+            given_up.extend(inbox.expire(now));
+            next_us = [next_us, inbox.next_wakeup()].into_iter().flatten().min();
+        }
         Tick {
             resends,
             given_up,
-            next_us: [next_outbox, next_inbox].into_iter().flatten().min(),
+            next_us,
         }
     }
 
@@ -244,6 +277,7 @@ mod tests {
                 .unwrap(),
             envelopes: vec![vec![1; 10]; 3],
             trace: false,
+            sealed: true,
         }
     }
 
@@ -275,14 +309,25 @@ mod tests {
             ends.settlement(&key(2)),
             Some(Settlement::Expired { attempts: 1 })
         );
-        assert!(ends.acknowledged(&key(1)));
-        assert!(!ends.acknowledged(&key(1)), "a second ack settles nothing");
+        assert!(
+            !ends.acknowledged(&key(1), NodeId(3), true),
+            "not from the destination"
+        );
+        assert!(
+            !ends.acknowledged(&key(1), NodeId(7), false),
+            "a clear acknowledgement of a sealed set"
+        );
+        assert!(ends.acknowledged(&key(1), NodeId(7), true));
+        assert!(
+            !ends.acknowledged(&key(1), NodeId(7), true),
+            "a second ack settles nothing"
+        );
         assert_eq!(
             ends.settlement(&key(1)),
             Some(Settlement::Acked { attempts: 2 })
         );
         assert_eq!(ends.outbox_load(), (0, 0));
-        assert_eq!(ends.counters.acks_received.load(Relaxed), 2);
+        assert_eq!(ends.counters.acks_received.load(Relaxed), 4);
         assert_eq!(ends.counters.sets_expired.load(Relaxed), 1);
     }
 

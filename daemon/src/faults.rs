@@ -76,7 +76,7 @@ pub fn inject(node: &Arc<Node>, fault: Fault) -> Result<String, ControlError> {
     // off) always is, so that a node is never stuck with a fault it can no longer be rid of.
     let ends_a_fault = matches!(
         fault,
-        Fault::Heal { .. } | Fault::Capture { on: false } | Fault::Forge { on: false }
+        Fault::Heal { .. } | Fault::Capture { on: false } | Fault::Forge { on: false, .. }
     );
     if !ends_a_fault && !node.settings.chaos_allowed() {
         return Err(ControlError::new(
@@ -183,8 +183,8 @@ fn apply(node: &Arc<Node>, fault: Fault) -> Result<String, ControlError> {
                 }
             ))
         }
-        Fault::Forge { on } => {
-            node.chaos.relay.set_forge(on);
+        Fault::Forge { on, what } => {
+            node.chaos.relay.set_forge(on, what);
             node.stats.count_event(Event::ChaosForge);
             warn!(on, "chaos: forging forwarded payloads");
             Ok(format!(

@@ -29,6 +29,7 @@ pub mod delivery;
 pub mod env;
 pub mod faults;
 pub mod journal;
+pub mod keys;
 pub mod link;
 pub mod logging;
 pub mod manifest;

@@ -98,7 +98,9 @@ pub struct Link {
     /// ...and stop waiting out the dial backoff.
     knocked: Notify,
     up: AtomicBool,
+    /// Refused on both sides: cut (until healed), or revoked (for good).
     cut: watch::Sender<bool>,
+    revoked: AtomicBool,
     /// Accepted connections, handed over by the endpoint's accept loop.
     incoming: mpsc::Sender<quinn::Connection>,
     incoming_rx: Mutex<Option<mpsc::Receiver<quinn::Connection>>>,
@@ -203,6 +205,7 @@ impl Link {
             knocked: Notify::new(),
             up: AtomicBool::new(false),
             cut: watch::channel(false).0,
+            revoked: AtomicBool::new(false),
             incoming,
             incoming_rx: Mutex::new(Some(incoming_rx)),
             current: Mutex::new(None),
@@ -401,8 +404,19 @@ impl Link {
         }
     }
 
+    /// End a cut; a revoked neighbour's link stays refused.
     pub fn heal(&self) {
-        self.cut.send_replace(false);
+        self.cut.send_replace(self.is_revoked());
+    }
+
+    /// The neighbour was taken out of the cluster: close the link and refuse it for good.
+    pub fn revoke(&self) {
+        self.revoked.store(true, Relaxed);
+        self.cut();
+    }
+
+    pub fn is_revoked(&self) -> bool {
+        self.revoked.load(Relaxed)
     }
 
     /// The neighbour, which this node dials, dialled us: it has no connection with us (it

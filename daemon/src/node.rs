@@ -12,18 +12,21 @@ use crate::chaos::{Chaos, Fate};
 use crate::config::{ConfigError, DaemonArgs, NodeConfig};
 use crate::delivery::{DeliveryEnds, Resend};
 use crate::env::{self, Instant, now_us};
+use crate::keys::Keys;
 use crate::link::{Link, LinkOwner, NotQueued};
 use crate::output::{Output, Pushed};
 use crate::reload::Settings;
 use crate::stats::{Drop, Event, Stats};
 use cuberoute_protocol::delivery::{
     Envelope, Failure as DeliveryFailure, InboxLimits, Mode, OutboxFull, OutboxLimits, Received,
-    SetKey,
+    SetKey, Shape,
 };
+use cuberoute_protocol::seal::pair::{OpenError, OpenLimits, Opener, Sealer};
+use cuberoute_protocol::seal::sealed::{Bound, SealError};
 use cuberoute_protocol::wire::control::{Delivery, Happening, NodeStatus, Reload};
 use cuberoute_protocol::wire::link::ChaosMark;
 use cuberoute_protocol::wire::message::Message;
-use cuberoute_protocol::wire::packet::{DataPacket, is_intact, seal};
+use cuberoute_protocol::wire::packet::{DataPacket, is_intact, set_checksum};
 use cuberoute_protocol::wire::{decode_body, encode_body};
 use cuberoute_protocol::{Action, NodeId, Process, ProcessVars, Routes, SendRequest, Topology};
 use std::collections::BTreeMap;
@@ -45,6 +48,8 @@ pub struct InputJob {
     pub sent_at_us: u64,
     /// What the set holds of the budget until `input` has put it on the links.
     pub held: usize,
+    /// Seal every message of the set end to end.
+    pub sealed: bool,
 }
 
 /// What a set's messages carry.
@@ -100,6 +105,12 @@ pub struct Node {
     /// One permit per byte of control requests and answers in progress.
     pub control_bytes: Arc<tokio::sync::Semaphore>,
     pub control_bytes_limit: usize,
+    /// The key directory, this node's secret key and the revocation list.
+    pub keys: Arc<Keys>,
+    /// Whether sets are sealed unless a client asks for one clear (`seal`).
+    pub seal: bool,
+    sealer: Mutex<Sealer>,
+    opener: Mutex<Opener>,
 }
 
 /// The notice of a delivery to the output buffer.
@@ -174,6 +185,15 @@ impl Node {
             settings: Settings::new(config, args),
             control_bytes: Arc::new(tokio::sync::Semaphore::new(shares.control)),
             control_bytes_limit: shares.control,
+            keys: config.keys.clone(),
+            seal: config.seal,
+            sealer: Mutex::new(Sealer::new(config.id, config.keys.secret.clone())),
+            opener: Mutex::new(Opener::new(
+                config.id,
+                config.keys.secret.clone(),
+                now_us(),
+                OpenLimits::default(),
+            )),
         };
         (Arc::new(node), input_rx)
     }
@@ -189,6 +209,7 @@ impl Node {
         payload: Payload,
         trace: bool,
         keep_until_us: Option<u64>,
+        sealed: bool,
     ) -> Result<(u64, u64), Refusal> {
         if self.is_draining() {
             return Err(Draining.into());
@@ -221,6 +242,7 @@ impl Node {
                 routes: routes.clone(),
                 envelopes: envelopes.clone(),
                 trace,
+                sealed,
             };
             self.delivery
                 .keep(key, resend, deadline_us)
@@ -237,6 +259,7 @@ impl Node {
             trace,
             sent_at_us,
             held,
+            sealed,
         };
         self.input
             .send(job)
@@ -285,7 +308,10 @@ impl Node {
             .expect("process lock")
             .start(&job.routes, messages);
         for (first, mut packet) in sends {
-            seal(&mut packet);
+            if job.sealed && !self.seal_message(&mut packet) {
+                continue;
+            }
+            set_checksum(&mut packet);
             debug!(seq = job.seq, index = packet.route.index(), to = %first, "input");
             if self.send_to(first, &packet, None) {
                 Stats::count(&self.stats.packets_sent);
@@ -330,6 +356,17 @@ impl Node {
                 });
             }
             Action::Forward { to, mut packet } => {
+                if packet
+                    .route
+                    .src()
+                    .is_some_and(|src| self.keys.is_revoked(src))
+                    || self.keys.is_revoked(to)
+                {
+                    debug!(%to, "revoked source or next hop");
+                    self.stats.drop(Drop::Revoked);
+                    ended(Fate::Dropped);
+                    return;
+                }
                 packet.message.record_hop(self.id);
                 if self.chaos.relay.on_forward(&mut packet) {
                     debug!(%to, "forged");
@@ -345,6 +382,43 @@ impl Node {
                 debug!(%from, reason = reason.as_str(), "drop");
                 self.stats.drop(Drop::Route(reason));
                 ended(Fate::Dropped);
+            }
+        }
+    }
+
+    /// Seal the message of `packet` (a copy or piece of a set of this node's) to its
+    /// destination, binding its clear fields. False, and counted, if it cannot be.
+    fn seal_message(&self, packet: &mut DataPacket) -> bool {
+        let (Some(src), Some(dst)) = (packet.route.src(), packet.route.dst()) else {
+            self.stats.drop(Drop::Malformed);
+            return false;
+        };
+        let message = &mut packet.message;
+        message.sealed = true;
+        let bound = Bound {
+            src,
+            dst,
+            index: packet.route.index(),
+            seq: message.seq,
+            sent_at_us: message.sent_at_us,
+            flags: message.flags(),
+        };
+        let sealed = self.sealer.lock().expect("sealer lock").seal(
+            &*self.keys,
+            &bound,
+            now_us(),
+            &message.payload,
+            env::random,
+        );
+        match sealed {
+            Ok(bytes) => {
+                message.payload = bytes;
+                true
+            }
+            Err(SealError::UnknownNode(node)) => {
+                warn!(%node, "no sealing key for the destination");
+                self.stats.drop(Drop::Seal(OpenError::UnknownSealer(node)));
+                false
             }
         }
     }
@@ -409,7 +483,36 @@ impl Node {
             return false;
         };
         let k = packet.route.copies(self.topology);
-        let message = packet.message;
+        if self.keys.is_revoked(src) {
+            debug!(%src, "source revoked");
+            self.stats.drop(Drop::Revoked);
+            return false;
+        }
+        let mut message = packet.message;
+        if message.sealed {
+            let bound = Bound {
+                src,
+                dst: self.id,
+                index,
+                seq: message.seq,
+                sent_at_us: message.sent_at_us,
+                flags: message.flags(),
+            };
+            let opened = self.opener.lock().expect("opener lock").open(
+                &*self.keys,
+                &bound,
+                now_us(),
+                &message.payload,
+            );
+            match opened {
+                Ok(plaintext) => message.payload = plaintext,
+                Err(why) => {
+                    debug!(%src, reason = why.as_str(), "seal refused");
+                    self.stats.drop(Drop::Seal(why));
+                    return false;
+                }
+            }
+        }
         if message.enveloped {
             return self.deliver_enveloped(src, index, k, message);
         }
@@ -429,6 +532,7 @@ impl Node {
             latency_us,
             mode: Mode::PLAIN,
             rejected_paths: Vec::new(),
+            sealed: message.sealed,
             payload: message.payload,
         };
         let notice = delivered(&delivery);
@@ -478,7 +582,7 @@ impl Node {
                     return false;
                 }
                 Stats::count(&self.stats.packets_delivered);
-                if self.delivery.acknowledged(&acked) {
+                if self.delivery.acknowledged(&acked, src, message.sealed) {
                     debug!(seq = acked.seq, "acknowledged");
                 }
                 return true;
@@ -490,11 +594,13 @@ impl Node {
             return false;
         }
         let mode = piece.mode;
+        let shape = piece.shape();
         let attempt = message.attempt;
+        let sealed = message.sealed;
         let now = now_us();
         let received = self
             .delivery
-            .inbox
+            .inbox(sealed)
             .lock()
             .expect("inbox lock")
             .receive(now, set, index, piece);
@@ -524,6 +630,7 @@ impl Node {
                     latency_us,
                     mode,
                     rejected_paths: rejected,
+                    sealed: message.sealed,
                     payload,
                 };
                 let notice = delivered(&delivery);
@@ -537,16 +644,20 @@ impl Node {
                         Stats::count(&self.delivery.counters.sets_delivered);
                         self.latency.record(latency_us as f64 / 1e6);
                         self.stats.journal.note(notice);
-                        self.acknowledge_if_due(mode, set, attempt);
+                        self.acknowledge_if_due(shape, set, attempt, sealed);
                     }
                     Pushed::Duplicate => {
                         Stats::count(&self.stats.packets_delivered);
-                        self.acknowledge_if_due(mode, set, attempt);
+                        self.acknowledge_if_due(shape, set, attempt, sealed);
                     }
                     Pushed::Refused => {
                         // Not acknowledged: the source sends it again, and the inbox must take
                         // it as new then.
-                        self.delivery.inbox.lock().expect("inbox lock").forget(&set);
+                        self.delivery
+                            .inbox(sealed)
+                            .lock()
+                            .expect("inbox lock")
+                            .forget(&set, shape);
                         self.stats.drop(Drop::OutputFull);
                         return false;
                     }
@@ -558,7 +669,7 @@ impl Node {
                 Stats::count(&self.delivery.counters.duplicate_sets);
                 // A piece of a later attempt is a resend: the acknowledgement was lost, or is
                 // on its way.
-                self.acknowledge_if_due(mode, set, attempt);
+                self.acknowledge_if_due(shape, set, attempt, sealed);
                 true
             }
             Received::Failed(failure) => {
@@ -571,16 +682,16 @@ impl Node {
 
     /// Acknowledge a delivered reliable `set` once per attempt of it that reaches this node
     /// (the inbox decides).
-    fn acknowledge_if_due(&self, mode: Mode, set: SetKey, attempt: u32) {
-        if mode.reliable
+    fn acknowledge_if_due(&self, shape: Shape, set: SetKey, attempt: u32, sealed: bool) {
+        if shape.mode.reliable
             && self
                 .delivery
-                .inbox
+                .inbox(sealed)
                 .lock()
                 .expect("inbox lock")
-                .acknowledge(&set, attempt)
+                .acknowledge(&set, shape, attempt)
         {
-            self.acknowledge(set);
+            self.acknowledge(set, sealed);
         }
     }
 
@@ -588,7 +699,7 @@ impl Node {
     /// acknowledgement set, enveloped, over the front door's paths back to the source (not
     /// reliable itself: a lost one makes the source send again, and this node acknowledge
     /// again).
-    fn acknowledge(&self, set: SetKey) {
+    fn acknowledge(&self, set: SetKey, sealed: bool) {
         let routes = match SendRequest::to(set.src).routes(self.topology, self.id) {
             Ok(routes) => routes,
             Err(e) => {
@@ -606,6 +717,7 @@ impl Node {
             trace: false,
             sent_at_us: now_us(),
             held: 0,
+            sealed,
         };
         Stats::count(&self.delivery.counters.acks_sent);
         self.input(job);
@@ -628,6 +740,7 @@ impl Node {
                     trace: resend.trace,
                     sent_at_us: key.sent_at_us,
                     held: 0,
+                    sealed: resend.sealed,
                 });
             }
             for (key, failure) in tick.given_up {
@@ -635,6 +748,16 @@ impl Node {
                 self.stats.drop(Drop::Delivery(failure));
             }
             next_us = tick.next_us;
+        }
+    }
+
+    /// `node` was taken out of the cluster: refuse its link for good (if it is a neighbour),
+    /// as its sets and the packets it relayed are refused from now on.
+    pub fn revoked(&self, node: NodeId) {
+        warn!(%node, "node revoked: its links and sets are refused");
+        self.stats.event(Event::NodeRevoked);
+        if let Some(link) = self.links.get(&node) {
+            link.revoke();
         }
     }
 
@@ -693,6 +816,7 @@ impl Node {
     }
 
     pub fn status(&self) -> NodeStatus {
+        let revocations = self.keys.revocations();
         NodeStatus {
             id: self.id,
             topology: self.topology,
@@ -716,6 +840,8 @@ impl Node {
             wire_version: cuberoute_protocol::wire::VERSION,
             config: self.settings.status(),
             buffered_bytes: self.budget.held() as u64,
+            revoked: revocations.revoked.into_iter().collect(),
+            revocation_serial: revocations.serial,
         }
     }
 }

@@ -8,13 +8,23 @@
 
 use crate::waiters::{Waiters, Watch};
 use cuberoute_protocol::NodeId;
+use cuberoute_protocol::delivery::Mode;
 use cuberoute_protocol::wire::control::Delivery;
 use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::sync::Mutex;
 use tokio::sync::watch;
 
-/// A message set: (source, sequence id, send time).
-pub type SetId = (NodeId, u64, u64);
+/// A message set as clients ask for it: its name (source, sequence id, send time), whether it
+/// came sealed, and its mode. A clear entry, or one in another mode, is never taken for a
+/// sealed set (with sealing off, a relay can make up a set in any name and any mode).
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub struct SetId {
+    pub src: NodeId,
+    pub seq: u64,
+    pub sent_at_us: u64,
+    pub sealed: bool,
+    pub mode: Mode,
+}
 
 pub struct Output {
     ring: Mutex<Ring>,
@@ -84,7 +94,13 @@ pub enum Pushed {
 }
 
 fn set_id(d: &Delivery) -> SetId {
-    (d.src, d.seq, d.sent_at_us)
+    SetId {
+        src: d.src,
+        seq: d.seq,
+        sent_at_us: d.sent_at_us,
+        sealed: d.sealed,
+        mode: d.mode,
+    }
 }
 
 impl Output {
@@ -172,13 +188,12 @@ impl Output {
         self.len() == 0
     }
 
-    /// The copies of the set (`src`, `seq`, `sent_at_us`) delivered so far, in index order,
-    /// now read.
-    pub fn copies(&self, src: NodeId, seq: u64, sent_at_us: u64) -> Vec<Delivery> {
+    /// The copies of the set `set` delivered so far, in index order, now read.
+    pub fn copies(&self, set: SetId) -> Vec<Delivery> {
         let mut ring = self.ring.lock().expect("output lock");
         let mut copies: Vec<Delivery> = ring
             .sets
-            .get(&(src, seq, sent_at_us))
+            .get(&set)
             .into_iter()
             .flatten()
             .filter_map(|&i| ring.get(i).cloned())
@@ -193,10 +208,10 @@ impl Output {
 
     /// What the copies of the set (`src`, `seq`, `sent_at_us`) delivered so far take
     /// ([`entry_bytes`]): about what an answer carrying them takes.
-    pub fn copies_bytes(&self, src: NodeId, seq: u64, sent_at_us: u64) -> usize {
+    pub fn copies_bytes(&self, set: SetId) -> usize {
         let ring = self.ring.lock().expect("output lock");
         ring.sets
-            .get(&(src, seq, sent_at_us))
+            .get(&set)
             .into_iter()
             .flatten()
             .filter_map(|&i| ring.get(i))
@@ -204,23 +219,27 @@ impl Output {
             .sum()
     }
 
-    /// How many copies of the set (`src`, `seq`, `sent_at_us`) were delivered so far.
-    pub fn copy_count(&self, src: NodeId, seq: u64, sent_at_us: u64) -> usize {
+    /// How many copies of the set `set` were delivered so far.
+    pub fn copy_count(&self, set: SetId) -> usize {
         let ring = self.ring.lock().expect("output lock");
-        ring.sets.get(&(src, seq, sent_at_us)).map_or(0, Vec::len)
+        ring.sets.get(&set).map_or(0, Vec::len)
     }
 
     /// Up to `max` entries with an output index of at least `after`, taking at most
     /// [`ANSWER_BYTES`] ([`entry_bytes`]; one entry however large), now read, and the index to
     /// ask for next.
-    pub fn since(&self, after: u64, max: usize) -> (Vec<Delivery>, u64) {
+    /// Entries that came clear are skipped unless `clear`.
+    pub fn since(&self, after: u64, max: usize, clear: bool) -> (Vec<Delivery>, u64) {
         let mut ring = self.ring.lock().expect("output lock");
         let oldest = ring.oldest_index();
         let start = after.saturating_sub(oldest).min(ring.entries.len() as u64) as usize;
         let mut bytes = 0;
+        let mut last_seen = None;
         let entries: Vec<Delivery> = ring
             .entries
             .range(start..)
+            .inspect(|d| last_seen = Some(d.output_index))
+            .filter(|d| clear || d.sealed)
             .take(max)
             .take_while(|d| {
                 let first = bytes == 0;
@@ -230,10 +249,11 @@ impl Output {
             .cloned()
             .collect();
         // With nothing to return, an index from the future (a cursor of an earlier run of the
-        // daemon) falls back to the present.
-        let next = entries
-            .last()
-            .map_or(after.clamp(oldest, ring.next_index), |d| d.output_index + 1);
+        // daemon) falls back to the present; entries skipped as clear are passed.
+        let next = match entries.last() {
+            Some(d) => d.output_index + 1,
+            None => last_seen.map_or(after.clamp(oldest, ring.next_index), |i| i + 1),
+        };
         for d in &entries {
             ring.unread_protected.remove(&d.output_index);
             ring.unread.remove(&d.output_index);
@@ -242,8 +262,8 @@ impl Output {
     }
 
     /// Wake-ups at each new copy of the set (`src`, `seq`, `sent_at_us`), and of no other.
-    pub fn watch_set(&self, src: NodeId, seq: u64, sent_at_us: u64) -> Watch<'_, SetId> {
-        self.set_waiters.watch((src, seq, sent_at_us))
+    pub fn watch_set(&self, set: SetId) -> Watch<'_, SetId> {
+        self.set_waiters.watch(set)
     }
 
     /// A receiver that changes whenever an entry is added.
@@ -255,6 +275,16 @@ impl Output {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn set(seq: u64) -> SetId {
+        SetId {
+            src: NodeId(1),
+            seq,
+            sent_at_us: 77,
+            sealed: true,
+            mode: Mode::PLAIN,
+        }
+    }
 
     fn delivery(seq: u64, index: u8) -> Delivery {
         Delivery {
@@ -271,6 +301,7 @@ mod tests {
             latency_us: 5,
             mode: Default::default(),
             rejected_paths: vec![],
+            sealed: true,
             payload: vec![seq as u8],
         }
     }
@@ -295,7 +326,7 @@ mod tests {
         assert_eq!(out.push_plain(delivery(3, 0)), Pushed::Refused);
         assert_eq!(out.push(delivery(3, 0), true), Pushed::Refused);
         // Read by a client: now it may go.
-        assert_eq!(out.copies(NodeId(1), 1, 77).len(), 1);
+        assert_eq!(out.copies(set(1)).len(), 1);
         assert_eq!(
             out.push(delivery(3, 0), true),
             Pushed::Added {
@@ -312,7 +343,7 @@ mod tests {
         );
         // Entry 2 (seq 3) is protected and unread: the ring refuses until `recv` reads it.
         assert_eq!(out.push_plain(delivery(5, 0)), Pushed::Refused);
-        let (entries, _) = out.since(0, 10);
+        let (entries, _) = out.since(0, 10, false);
         assert_eq!(entries.len(), 2);
         assert_eq!(
             out.push_plain(delivery(5, 0)),
@@ -352,19 +383,19 @@ mod tests {
                 unread: 1
             }
         );
-        assert_eq!(out.copies(NodeId(1), 2, 77).len(), 2);
-        assert_eq!(out.copies(NodeId(1), 1, 77).len(), 1);
-        let (entries, next) = out.since(0, 10);
+        assert_eq!(out.copies(set(2)).len(), 2);
+        assert_eq!(out.copies(set(1)).len(), 1);
+        let (entries, next) = out.since(0, 10, false);
         let indices: Vec<u64> = entries.iter().map(|d| d.output_index).collect();
         assert_eq!(indices, vec![2, 3, 4]);
         assert_eq!(next, 5);
-        let (entries, next) = out.since(3, 1);
+        let (entries, next) = out.since(3, 1, false);
         assert_eq!(entries[0].output_index, 3);
         assert_eq!(next, 4);
-        let (entries, next) = out.since(5, 10);
+        let (entries, next) = out.since(5, 10, false);
         assert!(entries.is_empty());
         assert_eq!(next, 5);
-        let (entries, next) = out.since(99, 10);
+        let (entries, next) = out.since(99, 10, false);
         assert!(entries.is_empty());
         assert_eq!(next, 5);
     }
@@ -382,8 +413,28 @@ mod tests {
                 unread: 0
             }
         );
-        assert_eq!(out.copy_count(NodeId(1), 5, 77), 1);
-        assert_eq!(out.copy_count(NodeId(1), 5, 99), 1);
+        assert_eq!(out.copy_count(set(5)), 1);
+        assert_eq!(
+            out.copy_count(SetId {
+                sent_at_us: 99,
+                ..set(5)
+            }),
+            1
+        );
+        // A clear entry of the same name is another set: no duplicate, not taken for it.
+        let mut clear = delivery(5, 0);
+        clear.sealed = false;
+        assert!(matches!(out.push_plain(clear), Pushed::Added { .. }));
+        assert_eq!(out.copy_count(set(5)), 1);
+        let (shown, _) = out.since(0, 10, false);
+        assert!(shown.iter().all(|d| d.sealed), "sealed only by default");
+        let (shown, next) = out.since(0, 10, true);
+        assert_eq!((shown.len(), next), (3, 3));
+        assert_eq!(
+            out.since(2, 10, false),
+            (vec![], 3),
+            "a clear entry is passed over"
+        );
     }
 
     #[test]
@@ -426,7 +477,7 @@ mod tests {
     #[tokio::test]
     async fn a_set_watcher_is_woken_by_its_own_set_only() {
         let out = Output::new(64, usize::MAX);
-        let watch = out.watch_set(NodeId(1), 9, 77);
+        let watch = out.watch_set(set(9));
         let next_copy = watch.notified();
         for seq in 0..8 {
             out.push_plain(delivery(seq, 0));

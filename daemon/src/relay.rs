@@ -8,8 +8,9 @@
 //! a relay on a path. What each delivery mode protects against them is in docs/delivery.md.
 
 use cuberoute_protocol::delivery::Envelope;
-use cuberoute_protocol::wire::control::Captured;
-use cuberoute_protocol::wire::packet::{DataPacket, seal};
+use cuberoute_protocol::seal::sealed::Sealed;
+use cuberoute_protocol::wire::control::{Captured, ForgeWhat};
+use cuberoute_protocol::wire::packet::{DataPacket, set_checksum};
 use std::collections::VecDeque;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
@@ -29,6 +30,7 @@ pub const FORGERY_MASK: u8 = 0x5a;
 pub struct RelayFaults {
     capture: AtomicBool,
     forge: AtomicBool,
+    forging: Mutex<ForgeWhat>,
     captures: Mutex<Captures>,
     pub(crate) captured: AtomicU64,
     pub(crate) forged: AtomicU64,
@@ -46,7 +48,8 @@ impl RelayFaults {
         self.capture.store(on, Relaxed);
     }
 
-    pub fn set_forge(&self, on: bool) {
+    pub fn set_forge(&self, on: bool, what: ForgeWhat) {
+        *self.forging.lock().expect("forge lock") = what;
         self.forge.store(on, Relaxed);
     }
 
@@ -57,6 +60,10 @@ impl RelayFaults {
             self.keep(packet);
         }
         if !self.forge.load(Relaxed) {
+            return false;
+        }
+        let what = *self.forging.lock().expect("forge lock");
+        if !what.payload {
             return false;
         }
         forge(packet);
@@ -126,7 +133,15 @@ impl RelayFaults {
 /// only the agreement of the true pieces can tell it. Acknowledgements pass unchanged.
 pub fn forge(packet: &mut DataPacket) {
     let message = &mut packet.message;
-    if message.enveloped {
+    if message.sealed {
+        // The relay cannot read a sealed payload: it rewrites the ciphertext.
+        if let Some(mut sealed) = Sealed::from_bytes(&message.payload) {
+            mask(&mut sealed.ciphertext);
+            message.payload = sealed.to_bytes();
+        } else {
+            mask(&mut message.payload);
+        }
+    } else if message.enveloped {
         match Envelope::from_bytes(&message.payload) {
             Ok(Envelope::Piece(mut piece)) => {
                 mask(&mut piece.data);
@@ -142,7 +157,7 @@ pub fn forge(packet: &mut DataPacket) {
     } else {
         mask(&mut message.payload);
     }
-    seal(packet);
+    set_checksum(packet);
 }
 
 fn mask(bytes: &mut [u8]) {
@@ -170,7 +185,7 @@ mod tests {
             .into_iter()
             .next()
             .unwrap();
-        seal(&mut packet);
+        set_checksum(&mut packet);
         packet
     }
 
@@ -179,7 +194,7 @@ mod tests {
         let faults = RelayFaults::default();
         let mut p = packet(b"pay me 10");
         assert!(!faults.on_forward(&mut p));
-        faults.set_forge(true);
+        faults.set_forge(true, ForgeWhat::PAYLOAD);
         assert!(faults.on_forward(&mut p));
         assert_ne!(p.message.payload, b"pay me 10");
         assert!(is_intact(&p));

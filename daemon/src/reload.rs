@@ -58,6 +58,7 @@ impl Settings {
             requests: c.buffers.requests as u64,
             memory_mib: (c.buffers.memory_bytes >> 20) as u64,
             nice: c.nice,
+            seal: c.seal,
         }
     }
 

@@ -6,6 +6,7 @@
 
 use crate::journal::Journal;
 use cuberoute_protocol::delivery::Failure as DeliveryFailure;
+use cuberoute_protocol::seal::pair::OpenError;
 use cuberoute_protocol::wire::control::Counters;
 use cuberoute_protocol::wire::control::Happening;
 use cuberoute_protocol::{DropReason, NodeId};
@@ -42,8 +43,14 @@ pub enum Drop {
     OutputFull,
     /// An enveloped message whose payload is not an envelope.
     EnvelopeMalformed,
-    /// An acknowledgement for a set this node did not send.
+    /// An acknowledgement for a set this node did not send, or not from the set's destination
+    /// in the way the set was sent (a clear acknowledgement of a sealed set).
     AckMisdirected,
+    /// End-to-end sealing refused the message: no key for a node, a seal that does not open,
+    /// a node sealing in another's name, a replay.
+    Seal(OpenError),
+    /// The message's source (or the next hop) was taken out of the cluster.
+    Revoked,
     /// The delivery layer gave up a piece or a whole set (misshapen, unrecoverable, expired,
     /// evicted).
     Delivery(DeliveryFailure),
@@ -65,6 +72,8 @@ impl Drop {
             Drop::OutputFull => "output_full",
             Drop::EnvelopeMalformed => "envelope_malformed",
             Drop::AckMisdirected => "ack_misdirected",
+            Drop::Seal(why) => why.as_str(),
+            Drop::Revoked => "revoked",
             Drop::Delivery(failure) => failure.as_str(),
         }
     }
@@ -88,6 +97,10 @@ pub enum Event {
     KnockSent,
     /// A link the chaos tooling has cut.
     PeerRefusedCut,
+    /// A neighbour taken out of the cluster (`cluster revoke`).
+    PeerRefusedRevoked,
+    /// A node taken out of the cluster, as a revocation list said.
+    NodeRevoked,
     /// A hello that names another node or topology than the certificate and configuration.
     HelloMismatch,
     /// A frame on a link that does not decode.
@@ -127,6 +140,8 @@ impl Event {
             Event::KnockReceived => "knock_received",
             Event::KnockSent => "knock_sent",
             Event::PeerRefusedCut => "peer_refused_cut",
+            Event::PeerRefusedRevoked => "peer_refused_revoked",
+            Event::NodeRevoked => "node_revoked",
             Event::HelloMismatch => "hello_mismatch",
             Event::FrameMalformed => "frame_malformed",
             Event::PeerDisconnectedGarbage => "peer_disconnected_garbage",
@@ -294,6 +309,12 @@ mod tests {
                     Drop::Delivery(DeliveryFailure::Expired),
                     Drop::Delivery(DeliveryFailure::Evicted),
                     Drop::Delivery(DeliveryFailure::Stale),
+                    Drop::Seal(OpenError::Malformed),
+                    Drop::Seal(OpenError::UnknownSealer(NodeId(1))),
+                    Drop::Seal(OpenError::Broken),
+                    Drop::Seal(OpenError::ForgedSource { sealer: NodeId(1) }),
+                    Drop::Seal(OpenError::Replayed),
+                    Drop::Revoked,
                 ]
                 .map(Drop::as_str),
             )

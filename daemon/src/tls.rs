@@ -98,6 +98,8 @@ pub enum IdentityError {
 #[derive(Debug)]
 pub struct Credentials {
     roots: Arc<RootCertStore>,
+    /// The cluster CA's certificates: what signed the key directory too.
+    pub ca: Vec<CertificateDer<'static>>,
     chain: Vec<CertificateDer<'static>>,
     key: PrivateKeyDer<'static>,
     /// Who the certificate names.
@@ -110,6 +112,7 @@ impl Clone for Credentials {
     fn clone(&self) -> Self {
         Credentials {
             roots: self.roots.clone(),
+            ca: self.ca.clone(),
             chain: self.chain.clone(),
             key: self.key.clone_key(),
             identity: self.identity,
@@ -145,7 +148,7 @@ impl Credentials {
         let ca_certs = read_certs("CA certificate", ca)?;
         let mut digest = std::hash::DefaultHasher::new();
         ca_certs.hash(&mut digest);
-        for ca_cert in ca_certs {
+        for ca_cert in ca_certs.iter().cloned() {
             roots.add(ca_cert).map_err(|e| TlsError::BadCa {
                 path: ca.into(),
                 message: e.to_string(),
@@ -163,6 +166,7 @@ impl Credentials {
         key.secret_der().hash(&mut digest);
         let credentials = Credentials {
             roots: Arc::new(roots),
+            ca: ca_certs,
             chain,
             key,
             identity,

@@ -45,6 +45,25 @@ pub struct Piece {
     pub fingerprints: Vec<[u8; 32]>,
 }
 
+/// What a piece says of its set besides its data: the mode, how many pieces, the payload's
+/// length. Sealed, it is the source's; clear, a relay may have rewritten it.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub struct Shape {
+    pub mode: Mode,
+    pub k: u8,
+    pub len: u32,
+}
+
+impl Piece {
+    pub fn shape(&self) -> Shape {
+        Shape {
+            mode: self.mode,
+            k: self.k,
+            len: self.len,
+        }
+    }
+}
+
 /// Bytes that are not an envelope.
 #[derive(Clone, PartialEq, Eq, Debug, thiserror::Error)]
 pub enum EnvelopeError {

@@ -7,7 +7,7 @@
 //! dropped silently.
 
 use super::encode::{RebuildError, is_well_formed, rebuild};
-use super::envelope::{Piece, SetKey};
+use super::envelope::{Piece, SetKey, Shape};
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 
 /// How much the inbox holds and for how long.
@@ -87,10 +87,13 @@ impl Failure {
     }
 }
 
+/// A set as the inbox keeps it: its name and the shape its pieces claim. Pieces that claim
+/// another mode, k or length are another set here: with sealing off a relay can rewrite them,
+/// and the set it makes up never mixes with the true one (nor stops it: see docs/delivery.md).
+type Key = (SetKey, Shape);
+
 struct PendingSet {
     first_us: u64,
-    /// The first piece's mode, k and length: the set's, as far as this inbox knows.
-    shape: (super::mode::Mode, u8, u32),
     pieces: BTreeMap<u8, Piece>,
     /// Paths that brought two different pieces or a piece of another shape: one of them is
     /// forged, so none of theirs is used.
@@ -109,12 +112,12 @@ struct Delivered {
 /// The destination's delivery state.
 pub struct Inbox {
     limits: InboxLimits,
-    pending: HashMap<SetKey, PendingSet>,
+    pending: HashMap<Key, PendingSet>,
     /// Pending sets by arrival, oldest first (entries of sets gone since are skipped).
-    arrivals: VecDeque<(u64, SetKey)>,
+    arrivals: VecDeque<(u64, Key)>,
     bytes: usize,
-    delivered: HashMap<SetKey, Delivered>,
-    deliveries: VecDeque<(u64, SetKey)>,
+    delivered: HashMap<Key, Delivered>,
+    deliveries: VecDeque<(u64, Key)>,
     /// The latest send time of a set forgotten to keep the memory of deliveries within its
     /// bound: sets sent until then may have been delivered and forgotten.
     forgot_sent_until_us: u64,
@@ -148,7 +151,9 @@ impl Inbox {
 
     /// Take the piece that arrived on path `path` for `set` at `now_us`.
     pub fn receive(&mut self, now_us: u64, set: SetKey, path: u8, piece: Piece) -> Received {
-        if let Some(delivered) = self.delivered.get(&set) {
+        let shape = piece.shape();
+        let key = (set, shape);
+        if let Some(delivered) = self.delivered.get(&key) {
             return Received::AlreadyDelivered {
                 delivered_at_us: delivered.at_us,
             };
@@ -159,12 +164,10 @@ impl Inbox {
         if piece.index != path || !is_well_formed(&piece) {
             return Received::Failed(Failure::Misshapen);
         }
-        let shape = (piece.mode, piece.k, piece.len);
-        let entry = self.pending.entry(set).or_insert_with(|| {
-            self.arrivals.push_back((now_us, set));
+        let entry = self.pending.entry(key).or_insert_with(|| {
+            self.arrivals.push_back((now_us, key));
             PendingSet {
                 first_us: now_us,
-                shape,
                 pieces: BTreeMap::new(),
                 conflicted: BTreeSet::new(),
                 bytes: 0,
@@ -174,29 +177,21 @@ impl Inbox {
         if entry.conflicted.contains(&index) {
             return Received::Pending;
         }
-        if shape != entry.shape {
-            entry.conflicted.insert(index);
-            if let Some(old) = entry.pieces.remove(&index) {
+        match entry.pieces.get(&index) {
+            Some(known) if *known == piece => return Received::Pending,
+            Some(_) => {
+                let old = entry.pieces.remove(&index).expect("just seen");
                 entry.bytes -= old.data.len();
                 self.bytes -= old.data.len();
+                entry.conflicted.insert(index);
             }
-        } else {
-            match entry.pieces.get(&index) {
-                Some(known) if *known == piece => return Received::Pending,
-                Some(_) => {
-                    let old = entry.pieces.remove(&index).expect("just seen");
-                    entry.bytes -= old.data.len();
-                    self.bytes -= old.data.len();
-                    entry.conflicted.insert(index);
-                }
-                None => {
-                    entry.bytes += piece.data.len();
-                    self.bytes += piece.data.len();
-                    entry.pieces.insert(index, piece);
-                }
+            None => {
+                entry.bytes += piece.data.len();
+                self.bytes += piece.data.len();
+                entry.pieces.insert(index, piece);
             }
         }
-        let (mode, k, _) = entry.shape;
+        let Shape { mode, k, .. } = shape;
         let pieces: Vec<&Piece> = entry.pieces.values().collect();
         let outcome = rebuild_counting(mode, usize::from(k), &pieces, entry.conflicted.len()).map(
             |(payload, mut rejected)| {
@@ -209,15 +204,15 @@ impl Inbox {
         );
         match outcome {
             Ok((payload, rejected, arrived)) => {
-                self.remove_pending(&set);
+                self.remove_pending(&key);
                 self.delivered.insert(
-                    set,
+                    key,
                     Delivered {
                         at_us: now_us,
                         acknowledged: 0,
                     },
                 );
-                self.deliveries.push_back((now_us, set));
+                self.deliveries.push_back((now_us, key));
                 self.trim(now_us);
                 Received::Complete {
                     payload,
@@ -230,7 +225,7 @@ impl Inbox {
                 Received::Pending
             }
             Err(RebuildError::Impossible(_)) => {
-                self.remove_pending(&set);
+                self.remove_pending(&key);
                 Received::Failed(Failure::Unrecoverable)
             }
         }
@@ -257,8 +252,8 @@ impl Inbox {
     /// just arrived: yes for the piece that completed it and for the first piece of every later
     /// attempt (a resend: the source has not heard), no for late pieces of an attempt already
     /// acknowledged. A set not delivered here is not acknowledged.
-    pub fn acknowledge(&mut self, set: &SetKey, attempt: u32) -> bool {
-        match self.delivered.get_mut(set) {
+    pub fn acknowledge(&mut self, set: &SetKey, shape: Shape, attempt: u32) -> bool {
+        match self.delivered.get_mut(&(*set, shape)) {
             Some(delivered) if attempt > delivered.acknowledged => {
                 delivered.acknowledged = attempt;
                 true
@@ -269,37 +264,37 @@ impl Inbox {
 
     /// Forget that `set` was delivered (the output refused it): its next piece or resend starts
     /// it again.
-    pub fn forget(&mut self, set: &SetKey) {
-        self.delivered.remove(set);
+    pub fn forget(&mut self, set: &SetKey, shape: Shape) {
+        self.delivered.remove(&(*set, shape));
     }
 
     /// Give up the sets that waited longer than `pending_for_us`, forget delivered sets older
     /// than `remember_for_us`, and report every set given up since the last call.
     pub fn expire(&mut self, now_us: u64) -> Vec<(SetKey, Failure)> {
-        while let Some(&(at, set)) = self.arrivals.front() {
+        while let Some(&(at, key)) = self.arrivals.front() {
             if now_us.saturating_sub(at) < self.limits.pending_for_us {
                 break;
             }
             self.arrivals.pop_front();
-            if self.pending.get(&set).is_some_and(|p| p.first_us == at) {
-                self.remove_pending(&set);
-                self.given_up.push((set, Failure::Expired));
+            if self.pending.get(&key).is_some_and(|p| p.first_us == at) {
+                self.remove_pending(&key);
+                self.given_up.push((key.0, Failure::Expired));
             }
         }
-        while let Some(&(at, set)) = self.deliveries.front() {
+        while let Some(&(at, key)) = self.deliveries.front() {
             if now_us.saturating_sub(at) < self.limits.remember_for_us {
                 break;
             }
             self.deliveries.pop_front();
-            if self.delivered.get(&set).is_some_and(|d| d.at_us == at) {
-                self.delivered.remove(&set);
+            if self.delivered.get(&key).is_some_and(|d| d.at_us == at) {
+                self.delivered.remove(&key);
             }
         }
         std::mem::take(&mut self.given_up)
     }
 
-    fn remove_pending(&mut self, set: &SetKey) {
-        if let Some(p) = self.pending.remove(set) {
+    fn remove_pending(&mut self, key: &Key) {
+        if let Some(p) = self.pending.remove(key) {
             self.bytes -= p.bytes;
         }
     }
@@ -308,21 +303,21 @@ impl Inbox {
     /// deliveries beyond ten times `max_sets`.
     fn trim(&mut self, _now_us: u64) {
         while self.pending.len() > self.limits.max_sets || self.bytes > self.limits.max_bytes {
-            let Some((at, set)) = self.arrivals.pop_front() else {
+            let Some((at, key)) = self.arrivals.pop_front() else {
                 break;
             };
-            if self.pending.get(&set).is_some_and(|p| p.first_us == at) {
-                self.remove_pending(&set);
-                self.given_up.push((set, Failure::Evicted));
+            if self.pending.get(&key).is_some_and(|p| p.first_us == at) {
+                self.remove_pending(&key);
+                self.given_up.push((key.0, Failure::Evicted));
             }
         }
         while self.delivered.len() > 10 * self.limits.max_sets {
-            let Some((at, set)) = self.deliveries.pop_front() else {
+            let Some((at, key)) = self.deliveries.pop_front() else {
                 break;
             };
-            if self.delivered.get(&set).is_some_and(|d| d.at_us == at) {
-                self.delivered.remove(&set);
-                self.forgot_sent_until_us = self.forgot_sent_until_us.max(set.sent_at_us);
+            if self.delivered.get(&key).is_some_and(|d| d.at_us == at) {
+                self.delivered.remove(&key);
+                self.forgot_sent_until_us = self.forgot_sent_until_us.max(key.0.sent_at_us);
             }
         }
     }
@@ -392,7 +387,7 @@ mod tests {
                 Received::AlreadyDelivered { delivered_at_us: 1 }
             );
         }
-        inbox.forget(&key(1));
+        inbox.forget(&key(1), all[0].shape());
         assert_eq!(
             inbox.receive(3, key(1), 1, all[1].clone()),
             Received::Pending
@@ -461,24 +456,28 @@ mod tests {
     fn each_attempt_of_a_delivered_set_is_acknowledged_once() {
         let mut inbox = Inbox::new(InboxLimits::default());
         let (_, all) = set("reliable", 3, b"once");
-        assert!(!inbox.acknowledge(&key(1), 1), "not delivered yet");
+        let shape = all[0].shape();
+        assert!(!inbox.acknowledge(&key(1), shape, 1), "not delivered yet");
         assert!(matches!(
             inbox.receive(0, key(1), 0, all[0].clone()),
             Received::Complete { .. }
         ));
-        assert!(inbox.acknowledge(&key(1), 1), "the completing piece");
-        assert!(!inbox.acknowledge(&key(1), 1), "a late piece of attempt 1");
+        assert!(inbox.acknowledge(&key(1), shape, 1), "the completing piece");
         assert!(
-            inbox.acknowledge(&key(1), 3),
+            !inbox.acknowledge(&key(1), shape, 1),
+            "a late piece of attempt 1"
+        );
+        assert!(
+            inbox.acknowledge(&key(1), shape, 3),
             "a resend: the source has not heard"
         );
-        assert!(!inbox.acknowledge(&key(1), 3));
+        assert!(!inbox.acknowledge(&key(1), shape, 3));
         assert!(
-            !inbox.acknowledge(&key(1), 2),
+            !inbox.acknowledge(&key(1), shape, 2),
             "a late piece of an older attempt"
         );
         assert!(
-            !inbox.acknowledge(&key(2), 5),
+            !inbox.acknowledge(&key(2), shape, 5),
             "another set, never delivered"
         );
     }

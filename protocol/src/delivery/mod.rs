@@ -18,7 +18,7 @@ pub use encode::{
     EncodeError, MAX_CODED_PAYLOAD, MAX_PIECE_LEN, RebuildError, Rebuilt, is_well_formed,
     max_payload, pieces, rebuild, wire_bytes,
 };
-pub use envelope::{Envelope, EnvelopeError, Piece, SetKey};
+pub use envelope::{Envelope, EnvelopeError, Piece, SetKey, Shape};
 pub use inbox::{Failure, Inbox, InboxLimits, Received};
 pub use mode::{Mode, ModeError, Scheme};
 pub use outbox::{Outbox, OutboxFull, OutboxLimits, RoundTrip, Settlement};

@@ -186,6 +186,11 @@ impl<T> Outbox<T> {
         Ok(())
     }
 
+    /// What is kept for `key`, if it is.
+    pub fn get(&self, key: &SetKey) -> Option<&T> {
+        self.entries.get(key).map(|e| &e.item)
+    }
+
     /// The destination acknowledged `key` at `now_us`. None if it is not (or no longer) kept.
     /// A set acknowledged at its first attempt is a round-trip sample.
     pub fn ack(&mut self, now_us: u64, key: &SetKey) -> Option<Settlement> {

@@ -29,6 +29,7 @@ pub enum Request {
     /// its path.
     /// In a delivery `mode` other than plain, the set goes to one destination as the mode's
     /// k pieces, and a reliable set is sent again until acknowledged or `deadline_ms` passed.
+    /// Sealed end to end unless `clear` (or the node's `seal = false`).
     Send {
         request: SendRequest,
         #[serde(with = "serde_bytes")]
@@ -36,21 +37,32 @@ pub enum Request {
         trace: bool,
         mode: Mode,
         deadline_ms: u32,
+        clear: bool,
     },
     /// Wait until `copies` copies of the set (`src`, `seq`, `sent_at_us`) have been delivered
     /// here (0: all k of a node-to-node set), or `timeout_ms` has passed; answer with the copies
     /// delivered so far. A set is named by its send time too: a sequence id alone may repeat
     /// (after a restart, or when the chaos tooling overwrites it).
+    /// Only entries that came `sealed` (or clear) in `mode` count: a clear forgery in another
+    /// mode is never taken for the set awaited.
     Await {
         src: NodeId,
         seq: u64,
         sent_at_us: u64,
         copies: u32,
         timeout_ms: u32,
+        sealed: bool,
+        mode: Mode,
     },
     /// Output entries with an output index of at least `after`, at most `max` of them; if there
-    /// are none, wait up to `wait_ms` for one.
-    Recv { after: u64, max: u32, wait_ms: u32 },
+    /// are none, wait up to `wait_ms` for one. Entries that came clear are included if `clear`
+    /// (by default: if the node itself does not seal).
+    Recv {
+        after: u64,
+        max: u32,
+        wait_ms: u32,
+        clear: Option<bool>,
+    },
     /// How the reliable set (`seq`, `sent_at_us`) sent from this node ended: wait up to
     /// `wait_ms` for it to be acknowledged or to expire.
     Settled {
@@ -70,6 +82,12 @@ pub enum Request {
     /// Read the configuration file again and apply what may change without a restart (what
     /// SIGHUP does).
     Reload,
+    /// Take a revocation list the cluster CA signed (`cuberoute_daemon::keys`): its nodes' links
+    /// are refused and their sets dropped from now on, and the node keeps the list.
+    Revoke {
+        #[serde(with = "serde_bytes")]
+        signed: Vec<u8>,
+    },
 }
 
 /// A transient fault a daemon injects into itself on request.
@@ -102,11 +120,79 @@ pub enum Fault {
     Capture {
         on: bool,
     },
-    /// A Byzantine relay: while `on`, rewrite the payload of every packet this node forwards
-    /// and recompute its checksum, so that the copy passes every per-hop and end-to-end check.
+    /// A Byzantine relay: while `on`, rewrite what `what` says of every packet this node
+    /// forwards and recompute its checksum, so that the copy passes every per-hop check.
     Forge {
         on: bool,
+        what: ForgeWhat,
     },
+}
+
+/// What a forging relay rewrites (any combination).
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default, Serialize, Deserialize)]
+pub struct ForgeWhat {
+    /// The payload bytes (for a coded piece also its own fingerprint).
+    pub payload: bool,
+    /// The fields of the message and, for an enveloped piece, its mode, k, length and index.
+    pub header: bool,
+    /// The source: the relay claims another node as the source (sealing with its own keys).
+    pub source: bool,
+    /// Messages it forwarded, sent again later.
+    pub replay: bool,
+}
+
+impl ForgeWhat {
+    pub const PAYLOAD: ForgeWhat = ForgeWhat {
+        payload: true,
+        header: false,
+        source: false,
+        replay: false,
+    };
+    pub const ALL: ForgeWhat = ForgeWhat {
+        payload: true,
+        header: true,
+        source: true,
+        replay: true,
+    };
+    pub const NAMES: [&'static str; 4] = ["payload", "header", "source", "replay"];
+
+    /// From names such as `payload,header`; the unknown name if one is.
+    pub fn parse(names: &str) -> Result<ForgeWhat, String> {
+        let mut what = ForgeWhat::default();
+        for name in names.split(',').map(str::trim) {
+            match name {
+                "payload" => what.payload = true,
+                "header" => what.header = true,
+                "source" => what.source = true,
+                "replay" => what.replay = true,
+                "all" => what = ForgeWhat::ALL,
+                other => {
+                    return Err(format!(
+                        "{other:?} is not something to forge: {} or all",
+                        ForgeWhat::NAMES.join(", ")
+                    ));
+                }
+            }
+        }
+        Ok(what)
+    }
+
+    pub fn is_empty(self) -> bool {
+        self == ForgeWhat::default()
+    }
+}
+
+impl std::fmt::Display for ForgeWhat {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let on = [self.payload, self.header, self.source, self.replay];
+        let names: Vec<&str> = ForgeWhat::NAMES
+            .iter()
+            .zip(on)
+            .filter(|(_, on)| *on)
+            .map(|(n, _)| *n)
+            .collect();
+        f.write_str(&names.join(","))
+    }
 }
 
 #[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
@@ -117,12 +203,14 @@ pub enum Response {
     /// copy `i` to `to[i]`.
     /// `wire_bytes`: the bytes of the k messages' payloads (the copies, or the mode's
     /// envelopes), one attempt.
+    /// `sealed`: whether its messages are sealed end to end.
     Accepted {
         seq: u64,
         k: u32,
         sent_at_us: u64,
         to: Vec<NodeId>,
         wire_bytes: u64,
+        sealed: bool,
     },
     /// How a reliable set ended, if it has (None: still unacknowledged, or not known here).
     Settled(Option<Settlement>),
@@ -148,6 +236,12 @@ pub enum Response {
         missed: u64,
     },
     Reloaded(Reload),
+    /// The revocation list is in force here: its serial, and the nodes it revoked that were not
+    /// revoked before.
+    Revoked {
+        serial: u64,
+        newly: Vec<NodeId>,
+    },
     Error(ControlError),
 }
 
@@ -233,6 +327,8 @@ pub struct Delivery {
     pub mode: Mode,
     /// The paths whose pieces the destination rejected (forged or misshapen).
     pub rejected_paths: Vec<u8>,
+    /// Whether it came sealed: read by no relay, and sent by the node it names as its source.
+    pub sealed: bool,
     /// From `input` at the source to delivery here, by the two nodes' wall clocks.
     pub latency_us: u64,
     #[serde(with = "serde_bytes")]
@@ -311,6 +407,10 @@ pub struct NodeStatus {
     pub config: ConfigStatus,
     /// Bytes the link and input buffers hold now, of their share of `buffers.memory_mib`.
     pub buffered_bytes: u64,
+    /// The nodes taken out of the cluster, as the revocation list in force here says, and
+    /// that list's serial.
+    pub revoked: Vec<NodeId>,
+    pub revocation_serial: u64,
 }
 
 /// What the chaos tooling did to a node, and what became of the packets it corrupted.
@@ -411,6 +511,8 @@ pub struct ConfigStatus {
     pub memory_mib: u64,
     /// The niceness the process lowered itself to at start (`nice`; 0: as started).
     pub nice: i32,
+    /// Whether the node seals the sets it sends (`seal`).
+    pub seal: bool,
 }
 
 /// Counters since the process started.
@@ -452,6 +554,7 @@ mod tests {
             trace: true,
             mode: "reliable+code:1".parse().unwrap(),
             deadline_ms: 5000,
+            clear: true,
         };
         let frame = encode_frame(&request).unwrap();
         assert_eq!(decode_frame::<Request>(&frame), Ok(request));
@@ -473,7 +576,7 @@ mod tests {
         fn a_valid_request_with_bytes_flipped_never_panics(
             flips in proptest::collection::vec((any::<prop::sample::Index>(), 0u8..8), 1..8)
         ) {
-            let mut frame = encode_frame(&Request::Recv { after: 5, max: 10, wait_ms: 100 }).unwrap();
+            let mut frame = encode_frame(&Request::Recv { after: 5, max: 10, wait_ms: 100, clear: None }).unwrap();
             for (at, bit) in flips {
                 let i = at.index(frame.len());
                 frame[i] ^= 1 << bit;

@@ -20,6 +20,9 @@ pub struct Message {
     /// (a piece of a set, or an acknowledgement), for the destination's delivery layer rather
     /// than straight for a client.
     pub enveloped: bool,
+    /// Whether the payload is sealed end to end ([`crate::seal`]): only the destination reads
+    /// it, and only the node named as the source could have sealed it.
+    pub sealed: bool,
     /// The source's wall clock at `input`, in microseconds since the Unix epoch.
     pub sent_at_us: u64,
     /// Which send of its set this is: 1 for the first, more for a reliable set's resends. The
@@ -31,14 +34,14 @@ pub struct Message {
     /// Every node visited, from the source on, when the sender asked for a trace. Not covered
     /// by the checksum: it grows at every hop.
     pub trace: Option<Vec<NodeId>>,
-    /// CRC-32 of (S, D, index, seq, split, enveloped, sent_at_us, attempt, payload).
+    /// CRC-32 of (S, D, index, seq, split, enveloped, sealed, sent_at_us, attempt, payload).
     pub checksum: u32,
     #[serde(with = "serde_bytes")]
     pub payload: Vec<u8>,
 }
 
 impl Message {
-    /// A message of the set `seq` from `src`, not yet sealed: [`super::packet::seal`] sets its
+    /// A message of the set `seq` from `src`, not yet sealed: [`super::packet::set_checksum`] sets its
     /// checksum once it has a route.
     pub fn new(
         src: NodeId,
@@ -52,6 +55,7 @@ impl Message {
             seq,
             split,
             enveloped: false,
+            sealed: false,
             sent_at_us,
             attempt: 1,
             hops: 0,
@@ -67,6 +71,11 @@ impl Message {
         self
     }
 
+    /// Its flags as one byte: split, enveloped, sealed.
+    pub fn flags(&self) -> u8 {
+        self.split as u8 | (self.enveloped as u8) << 1 | (self.sealed as u8) << 2
+    }
+
     /// This message as attempt `attempt` of its set.
     pub fn attempt(mut self, attempt: u32) -> Message {
         self.attempt = attempt;
@@ -78,7 +87,7 @@ impl Message {
         let mut hasher = crc32fast::Hasher::new();
         hasher.update(&src.0.to_le_bytes());
         hasher.update(&dst.0.to_le_bytes());
-        hasher.update(&[index, self.split as u8 | (self.enveloped as u8) << 1]);
+        hasher.update(&[index, self.flags()]);
         hasher.update(&self.seq.to_le_bytes());
         hasher.update(&self.sent_at_us.to_le_bytes());
         hasher.update(&self.attempt.to_le_bytes());

@@ -29,7 +29,7 @@ pub fn expected_checksum(packet: &DataPacket) -> Option<u32> {
 }
 
 /// Set the checksum at the source.
-pub fn seal(packet: &mut DataPacket) {
+pub fn set_checksum(packet: &mut DataPacket) {
     if let Some(checksum) = expected_checksum(packet) {
         packet.message.checksum = checksum;
     }
@@ -94,7 +94,7 @@ mod tests {
     fn the_checksum_covers_endpoints_index_and_payload_not_the_hops() {
         let mut p = guarded();
         assert!(!is_intact(&p) || p.message.checksum == 0);
-        seal(&mut p);
+        set_checksum(&mut p);
         assert!(is_intact(&p));
         let changes: [fn(&mut DataPacket); 6] = [
             |p| header(p).src = NodeId(2),
@@ -118,7 +118,7 @@ mod tests {
     fn a_source_routed_copy_covers_its_whole_route() {
         let mut p = source();
         assert!(!is_intact(&p), "not sealed yet");
-        seal(&mut p);
+        set_checksum(&mut p);
         assert!(is_intact(&p));
         let bytes = encode_body(&p).unwrap();
         assert_eq!(decode_body::<DataPacket>(&bytes), Ok(p.clone()));
