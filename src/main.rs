@@ -54,7 +54,7 @@ enum Command {
     #[command(hide = true)]
     BenchRelayPeer(commands::bench::RelayPeerArgs),
     /// Run one node (started by `cluster up`, or by hand with a config file).
-    Daemon(cuberoute_daemon::config::DaemonArgs),
+    Daemon(Box<cuberoute_daemon::config::DaemonArgs>),
     /// Reproduce the papers' empirical study of an algorithm: on Q_n against the bound and a
     /// generic max flow, HHC-N2S against HHC-iN2S, MC-N2S against its bound; writes CSV,
     /// Markdown and SVG.
@@ -87,7 +87,7 @@ fn main() -> ExitCode {
         Command::Show(command) => commands::show::run(command),
         Command::Chaos(command) => commands::chaos::run(command),
         Command::Status(args) => commands::status::run(args),
-        Command::Daemon(args) => commands::daemon::run(args),
+        Command::Daemon(args) => commands::daemon::run(*args),
         Command::Bench(args) => commands::bench::run(args),
         Command::BenchRelayPeer(args) => commands::bench::relay_peer(args),
         Command::Study(args) => commands::study::run(args),

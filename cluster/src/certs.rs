@@ -79,6 +79,13 @@ impl ClusterCa {
         )
     }
 
+    /// The CA's signature of `message`: ECDSA P-256 with SHA-256, as the daemons check the key
+    /// directory and revocation lists (`cuberoute_daemon::keys`).
+    pub fn sign(&self, message: &[u8]) -> Vec<u8> {
+        sign_with(&self.issuer.key().serialize_der(), message)
+            .expect("the CA's own key is an ECDSA P-256 key")
+    }
+
     /// The clients' certificate.
     pub fn issue_client(&self) -> Result<Pem, rcgen::Error> {
         self.issue(
@@ -87,4 +94,22 @@ impl ClusterCa {
             vec![ExtendedKeyUsagePurpose::ClientAuth],
         )
     }
+}
+
+/// Sign `message` with a P-256 key in PKCS#8 DER (the CA's: rcgen's default key type).
+fn sign_with(pkcs8: &[u8], message: &[u8]) -> Result<Vec<u8>, String> {
+    use ring::signature::{ECDSA_P256_SHA256_ASN1_SIGNING, EcdsaKeyPair};
+    let rng = ring::rand::SystemRandom::new();
+    let key = EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_ASN1_SIGNING, pkcs8, &rng)
+        .map_err(|e| format!("not an ECDSA P-256 key: {e}"))?;
+    key.sign(&rng, message)
+        .map(|s| s.as_ref().to_vec())
+        .map_err(|e| format!("signing failed: {e}"))
+}
+
+/// Sign `message` with the CA key kept in PEM (a cluster directory's `ca.key`).
+pub fn sign_with_pem(ca_key_pem: &str, message: &[u8]) -> anyhow::Result<Vec<u8>> {
+    let key = KeyPair::from_pem(ca_key_pem)
+        .map_err(|e| anyhow::anyhow!("the CA key does not read: {e}"))?;
+    sign_with(&key.serialize_der(), message).map_err(|e| anyhow::anyhow!("the CA key: {e}"))
 }

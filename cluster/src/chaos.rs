@@ -26,7 +26,9 @@ use crate::schedule::{self, FaultCounts, Schedule};
 use crate::traffic::SendOptions;
 use cuberoute_daemon::client::ClientError;
 use cuberoute_protocol::delivery::{Mode, Settlement};
-use cuberoute_protocol::wire::control::{Captured, Fault, NodeStatus, Request, Response};
+use cuberoute_protocol::wire::control::{
+    Captured, Fault, ForgeWhat, NodeStatus, Request, Response,
+};
 use cuberoute_protocol::{NodeId, SendRequest, Topology, flush_bound};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -63,6 +65,10 @@ pub struct RunConfig {
     pub payload_bytes: usize,
     /// For `loss`: the share of datagrams dropped on every link during the faults.
     pub loss_rate: f64,
+    /// For `forge`: what the forging relays rewrite.
+    pub forge: ForgeWhat,
+    /// Send every set clear (no end-to-end seal).
+    pub clear: bool,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug, PartialOrd, Ord, Serialize)]
@@ -299,6 +305,8 @@ struct SetOptions {
     mode: Mode,
     /// Relays forge during this set's phase.
     forging: bool,
+    /// Sent without the end-to-end seal.
+    clear: bool,
 }
 
 /// Send one set and judge what arrived.
@@ -319,6 +327,7 @@ async fn one_set(
         trace: true,
         wait: Some(set.wait),
         mode: set.mode,
+        clear: set.clear,
         ..SendOptions::default()
     };
     let mut result = SetResult {
@@ -408,6 +417,7 @@ struct Traffic {
     payload_bytes: usize,
     /// Whether relays forge now.
     forging: bool,
+    clear: bool,
     rng: StdRng,
     results: Arc<Mutex<Vec<SetResult>>>,
     progress: Arc<Mutex<Progress>>,
@@ -451,6 +461,7 @@ impl Traffic {
                 wait: self.wait,
                 mode: self.mode,
                 forging: self.forging,
+                clear: self.clear,
             };
             progress.lock().expect("progress").sets_sent += 1;
             self.tasks.push(tokio::spawn(async move {
@@ -569,6 +580,7 @@ pub async fn run_with(
         mode: config.mode,
         payload_bytes: config.payload_bytes,
         forging: false,
+        clear: config.clear,
         rng: StdRng::seed_from_u64(config.seed),
         results: Arc::new(Mutex::new(Vec::new())),
         progress,
@@ -636,7 +648,10 @@ pub async fn run_with(
     };
     let relay_fault = |kind: FaultKind, on: bool| match kind {
         FaultKind::Capture => Fault::Capture { on },
-        _ => Fault::Forge { on },
+        _ => Fault::Forge {
+            on,
+            what: config.forge,
+        },
     };
     for &kind in &relaying {
         for &relay in &relays {

@@ -4,7 +4,9 @@
 use crate::certs::ClusterCa;
 use crate::layout::{self, ClusterDir};
 use anyhow::Context;
+use cuberoute_daemon::keys::{self, DirectoryBody, SignedFile};
 use cuberoute_daemon::manifest::{Manifest, ManifestNode};
+use cuberoute_protocol::seal::keys::SecretKey;
 use cuberoute_protocol::{NodeId, Topology};
 use std::fs;
 use std::net::Ipv4Addr;
@@ -187,8 +189,10 @@ pub fn generate(
     let client = ca.issue_client()?;
     write(&dir.client_cert(), &client.cert)?;
     write_secret(&dir.client_key(), &client.key)?;
+    let secrets = seal_keys(dir, &ca, topology)?;
+    let _ = fs::remove_file(dir.revoked());
 
-    for (id, addresses) in &nodes {
+    for ((id, addresses), secret) in nodes.iter().zip(&secrets) {
         let node_dir = dir.node_dir(*id);
         fs::create_dir_all(&node_dir)?;
         let pem = ca.issue_node(*id)?;
@@ -196,12 +200,54 @@ pub fn generate(
         write_secret(&node_dir.join(layout::NODE_KEY), &pem.key)?;
         write(&node_dir.join(layout::NODE_CA), &ca.cert_pem())?;
         write(&node_dir.join(layout::NODE_MANIFEST), &node_manifest(*id))?;
+        write_secret_bytes(&node_dir.join(layout::NODE_SEAL_KEY), &secret.to_bytes())?;
+        share(&dir.keys(), &node_dir.join(layout::NODE_KEYS))?;
         write(
             &node_dir.join(layout::NODE_CONFIG),
             &node_config(topology, *id, &addresses.bind, ports),
         )?;
     }
     Ok(client_manifest)
+}
+
+/// Every node's sealing key pair, in node order, and the key directory that binds their public
+/// keys to their ids, signed by the CA (`DIR/keys.bin`).
+fn seal_keys(
+    dir: &ClusterDir,
+    ca: &ClusterCa,
+    topology: Topology,
+) -> anyhow::Result<Vec<SecretKey>> {
+    let secrets: Vec<SecretKey> = topology
+        .nodes()
+        .map(|_| SecretKey::from_seed(rand::random()))
+        .collect();
+    let body = DirectoryBody {
+        topology: topology.to_string(),
+        keys: topology
+            .nodes()
+            .zip(&secrets)
+            .map(|(id, secret)| (id, secret.public_key()))
+            .collect(),
+    }
+    .to_bytes();
+    let signature = ca.sign(&keys::signed_bytes(keys::DIRECTORY, &body));
+    let file = SignedFile {
+        what: keys::DIRECTORY.to_string(),
+        body,
+        signature,
+    };
+    fs::write(dir.keys(), file.to_bytes())
+        .with_context(|| format!("writing {}", dir.keys().display()))?;
+    Ok(secrets)
+}
+
+/// Put the shared file `from` at `to` too: a hard link (no copy per node however large the
+/// cluster), or a copy where links do not work.
+fn share(from: &Path, to: &Path) -> anyhow::Result<()> {
+    let _ = fs::remove_file(to);
+    fs::hard_link(from, to)
+        .or_else(|_| fs::copy(from, to).map(|_| ()))
+        .with_context(|| format!("writing {}", to.display()))
 }
 
 /// The niceness of a generated node: a cluster on one machine runs its daemons below the
@@ -221,11 +267,18 @@ manifest = "{manifest}"
 log_format = "text"
 # Below the clients that share the machine's cores (docs/daemon.md, "Priority").
 nice = {nice}
+# Every set sealed end to end (docs/security.md).
+seal = true
 
 [tls]
 ca = "{ca}"
 cert = "{cert}"
 key = "{key}"
+
+[keys]
+directory = "{keys}"
+secret = "{seal_key}"
+revoked = "{revoked}"
 "#,
         link = ports.link,
         control = ports.control,
@@ -235,6 +288,9 @@ key = "{key}"
         ca = layout::NODE_CA,
         cert = layout::NODE_CERT,
         key = layout::NODE_KEY,
+        keys = layout::NODE_KEYS,
+        seal_key = layout::NODE_SEAL_KEY,
+        revoked = layout::NODE_REVOKED,
     )
 }
 
@@ -244,6 +300,10 @@ fn write(path: &Path, text: &str) -> anyhow::Result<()> {
 
 /// Write a private key readable by its owner only.
 fn write_secret(path: &Path, text: &str) -> anyhow::Result<()> {
+    write_secret_bytes(path, text.as_bytes())
+}
+
+fn write_secret_bytes(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
     use std::io::Write;
     use std::os::unix::fs::OpenOptionsExt;
     let _ = fs::remove_file(path);
@@ -253,6 +313,6 @@ fn write_secret(path: &Path, text: &str) -> anyhow::Result<()> {
         .mode(0o600)
         .open(path)
         .with_context(|| format!("writing {}", path.display()))?;
-    file.write_all(text.as_bytes())
+    file.write_all(bytes)
         .with_context(|| format!("writing {}", path.display()))
 }

@@ -3,9 +3,13 @@
 //! ```text
 //! DIR/manifest.toml          every node's addresses
 //! DIR/ca.pem, DIR/ca.key     the cluster CA
+//! DIR/keys.bin               every node's sealing public key, signed by the CA (one file,
+//!                            hard-linked into every node's directory)
+//! DIR/revoked.bin            the CA-signed revocation list, once a node is revoked
 //! DIR/client.pem, .key       the client certificate (send, recv, status)
 //! DIR/nodes/<id>/            one self-contained directory per node, mountable read-only:
-//!     node.toml, node.pem, node.key, ca.pem, manifest.toml
+//!     node.toml, node.pem, node.key, ca.pem, manifest.toml, seal.key, keys.bin
+//!     (and revoked.bin)
 //! DIR/logs/<id>.log          each local daemon's stderr
 //! DIR/run.toml               the processes of a running local cluster
 //! ```
@@ -25,6 +29,16 @@ impl ClusterDir {
 
     pub fn manifest(&self) -> PathBuf {
         self.root.join("manifest.toml")
+    }
+
+    /// The key directory.
+    pub fn keys(&self) -> PathBuf {
+        self.root.join(NODE_KEYS)
+    }
+
+    /// The revocation list.
+    pub fn revoked(&self) -> PathBuf {
+        self.root.join(NODE_REVOKED)
     }
 
     pub fn ca_cert(&self) -> PathBuf {
@@ -87,3 +101,6 @@ pub const NODE_CERT: &str = "node.pem";
 pub const NODE_KEY: &str = "node.key";
 pub const NODE_CA: &str = "ca.pem";
 pub const NODE_MANIFEST: &str = "manifest.toml";
+pub const NODE_SEAL_KEY: &str = "seal.key";
+pub const NODE_KEYS: &str = "keys.bin";
+pub const NODE_REVOKED: &str = "revoked.bin";

@@ -236,6 +236,8 @@ mod tests {
             wire_version: cuberoute_protocol::wire::VERSION,
             config: Default::default(),
             buffered_bytes: 0,
+            revoked: Vec::new(),
+            revocation_serial: 0,
         }
     }
 

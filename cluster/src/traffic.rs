@@ -22,6 +22,8 @@ pub struct SendOptions {
     pub mode: Mode,
     /// How long the source of a reliable set keeps sending it; by default the wait, or 30 s.
     pub deadline: Option<Duration>,
+    /// Ask the source not to seal the set (sealed by default, unless the node does not seal).
+    pub clear: bool,
 }
 
 /// How long a reliable set is kept at its source when neither a deadline nor a wait is given.
@@ -76,6 +78,8 @@ pub struct SendReport {
     pub payload_bytes: u64,
     /// The paths whose pieces the destination rejected as forged or misshapen.
     pub rejected_paths: Vec<u8>,
+    /// Whether the set went sealed end to end.
+    pub sealed: bool,
 }
 
 fn display<S: serde::Serializer>(mode: &Mode, s: S) -> Result<S::Ok, S::Error> {
@@ -153,22 +157,27 @@ impl ClusterClient {
             trace: options.trace,
             mode,
             deadline_ms: millis(deadline),
+            clear: options.clear,
         };
-        let (seq, k, sent_at, copy_to, wire_bytes) = match self.request(from, &ask).await? {
+        let (seq, k, sent_at, copy_to, wire_bytes, sealed) = match self.request(from, &ask).await? {
             Response::Accepted {
                 seq,
                 k,
                 sent_at_us,
                 to,
                 wire_bytes,
-            } => (seq, k, sent_at_us, to, wire_bytes),
+                sealed,
+            } => (seq, k, sent_at_us, to, wire_bytes, sealed),
             other => return Err(unexpected(from, other)),
         };
         let set = (seq, sent_at);
+        let kind = (sealed, mode);
         let deliveries = match options.wait {
             None => Vec::new(),
-            Some(wait) if mode.is_plain() => self.await_copies(from, set, &copy_to, wait).await?,
-            Some(wait) => self.await_set(from, set, copy_to[0], wait).await?,
+            Some(wait) if mode.is_plain() => {
+                self.await_copies(from, set, kind, &copy_to, wait).await?
+            }
+            Some(wait) => self.await_set(from, set, kind, copy_to[0], wait).await?,
         };
         let settlement = match options.wait {
             // Delivered or not, the source says how the set ended: acknowledged (the
@@ -186,6 +195,7 @@ impl ClusterClient {
         report.sent_at_us = sent_at;
         report.mode = mode;
         report.wire_bytes = wire_bytes;
+        report.sealed = sealed;
         report.payload_bytes = payload_bytes;
         report.attempts = settlement.map(Settlement::attempts);
         report.acked = settlement.map(|s| matches!(s, Settlement::Acked { .. }));
@@ -217,6 +227,7 @@ impl ClusterClient {
         &self,
         from: NodeId,
         (seq, sent_at_us): (u64, u64),
+        (sealed, mode): (bool, Mode),
         dst: NodeId,
         wait: Duration,
     ) -> Result<Vec<Delivery>, ClientError> {
@@ -229,6 +240,8 @@ impl ClusterClient {
                 sent_at_us,
                 copies: 1,
                 timeout_ms: millis(left),
+                sealed,
+                mode,
             };
             match self.request(dst, &request).await {
                 Ok(Response::Copies(entries)) => return Ok(entries),
@@ -270,6 +283,7 @@ impl ClusterClient {
         &self,
         from: NodeId,
         (seq, sent_at_us): (u64, u64),
+        (sealed, mode): (bool, Mode),
         copy_to: &[NodeId],
         wait: Duration,
     ) -> Result<Vec<Delivery>, ClientError> {
@@ -284,6 +298,8 @@ impl ClusterClient {
                 sent_at_us,
                 copies,
                 timeout_ms: millis(wait),
+                sealed,
+                mode,
             };
             async move {
                 match self.request(d, &request).await? {
@@ -358,5 +374,6 @@ fn report(
         wire_bytes: 0,
         payload_bytes: 0,
         rejected_paths: Vec::new(),
+        sealed: false,
     }
 }

@@ -395,6 +395,8 @@ mod tests {
             wire_version: 0,
             config: Default::default(),
             buffered_bytes: 0,
+            revoked: Vec::new(),
+            revocation_serial: 0,
         }
     }
 

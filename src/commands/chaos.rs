@@ -8,7 +8,7 @@ use cuberoute_cluster::{ClusterClient, ClusterDir, runner};
 use cuberoute_daemon::manifest::Manifest;
 use cuberoute_protocol::delivery::{Mode, Scheme};
 use cuberoute_protocol::wire::control::MAX_PAYLOAD_LEN;
-use cuberoute_protocol::wire::control::{Captured, Fault, Request, Response};
+use cuberoute_protocol::wire::control::{Captured, Fault, ForgeWhat, Request, Response};
 use cuberoute_protocol::{NodeId, Topology};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::collections::BTreeSet;
@@ -31,9 +31,9 @@ pub enum Command {
     Restart(NodeArgs),
     /// A curious relay: the node keeps a copy of every payload it forwards (`--off` stops).
     Capture(RelayArgs),
-    /// A Byzantine relay: the node rewrites every payload it forwards and recomputes every
-    /// checksum, so its copies pass every check (`--off` stops).
-    Forge(RelayArgs),
+    /// A Byzantine relay: the node rewrites what `--what` says of every packet it forwards and
+    /// recomputes every checksum, so its copies pass every per-hop check (`--off` stops).
+    Forge(ForgeArgs),
     /// What a capturing node kept: one line per payload (or JSON lines with `--json`).
     Captured(CapturedArgs),
     /// Traffic, faults on a seeded schedule, and a report of what the protocol did.
@@ -50,6 +50,16 @@ pub struct RelayArgs {
     /// Turn the fault off.
     #[arg(long)]
     pub off: bool,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct ForgeArgs {
+    #[command(flatten)]
+    pub relay: RelayArgs,
+    /// What to rewrite, any of payload, header, source, replay (comma-separated), or all;
+    /// by default the payload.
+    #[arg(long, value_name = "WHAT")]
+    pub what: Option<String>,
 }
 
 #[derive(clap::Args, Debug)]
@@ -172,6 +182,13 @@ pub struct Scenario {
     /// For `loss` (`cuberoute sim` only): the share of datagrams dropped on every link.
     #[arg(long, default_value_t = 0.02)]
     pub loss: f64,
+    /// For `forge`: what the forging relays rewrite, any of payload, header, source, replay
+    /// (comma-separated), or all.
+    #[arg(long, default_value = "all", value_name = "WHAT")]
+    pub forge: String,
+    /// Send every set clear, without the end-to-end seal (the keyless control).
+    #[arg(long)]
+    pub clear: bool,
 }
 
 impl Scenario {
@@ -218,6 +235,8 @@ impl Scenario {
             }),
             payload_bytes: self.payload_bytes,
             loss_rate: self.loss,
+            forge: ForgeWhat::parse(&self.forge).map_err(|e| usage(format!("--forge: {e}")))?,
+            clear: self.clear,
         })
     }
 }
@@ -365,7 +384,19 @@ pub fn run(command: Command) -> anyhow::Result<()> {
             }
         }
         Command::Capture(args) => relay_fault(&args, Fault::Capture { on: !args.off }),
-        Command::Forge(args) => relay_fault(&args, Fault::Forge { on: !args.off }),
+        Command::Forge(args) => {
+            let what = match &args.what {
+                Some(what) => ForgeWhat::parse(what).map_err(|e| usage(format!("--what: {e}")))?,
+                None => ForgeWhat::PAYLOAD,
+            };
+            relay_fault(
+                &args.relay,
+                Fault::Forge {
+                    on: !args.relay.off,
+                    what,
+                },
+            )
+        }
         Command::Captured(args) => captured(&args),
         Command::Run(args) => chaos_run(&args),
     }

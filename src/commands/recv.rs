@@ -23,6 +23,10 @@ pub struct Args {
     /// Start at this output index.
     #[arg(long, default_value_t = 0)]
     pub after: u64,
+    /// Show the sets that came clear too, marked so (by default only sealed ones, unless the
+    /// node does not seal: a clear set's source and payload are whatever a relay made them).
+    #[arg(long)]
+    pub clear: bool,
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
@@ -38,6 +42,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             after,
             max: MAX_RECV_BATCH,
             wait_ms: if args.follow { 1000 } else { 0 },
+            clear: args.clear.then_some(true),
         };
         let (entries, next) = match runtime
             .block_on(cluster.request(node, &request))
@@ -65,8 +70,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 };
                 writeln!(
                     out,
-                    "#{} from {} seq {} {what} ({} hops, {} µs): {}",
+                    "#{} {}from {} seq {} {what} ({} hops, {} µs): {}",
                     entry.output_index,
+                    if entry.sealed { "" } else { "CLEAR " },
                     name(entry.src),
                     entry.seq,
                     entry.hops,
@@ -97,6 +103,7 @@ fn json(d: &Delivery) -> serde_json::Value {
         "path": d.path.as_ref().map(|p| p.iter().map(|v| v.0).collect::<Vec<_>>()),
         "mode": d.mode.to_string(),
         "rejected_paths": d.rejected_paths,
+        "sealed": d.sealed,
         "payload": String::from_utf8_lossy(&d.payload),
     })
 }

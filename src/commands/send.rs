@@ -68,6 +68,10 @@ pub struct Args {
     /// by fingerprinted shards.
     #[arg(long, value_name = "T")]
     pub byzantine: Option<u8>,
+    /// Send the set clear: not sealed end to end, so that every relay reads it and a relay can
+    /// forge it (for experiments and comparisons; docs/security.md).
+    #[arg(long)]
+    pub clear: bool,
     /// Print the report as one JSON line.
     #[arg(long)]
     pub json: bool,
@@ -113,6 +117,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         wait: args.wait.then_some(args.timeout),
         mode,
         deadline: Some(args.timeout),
+        clear: args.clear,
     };
     let request = SendRequest {
         to,
