@@ -60,7 +60,8 @@ fn every_mode_delivers_the_payload_once_and_whole() {
         assert_eq!(entries[0]["payload"], payload, "{mode:?}");
         assert_eq!(entries[0]["mode"], report["mode"]);
     }
-    // The erasure code puts less on the wire than k copies: k/(k-T) = 1.5 against 3 here.
+    // The erasure code puts less on the wire than k copies: k/(k-T) = 1.5 against 3 here
+    // (compared clear: a seal adds the same fields and tag to every message of either).
     let coded = send_json(
         &cluster,
         &[
@@ -72,11 +73,12 @@ fn every_mode_delivers_the_payload_once_and_whole() {
             payload,
             "--code",
             "1",
+            "--clear",
         ],
     );
     let plain = send_json(
         &cluster,
-        &["--from", "0", "--to", "7", "--message", payload],
+        &["--from", "0", "--to", "7", "--message", payload, "--clear"],
     );
     let (coded, plain) = (
         coded["wire_bytes"].as_u64().unwrap(),
@@ -197,7 +199,7 @@ fn a_forging_relay_is_outvoted_and_a_capturing_relay_reads_no_secret() {
             String::from_utf8_lossy(run)
         );
     }
-    // The same relay reads a plain copy whole.
+    // The same relay reads a clear plain copy whole...
     cluster.ok(&[
         "send",
         "--from",
@@ -207,10 +209,25 @@ fn a_forging_relay_is_outvoted_and_a_capturing_relay_reads_no_secret() {
         "--message",
         secret,
         "--wait",
+        "--clear",
     ]);
     let captured = json_lines(&cluster.ok(&["chaos", "captured", "--node", "4", "--json"]));
     let plain_hex: String = secret.bytes().map(|b| format!("{b:02x}")).collect();
     assert_eq!(captured.last().unwrap()["payload_hex"], plain_hex.as_str());
+    // ...and nothing of a sealed one (the default), which the destination reads whole.
+    let report = send_json(&cluster, &["--from", "0", "--to", "7", "--message", secret]);
+    assert_eq!(report["delivered"], true, "{report}");
+    let captured = json_lines(&cluster.ok(&["chaos", "captured", "--node", "4", "--json"]));
+    let hex = captured.last().unwrap()["payload_hex"].as_str().unwrap();
+    let bytes: Vec<u8> = (0..hex.len() / 2)
+        .map(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).unwrap())
+        .collect();
+    for run in secret.as_bytes().windows(8) {
+        assert!(!bytes.windows(8).any(|w| w == run), "sealed, yet {run:?}");
+    }
+    let entries = json_lines(&cluster.ok(&["recv", "--node", "7", "--json"]));
+    assert_eq!(entries.last().unwrap()["payload"], secret);
+    assert_eq!(entries.last().unwrap()["sealed"], true);
 }
 
 #[test]

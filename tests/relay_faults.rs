@@ -1,15 +1,44 @@
 //! The relay faults of the chaos tooling on real processes: a capturing relay reads what it
-//! forwards, and a forging relay's copies pass every check and reach the client in the plain
-//! mode (the delivery modes' answers to both are tested in tests/delivery.rs).
+//! forwards clear, and a forging relay's clear copies pass every check and reach the client;
+//! sealed (the default), the capture holds nothing of the payload and the forged copy is
+//! dropped (`seal_broken`). The delivery modes' answers to both are tested in
+//! tests/delivery.rs, the stronger forgers in tests/forgery.rs.
 
 mod common;
 
 use common::{Cluster, json_lines};
 
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn unhex(hex: &str) -> Vec<u8> {
+    (0..hex.len() / 2)
+        .map(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).unwrap())
+        .collect()
+}
+
+fn send(cluster: &Cluster, message: &str, clear: bool) {
+    let mut args = vec![
+        "send",
+        "--from",
+        "0",
+        "--to",
+        "7",
+        "--message",
+        message,
+        "--wait",
+    ];
+    if clear {
+        args.push("--clear");
+    }
+    cluster.ok(&args);
+}
+
 /// Q_3 from 0 to 7: the three disjoint paths are 0-1-3-7, 0-2-6-7 and 0-4-5-7 (each relay is
 /// on exactly one of them), so relay 1 sees exactly one copy.
 #[test]
-fn a_capturing_relay_reads_and_a_forging_relay_rewrites_what_it_forwards() {
+fn a_capturing_relay_reads_and_a_forging_relay_rewrites_only_what_goes_clear() {
     let cluster = Cluster::up("q:3", "127.2.60.0");
     let first = cluster.ok(&["chaos", "captured", "--node", "1"]);
     assert_eq!(first, "", "nothing captured before capture is on");
@@ -18,76 +47,82 @@ fn a_capturing_relay_reads_and_a_forging_relay_rewrites_what_it_forwards() {
             .ok(&["chaos", "capture", "--node", "1"])
             .contains("capture on")
     );
-    cluster.ok(&[
-        "send",
-        "--from",
-        "0",
-        "--to",
-        "7",
-        "--message",
-        "attack at dawn",
-        "--wait",
-    ]);
+    send(&cluster, "attack at dawn", true);
+    send(&cluster, "attack at dusk", false);
     let captured = json_lines(&cluster.ok(&["chaos", "captured", "--node", "1", "--json"]));
-    assert_eq!(captured.len(), 1, "{captured:?}");
-    let hex: String = b"attack at dawn"
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
-    assert_eq!(captured[0]["payload_hex"], hex.as_str());
+    assert_eq!(captured.len(), 2, "{captured:?}");
+    assert_eq!(captured[0]["payload_hex"], hex(b"attack at dawn").as_str());
     assert_eq!(
         (captured[0]["src"].as_u64(), captured[0]["dst"].as_u64()),
         (Some(0), Some(7))
     );
+    let sealed = unhex(captured[1]["payload_hex"].as_str().unwrap());
+    assert!(
+        !sealed
+            .windows(8)
+            .any(|w| b"attack at dusk".windows(8).any(|p| p == w)),
+        "a sealed copy holds nothing of its payload: {sealed:?}"
+    );
 
-    // Forging on node 2: its copy passes the end-to-end checksum with another payload.
+    // Forging on node 2: its clear copy passes the end-to-end checksum with another payload;
+    // its sealed copy does not open.
     cluster.ok(&["chaos", "capture", "--node", "1", "--off"]);
     assert!(
         cluster
             .ok(&["chaos", "forge", "--node", "2"])
             .contains("forge on")
     );
-    cluster.ok(&[
-        "send",
-        "--from",
-        "0",
-        "--to",
-        "7",
-        "--message",
-        "pay 10",
-        "--wait",
-    ]);
-    let output = json_lines(&cluster.ok(&["recv", "--node", "7", "--json"]));
+    send(&cluster, "pay 10", true);
+    let output = json_lines(&cluster.ok(&["recv", "--node", "7", "--json", "--clear"]));
     let forged: Vec<_> = output
         .iter()
-        .filter(|d| d["payload"] != "attack at dawn" && d["payload"] != "pay 10")
+        .filter(|d| {
+            !["attack at dawn", "attack at dusk", "pay 10"]
+                .contains(&d["payload"].as_str().unwrap())
+        })
         .collect();
     assert_eq!(
         forged.len(),
         1,
-        "one forged copy reached the client: {output:?}"
+        "one forged clear copy reached the client: {output:?}"
     );
-    let status = cluster.node_status(2);
-    assert_eq!(status["chaos"]["forged"], 1, "{status}");
-    assert_eq!(cluster.node_status(1)["chaos"]["captured"], 1);
-    // The forged copy was not counted as dropped anywhere: the checksum held.
+    assert_eq!(forged[0]["sealed"], false);
+    // The forged clear copy was not counted as dropped anywhere: the checksum held.
     assert_eq!(
         cluster.node_status(7)["counters"]["dropped"],
         serde_json::json!({})
     );
-
-    cluster.ok(&["chaos", "forge", "--node", "2", "--off"]);
-    cluster.ok(&[
+    // One copy dropped: the send says so (exit 1), the other two arrive.
+    let out = cluster.run(&[
         "send",
         "--from",
         "0",
         "--to",
         "7",
         "--message",
-        "honest",
+        "pay 20",
         "--wait",
     ]);
-    let output = json_lines(&cluster.ok(&["recv", "--node", "7", "--json", "--after", "6"]));
+    assert_eq!(out.status.code(), Some(1));
+    let sealed: Vec<_> = json_lines(&cluster.ok(&["recv", "--node", "7", "--json"]));
+    assert!(
+        sealed
+            .iter()
+            .all(|d| d["sealed"] == true && d["payload"] != "pay 10"),
+        "recv shows sealed entries only by default: {sealed:?}"
+    );
+    let twenty = sealed.iter().filter(|d| d["payload"] == "pay 20").count();
+    assert_eq!(twenty, 2, "two true copies, the third dropped: {sealed:?}");
+    assert_eq!(cluster.node_status(2)["chaos"]["forged"], 2);
+    assert_eq!(cluster.node_status(1)["chaos"]["captured"], 2);
+    assert_eq!(
+        cluster.node_status(7)["counters"]["dropped"]["seal_broken"],
+        1
+    );
+
+    cluster.ok(&["chaos", "forge", "--node", "2", "--off"]);
+    send(&cluster, "honest", false);
+    let output = json_lines(&cluster.ok(&["recv", "--node", "7", "--json", "--after", "11"]));
     assert_eq!(output.len(), 3, "{output:?}");
     assert!(
         output.iter().all(|d| d["payload"] == "honest"),
@@ -102,6 +137,7 @@ fn relay_faults_refuse_bad_nodes() {
         &["chaos", "forge", "--node", "9"][..],
         &["chaos", "capture", "--node", "x"][..],
         &["chaos", "captured", "--node", "4"][..],
+        &["chaos", "forge", "--node", "1", "--what", "everything"][..],
     ] {
         let out = cluster.run(args);
         assert_eq!(out.status.code(), Some(2), "{args:?}");

@@ -237,7 +237,7 @@ async fn a_peer_sending_garbage_is_counted_and_disconnected_and_the_daemon_serve
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_certified_neighbour_sending_hostile_frames_poisons_nothing() {
     use cuberoute_protocol::wire::message::Message;
-    use cuberoute_protocol::wire::packet::seal;
+    use cuberoute_protocol::wire::packet::set_checksum;
     use cuberoute_protocol::wire::{MAX_FRAME_LEN, encode_body};
     use cuberoute_protocol::{Process, SendRequest, Topology};
 
@@ -253,7 +253,7 @@ async fn a_certified_neighbour_sending_hostile_frames_poisons_nothing() {
             .into_iter()
             .find(|(first, _)| *first == NodeId(1))
             .unwrap();
-        seal(&mut packet);
+        set_checksum(&mut packet);
         encode_body(&packet).ok()
     };
     let frame = |seq: u64, packet: Vec<u8>| {
