@@ -61,6 +61,8 @@ pub fn hop_slope(copies: &[(u32, f64)]) -> Option<(f64, f64)> {
 pub struct Load {
     pub mode: Mode,
     pub payload_bytes: usize,
+    /// Sent clear, without the end-to-end seal (sealed by default).
+    pub clear: bool,
 }
 
 impl Default for Load {
@@ -68,6 +70,7 @@ impl Default for Load {
         Load {
             mode: Mode::PLAIN,
             payload_bytes: 64,
+            clear: false,
         }
     }
 }
@@ -78,6 +81,7 @@ impl Load {
             trace: false,
             wait: Some(Duration::from_secs(5)),
             mode: self.mode,
+            clear: self.clear,
             ..SendOptions::default()
         }
     }

@@ -87,6 +87,7 @@ pub async fn overload(
         trace: false,
         wait: Some(WAIT),
         mode: load.mode,
+        clear: load.clear,
         ..SendOptions::default()
     };
     let started = Instant::now();

@@ -41,6 +41,10 @@ pub struct Args {
     /// each beside plain copies: latency of a farthest pair and saturation sets/s.
     #[arg(long, value_delimiter = ',')]
     pub delivery: Vec<Mode>,
+    /// Measure plain copies and every --delivery mode sealed (the default) and clear, beside
+    /// each other: what end-to-end sealing costs.
+    #[arg(long)]
+    pub clear_too: bool,
     /// The payload of the delivery-mode measurements and of the overload runs, in bytes.
     #[arg(long, default_value_t = 1024)]
     pub payload_bytes: usize,
@@ -115,6 +119,8 @@ struct ClusterFigures {
 #[derive(Serialize)]
 struct ModeFigures {
     mode: String,
+    /// Whether the sets went sealed end to end.
+    sealed: bool,
     payload_bytes: usize,
     /// Sequential sets between the farthest pair, until complete at the destination.
     farthest: PairLatency,
@@ -345,6 +351,7 @@ fn measure_running(
     let overload_load = Load {
         mode: Mode::PLAIN,
         payload_bytes: args.payload_bytes,
+        clear: false,
     };
     // The saturation rate of the overload runs' own payload: what they offer multiples of.
     let overload_reference = (!args.overload.is_empty()).then(|| {
@@ -382,12 +389,21 @@ fn measure_running(
         overloads.push(run);
     }
     let mut modes = Vec::new();
-    if !args.delivery.is_empty() {
+    if !args.delivery.is_empty() || args.clear_too {
         let plain = std::iter::once(Mode::PLAIN);
-        for mode in plain.chain(args.delivery.iter().copied()) {
+        let ways: &[bool] = if args.clear_too {
+            &[false, true]
+        } else {
+            &[false]
+        };
+        let loads = plain
+            .chain(args.delivery.iter().copied())
+            .flat_map(|mode| ways.iter().map(move |&clear| (mode, clear)));
+        for (mode, clear) in loads {
             let load = Load {
                 mode,
                 payload_bytes: args.payload_bytes,
+                clear,
             };
             let (farthest, saturation) = runtime.block_on(async {
                 bench::pair_latency(&client, src, far, 20, load).await?;
@@ -397,12 +413,14 @@ fn measure_running(
                         .await;
                 anyhow::Ok((farthest, saturation))
             })?;
+            let sealing = if clear { "clear" } else { "sealed" };
             eprintln!(
-                "{topology} {mode}: p50 {:.0} µs p99 {:.0} µs, {:.0} sets/s",
+                "{topology} {mode} {sealing}: p50 {:.0} µs p99 {:.0} µs, {:.0} sets/s",
                 farthest.set.p50_us, farthest.set.p99_us, saturation.sets_per_second
             );
             modes.push(ModeFigures {
                 mode: mode.to_string(),
+                sealed: !clear,
                 payload_bytes: args.payload_bytes,
                 farthest,
                 saturation,
@@ -616,8 +634,9 @@ fn print_table(f: &Figures) {
         );
         for m in &c.modes {
             println!(
-                "  {:<24} {} B: set p50 {:>6.0} µs p99 {:>6.0} µs; {:>6.0} sets/s ({} incomplete)",
+                "  {:<24} {:<6} {} B: set p50 {:>6.0} µs p99 {:>6.0} µs; {:>6.0} sets/s ({} incomplete)",
                 m.mode,
+                if m.sealed { "sealed" } else { "clear" },
                 m.payload_bytes,
                 m.farthest.set.p50_us,
                 m.farthest.set.p99_us,
