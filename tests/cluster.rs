@@ -347,6 +347,10 @@ fn bad_configs_name_the_key_and_exit_2() {
     std::fs::write(&short_manifest, without_4).unwrap();
     let stranger_manifest = format!("{d}/eh.toml");
     std::fs::write(&stranger_manifest, manifest.replace("q:3", "q:4")).unwrap();
+    // Another cluster of the same topology: its key directory is signed by another CA.
+    let other = format!("{d}/other");
+    ok(&["cluster", "init", "q:3", "--dir", &other]);
+    let other_keys = format!("{other}/keys.bin");
     let cases: Vec<(Vec<String>, &str)> = vec![
         (vec!["--id".into(), "8".into()], "`id`"),
         (vec!["--id".into(), "0b1x".into()], "`id`"),
@@ -380,6 +384,30 @@ fn bad_configs_name_the_key_and_exit_2() {
         ),
         (vec!["--nice".into(), "20".into()], "`nice`"),
         (vec!["--nice=-1".into()], "`nice`"),
+        (
+            vec!["--keys-directory".into(), other_keys],
+            "not signed by this cluster's CA",
+        ),
+        (
+            vec!["--keys-directory".into(), config.clone()],
+            "`keys.directory`",
+        ),
+        (
+            vec!["--keys-directory".into(), format!("{d}/none.bin")],
+            "`keys.directory`",
+        ),
+        (
+            vec!["--keys-secret".into(), node(1, "seal.key")],
+            "not the key the directory binds to node 0",
+        ),
+        (
+            vec!["--keys-secret".into(), format!("{d}/missing.key")],
+            "`keys.secret`",
+        ),
+        (
+            vec!["--keys-secret".into(), config.clone()],
+            "`keys.secret`",
+        ),
     ];
     for (flags, key) in cases {
         let mut args = vec!["daemon".to_string(), "--config".into(), config.clone()];

@@ -27,6 +27,7 @@ fn summary(c: &NodeConfig) -> String {
         "configuration OK: node {} ({}) of {}\n\
          \x20 listen {}, control {}, metrics {}\n\
          \x20 certificate names {}; manifest lists {} nodes\n\
+         \x20 sealing {}: key directory of {} nodes, {} revoked\n\
          \x20 buffers: input {} sets, link {} packets, output {} copies, {} requests, {} MiB in all\n\
          \x20 log level {}, format {}; fault injection {}; niceness {}\n",
         c.id,
@@ -37,6 +38,9 @@ fn summary(c: &NodeConfig) -> String {
         metrics,
         c.credentials.identity,
         c.manifest.nodes.len(),
+        if c.seal { "on" } else { "off" },
+        c.keys.len(),
+        c.keys.revocations().revoked.len(),
         b.input,
         b.link,
         b.output,
