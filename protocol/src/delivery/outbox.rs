@@ -8,7 +8,11 @@
 //! **When a set is sent again.** The first resend waits one retransmission timeout (RTO),
 //! estimated from the round trips of the sets acknowledged at their first attempt (RFC 6298's
 //! estimator with Karn's rule: a set sent more than once gives no sample, since its
-//! acknowledgement cannot be matched to one attempt). Each further wait doubles, up to
+//! acknowledgement cannot be matched to one attempt). Since resent sets give no sample, a
+//! sudden slowdown (a loaded machine) would otherwise go unlearnt and every set be sent twice:
+//! each first resend doubles the RTO of the sets sent after it, up to 32 times, until a set
+//! acknowledged at its first attempt measures the round trip again (Karn's backoff, as TCP
+//! keeps it). Each further wait of a set doubles, up to
 //! `max_resend_us` and up to an eighth of the set's life (its deadline less its first send), so
 //! that a set has about a dozen attempts however short its deadline: a set whose only live path
 //! loses a third of its packets then still arrives (the fixed 200 ms doubling to 3.2 s of
@@ -123,7 +127,13 @@ pub struct Outbox<T> {
     entries: BTreeMap<SetKey, Entry<T>>,
     bytes: usize,
     round_trip: Option<RoundTrip>,
+    /// First resends since the last round-trip sample: the RTO is doubled this many times
+    /// (up to [`MAX_BACKOFF_DOUBLINGS`]).
+    timeouts: u32,
 }
+
+/// The most the RTO is doubled for first resends without a sample in between: 32 times.
+const MAX_BACKOFF_DOUBLINGS: u32 = 5;
 
 impl<T> Outbox<T> {
     pub fn new(limits: OutboxLimits) -> Outbox<T> {
@@ -132,6 +142,7 @@ impl<T> Outbox<T> {
             entries: BTreeMap::new(),
             bytes: 0,
             round_trip: None,
+            timeouts: 0,
         }
     }
 
@@ -142,9 +153,11 @@ impl<T> Outbox<T> {
 
     /// The wait before a set's first resend now.
     pub fn resend_timeout_us(&self) -> u64 {
-        self.round_trip
+        let base = self
+            .round_trip
             .map_or(self.limits.first_resend_us, RoundTrip::timeout_us)
-            .clamp(self.limits.min_resend_us, self.limits.max_resend_us)
+            .max(self.limits.min_resend_us);
+        (base << self.timeouts.min(MAX_BACKOFF_DOUBLINGS)).min(self.limits.max_resend_us)
     }
 
     /// Keep `item`, the set `key` of `bytes` bytes just sent for the first time, until it is
@@ -202,6 +215,7 @@ impl<T> Outbox<T> {
                 None => RoundTrip::first(sample_us),
                 Some(estimate) => estimate.update(sample_us),
             });
+            self.timeouts = 0;
         }
         Some(Settlement::Acked {
             attempts: entry.attempts,
@@ -214,6 +228,9 @@ impl<T> Outbox<T> {
         let mut due = Vec::new();
         for (key, entry) in self.entries.iter_mut() {
             if entry.next_us <= now_us && now_us < entry.deadline_us {
+                if entry.attempts == 1 {
+                    self.timeouts = self.timeouts.saturating_add(1);
+                }
                 entry.attempts += 1;
                 entry.backoff_us = entry.backoff_us.saturating_mul(2).min(entry.max_backoff_us);
                 entry.next_us = now_us.saturating_add(entry.backoff_us);
@@ -377,6 +394,47 @@ mod tests {
         out.insert(200_000, key(3), (), 1, 60_000_000).unwrap();
         assert!(out.poll(200_000 + 117_999).is_empty());
         assert_eq!(out.poll(200_000 + 118_000).len(), 1);
+        // That first resend doubles the RTO of the sets sent after it (no sample came)...
+        assert_eq!(out.resend_timeout_us(), 236_000);
+        out.insert(400_000, key(4), (), 1, 60_000_000).unwrap();
+        assert!(
+            out.poll(400_000 + 235_999)
+                .iter()
+                .all(|(k, ..)| *k != key(4))
+        );
+        assert_eq!(out.poll(400_000 + 236_000)[0].0, key(4));
+        assert_eq!(out.resend_timeout_us(), 472_000);
+        // ...and a set acknowledged at its first attempt brings it back to the estimate.
+        out.insert(700_000, key(5), (), 1, 60_000_000).unwrap();
+        out.ack(716_000, &key(5));
+        assert_eq!(out.resend_timeout_us(), 16_000 + 4 * 19_125);
+    }
+
+    #[test]
+    fn a_slowdown_does_not_send_every_set_twice() {
+        // Round trips of 10 ms, then the machine slows down to 300 ms: the RTO doubles at each
+        // first resend until the sets sent after it wait long enough.
+        let mut out = Outbox::new(OutboxLimits::default());
+        for n in 0..20 {
+            out.insert(n * 1000, key(n), (), 1, u64::MAX).unwrap();
+            out.ack(n * 1000 + 10_000, &key(n));
+        }
+        let mut resent_first = 0;
+        let mut now = 1_000_000;
+        for n in 100..200 {
+            out.insert(now, key(n), (), 1, u64::MAX).unwrap();
+            now += 10_000;
+            for (k, attempt, _) in out.poll(now) {
+                if attempt == 2 && k.seq >= 100 {
+                    resent_first += 1;
+                }
+            }
+            // Acknowledged 300 ms after being sent, if still kept.
+            if n >= 130 {
+                out.ack(now, &key(n - 30));
+            }
+        }
+        assert!(resent_first < 40, "{resent_first} of 100 sent twice");
     }
 
     #[test]
@@ -395,7 +453,7 @@ mod tests {
         assert_eq!(waits[..3], [200_000, 400_000, 625_000]);
         assert!(waits.iter().all(|&w| w <= 625_000));
         assert!(attempts.len() >= 10, "{attempts:?}");
-        // With 20 ms round trips measured, more still.
+        // With 5 ms round trips measured (the RTO at its 20 ms floor), more still.
         let mut out = Outbox::new(OutboxLimits::default());
         out.insert(0, key(9), (), 1, 60_000_000).unwrap();
         out.ack(5_000, &key(9));
