@@ -275,14 +275,19 @@ pub struct Sweep {
 /// (node, source, sequence id, send time, the copy index of a plain set).
 type EntryGroup = (NodeId, NodeId, u64, u64, Option<u8>);
 
+/// A set's name: source, sequence id, send time.
+type SetName = (NodeId, u64, u64);
+
 /// Judges output entries one by one ([`Judge::entry`]) against the sets a run sent and the
 /// entries its awaits judged.
 struct Judge {
     sealed: bool,
     mode: Mode,
     /// Each set sent: its destination and payload.
-    sent: BTreeMap<(NodeId, u64, u64), (NodeId, Vec<u8>)>,
-    judged: BTreeSet<(NodeId, u64)>,
+    sent: BTreeMap<SetName, (NodeId, Vec<u8>)>,
+    /// The entries awaits judged, by node, output index and set: an output index alone may
+    /// name another entry in a restarted node's output.
+    judged: BTreeSet<(NodeId, u64, SetName)>,
     judged_groups: BTreeSet<EntryGroup>,
     /// Entries of each group no await judged.
     unjudged: BTreeMap<EntryGroup, u64>,
@@ -306,7 +311,9 @@ impl Judge {
                 .sent
                 .insert((r.from, r.seq, r.sent_at_us), (r.to, r.payload.clone()));
             for &(node, output_index, index) in &r.judged {
-                judge.judged.insert((node, output_index));
+                judge
+                    .judged
+                    .insert((node, output_index, (r.from, r.seq, r.sent_at_us)));
                 judge
                     .judged_groups
                     .insert((node, r.from, r.seq, r.sent_at_us, index));
@@ -329,11 +336,12 @@ impl Judge {
             d.sent_at_us,
             self.mode.is_plain().then_some(d.index),
         );
-        if self.judged.contains(&(node, d.output_index)) {
+        let name = (d.src, d.seq, d.sent_at_us);
+        if self.judged.contains(&(node, d.output_index, name)) {
             return;
         }
         *self.unjudged.entry(group).or_default() += 1;
-        match self.sent.get(&(d.src, d.seq, d.sent_at_us)) {
+        match self.sent.get(&name) {
             None => self.sweep.unknown_sets += 1,
             Some((to, payload)) if *to != node || *payload != d.payload => {
                 self.sweep.other_payloads += 1;
@@ -1349,6 +1357,17 @@ mod tests {
                 nodes_unread: 0,
             }
         );
+    }
+
+    /// A restarted node numbers its output from 0 again: an entry at an index an await judged
+    /// before the restart is judged anew when it is another set's.
+    #[test]
+    fn an_output_index_judged_before_a_restart_names_no_other_entry() {
+        let mut sent = result(0, 7, 1, b"pay 10");
+        sent.judged = vec![(NodeId(7), 0, Some(0))];
+        let mut judge = Judge::new(false, Mode::PLAIN, &[sent]);
+        judge.entry(NodeId(7), &entry(0, (3, 7, 9), 0, b"made up"));
+        assert_eq!(judge.done().unknown_sets, 1);
     }
 
     /// In a delivery mode one entry is the whole set: a second entry of a set is a duplicate
