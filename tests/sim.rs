@@ -190,6 +190,57 @@ proptest! {
     }
 }
 
+/// The forging relay, all four ways, on the simulated network: sealed, every forgery is
+/// dropped under its reason; clear, `byzantine:1` outvotes the forged pieces and never takes
+/// the sets that downgraded pieces make up. Nothing forged reaches a client, every set arrives,
+/// and a seed replays exactly.
+#[test]
+fn a_relay_forging_every_way_is_caught_sealed_and_outvoted_clear() {
+    let forge = [
+        "--faults",
+        "forge",
+        "--forge",
+        "payload,header,source,replay",
+        "--delivery",
+        "byzantine:1",
+        "--rate",
+        "40",
+    ];
+    let clear = [&forge[..], &["--clear"]].concat();
+    for topology in ["eh:2,2", "q:4"] {
+        let sealed = kept(topology, 3, &forge);
+        let count = |r: &Value, a: &str, b: &str| r[a][b].as_u64().unwrap_or(0);
+        for r in [&sealed, &kept(topology, 3, &clear)] {
+            assert_eq!(r["forged_delivered_to_client"], 0, "{r}");
+            assert_eq!(r["duplicates_to_client"], 0, "{r}");
+            assert_eq!(r["sets_lost"], 0, "{r}");
+            for what in ["payload", "header", "source", "replayed"] {
+                assert!(count(r, "forgeries", what) > 0, "{what}: {r}");
+            }
+        }
+        assert_eq!(
+            count(&sealed, "drops", "seal_broken"),
+            count(&sealed, "forgeries", "payload") + count(&sealed, "forgeries", "header"),
+            "{sealed}"
+        );
+        assert_eq!(
+            count(&sealed, "drops", "forged_source"),
+            count(&sealed, "forgeries", "source"),
+            "{sealed}"
+        );
+        assert_eq!(
+            count(&sealed, "drops", "replayed"),
+            count(&sealed, "forgeries", "replayed"),
+            "{sealed}"
+        );
+        assert_eq!(
+            replayable(sealed),
+            replayable(sim(topology, 3, &forge)),
+            "a seed replays exactly"
+        );
+    }
+}
+
 #[test]
 fn a_seed_replays_exactly() {
     let faults = ["--faults", "state,buffers,crash,cut"];
@@ -257,6 +308,18 @@ fn sim_refuses_bad_input() {
             "1",
             "--loss",
             "0",
+        ],
+        &[
+            "sim",
+            "q:2",
+            "--duration",
+            "1s",
+            "--rate",
+            "1",
+            "--faults",
+            "forge",
+            "--forge",
+            "payload,everything",
         ],
     ] {
         let out = cuberoute(args);

@@ -27,7 +27,7 @@ use crate::traffic::SendOptions;
 use cuberoute_daemon::client::ClientError;
 use cuberoute_protocol::delivery::{Mode, Settlement};
 use cuberoute_protocol::wire::control::{
-    Captured, Fault, ForgeWhat, NodeStatus, Request, Response,
+    Captured, Delivery, Fault, ForgeWhat, MAX_RECV_BATCH, NodeStatus, Request, Response,
 };
 use cuberoute_protocol::{NodeId, SendRequest, Topology, flush_bound};
 use rand::rngs::StdRng;
@@ -119,6 +119,10 @@ struct SetResult {
     failed: bool,
     /// The source refused the set at once, and why.
     refused: Option<String>,
+    /// Whether it went sealed.
+    sealed: bool,
+    /// The output entries its await judged: (node, output index, copy index for a plain set).
+    judged: Vec<(NodeId, u64, Option<u8>)>,
 }
 
 #[derive(Clone, Debug, Default, Serialize)]
@@ -197,8 +201,15 @@ pub struct Report {
     pub delivery: String,
     /// Entries a client got more than once: a copy twice (plain), a set twice (a mode).
     pub duplicates_to_client: u64,
-    /// Entries whose payload a forging relay changed, handed to a client.
+    /// Entries handed to a client whose payload their source did not send, whatever the
+    /// forgery: those of the sets awaited whose payload differs (while relays forged), and
+    /// those the sweep found ([`Sweep`]: sets never sent, other payloads).
     pub forged_delivered_to_client: u64,
+    /// What the sweep of every node's output at the end found beyond the sets awaited; its
+    /// forgeries and duplicates are in the totals above (not in the phases').
+    pub sweep: Sweep,
+    /// What the forging relays did during the faults.
+    pub forgeries: Forgeries,
     /// Mean bytes of the k messages' payloads per set (one attempt), and of the payloads.
     pub wire_bytes_per_set: f64,
     pub payload_bytes_per_set: f64,
@@ -224,6 +235,136 @@ pub struct Report {
     pub partitioned_links: u64,
     /// `loss`: the share of datagrams the network dropped during the faults.
     pub loss_rate: f64,
+}
+
+/// What the forging relays did: packets rewritten, by what, and packets sent again.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Forgeries {
+    pub payload: u64,
+    pub header: u64,
+    pub source: u64,
+    pub replayed: u64,
+}
+
+/// The end-of-run sweep: every node's output entries since the run started (paged
+/// `Request::Recv`, clear entries included), judged against what the run sent. Entries an
+/// await judged already are not judged again.
+#[derive(Clone, Debug, Default, Serialize, PartialEq, Eq)]
+pub struct Sweep {
+    /// Entries read.
+    pub entries: u64,
+    /// Entries of the run's sealing and mode that no await judged, naming a set the run never
+    /// sent (forged, or corrupted in a run without forging relays) ...
+    pub unknown_sets: u64,
+    /// ... or a set it sent, with another payload or at another node ...
+    pub other_payloads: u64,
+    /// ... or a copy (plain) or set (a mode) the client had already got: duplicates.
+    pub duplicates: u64,
+    /// Entries in another mode than the run's, or clear in a sealed run: a client waiting for
+    /// the run's sets never takes them (`Await` names the mode and sealing). The run sends
+    /// nothing else, so a relay made each of them up: with the seal off, a relay that rewrites
+    /// a piece's mode makes a set of another shape (docs/delivery.md).
+    pub not_taken: u64,
+    /// Entries overwritten before the sweep read them, which it could not judge.
+    pub missed: u64,
+    /// Nodes whose output could not be read.
+    pub nodes_unread: u64,
+}
+
+/// Which entries the sweep counts as one copy (plain) or one set (a mode) a client got:
+/// (node, source, sequence id, send time, the copy index of a plain set).
+type EntryGroup = (NodeId, NodeId, u64, u64, Option<u8>);
+
+/// A set's name: source, sequence id, send time.
+type SetName = (NodeId, u64, u64);
+
+/// Judges output entries one by one ([`Judge::entry`]) against the sets a run sent and the
+/// entries its awaits judged.
+struct Judge {
+    sealed: bool,
+    mode: Mode,
+    /// Each set sent: its destination and payload.
+    sent: BTreeMap<SetName, (NodeId, Vec<u8>)>,
+    /// The entries awaits judged, by node, output index and set: an output index alone may
+    /// name another entry in a restarted node's output.
+    judged: BTreeSet<(NodeId, u64, SetName)>,
+    judged_groups: BTreeSet<EntryGroup>,
+    /// Entries of each group no await judged.
+    unjudged: BTreeMap<EntryGroup, u64>,
+    sweep: Sweep,
+}
+
+impl Judge {
+    /// For a run whose sets went `sealed` in `mode`.
+    fn new(sealed: bool, mode: Mode, results: &[SetResult]) -> Judge {
+        let mut judge = Judge {
+            sealed,
+            mode,
+            sent: BTreeMap::new(),
+            judged: BTreeSet::new(),
+            judged_groups: BTreeSet::new(),
+            unjudged: BTreeMap::new(),
+            sweep: Sweep::default(),
+        };
+        for r in results.iter().filter(|r| !r.failed) {
+            judge
+                .sent
+                .insert((r.from, r.seq, r.sent_at_us), (r.to, r.payload.clone()));
+            for &(node, output_index, index) in &r.judged {
+                judge
+                    .judged
+                    .insert((node, output_index, (r.from, r.seq, r.sent_at_us)));
+                judge
+                    .judged_groups
+                    .insert((node, r.from, r.seq, r.sent_at_us, index));
+            }
+        }
+        judge
+    }
+
+    /// Judge one entry of `node`'s output.
+    fn entry(&mut self, node: NodeId, d: &Delivery) {
+        self.sweep.entries += 1;
+        if d.sealed != self.sealed || d.mode != self.mode {
+            self.sweep.not_taken += 1;
+            return;
+        }
+        let group = (
+            node,
+            d.src,
+            d.seq,
+            d.sent_at_us,
+            self.mode.is_plain().then_some(d.index),
+        );
+        let name = (d.src, d.seq, d.sent_at_us);
+        if self.judged.contains(&(node, d.output_index, name)) {
+            return;
+        }
+        *self.unjudged.entry(group).or_default() += 1;
+        match self.sent.get(&name) {
+            None => self.sweep.unknown_sets += 1,
+            Some((to, payload)) if *to != node || *payload != d.payload => {
+                self.sweep.other_payloads += 1;
+            }
+            Some(_) => {}
+        }
+    }
+
+    /// `n` entries overwritten before they could be read.
+    fn missed(&mut self, n: u64) {
+        self.sweep.missed += n;
+    }
+
+    /// What was found. A group's entries beyond the first the client got are duplicates (the
+    /// first may be an awaited one, already judged).
+    fn done(mut self) -> Sweep {
+        self.sweep.duplicates = self
+            .unjudged
+            .iter()
+            .map(|(group, &n)| n - u64::from(!self.judged_groups.contains(group)))
+            .sum();
+        self.sweep
+    }
 }
 
 #[derive(Clone, Debug, Default, Serialize)]
@@ -349,6 +490,8 @@ async fn one_set(
         latencies_us: Vec::new(),
         failed: false,
         refused: None,
+        sealed: false,
+        judged: Vec::new(),
     };
     let Some(expected) = expected else {
         // Distinct nodes of the topology always have paths: a bug of ours, counted.
@@ -380,6 +523,7 @@ async fn one_set(
         _ => None,
     };
     result.wire_bytes = report.wire_bytes;
+    result.sealed = report.sealed;
     let distinct: BTreeSet<u8> = report.deliveries.iter().map(|d| d.index).collect();
     let once = if set.mode.is_plain() {
         distinct.len()
@@ -388,6 +532,11 @@ async fn one_set(
     };
     result.duplicates = (report.deliveries.len() - once) as u32;
     for d in &report.deliveries {
+        result.judged.push((
+            d.dst,
+            d.output_index,
+            set.mode.is_plain().then_some(d.index),
+        ));
         result.delivered += 1;
         result.latencies_us.push(d.latency_us);
         if d.payload != payload {
@@ -573,6 +722,7 @@ pub async fn run_with(
         .into_iter()
         .filter_map(|(id, s)| s.ok().map(|s| (id, s)))
         .collect();
+    let output_at_start = output_cursors(&client, &nodes).await;
     let mut traffic = Traffic {
         client: client.clone(),
         rate: config.rate,
@@ -724,10 +874,36 @@ pub async fn run_with(
     } else {
         (0, 0)
     };
+    // Every output from where it stood at the start (a restarted node's from its new start).
+    let from: BTreeMap<NodeId, u64> = nodes
+        .iter()
+        .map(|id| {
+            let same =
+                before.get(id).map(|b| b.incarnation) == after.get(id).map(|a| a.incarnation);
+            let at = output_at_start.get(id).copied().filter(|_| same);
+            (*id, at.unwrap_or(0))
+        })
+        .collect();
+    let sealed = results
+        .iter()
+        .find(|r| !r.failed)
+        .map_or(!config.clear, |r| r.sealed);
+    let mut judge = Judge::new(sealed, config.mode, &results);
+    sweep_outputs(&client, &from, &mut judge).await;
     client.close();
     let mut report = report(
         config, topology, &results, &before, &after, schedule, rejoin,
     );
+    let sweep = judge.done();
+    let swept_wrong = sweep.unknown_sets + sweep.other_payloads;
+    if config.faults.contains(&FaultKind::Forge) {
+        report.forged_delivered_to_client += swept_wrong;
+    } else {
+        report.corrupted_delivered_to_client += swept_wrong;
+    }
+    report.duplicates_to_client += sweep.duplicates;
+    report.sweep = sweep;
+    report.forgeries = forgeries(&before, &after, &relays);
     report.relays = relays.iter().map(|r| r.0).collect();
     if let Some(p) = partition {
         report.partition_bit = Some(p.bit);
@@ -737,6 +913,110 @@ pub async fn run_with(
     report.captured = captured;
     report.leaked = leaked;
     Ok(report)
+}
+
+/// Where each node's output stands: the index its next entry will have (a `Recv` from beyond
+/// the newest answers with it). Nodes that do not answer are left out (swept from 0).
+async fn output_cursors(client: &ClusterClient, nodes: &[NodeId]) -> BTreeMap<NodeId, u64> {
+    let ask = Request::Recv {
+        after: u64::MAX,
+        max: 1,
+        wait_ms: 0,
+        clear: Some(true),
+    };
+    let requests = nodes.iter().map(|&id| (id, ask.clone())).collect();
+    client
+        .request_each(requests, Duration::from_secs(3))
+        .await
+        .into_iter()
+        .filter_map(|(id, answer)| match answer {
+            Ok(Response::Output { next, .. }) => Some((id, next)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Read every node's output from `from` on, clear entries included, 16 nodes at a time, and
+/// judge each entry; entries overwritten before they were read are counted missed.
+async fn sweep_outputs(client: &ClusterClient, from: &BTreeMap<NodeId, u64>, judge: &mut Judge) {
+    use futures_util::StreamExt;
+    let reads = futures_util::stream::iter(
+        from.iter()
+            .map(|(&id, &after)| async move { (id, read_output(client, id, after).await) }),
+    )
+    .buffer_unordered(16)
+    .collect::<Vec<_>>()
+    .await;
+    for (id, read) in reads {
+        match read {
+            Ok((entries, missed)) => {
+                judge.missed(missed);
+                for d in &entries {
+                    judge.entry(id, d);
+                }
+            }
+            Err(_) => judge.sweep.nodes_unread += 1,
+        }
+    }
+}
+
+/// Node `id`'s output entries from index `after` on, and how many of those were overwritten
+/// before they could be read.
+async fn read_output(
+    client: &ClusterClient,
+    id: NodeId,
+    mut after: u64,
+) -> anyhow::Result<(Vec<Delivery>, u64)> {
+    let (mut all, mut missed) = (Vec::new(), 0);
+    loop {
+        let ask = Request::Recv {
+            after,
+            max: MAX_RECV_BATCH,
+            wait_ms: 0,
+            clear: Some(true),
+        };
+        let answer = tokio::time::timeout(Duration::from_secs(10), client.request(id, &ask))
+            .await
+            .map_err(|_| anyhow::anyhow!("node {id}: no answer within 10 s"))??;
+        match answer {
+            Response::Output { entries, next } => {
+                if entries.is_empty() {
+                    return Ok((all, missed));
+                }
+                for d in &entries {
+                    missed += d.output_index.saturating_sub(after);
+                    after = d.output_index + 1;
+                }
+                all.extend(entries);
+                after = after.max(next);
+            }
+            Response::Error(e) => anyhow::bail!("node {id}: {e}"),
+            other => anyhow::bail!("node {id}: unexpected answer {other:?}"),
+        }
+    }
+}
+
+/// What the forging `relays` did between the two snapshots.
+fn forgeries(
+    before: &BTreeMap<NodeId, NodeStatus>,
+    after: &BTreeMap<NodeId, NodeStatus>,
+    relays: &[NodeId],
+) -> Forgeries {
+    let mut f = Forgeries::default();
+    for id in relays {
+        let Some(now) = after.get(id) else { continue };
+        let zero = Default::default();
+        let then = before
+            .get(id)
+            .filter(|b| b.incarnation == now.incarnation)
+            .map_or(&zero, |b| &b.chaos);
+        let (c, t) = (&now.chaos, then);
+        f.payload += c.forged_payload - t.forged_payload;
+        f.header += c.forged_header - t.forged_header;
+        f.source += c.forged_source - t.forged_source;
+        f.replayed += c.replayed - t.replayed;
+    }
+    f
 }
 
 /// How many payloads the capturing `relays` kept, and how many of those hold their set's
@@ -872,6 +1152,8 @@ fn report(
         delivery: config.mode.to_string(),
         duplicates_to_client,
         forged_delivered_to_client,
+        sweep: Sweep::default(),
+        forgeries: Forgeries::default(),
         wire_bytes_per_set: results.iter().map(|r| r.wire_bytes as f64).sum::<f64>() / sent,
         payload_bytes_per_set: results
             .iter()
@@ -982,5 +1264,133 @@ pub async fn captured_by(client: &ClusterClient, id: NodeId) -> anyhow::Result<V
             Response::Error(e) => anyhow::bail!("node {id}: {e}"),
             other => anyhow::bail!("node {id}: unexpected answer {other:?}"),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn result(from: u64, to: u64, seq: u64, payload: &[u8]) -> SetResult {
+        SetResult {
+            phase: Phase::WithFaults,
+            from: NodeId(from),
+            to: NodeId(to),
+            seq,
+            sent_at_us: 100 + seq,
+            payload: payload.to_vec(),
+            k: 3,
+            delivered: 0,
+            duplicates: 0,
+            forged: 0,
+            settlement: None,
+            wire_bytes: 0,
+            corrupted: 0,
+            path_mismatches: 0,
+            shortest_delivered: false,
+            latencies_us: Vec::new(),
+            failed: false,
+            refused: None,
+            sealed: false,
+            judged: Vec::new(),
+        }
+    }
+
+    fn entry(
+        output_index: u64,
+        (from, to, seq): (u64, u64, u64),
+        index: u8,
+        payload: &[u8],
+    ) -> Delivery {
+        Delivery {
+            output_index,
+            src: NodeId(from),
+            dst: NodeId(to),
+            seq,
+            sent_at_us: 100 + seq,
+            index,
+            k: 3,
+            split: false,
+            hops: 2,
+            path: None,
+            latency_us: 1,
+            mode: Mode::PLAIN,
+            rejected_paths: Vec::new(),
+            sealed: false,
+            payload: payload.to_vec(),
+        }
+    }
+
+    /// A plain clear run: set 1 from 0 to 7 awaited (copies 0 and 1 judged); the sweep finds
+    /// its third copy late (fine), that copy again (a duplicate), a copy of a set never sent
+    /// and one with another payload (forged), and an entry of another mode (not taken).
+    #[test]
+    fn the_sweep_counts_what_the_awaits_did_not_judge_once() {
+        let mut sent = result(0, 7, 1, b"pay 10");
+        sent.judged = vec![(NodeId(7), 10, Some(0)), (NodeId(7), 11, Some(1))];
+        let other = result(2, 7, 2, b"pay 20");
+        let mut judge = Judge::new(false, Mode::PLAIN, &[sent, other]);
+        let seven = NodeId(7);
+        judge.entry(seven, &entry(10, (0, 7, 1), 0, b"pay 10"));
+        judge.entry(seven, &entry(11, (0, 7, 1), 1, b"pay 10"));
+        judge.entry(seven, &entry(12, (0, 7, 1), 2, b"pay 10"));
+        judge.entry(seven, &entry(13, (0, 7, 1), 1, b"pay 10"));
+        judge.entry(seven, &entry(14, (5, 7, 1), 0, b"pay 10"));
+        judge.entry(seven, &entry(15, (2, 7, 2), 2, b"pay 99"));
+        judge.entry(seven, &entry(16, (2, 7, 2 ^ 0x5a), 0, b"pay 20"));
+        let mut reliable = entry(17, (2, 7, 2), 1, b"forged");
+        reliable.mode = "reliable".parse().unwrap();
+        judge.entry(seven, &reliable);
+        let mut sealed = entry(18, (2, 7, 2), 1, b"pay 20");
+        sealed.sealed = true;
+        judge.entry(seven, &sealed);
+        judge.missed(3);
+        assert_eq!(
+            judge.done(),
+            Sweep {
+                entries: 9,
+                unknown_sets: 2,
+                other_payloads: 1,
+                duplicates: 1,
+                not_taken: 2,
+                missed: 3,
+                nodes_unread: 0,
+            }
+        );
+    }
+
+    /// A restarted node numbers its output from 0 again: an entry at an index an await judged
+    /// before the restart is judged anew when it is another set's.
+    #[test]
+    fn an_output_index_judged_before_a_restart_names_no_other_entry() {
+        let mut sent = result(0, 7, 1, b"pay 10");
+        sent.judged = vec![(NodeId(7), 0, Some(0))];
+        let mut judge = Judge::new(false, Mode::PLAIN, &[sent]);
+        judge.entry(NodeId(7), &entry(0, (3, 7, 9), 0, b"made up"));
+        assert_eq!(judge.done().unknown_sets, 1);
+    }
+
+    /// In a delivery mode one entry is the whole set: a second entry of a set is a duplicate
+    /// whatever its path; an entry at a node the set was not sent to is another payload.
+    #[test]
+    fn in_a_mode_a_set_counts_once_whatever_its_path() {
+        let mode: Mode = "byzantine:1".parse().unwrap();
+        let mut sent = result(0, 7, 1, b"x");
+        sent.judged = vec![(NodeId(7), 4, None)];
+        let mut judge = Judge::new(false, mode, &[sent]);
+        for (at, index) in [(4, 0), (5, 2)] {
+            let mut d = entry(at, (0, 7, 1), index, b"x");
+            d.mode = mode;
+            judge.entry(NodeId(7), &d);
+        }
+        let mut elsewhere = entry(9, (0, 6, 1), 0, b"x");
+        elsewhere.mode = mode;
+        judge.entry(NodeId(6), &elsewhere);
+        let sweep = judge.done();
+        assert_eq!(
+            (sweep.duplicates, sweep.other_payloads),
+            (1, 1),
+            "{sweep:?}"
+        );
     }
 }

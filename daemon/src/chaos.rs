@@ -58,6 +58,10 @@ impl Chaos {
             max_us_after: self.max_us_after.load(Relaxed),
             captured: self.relay.captured.load(Relaxed),
             forged: self.relay.forged.load(Relaxed),
+            forged_payload: self.relay.forged_payload.load(Relaxed),
+            forged_header: self.relay.forged_header.load(Relaxed),
+            forged_source: self.relay.forged_source.load(Relaxed),
+            replayed: self.relay.replayed.load(Relaxed),
         }
     }
 

@@ -186,16 +186,16 @@ fn apply(node: &Arc<Node>, fault: Fault) -> Result<String, ControlError> {
         Fault::Forge { on, what } => {
             node.chaos.relay.set_forge(on, what);
             node.stats.count_event(Event::ChaosForge);
-            warn!(on, "chaos: forging forwarded payloads");
-            Ok(format!(
-                "forge {}{}",
-                if on { "on" } else { "off" },
-                if on {
-                    ": every payload this node forwards is rewritten and its checksum recomputed"
-                } else {
-                    ""
-                }
-            ))
+            warn!(on, %what, "chaos: forging forwarded packets");
+            Ok(if !on {
+                "forge off".to_string()
+            } else if what.is_empty() {
+                "forge on: nothing to forge (no payload, header, source or replay)".to_string()
+            } else {
+                format!(
+                    "forge on ({what}): every packet this node forwards is forged one of these ways in turn, its checksum recomputed"
+                )
+            })
         }
         Fault::Cut { neighbour } | Fault::Heal { neighbour } => {
             let cut = matches!(fault, Fault::Cut { .. });

@@ -14,7 +14,8 @@
 //! * [`stats`] and [`telemetry`]: counters, logs, Prometheus metrics; [`journal`]: the ring of
 //!   notices `cuberoute monitor` follows;
 //! * [`chaos`]: a node's chaos state (bit flips, and what became of corrupted packets);
-//!   [`faults`]: the transient faults a client asks for, carried out;
+//!   [`faults`]: the transient faults a client asks for, carried out; [`relay`]: the capturing
+//!   and forging relay, and [`replay`]: its replays sent;
 //! * [`priority`]: the process's scheduling priority, lowered at start;
 //! * [`env`]: the one source of time and randomness; [`net`]: the one seam to the network (real
 //!   UDP, or turmoil's simulated network).
@@ -39,6 +40,7 @@ pub mod output;
 pub mod priority;
 pub mod relay;
 pub mod reload;
+pub mod replay;
 pub mod stats;
 pub mod telemetry;
 pub mod tls;
@@ -90,6 +92,7 @@ pub async fn run_until(
     let client = config.credentials.client_config(tls::ALPN_LINK);
     tokio::spawn(node.clone().run_input(input));
     tokio::spawn(node.clone().run_delivery_timer());
+    tokio::spawn(replay::run(node.clone()));
     tokio::spawn(accept::accept_links(node.clone(), links.clone()));
     tokio::spawn(control::serve(node.clone(), control.clone()));
     if hangup_reloads {

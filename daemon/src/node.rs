@@ -15,6 +15,7 @@ use crate::env::{self, Instant, now_us};
 use crate::keys::Keys;
 use crate::link::{Link, LinkOwner, NotQueued};
 use crate::output::{Output, Pushed};
+use crate::relay::Forwarding;
 use crate::reload::Settings;
 use crate::stats::{Drop, Event, Stats};
 use cuberoute_protocol::delivery::{
@@ -368,8 +369,21 @@ impl Node {
                     return;
                 }
                 packet.message.record_hop(self.id);
-                if self.chaos.relay.on_forward(&mut packet) {
-                    debug!(%to, "forged");
+                let seal = |bound: &Bound, plaintext: &[u8]| {
+                    self.sealer
+                        .lock()
+                        .expect("sealer lock")
+                        .seal(&*self.keys, bound, now_us(), plaintext, env::random)
+                        .ok()
+                };
+                let forwarding = Forwarding {
+                    topology: self.topology,
+                    me: self.id,
+                    to,
+                    seal: &seal,
+                };
+                if let Some(forgery) = self.chaos.relay.on_forward(&mut packet, &forwarding) {
+                    debug!(%to, forgery = forgery.as_str(), "forged");
                 }
                 debug!(%to, "forward");
                 if self.send_to(to, &packet, mark) {
@@ -421,6 +435,14 @@ impl Node {
                 false
             }
         }
+    }
+
+    /// Send again a packet this node forwarded before, unchanged, to the neighbour it went to
+    /// (a replaying relay of the chaos tooling, `crate::replay`). Not counted as forwarded: the
+    /// packet was counted when it was; its second life is the relay's. False, and counted, if it
+    /// could not be queued.
+    pub fn send_again(&self, to: NodeId, packet: &DataPacket) -> bool {
+        self.send_to(to, packet, None)
     }
 
     /// Encode `packet` onto the link to `to`. False, and counted, if it could not be queued.

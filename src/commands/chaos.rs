@@ -671,7 +671,29 @@ pub fn print_report(r: &chaos::Report) {
             "  relays {:?}: {} payloads captured, {} of them holding their payload or an 8-byte run of it",
             r.relays, r.captured, r.leaked
         );
+        let f = &r.forgeries;
+        if f.payload + f.header + f.source + f.replayed > 0 {
+            println!(
+                "  forgeries: {} payloads, {} headers, {} sources rewritten, {} packets replayed",
+                f.payload, f.header, f.source, f.replayed
+            );
+        }
     }
+    let w = &r.sweep;
+    println!(
+        "  outputs swept at the end: {} entries; beyond the sets awaited {} of sets never sent, {} with another payload, {} duplicates; {} in another mode or sealing (never taken for the run's sets); {} overwritten unread{}",
+        w.entries,
+        w.unknown_sets,
+        w.other_payloads,
+        w.duplicates,
+        w.not_taken,
+        w.missed,
+        if w.nodes_unread > 0 {
+            format!(", {} nodes not read", w.nodes_unread)
+        } else {
+            String::new()
+        }
+    );
     println!(
         "  drops: {:?}; output entries overwritten before a client read them: {}",
         r.drops, r.output_overwritten

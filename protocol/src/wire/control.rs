@@ -133,11 +133,13 @@ pub enum Fault {
 pub struct ForgeWhat {
     /// The payload bytes (for a coded piece also its own fingerprint).
     pub payload: bool,
-    /// The fields of the message and, for an enveloped piece, its mode, k, length and index.
+    /// The clear fields the destination acts on (sequence id, send time) and, for a clear
+    /// piece of a delivery mode, its mode and length: downgraded to a reliable copy.
     pub header: bool,
-    /// The source: the relay claims another node as the source (sealing with its own keys).
+    /// The source: the relay claims another node as the source (a sealed message is sealed
+    /// again with the relay's own key, over a payload of its making).
     pub source: bool,
-    /// Messages it forwarded, sent again later.
+    /// Messages it forwarded, sent again unchanged a second later.
     pub replay: bool,
 }
 
@@ -432,8 +434,16 @@ pub struct ChaosCounters {
     pub max_us_after: u64,
     /// Payloads this node kept as a curious relay.
     pub captured: u64,
-    /// Payloads this node rewrote as a Byzantine relay.
+    /// Packets this node rewrote as a Byzantine relay (payload, header or source)...
     pub forged: u64,
+    /// ... of which, by what it rewrote: the payload ...
+    pub forged_payload: u64,
+    /// ... the clear fields (and a clear piece's mode) ...
+    pub forged_header: u64,
+    /// ... or the source, claiming another node's.
+    pub forged_source: u64,
+    /// Packets it forwarded and sent again later, unchanged (a replay).
+    pub replayed: u64,
 }
 
 impl NodeStatus {
