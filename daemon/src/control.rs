@@ -6,11 +6,11 @@
 
 use crate::accept::accept_each;
 use crate::env::{self, Instant, now_us};
-use crate::node::{Node, Payload, Refusal};
+use crate::node::{Keep, Node, Payload, Refusal};
 use crate::output::{ANSWER_BYTES, SetId};
 use crate::stats::Event;
 use crate::tls;
-use cuberoute_protocol::delivery::{EncodeError, Envelope, Mode, SetKey, pieces};
+use cuberoute_protocol::delivery::{EncodeError, Envelope, Mode, SetKey, Shape, pieces};
 use cuberoute_protocol::seal::sealed::SEAL_OVERHEAD;
 use cuberoute_protocol::wire::control::{
     ControlError, ControlErrorKind, MAX_PAYLOAD_LEN, MAX_RECV_BATCH, MAX_WAIT_MS, Request, Response,
@@ -240,17 +240,19 @@ async fn handle(
                 Err(e) => return Response::Error(bad(e.to_string())),
             };
             let (k, to) = (routes.k() as u32, routes.destinations());
-            let (payload, wire_bytes, keep_until) = if mode.is_plain() {
+            let (payload, wire_bytes, keep) = if mode.is_plain() {
                 let bytes = routes.parts(&payload).iter().map(Vec::len).sum::<usize>();
                 (Payload::Plain(payload), bytes, None)
             } else {
                 match enveloped(node, &request, &routes, mode, &payload) {
-                    Ok(envelopes) => {
+                    Ok((envelopes, shape)) => {
                         let bytes = envelopes.iter().map(Vec::len).sum();
-                        let keep_until = mode.reliable.then(|| {
-                            now_us() + 1000 * u64::from(deadline_ms.clamp(1, MAX_DEADLINE_MS))
+                        let keep = mode.reliable.then(|| Keep {
+                            deadline_us: now_us()
+                                + 1000 * u64::from(deadline_ms.clamp(1, MAX_DEADLINE_MS)),
+                            shape,
                         });
-                        (Payload::Enveloped(envelopes), bytes, keep_until)
+                        (Payload::Enveloped(envelopes), bytes, keep)
                     }
                     Err(e) => return Response::Error(e),
                 }
@@ -262,10 +264,7 @@ async fn handle(
                 } else {
                     0
                 };
-            match node
-                .submit(routes, payload, trace, keep_until, sealed)
-                .await
-            {
+            match node.submit(routes, payload, trace, keep, sealed).await {
                 Ok((seq, sent_at_us)) => Response::Accepted {
                     seq,
                     k,
@@ -430,7 +429,7 @@ fn enveloped(
     routes: &Routes,
     mode: Mode,
     payload: &[u8],
-) -> Result<Vec<Vec<u8>>, ControlError> {
+) -> Result<(Vec<Vec<u8>>, Shape), ControlError> {
     if request.split || !request.is_node_to_node(node.topology) {
         return Err(bad(format!(
             "delivery mode {mode} needs one destination and no --split: the mode spreads the payload over the k paths to that destination itself"
@@ -442,10 +441,12 @@ fn enveloped(
         }
         e => bad(e.to_string()),
     })?;
-    Ok(pieces
+    let shape = pieces[0].shape();
+    let envelopes = pieces
         .into_iter()
         .map(|p| Envelope::Piece(p).to_bytes())
-        .collect())
+        .collect();
+    Ok((envelopes, shape))
 }
 
 fn wait_limit(ms: u32) -> Duration {

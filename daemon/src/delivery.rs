@@ -6,7 +6,7 @@
 use crate::env::now_us;
 use crate::waiters::{Waiters, Watch};
 use cuberoute_protocol::delivery::{
-    Inbox, InboxLimits, Outbox, OutboxFull, OutboxLimits, SetKey, Settlement,
+    Inbox, InboxLimits, Outbox, OutboxFull, OutboxLimits, SetKey, Settlement, Shape,
 };
 use cuberoute_protocol::{NodeId, Routes};
 use std::collections::{HashMap, VecDeque};
@@ -25,6 +25,8 @@ pub struct Resend {
     pub trace: bool,
     /// Sealed end to end (and so acknowledged only by a sealed acknowledgement).
     pub sealed: bool,
+    /// Its pieces' shape, which the acknowledgement names.
+    pub shape: Shape,
 }
 
 /// A node's delivery state.
@@ -136,11 +138,13 @@ impl DeliveryEnds {
     /// kept, `from` is its destination, and the acknowledgement came sealed if the set went
     /// sealed. False otherwise (a duplicate acknowledgement, one after the deadline, or one a
     /// relay made up).
-    pub fn acknowledged(&self, key: &SetKey, from: NodeId, sealed: bool) -> bool {
+    pub fn acknowledged(&self, key: &SetKey, shape: Shape, from: NodeId, sealed: bool) -> bool {
         self.counters.acks_received.fetch_add(1, Relaxed);
         let mut outbox = self.outbox.lock().expect("outbox lock");
         let genuine = outbox.get(key).is_some_and(|resend| {
-            resend.routes.destinations().first() == Some(&from) && (sealed || !resend.sealed)
+            resend.routes.destinations().first() == Some(&from)
+                && (sealed || !resend.sealed)
+                && resend.shape == shape
         });
         let settlement = if genuine {
             outbox.ack(now_us(), key)
@@ -278,6 +282,15 @@ mod tests {
             envelopes: vec![vec![1; 10]; 3],
             trace: false,
             sealed: true,
+            shape: shape(),
+        }
+    }
+
+    fn shape() -> Shape {
+        Shape {
+            mode: "reliable".parse().unwrap(),
+            k: 3,
+            len: 10,
         }
     }
 
@@ -310,16 +323,24 @@ mod tests {
             Some(Settlement::Expired { attempts: 1 })
         );
         assert!(
-            !ends.acknowledged(&key(1), NodeId(3), true),
+            !ends.acknowledged(&key(1), shape(), NodeId(3), true),
             "not from the destination"
         );
         assert!(
-            !ends.acknowledged(&key(1), NodeId(7), false),
+            !ends.acknowledged(&key(1), shape(), NodeId(7), false),
             "a clear acknowledgement of a sealed set"
         );
-        assert!(ends.acknowledged(&key(1), NodeId(7), true));
+        let other = Shape {
+            mode: "reliable+byzantine:1".parse().unwrap(),
+            ..shape()
+        };
         assert!(
-            !ends.acknowledged(&key(1), NodeId(7), true),
+            !ends.acknowledged(&key(1), other, NodeId(7), true),
+            "the acknowledgement of a set in another shape"
+        );
+        assert!(ends.acknowledged(&key(1), shape(), NodeId(7), true));
+        assert!(
+            !ends.acknowledged(&key(1), shape(), NodeId(7), true),
             "a second ack settles nothing"
         );
         assert_eq!(
@@ -327,7 +348,7 @@ mod tests {
             Some(Settlement::Acked { attempts: 2 })
         );
         assert_eq!(ends.outbox_load(), (0, 0));
-        assert_eq!(ends.counters.acks_received.load(Relaxed), 4);
+        assert_eq!(ends.counters.acks_received.load(Relaxed), 5);
         assert_eq!(ends.counters.sets_expired.load(Relaxed), 1);
     }
 

@@ -53,6 +53,14 @@ pub struct InputJob {
     pub sealed: bool,
 }
 
+/// How long a reliable set is kept for resending, and the shape of its pieces (what its
+/// destination's acknowledgement must name).
+#[derive(Clone, Copy, Debug)]
+pub struct Keep {
+    pub deadline_us: u64,
+    pub shape: Shape,
+}
+
 /// What a set's messages carry.
 #[derive(Clone, Debug)]
 pub enum Payload {
@@ -202,14 +210,14 @@ impl Node {
     /// Put a message set into the input buffer, waiting while it is full (backpressure on
     /// the client). Returns the set's sequence id and send time.
     ///
-    /// A reliable set (`keep_until_us` given, enveloped) is kept for resending until
-    /// acknowledged or until then; a full outbox refuses it.
+    /// A reliable set (`keep` given, enveloped) is kept for resending until acknowledged or its
+    /// deadline; a full outbox refuses it.
     pub async fn submit(
         &self,
         routes: Routes,
         payload: Payload,
         trace: bool,
-        keep_until_us: Option<u64>,
+        keep: Option<Keep>,
         sealed: bool,
     ) -> Result<(u64, u64), Refusal> {
         if self.is_draining() {
@@ -233,7 +241,7 @@ impl Node {
         };
         let seq = self.next_seq.fetch_add(1, Relaxed);
         let sent_at_us = now_us();
-        if let (Some(deadline_us), Payload::Enveloped(envelopes)) = (keep_until_us, &payload) {
+        if let (Some(keep), Payload::Enveloped(envelopes)) = (keep, &payload) {
             let key = SetKey {
                 src: self.id,
                 seq,
@@ -244,9 +252,10 @@ impl Node {
                 envelopes: envelopes.clone(),
                 trace,
                 sealed,
+                shape: keep.shape,
             };
             self.delivery
-                .keep(key, resend, deadline_us)
+                .keep(key, resend, keep.deadline_us)
                 .map_err(|full| give_back(full.into()))?;
         }
         if matches!(payload, Payload::Enveloped(_)) {
@@ -598,13 +607,16 @@ impl Node {
             sent_at_us: message.sent_at_us,
         };
         let piece = match envelope {
-            Envelope::Ack(acked) => {
+            Envelope::Ack { set: acked, shape } => {
                 if acked.src != self.id {
                     self.stats.drop(Drop::AckMisdirected);
                     return false;
                 }
                 Stats::count(&self.stats.packets_delivered);
-                if self.delivery.acknowledged(&acked, src, message.sealed) {
+                if self
+                    .delivery
+                    .acknowledged(&acked, shape, src, message.sealed)
+                {
                     debug!(seq = acked.seq, "acknowledged");
                 }
                 return true;
@@ -713,7 +725,7 @@ impl Node {
                 .expect("inbox lock")
                 .acknowledge(&set, shape, attempt)
         {
-            self.acknowledge(set, sealed);
+            self.acknowledge(set, shape, sealed);
         }
     }
 
@@ -721,7 +733,7 @@ impl Node {
     /// acknowledgement set, enveloped, over the front door's paths back to the source (not
     /// reliable itself: a lost one makes the source send again, and this node acknowledge
     /// again).
-    fn acknowledge(&self, set: SetKey, sealed: bool) {
+    fn acknowledge(&self, set: SetKey, shape: Shape, sealed: bool) {
         let routes = match SendRequest::to(set.src).routes(self.topology, self.id) {
             Ok(routes) => routes,
             Err(e) => {
@@ -729,7 +741,7 @@ impl Node {
                 return;
             }
         };
-        let ack = Envelope::Ack(set).to_bytes();
+        let ack = Envelope::Ack { set, shape }.to_bytes();
         let payload = Payload::Enveloped(vec![ack; routes.k()]);
         let job = InputJob {
             seq: self.next_seq.fetch_add(1, Relaxed),

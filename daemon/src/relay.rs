@@ -340,7 +340,7 @@ pub fn forge_payload(packet: &mut DataPacket) -> bool {
                 }
                 message.payload = Envelope::Piece(piece).to_bytes();
             }
-            Ok(Envelope::Ack(_)) | Err(_) => return false,
+            Ok(Envelope::Ack { .. }) | Err(_) => return false,
         }
     } else {
         mask(&mut message.payload);
@@ -782,11 +782,18 @@ mod tests {
         assert_eq!(open(&delivered, &dir), Err(OpenError::Broken));
 
         // A clear acknowledgement passes the payload and header forgers unchanged.
-        let ack = Envelope::Ack(SetKey {
-            src: NodeId(7),
-            seq: 3,
-            sent_at_us: 4,
-        });
+        let ack = Envelope::Ack {
+            set: SetKey {
+                src: NodeId(7),
+                seq: 3,
+                sent_at_us: 4,
+            },
+            shape: Shape {
+                mode: "reliable".parse().unwrap(),
+                k: 3,
+                len: 1,
+            },
+        };
         let (mut a, ..) = at_relays(q3(), (0, 7), 0, copy(&ack.to_bytes()).enveloped()).remove(0);
         let before = a.clone();
         assert!(!forge_header(&mut a));
@@ -955,11 +962,18 @@ mod tests {
         }
         // A way that does not apply passes its turn on: a clear acknowledgement is neither
         // payload- nor header-forged, so its source is.
-        let ack = Envelope::Ack(SetKey {
-            src: NodeId(7),
-            seq: 3,
-            sent_at_us: 4,
-        });
+        let ack = Envelope::Ack {
+            set: SetKey {
+                src: NodeId(7),
+                seq: 3,
+                sent_at_us: 4,
+            },
+            shape: Shape {
+                mode: "reliable".parse().unwrap(),
+                k: 3,
+                len: 1,
+            },
+        };
         let (mut a, ..) = at_relays(q3(), (0, 7), 0, copy(&ack.to_bytes()).enveloped()).remove(0);
         assert_eq!(faults.on_forward(&mut a, &hop), Some(Forgery::Source));
     }

@@ -21,8 +21,10 @@ pub enum Envelope {
     /// The piece of a set that one path carries.
     Piece(Piece),
     /// From the destination to the source of a reliable set: the set is in the destination's
-    /// output for good; stop sending it.
-    Ack(SetKey),
+    /// output for good; stop sending it. With the shape the destination rebuilt it in, so that
+    /// a set a relay made up under the same name in another mode (possible only clear) does not
+    /// settle the true one.
+    Ack { set: SetKey, shape: Shape },
 }
 
 /// One path's piece of a set: a whole copy, a Reed-Solomon shard or a Shamir share, with what
@@ -47,7 +49,7 @@ pub struct Piece {
 
 /// What a piece says of its set besides its data: the mode, how many pieces, the payload's
 /// length. Sealed, it is the source's; clear, a relay may have rewritten it.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Serialize, Deserialize)]
 pub struct Shape {
     pub mode: Mode,
     pub k: u8,
@@ -117,7 +119,11 @@ mod tests {
             seq: 9,
             sent_at_us: 11,
         };
-        for envelope in [Envelope::Piece(piece()), Envelope::Ack(key)] {
+        let ack = Envelope::Ack {
+            set: key,
+            shape: piece().shape(),
+        };
+        for envelope in [Envelope::Piece(piece()), ack] {
             let bytes = envelope.to_bytes();
             assert_eq!(bytes.len(), envelope.encoded_len());
             assert_eq!(Envelope::from_bytes(&bytes), Ok(envelope));
