@@ -9,7 +9,7 @@ use cuberoute_daemon::tls::Credentials;
 use cuberoute_protocol::NodeId;
 use cuberoute_protocol::wire::control::{NodeStatus, Request, Response};
 use futures_util::future::join_all;
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::Semaphore;
@@ -196,20 +196,54 @@ pub async fn fan_out<F: Future>(
     join_all(runs).await
 }
 
-/// Links up over all nodes (each link counted from both ends), and the most there can be.
+/// The nodes taken out of the cluster, as the latest revocation list any node that answered
+/// holds says: their links are refused for good, and no wait expects them up.
+pub fn revoked(statuses: &[(NodeId, Result<NodeStatus, String>)]) -> BTreeSet<NodeId> {
+    statuses
+        .iter()
+        .filter_map(|(_, s)| s.as_ref().ok())
+        .max_by_key(|s| s.revocation_serial)
+        .map(|s| s.revoked.iter().copied().collect())
+        .unwrap_or_default()
+}
+
+/// Whether the link between `a` and `b` may be up: neither end is revoked.
+fn may_be_up(a: NodeId, b: NodeId, revoked: &BTreeSet<NodeId>) -> bool {
+    !revoked.contains(&a) && !revoked.contains(&b)
+}
+
+/// `status`'s links that are up, of those that may be (not to or of a revoked node).
+pub fn links_up_of(status: &NodeStatus, revoked: &BTreeSet<NodeId>) -> (usize, usize) {
+    let may: Vec<_> = status
+        .links
+        .iter()
+        .filter(|l| may_be_up(status.id, l.neighbour, revoked))
+        .collect();
+    (may.iter().filter(|l| l.up).count(), may.len())
+}
+
+/// Links up over all nodes (each link counted from both ends), and the most there can be: every
+/// link but those of revoked nodes.
 pub fn links_up(
     statuses: &[(NodeId, Result<NodeStatus, String>)],
     manifest: &Manifest,
 ) -> (usize, usize) {
+    let revoked = revoked(statuses);
     let up = statuses
         .iter()
         .filter_map(|(_, s)| s.as_ref().ok())
-        .map(NodeStatus::links_up)
+        .map(|s| links_up_of(s, &revoked).0)
         .sum();
+    let topology = manifest.topology;
     let total = manifest
         .nodes
         .iter()
-        .map(|n| manifest.topology.degree(n.id) as usize)
+        .map(|n| {
+            topology
+                .neighbours(n.id)
+                .filter(|&m| may_be_up(n.id, m, &revoked))
+                .count()
+        })
         .sum();
     (up, total)
 }

@@ -12,6 +12,7 @@
 //! * [`percentiles`]: the one summary of a latency sample;
 //! * [`client`]: a client of the whole cluster: requests, statuses, links up;
 //! * [`monitor`]: following the nodes' notices (links, deliveries, drops, faults) as one stream;
+//! * [`revoke`]: `cluster revoke`, taking a node out of the cluster with a CA-signed list;
 //! * [`traffic`]: sending sets through a cluster and collecting delivery reports;
 //! * [`sim`]: `cuberoute sim`, a whole cluster of real daemons on turmoil's simulated network;
 //! * [`usage`]: CPU time, RSS and PSS of daemon processes, from `/proc`;
@@ -33,6 +34,7 @@ pub mod overload;
 pub mod percentiles;
 pub mod ping;
 pub mod ready;
+pub mod revoke;
 pub mod route;
 pub mod runner;
 pub mod schedule;

@@ -2,7 +2,7 @@
 //! every container reports healthy. `cluster up` (processes and containers), `demo`, `bench`
 //! and `chaos run` (before it starts, and after it restarts crashed nodes) all wait here.
 
-use crate::client::{ClusterClient, links_up};
+use crate::client::{ClusterClient, links_up, links_up_of, revoked};
 use crate::runner::{self, Runner, Runners};
 use cuberoute_protocol::NodeId;
 use cuberoute_protocol::wire::control::NodeStatus;
@@ -46,11 +46,17 @@ impl Readiness {
         self.answering() == self.nodes() && self.link_ends_up == self.link_ends && self.healthy
     }
 
-    /// Nodes that do not answer or miss a link.
+    /// Nodes that do not answer or miss a link (not counting links of revoked nodes).
     pub fn not_ready(&self) -> Vec<NodeId> {
+        let revoked = revoked(&self.statuses);
         self.statuses
             .iter()
-            .filter(|(_, s)| s.as_ref().map_or(true, |s| s.links_up() < s.links.len()))
+            .filter(|(_, s)| {
+                s.as_ref().map_or(true, |s| {
+                    let (up, may) = links_up_of(s, &revoked);
+                    up < may
+                })
+            })
             .map(|(id, _)| *id)
             .collect()
     }
@@ -199,6 +205,7 @@ pub fn default_timeout(nodes: u64) -> Duration {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use cuberoute_daemon::manifest::Manifest;
     use cuberoute_protocol::Topology;
     use cuberoute_protocol::wire::control::LinkStatus;
 
@@ -280,6 +287,54 @@ mod tests {
         assert!(!silent.is_ready());
         assert_eq!((silent.answering(), silent.nodes()), (3, 4));
         assert_eq!(silent.not_ready(), vec![NodeId(3)]);
+    }
+
+    /// After `cluster revoke`, the revoked node's links are down for good: a cluster whose
+    /// other links are all up is ready.
+    #[test]
+    fn the_links_of_a_revoked_node_are_not_waited_for() {
+        let q2: Topology = "q:2".parse().unwrap();
+        let manifest = Manifest {
+            topology: q2,
+            nodes: (0..4)
+                .map(|id| cuberoute_daemon::manifest::ManifestNode {
+                    id: NodeId(id),
+                    addr: "a".into(),
+                    control: "c".into(),
+                    metrics: None,
+                })
+                .collect(),
+        };
+        // Node 3 revoked: 0-1 and 0-2 are up; 1-3 and 2-3 are down.
+        let statuses: Vec<_> = (0..4)
+            .map(|id| {
+                let mut s = status(q2, id, 2);
+                for link in &mut s.links {
+                    link.up = id != 3 && link.neighbour != NodeId(3);
+                }
+                (NodeId(id), Ok(s))
+            })
+            .collect();
+        assert_eq!(links_up(&statuses, &manifest), (4, 8));
+        assert!(round(statuses.clone(), true).not_ready().len() == 3);
+        let revoked_three = |mut s: NodeStatus| {
+            s.revoked = vec![NodeId(3)];
+            s.revocation_serial = 1;
+            s
+        };
+        let mut statuses: Vec<_> = statuses
+            .into_iter()
+            .map(|(id, s)| (id, s.map(revoked_three)))
+            .collect();
+        // One node still holds no list: the latest list any node holds counts.
+        statuses[1].1.as_mut().unwrap().revoked.clear();
+        statuses[1].1.as_mut().unwrap().revocation_serial = 0;
+        assert_eq!(links_up(&statuses, &manifest), (4, 4));
+        assert!(round(statuses.clone(), true).not_ready().is_empty());
+        // A link that may be up and is not still counts.
+        statuses[0].1.as_mut().unwrap().links[0].up = false;
+        assert_eq!(links_up(&statuses, &manifest), (3, 4));
+        assert_eq!(round(statuses, true).not_ready(), vec![NodeId(0)]);
     }
 
     #[test]

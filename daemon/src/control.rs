@@ -394,13 +394,17 @@ async fn handle(
             }
         }
         Request::Revoke { signed } => match node.keys.revoke(&signed) {
-            Ok(newly) => {
-                for &revoked in &newly {
+            Ok(adopted) => {
+                if let Some(e) = &adopted.not_kept {
+                    // In force all the same; only a restart would forget it.
+                    warn!(error = %e, "revocation list not kept");
+                }
+                for &revoked in &adopted.newly {
                     node.revoked(revoked);
                 }
                 Response::Revoked {
-                    serial: node.keys.revocations().serial,
-                    newly,
+                    serial: adopted.serial,
+                    newly: adopted.newly,
                 }
             }
             Err(e) => Response::Error(ControlError::new(

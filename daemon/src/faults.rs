@@ -213,6 +213,12 @@ fn apply(node: &Arc<Node>, fault: Fault) -> Result<String, ControlError> {
             } else {
                 link.heal();
                 node.stats.count_event(Event::ChaosHeal);
+                if link.is_revoked() {
+                    warn!(%neighbour, "chaos: heal of a revoked link: it stays refused");
+                    return Ok(format!(
+                        "link to {neighbour} healed of its cut, still refused: revoked"
+                    ));
+                }
                 warn!(%neighbour, "chaos: link healed");
                 Ok(format!("link to {neighbour} healed"))
             }

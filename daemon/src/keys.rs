@@ -105,6 +105,16 @@ pub enum KeyError {
         "a revocation list with serial {got} does not replace the one in force (serial {have})"
     )]
     Older { got: u64, have: u64 },
+    #[error("cannot keep the revocation list at {path} for the next start: {message}")]
+    Keep { path: PathBuf, message: String },
+    #[error(
+        "the revocation list with serial {serial} differs from the one in force with the same serial"
+    )]
+    Forked { serial: u64 },
+    #[error(
+        "the revocation list with serial {serial} leaves out node {node}, which the one in force revokes: a revocation is for good"
+    )]
+    Unrevokes { serial: u64, node: NodeId },
 }
 
 /// Check the CA's signature of a signed file of kind `what`; its body if it holds.
@@ -259,46 +269,109 @@ impl Keys {
         self.revocations.read().expect("revocations lock").clone()
     }
 
-    /// Take a signed revocation list (from the file or a client) if the CA signed it and it is
-    /// newer than the one in force; keep it in the node's file. The nodes it newly revokes.
-    pub fn revoke(&self, signed: &[u8]) -> Result<Vec<NodeId>, KeyError> {
-        let path = self
-            .revoked_path
-            .clone()
-            .unwrap_or_else(|| PathBuf::from("(request)"));
-        let newly = self.adopt(signed, &path)?;
-        if let Some(path) = &self.revoked_path {
-            // Kept for the next start; written whole and then renamed, never torn.
-            let partial = path.with_extension("partial");
-            std::fs::write(&partial, signed)
-                .and_then(|()| std::fs::rename(&partial, path))
-                .map_err(|e| KeyError::Read {
-                    path: path.clone(),
-                    message: format!("cannot keep the revocation list: {e}"),
-                })?;
-        }
-        Ok(newly)
+    /// Take a signed revocation list (from a client) if the CA signed it and it follows the one
+    /// in force ([`Revocations::follows`]); keep it in the node's file for the next start.
+    pub fn revoke(&self, signed: &[u8]) -> Result<Adopted, KeyError> {
+        let (serial, newly) = self.adopt(signed, Path::new("the pushed list"))?;
+        let not_kept = match &self.revoked_path {
+            Some(path) => keep(&self.ca, path, signed, serial).err(),
+            None => None,
+        };
+        Ok(Adopted {
+            serial,
+            newly,
+            not_kept,
+        })
     }
 
-    fn adopt(&self, signed: &[u8], path: &Path) -> Result<Vec<NodeId>, KeyError> {
-        let body = verify(&self.ca, REVOCATIONS, path, signed)?;
-        let list: Revocations = postcard::from_bytes(&body).map_err(|e| KeyError::Malformed {
-            path: path.into(),
-            what: REVOCATIONS,
-            message: e.to_string(),
-        })?;
+    /// Adopt a signed list: its serial, and the nodes it newly revokes.
+    fn adopt(&self, signed: &[u8], path: &Path) -> Result<(u64, Vec<NodeId>), KeyError> {
+        let list = read_list(&self.ca, path, signed)?;
         let mut current = self.revocations.write().expect("revocations lock");
-        if list.serial < current.serial {
+        list.follows(&current)?;
+        let newly = list.revoked.difference(&current.revoked).copied().collect();
+        self.any_revoked.store(!list.revoked.is_empty(), Relaxed);
+        let serial = list.serial;
+        *current = list;
+        Ok((serial, newly))
+    }
+}
+
+/// A revocation list taken: its serial, the nodes it newly revoked, and why it could not be
+/// kept in the node's file if it could not (it is in force all the same, until a restart).
+#[derive(Debug)]
+pub struct Adopted {
+    pub serial: u64,
+    pub newly: Vec<NodeId>,
+    pub not_kept: Option<KeyError>,
+}
+
+impl Revocations {
+    /// Whether this list may replace `current`: a higher serial that revokes every node
+    /// `current` revokes (a revocation is for good), or the same list again (a push repeated).
+    pub fn follows(&self, current: &Revocations) -> Result<(), KeyError> {
+        if *current == Revocations::default() {
+            // No list yet: any list is the first.
+            return Ok(());
+        }
+        if self.serial < current.serial {
             return Err(KeyError::Older {
-                got: list.serial,
+                got: self.serial,
                 have: current.serial,
             });
         }
-        let newly = list.revoked.difference(&current.revoked).copied().collect();
-        self.any_revoked.store(!list.revoked.is_empty(), Relaxed);
-        *current = list;
-        Ok(newly)
+        if self.serial == current.serial && self.revoked != current.revoked {
+            return Err(KeyError::Forked {
+                serial: self.serial,
+            });
+        }
+        if let Some(&node) = current.revoked.difference(&self.revoked).next() {
+            return Err(KeyError::Unrevokes {
+                serial: self.serial,
+                node,
+            });
+        }
+        Ok(())
     }
+}
+
+/// Check a signed revocation list (`path` names where it came from) and read its body.
+pub fn read_list(
+    ca: &[CertificateDer<'static>],
+    path: &Path,
+    signed: &[u8],
+) -> Result<Revocations, KeyError> {
+    let body = verify(ca, REVOCATIONS, path, signed)?;
+    postcard::from_bytes(&body).map_err(|e| KeyError::Malformed {
+        path: path.into(),
+        what: REVOCATIONS,
+        message: e.to_string(),
+    })
+}
+
+/// Keep the signed list of `serial` at `path`, written whole and then renamed (never torn),
+/// unless the file already holds this list or a later one: `cuberoute cluster revoke` writes
+/// every node's file before it pushes the list (so that a node whose directory is mounted
+/// read-only, in a container, has it too), and a late push of an older list must not
+/// overwrite a newer file.
+pub fn keep(
+    ca: &[CertificateDer<'static>],
+    path: &Path,
+    signed: &[u8],
+    serial: u64,
+) -> Result<(), KeyError> {
+    if let Ok(there) = std::fs::read(path)
+        && read_list(ca, path, &there).is_ok_and(|there| there.serial >= serial)
+    {
+        return Ok(());
+    }
+    let partial = path.with_extension("partial");
+    std::fs::write(&partial, signed)
+        .and_then(|()| std::fs::rename(&partial, path))
+        .map_err(|e| KeyError::Keep {
+            path: path.into(),
+            message: e.to_string(),
+        })
 }
 
 fn lookup(directory: &[(NodeId, PublicKey)], node: NodeId) -> Option<PublicKey> {
@@ -311,5 +384,200 @@ fn lookup(directory: &[(NodeId, PublicKey)], node: NodeId) -> Option<PublicKey> 
 impl Directory for Keys {
     fn public_key(&self, node: NodeId) -> Option<PublicKey> {
         lookup(&self.directory, node)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rcgen::{BasicConstraints, CertificateParams, IsCa, KeyPair};
+
+    /// A CA: its certificate and the key that signs lists.
+    struct Ca {
+        cert: CertificateDer<'static>,
+        key: KeyPair,
+    }
+
+    fn ca() -> Ca {
+        let key = KeyPair::generate().unwrap();
+        let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
+        params.is_ca = IsCa::Ca(BasicConstraints::Constrained(0));
+        let cert = params.self_signed(&key).unwrap().der().clone();
+        Ca { cert, key }
+    }
+
+    fn sign(ca: &Ca, what: &str, body: Vec<u8>) -> Vec<u8> {
+        use ring::signature::{ECDSA_P256_SHA256_ASN1_SIGNING, EcdsaKeyPair};
+        let rng = ring::rand::SystemRandom::new();
+        let key = EcdsaKeyPair::from_pkcs8(
+            &ECDSA_P256_SHA256_ASN1_SIGNING,
+            &ca.key.serialize_der(),
+            &rng,
+        )
+        .unwrap();
+        let signature = key
+            .sign(&rng, &signed_bytes(what, &body))
+            .unwrap()
+            .as_ref()
+            .to_vec();
+        SignedFile {
+            what: what.to_string(),
+            body,
+            signature,
+        }
+        .to_bytes()
+    }
+
+    fn list(serial: u64, revoked: &[u64]) -> Revocations {
+        Revocations {
+            serial,
+            revoked: revoked.iter().map(|&v| NodeId(v)).collect(),
+        }
+    }
+
+    fn signed(ca: &Ca, serial: u64, revoked: &[u64]) -> Vec<u8> {
+        sign(ca, REVOCATIONS, list(serial, revoked).to_bytes())
+    }
+
+    /// Keys with an empty directory: what a revocation needs of them.
+    fn keys(ca: &Ca, revoked_path: Option<PathBuf>) -> Keys {
+        Keys {
+            directory: Vec::new(),
+            secret: SecretKey::from_seed([7; 32]),
+            revocations: RwLock::new(Revocations::default()),
+            any_revoked: AtomicBool::new(false),
+            ca: vec![ca.cert.clone()],
+            revoked_path,
+        }
+    }
+
+    #[test]
+    fn a_list_reads_back_only_when_this_ca_signed_it_as_a_revocation_list() {
+        let (ours, theirs) = (ca(), ca());
+        let path = Path::new("revoked.bin");
+        let cas = [ours.cert.clone()];
+        let good = signed(&ours, 3, &[5, 9]);
+        assert_eq!(read_list(&cas, path, &good).unwrap(), list(3, &[5, 9]));
+        let other = signed(&theirs, 3, &[5, 9]);
+        assert!(matches!(
+            read_list(&cas, path, &other),
+            Err(KeyError::NotSigned { .. })
+        ));
+        // The same body and signature, one revoked node fewer: the signature no longer holds.
+        let mut file: SignedFile = postcard::from_bytes(&good).unwrap();
+        file.body = list(3, &[5]).to_bytes();
+        assert!(matches!(
+            read_list(&cas, path, &file.to_bytes()),
+            Err(KeyError::NotSigned { .. })
+        ));
+        // Signed by the CA, but as a key directory.
+        let directory = sign(&ours, DIRECTORY, list(3, &[5]).to_bytes());
+        assert!(matches!(
+            read_list(&cas, path, &directory),
+            Err(KeyError::Malformed { .. })
+        ));
+        assert!(matches!(
+            read_list(&cas, path, b"garbage"),
+            Err(KeyError::Malformed { .. })
+        ));
+    }
+
+    #[test]
+    fn a_list_follows_only_an_older_one_it_contains_or_itself() {
+        let none = Revocations::default();
+        let one = list(1, &[4]);
+        assert!(one.follows(&none).is_ok());
+        assert!(list(2, &[4, 6]).follows(&one).is_ok());
+        assert!(one.follows(&one).is_ok(), "a push repeated");
+        assert!(matches!(
+            one.follows(&list(2, &[4, 6])),
+            Err(KeyError::Older { got: 1, have: 2 })
+        ));
+        assert!(matches!(
+            list(1, &[6]).follows(&one),
+            Err(KeyError::Forked { serial: 1 })
+        ));
+        assert!(matches!(
+            list(3, &[6]).follows(&list(2, &[4, 6])),
+            Err(KeyError::Unrevokes {
+                serial: 3,
+                node: NodeId(4)
+            })
+        ));
+    }
+
+    #[test]
+    fn a_node_adopts_newer_lists_keeps_them_and_names_whom_they_newly_revoke() {
+        let ca = ca();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("revoked.bin");
+        let keys = keys(&ca, Some(path.clone()));
+        assert!(!keys.is_revoked(NodeId(4)));
+
+        let first = signed(&ca, 1, &[4]);
+        let adopted = keys.revoke(&first).unwrap();
+        assert_eq!((adopted.serial, adopted.newly), (1, vec![NodeId(4)]));
+        assert!(adopted.not_kept.is_none());
+        assert!(keys.is_revoked(NodeId(4)) && !keys.is_revoked(NodeId(6)));
+        assert_eq!(std::fs::read(&path).unwrap(), first);
+
+        // The same list again: nothing new, nothing rewritten.
+        let again = keys.revoke(&signed(&ca, 1, &[4])).unwrap();
+        assert_eq!((again.serial, again.newly), (1, vec![]));
+        assert_eq!(std::fs::read(&path).unwrap(), first);
+
+        let second = signed(&ca, 2, &[4, 6]);
+        assert_eq!(keys.revoke(&second).unwrap().newly, vec![NodeId(6)]);
+        assert_eq!(std::fs::read(&path).unwrap(), second);
+        assert_eq!(keys.revocations(), list(2, &[4, 6]));
+
+        // Refused lists change nothing.
+        for refused in [
+            signed(&ca, 1, &[4]),
+            signed(&ca, 3, &[6]),
+            signed(&ca, 2, &[4, 7]),
+            signed(&self::ca(), 9, &[4, 6, 7]),
+        ] {
+            assert!(keys.revoke(&refused).is_err());
+        }
+        assert_eq!(keys.revocations(), list(2, &[4, 6]));
+        assert_eq!(std::fs::read(&path).unwrap(), second);
+    }
+
+    #[test]
+    fn a_list_in_force_but_not_kept_says_why() {
+        let ca = ca();
+        let dir = tempfile::tempdir().unwrap();
+        let keys = keys(&ca, Some(dir.path().join("gone").join("revoked.bin")));
+        let adopted = keys.revoke(&signed(&ca, 1, &[4])).unwrap();
+        assert_eq!(adopted.newly, vec![NodeId(4)]);
+        assert!(matches!(adopted.not_kept, Some(KeyError::Keep { .. })));
+        assert!(keys.is_revoked(NodeId(4)), "in force all the same");
+    }
+
+    #[test]
+    fn keeping_never_overwrites_a_later_list_and_replaces_an_older_or_broken_file() {
+        let ca = ca();
+        let cas = [ca.cert.clone()];
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("revoked.bin");
+        let (one, two) = (signed(&ca, 1, &[4]), signed(&ca, 2, &[4, 6]));
+        keep(&cas, &path, &two, 2).unwrap();
+        keep(&cas, &path, &one, 1).unwrap();
+        assert_eq!(
+            std::fs::read(&path).unwrap(),
+            two,
+            "a late push of serial 1"
+        );
+        // The same serial, signed again (ECDSA signatures differ): the file stays.
+        keep(&cas, &path, &signed(&ca, 2, &[4, 6]), 2).unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), two);
+        let three = signed(&ca, 3, &[4, 6, 8]);
+        keep(&cas, &path, &three, 3).unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), three);
+        std::fs::write(&path, b"torn").unwrap();
+        keep(&cas, &path, &one, 1).unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), one);
+        assert!(!path.with_extension("partial").exists());
     }
 }

@@ -52,7 +52,7 @@ use crate::stats::Drop;
 use anyhow::Context;
 use std::sync::Arc;
 use std::time::Duration;
-use tracing::info;
+use tracing::{info, warn};
 
 /// How long a stopping daemon keeps moving queued packets before it counts them as dropped.
 pub const DRAIN_TIMEOUT: Duration = Duration::from_secs(3);
@@ -115,6 +115,15 @@ pub async fn run_until(
         neighbours = node.links.len(),
         "node started"
     );
+    let revocations = node.keys.revocations();
+    if !revocations.revoked.is_empty() {
+        warn!(
+            serial = revocations.serial,
+            revoked = ?revocations.revoked,
+            itself = revocations.revoked.contains(&node.id),
+            "revocation list in force: these nodes' links and sets are refused"
+        );
+    }
 
     stop.await?;
     info!("stopping: draining buffers");

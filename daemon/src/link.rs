@@ -252,7 +252,7 @@ impl Link {
                     packets_lost: stats.path.lost_packets,
                 }
             });
-        let redial = (self.dials() && !self.is_up()).then(|| {
+        let redial = (self.dials() && !self.is_up() && !self.is_cut()).then(|| {
             let (failures, backoff, next) = *self.redial.lock().expect("link lock");
             Redial {
                 failures,

@@ -142,7 +142,7 @@ impl Node {
         let (input, input_rx) = mpsc::channel(config.buffers.input);
         let shares = Shares::of(config.buffers.memory_bytes);
         let budget = Arc::new(Budget::new(shares.links_and_input));
-        let links = config
+        let links: BTreeMap<NodeId, Arc<Link>> = config
             .topology
             .neighbours(config.id)
             .map(|n| {
@@ -164,6 +164,15 @@ impl Node {
                 )
             })
             .collect();
+        // A revocation list read at start is in force before any link runs: a revoked
+        // neighbour's link is refused from the first moment, and a node that finds itself
+        // revoked links with nobody.
+        let itself_revoked = config.keys.is_revoked(config.id);
+        for (neighbour, link) in &links {
+            if itself_revoked || config.keys.is_revoked(*neighbour) {
+                link.revoke();
+            }
+        }
         let node = Node {
             topology: config.topology,
             id: config.id,
@@ -463,6 +472,13 @@ impl Node {
             self.stats.drop(Drop::NoLink);
             return false;
         };
+        if link.is_revoked() {
+            // Nothing is ever written to a revoked neighbour: the packet would wait for good.
+            debug!(%to, "next hop revoked");
+            self.stats.drop(Drop::Revoked);
+            link.count_drop(Drop::Revoked.as_str());
+            return false;
+        }
         if packet.message.attempt > 1 && !link.is_up() {
             // Resends do not pile up behind a dead neighbour or a cut link.
             debug!(%to, "resend not queued behind a down link");
@@ -786,12 +802,23 @@ impl Node {
     }
 
     /// `node` was taken out of the cluster: refuse its link for good (if it is a neighbour),
-    /// as its sets and the packets it relayed are refused from now on.
+    /// as its sets and the packets it relayed are refused from now on; what waits on that
+    /// link is dropped (`revoked`). If `node` is this node, it links with nobody from now on.
     pub fn revoked(&self, node: NodeId) {
         warn!(%node, "node revoked: its links and sets are refused");
         self.stats.event(Event::NodeRevoked);
-        if let Some(link) = self.links.get(&node) {
+        let links: Vec<&Arc<Link>> = if node == self.id {
+            self.links.values().collect()
+        } else {
+            self.links.get(&node).into_iter().collect()
+        };
+        for link in links {
             link.revoke();
+            let dropped = link.take_queued() as u64;
+            self.stats.drop_many(Drop::Revoked, dropped);
+            for _ in 0..dropped {
+                link.count_drop(Drop::Revoked.as_str());
+            }
         }
     }
 

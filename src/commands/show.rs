@@ -178,6 +178,22 @@ fn write_node(out: &mut impl Write, t: Topology, s: &NodeStatus) -> std::io::Res
         s.buffered_bytes / 1024
     )?;
     writeln!(out, "  links: {up} of {} up", s.links.len())?;
+    if s.revoked.is_empty() {
+        writeln!(out, "  revoked: none")?;
+    } else {
+        let revoked: Vec<String> = s.revoked.iter().map(|&n| t.format_node(n)).collect();
+        writeln!(
+            out,
+            "  revoked: {} (revocation list serial {}){}",
+            revoked.join(", "),
+            s.revocation_serial,
+            if s.revoked.contains(&s.id) {
+                "; this node is revoked itself: it links with nobody and sends nothing"
+            } else {
+                ""
+            }
+        )?;
+    }
     let k = &s.counters;
     writeln!(
         out,
@@ -213,14 +229,16 @@ fn write_links(out: &mut impl Write, t: Topology, s: &NodeStatus) -> std::io::Re
         "queued",
         "unacked"
     )?;
+    let itself = s.revoked.contains(&s.id);
     for l in &s.links {
         let transport = l.transport.as_ref();
+        let revoked = itself || s.revoked.contains(&l.neighbour);
         let drops: Vec<String> = l.drops.iter().map(|(r, n)| format!("{r} {n}")).collect();
         writeln!(
             out,
             "{:<12} {:<8} {:>9} {:>8} {:>10} {:>10} {:>9} {:>9} {:>7} {:>7} {:>7}  {}{}",
             t.format_node(l.neighbour),
-            state(l),
+            state(l, revoked),
             duration(l.since_ms),
             transport.map_or("-".into(), |t| t.rtt_us.to_string()),
             transport.map_or("-".into(), |t| t.datagrams_sent.to_string()),
@@ -246,10 +264,11 @@ fn write_links(out: &mut impl Write, t: Topology, s: &NodeStatus) -> std::io::Re
     Ok(())
 }
 
-/// `up`, `cut`, or while down, `dialling` (this side dials) or `waiting` (for the neighbour to
-/// dial).
-fn state(l: &LinkStatus) -> &'static str {
+/// `up`, `cut`, `revoked` (refused for good: either end is revoked), or while down,
+/// `dialling` (this side dials) or `waiting` (for the neighbour to dial).
+fn state(l: &LinkStatus, revoked: bool) -> &'static str {
     match (l.cut, l.up, l.dials) {
+        (true, _, _) if revoked => "revoked",
         (true, _, _) => "cut",
         (false, true, _) => "up",
         (false, false, true) => "dialling",

@@ -477,7 +477,7 @@ pub struct LinkStatus {
     /// Whether this side dials the link (the other waits for it, and knocks when it waits too
     /// long).
     pub dials: bool,
-    /// While this side dials and the link is not up: how its redialling stands.
+    /// While this side dials, the link is not up and not cut: how its redialling stands.
     pub redial: Option<Redial>,
 }
 

@@ -2,16 +2,18 @@
 //!
 //! * `up`, `init`: [`up`] (local processes) and [`docker`] (`up --docker`, `compose`, `image`);
 //! * `k8s`: [`k8s`];
-//! * `status`, `down`, `logs`: here, the same for both kinds of cluster.
+//! * `status`, `down`, `logs`: here, the same for both kinds of cluster;
+//! * `reload`, `revoke`, `view`: [`reload`], [`revoke`], [`view`].
 
 pub mod docker;
 pub mod k8s;
 pub mod reload;
+pub mod revoke;
 pub mod up;
 pub mod view;
 
 use super::{runtime, usage};
-use cuberoute_cluster::client::links_up;
+use cuberoute_cluster::client::{links_up, revoked};
 use cuberoute_cluster::ready::{self, NotReady};
 use cuberoute_cluster::runner;
 use cuberoute_cluster::{ClusterClient, ClusterDir};
@@ -61,6 +63,10 @@ pub enum Command {
     /// Every node (or those named) reads its configuration file again, as on SIGHUP: applies
     /// what may change without a restart, and says what changed and what needs a restart.
     Reload(reload::Args),
+    /// Take a node out of the cluster for good: a new revocation list signed by the cluster's
+    /// CA, written into every node's directory and pushed to every node, which refuse the
+    /// node's links and sets from then on (--list: what is revoked, and where it is in force).
+    Revoke(revoke::Args),
     /// Serve a live view of the cluster in the browser on 127.0.0.1: the topology, each link's
     /// state and load, each node's counters, the paths of sets as they are delivered.
     View(view::Args),
@@ -108,6 +114,7 @@ pub fn run(command: Command) -> anyhow::Result<()> {
         Command::Down(dir) => down(&dir.cluster()),
         Command::Logs(args) => logs(&args),
         Command::Reload(args) => reload::run(&args),
+        Command::Revoke(args) => revoke::run(&args),
         Command::View(args) => view::run(&args),
     }
 }
@@ -290,6 +297,7 @@ pub fn status(dir: &ClusterDir, json: bool) -> anyhow::Result<()> {
                     "input_queued": s.input_queued, "output_len": s.output_len,
                     "link_queued": s.links.iter().map(|l| l.queued).sum::<u64>(),
                     "runner": runner_note(*id), "counters": s.counters, "chaos": s.chaos,
+                    "revocation_serial": s.revocation_serial,
                 }),
                 Err(e) => serde_json::json!({
                     "id": id.0, "up": false, "error": e, "runner": runner_note(*id),
@@ -302,11 +310,21 @@ pub fn status(dir: &ClusterDir, json: bool) -> anyhow::Result<()> {
             &serde_json::json!({
                 "topology": topology.to_string(), "nodes_up": statuses.len() - down,
                 "nodes": nodes, "link_ends_up": up, "link_ends": total,
+                "revoked": revoked(&statuses),
             }),
         )?;
         writeln!(out)?;
     } else {
         write_status_table(&mut out, topology, &statuses, runner_note)?;
+        let revoked = revoked(&statuses);
+        if !revoked.is_empty() {
+            let names: Vec<String> = revoked.iter().map(|&n| topology.format_node(n)).collect();
+            writeln!(
+                out,
+                "revoked: {} (their links are refused for good; see `cuberoute cluster revoke --list`)",
+                names.join(", ")
+            )?;
+        }
     }
     cluster.close();
     if down > 0 {
