@@ -528,7 +528,7 @@ fn masked(bytes: &[u8]) -> Vec<u8> {
 mod tests {
     use super::*;
     use cuberoute_protocol::delivery::{
-        Inbox, InboxLimits, Received, SetKey, is_well_formed, pieces,
+        Inbox, InboxLimits, Received, SetKey, Shape, is_well_formed, pieces,
     };
     use cuberoute_protocol::seal::keys::{PublicKey, SecretKey};
     use cuberoute_protocol::seal::pair::{Directory, OpenError, OpenLimits, Opener, Sealer};
