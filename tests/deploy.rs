@@ -173,6 +173,30 @@ fn kubernetes_manifests_are_in_sync_and_hold_their_invariants() {
         container["volumeMounts"][1]["mountPath"], "/certs",
         "the Secret is mounted where the config looks"
     );
+    // Sealing: the key directory and a sealing key per pod, as bytes, where the config looks;
+    // the revocation list in a volume the pod can write.
+    assert!(node_toml.contains("seal = true"));
+    assert!(node_toml.contains("directory = \"/certs/keys.bin\""));
+    assert!(node_toml.contains("secret = \"/certs/seal-{id}.key\""));
+    assert!(node_toml.contains("revoked = \"/var/lib/cuberoute/revoked.bin\""));
+    let binary = secret["data"].as_mapping().unwrap();
+    assert_eq!(binary.len(), 1 + 16);
+    use base64::Engine;
+    let seal_key = base64::engine::general_purpose::STANDARD
+        .decode(secret["data"]["seal-15.key"].as_str().unwrap())
+        .unwrap();
+    assert_eq!(
+        seal_key,
+        std::fs::read(dir.join("nodes/15/seal.key")).unwrap()
+    );
+    assert!(secret["data"]["keys.bin"].as_str().is_some());
+    assert_eq!(
+        container["volumeMounts"][2]["mountPath"],
+        "/var/lib/cuberoute"
+    );
+    assert_eq!(container["volumeMounts"][2].get("readOnly"), None);
+    let volumes = &statefulset["spec"]["template"]["spec"]["volumes"];
+    assert!(volumes[2]["emptyDir"].is_mapping());
 }
 
 /// `cluster init`, `compose` and `k8s` write everything under `--dir` (or `-o`), nothing into

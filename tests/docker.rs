@@ -149,7 +149,8 @@ fn project(cluster: &Cluster) -> String {
 }
 
 /// The Kubernetes ConfigMap's node configuration, in a container named like pod 3: the daemon
-/// takes id 3 from the host name and node-3's certificate, and the readiness command answers.
+/// takes id 3 from the host name, node-3's certificate and sealing key and the key directory
+/// from the Secret, and the readiness command answers.
 #[test]
 fn the_kubernetes_node_config_runs_as_pod_3() {
     with_image("kubernetes config", || {
@@ -180,6 +181,17 @@ fn the_kubernetes_node_config_runs_as_pod_3() {
         for (k, v) in secret["stringData"].as_mapping().unwrap() {
             std::fs::write(certs.join(k.as_str().unwrap()), v.as_str().unwrap()).unwrap();
         }
+        // The key directory and the sealing keys are bytes: base64 under `data`.
+        for (k, v) in secret["data"].as_mapping().unwrap() {
+            use base64::Engine;
+            let bytes = base64::engine::general_purpose::STANDARD
+                .decode(v.as_str().unwrap())
+                .unwrap();
+            std::fs::write(certs.join(k.as_str().unwrap()), bytes).unwrap();
+        }
+        // The pod's emptyDir, where a pushed revocation list is kept.
+        let state = tmp.path().join("state");
+        std::fs::create_dir_all(&state).unwrap();
         let name = format!("cuberoute-k8s-test-{}", std::process::id());
         docker(&[
             "run",
@@ -192,6 +204,8 @@ fn the_kubernetes_node_config_runs_as_pod_3() {
             &format!("{}:/etc/cuberoute:ro", etc.display()),
             "-v",
             &format!("{}:/certs:ro", certs.display()),
+            "-v",
+            &format!("{}:/var/lib/cuberoute", state.display()),
             "cuberoute:local",
             "daemon",
             "--config",

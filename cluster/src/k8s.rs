@@ -1,21 +1,31 @@
 //! Kubernetes manifests for a cluster: a StatefulSet whose pod `cuberoute-i` is node `i`, behind a
 //! headless Service that gives every pod a DNS name, a ConfigMap with the one node configuration
-//! they share and the manifest, and a Secret with the CA and every node's certificate and key.
+//! they share and the manifest, and a Secret with the CA, every node's certificate and key, every
+//! node's sealing key and the key directory.
 //!
-//! A pod takes its id from its host name (`id_from_hostname`), and its certificate from
-//! `/certs/node-{id}.pem`. Readiness and liveness are `cuberoute status --local`, the same
+//! A pod takes its id from its host name (`id_from_hostname`), its certificate from
+//! `/certs/node-{id}.pem` and its sealing key from `/certs/seal-{id}.key`. A revocation list
+//! pushed to a pod is kept in an `emptyDir` at `/var/lib/cuberoute`: it outlives a restart of
+//! the container, not the pod's move to another machine (the list is pushed again with
+//! `cluster revoke --push`). Readiness and liveness are `cuberoute status --local`, the same
 //! command as the compose healthcheck.
 
 use crate::generate::{Ports, pod_dns_name};
 use crate::layout::{self, ClusterDir};
+use base64::Engine;
 use cuberoute_daemon::manifest::{Manifest, ManifestNode};
 use cuberoute_protocol::Topology;
 use serde_json::json;
+
+/// The largest object Kubernetes stores (etcd's request limit): a larger Secret is refused.
+pub const OBJECT_LIMIT_BYTES: usize = 1 << 20;
 
 /// The StatefulSet, Service, ConfigMap and Secret name.
 pub const NAME: &str = "cuberoute";
 const CONFIG_DIR: &str = "/etc/cuberoute";
 const CERT_DIR: &str = "/certs";
+/// Where a pod keeps what it writes: the revocation list pushed to it.
+const STATE_DIR: &str = "/var/lib/cuberoute";
 
 /// The manifests that hold no secret, by file name, in a fixed order.
 pub fn manifests(
@@ -92,11 +102,13 @@ pub fn manifests(
                         "volumeMounts": [
                             {"name": "config", "mountPath": CONFIG_DIR, "readOnly": true},
                             {"name": "certs", "mountPath": CERT_DIR, "readOnly": true},
+                            {"name": "state", "mountPath": STATE_DIR},
                         ],
                     }],
                     "volumes": [
                         {"name": "config", "configMap": {"name": format!("{NAME}-config")}},
                         {"name": "certs", "secret": {"secretName": format!("{NAME}-certs")}},
+                        {"name": "state", "emptyDir": {}},
                     ],
                 },
             },
@@ -140,28 +152,45 @@ manifest = "{CONFIG_DIR}/manifest.toml"
 log_format = "json"
 # Below the clients that share the cores (docs/daemon.md, "Priority").
 nice = {nice}
+# Every set sealed end to end (docs/security.md).
+seal = true
 
 [tls]
 ca = "{CERT_DIR}/ca.pem"
 cert = "{CERT_DIR}/node-{{id}}.pem"
 key = "{CERT_DIR}/node-{{id}}.key"
+
+[keys]
+directory = "{CERT_DIR}/{keys}"
+secret = "{CERT_DIR}/seal-{{id}}.key"
+revoked = "{STATE_DIR}/{revoked}"
 "#,
         link = ports.link,
         control = ports.control,
         metrics = ports.metrics,
         nice = crate::generate::CLUSTER_NICE,
+        keys = layout::NODE_KEYS,
+        revoked = layout::NODE_REVOKED,
     )
 }
 
-/// The Secret: the CA certificate and every node's certificate and key, read from a cluster
-/// directory generated for this topology.
+/// The Secret: the CA certificate and every node's certificate and key as text, and the key
+/// directory and every node's sealing key as bytes, read from a cluster directory generated for
+/// this topology.
 pub fn secret(dir: &ClusterDir, topology: Topology, namespace: &str) -> anyhow::Result<String> {
     let read = |path: std::path::PathBuf| {
         std::fs::read_to_string(&path)
             .map_err(|e| anyhow::anyhow!("reading {}: {e}", path.display()))
     };
+    let read_bytes = |path: std::path::PathBuf| {
+        std::fs::read(&path)
+            .map(|bytes| base64::engine::general_purpose::STANDARD.encode(bytes))
+            .map_err(|e| anyhow::anyhow!("reading {}: {e}", path.display()))
+    };
     let mut data = serde_json::Map::new();
+    let mut binary = serde_json::Map::new();
     data.insert("ca.pem".into(), read(dir.ca_cert())?.into());
+    binary.insert(layout::NODE_KEYS.into(), read_bytes(dir.keys())?.into());
     for id in topology.nodes() {
         let node = dir.node_dir(id);
         data.insert(
@@ -172,6 +201,10 @@ pub fn secret(dir: &ClusterDir, topology: Topology, namespace: &str) -> anyhow::
             format!("node-{}.key", id.0),
             read(node.join(layout::NODE_KEY))?.into(),
         );
+        binary.insert(
+            format!("seal-{}.key", id.0),
+            read_bytes(node.join(layout::NODE_SEAL_KEY))?.into(),
+        );
     }
     let secret = json!({
         "apiVersion": "v1",
@@ -179,6 +212,7 @@ pub fn secret(dir: &ClusterDir, topology: Topology, namespace: &str) -> anyhow::
         "metadata": {"name": format!("{NAME}-certs"), "namespace": namespace},
         "type": "Opaque",
         "stringData": data,
+        "data": binary,
     });
     Ok(format!(
         "# cuberoute: the CA and node certificates of {topology}. Private keys: keep out of git.\n{}",

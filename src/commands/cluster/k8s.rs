@@ -64,7 +64,16 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         std::fs::write(output.join(file), text)?;
     }
     let secret = dir.path().join("k8s-secret.yaml");
-    std::fs::write(&secret, k8s::secret(&dir, topology, &args.namespace)?)?;
+    let secret_yaml = k8s::secret(&dir, topology, &args.namespace)?;
+    std::fs::write(&secret, &secret_yaml)?;
+    if secret_yaml.len() > k8s::OBJECT_LIMIT_BYTES {
+        eprintln!(
+            "warning: the Secret is {} bytes, more than the {} Kubernetes stores in one object: \
+             split it, or mount the certificates and keys another way",
+            secret_yaml.len(),
+            k8s::OBJECT_LIMIT_BYTES
+        );
+    }
     println!(
         "Kubernetes manifests for {topology} ({} pods) written to {}; the Secret to {}",
         topology.node_count(),
