@@ -391,8 +391,9 @@ fn measure_running(
     let mut modes = Vec::new();
     if !args.delivery.is_empty() || args.clear_too {
         let plain = std::iter::once(Mode::PLAIN);
+        // Clear first: the baseline before what it is the baseline of, as everywhere here.
         let ways: &[bool] = if args.clear_too {
-            &[false, true]
+            &[true, false]
         } else {
             &[false]
         };
