@@ -4,7 +4,7 @@
 
 use super::keys::{NodeKem, PublicKey, SecretKey};
 use super::replay::ReplayWindow;
-use super::sealed::{Bound, SealError, Sealed, associated_data};
+use super::sealed::{Bound, SealError, Sealed, TAG_LEN, associated_data};
 use crate::NodeId;
 use hpke::aead::ChaCha20Poly1305;
 use hpke::kdf::HkdfSha256;
@@ -106,18 +106,22 @@ impl Sealer {
         let counter = pair.next_nonce;
         pair.next_nonce += 1;
         let aad = associated_data(bound, self.me, sealed_at_us, counter);
-        let mut ciphertext = plaintext.to_vec();
-        pair.key
-            .seal_in_place_append_tag(nonce(counter), Aad::from(aad), &mut ciphertext)
-            .expect("ChaCha20-Poly1305 seals any length a frame holds");
-        Ok(Sealed {
-            sealer: self.me,
-            enc: pair.enc,
-            nonce: counter,
+        let sealed = Sealed::encode_in_place(
+            self.me,
+            pair.enc,
+            counter,
             sealed_at_us,
-            ciphertext,
-        }
-        .to_bytes())
+            plaintext,
+            |text| {
+                let tag =
+                    pair.key
+                        .seal_in_place_separate_tag(nonce(counter), Aad::from(aad), text)?;
+                let mut bytes = [0; TAG_LEN];
+                bytes.copy_from_slice(tag.as_ref());
+                Ok::<_, ring::error::Unspecified>(bytes)
+            },
+        );
+        Ok(sealed.expect("ChaCha20-Poly1305 seals any length a frame holds"))
     }
 
     /// Destinations this node has a pair with.

@@ -20,6 +20,9 @@ pub struct Sealed {
     pub ciphertext: Vec<u8>,
 }
 
+/// The AEAD tag's length (ChaCha20-Poly1305).
+pub const TAG_LEN: usize = 16;
+
 /// The bytes a seal adds to a payload, about: the clear fields, the tag, the framing.
 pub const SEAL_OVERHEAD: usize = 8 + 32 + 10 + 10 + 16 + 4;
 
@@ -44,7 +47,48 @@ pub enum SealError {
     UnknownNode(NodeId),
 }
 
+/// The clear fields of a [`Sealed`], in its order: encoded alone, then the ciphertext's length
+/// and bytes, they are the bytes of the whole.
+#[derive(Serialize)]
+struct Header {
+    sealer: NodeId,
+    enc: [u8; 32],
+    nonce: u64,
+    sealed_at_us: u64,
+}
+
+/// The most bytes a [`Header`] and the ciphertext's length take.
+const HEADER_MAX: usize = 10 + 32 + 10 + 10 + 10;
+
 impl Sealed {
+    /// The bytes of the `Sealed` whose ciphertext is `plaintext` encrypted in place by
+    /// `encrypt`, which returns the tag: the payload is copied once, into the encoding itself.
+    pub fn encode_in_place<E>(
+        sealer: NodeId,
+        enc: [u8; 32],
+        nonce: u64,
+        sealed_at_us: u64,
+        plaintext: &[u8],
+        encrypt: impl FnOnce(&mut [u8]) -> Result<[u8; TAG_LEN], E>,
+    ) -> Result<Vec<u8>, E> {
+        let header = Header {
+            sealer,
+            enc,
+            nonce,
+            sealed_at_us,
+        };
+        let len = plaintext.len() + TAG_LEN;
+        let out = Vec::with_capacity(HEADER_MAX + len);
+        let out = postcard::to_extend(&header, out).expect("a header always serializes");
+        // A byte string's length is a varint of the same encoding as a u64's.
+        let mut out = postcard::to_extend(&(len as u64), out).expect("a length serializes");
+        let start = out.len();
+        out.extend_from_slice(plaintext);
+        let tag = encrypt(&mut out[start..])?;
+        out.extend_from_slice(&tag);
+        Ok(out)
+    }
+
     pub fn to_bytes(&self) -> Vec<u8> {
         postcard::to_allocvec(self).expect("a sealed payload always serializes")
     }
@@ -83,4 +127,40 @@ pub(crate) fn associated_data(
     }
     debug_assert_eq!(at, aad.len());
     aad
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn encoding_in_place_gives_the_bytes_of_the_whole() {
+        for len in [0, 1, 111, 112, 113, 127, 128, 1024, 16_367, 16_368, 65_536] {
+            let plaintext: Vec<u8> = (0..len).map(|i| (i * 7) as u8).collect();
+            let encrypt = |text: &mut [u8]| {
+                text.iter_mut().for_each(|b| *b ^= 0xa5);
+                Ok::<_, ()>([0x3c; TAG_LEN])
+            };
+            let mut ciphertext: Vec<u8> = plaintext.iter().map(|b| b ^ 0xa5).collect();
+            ciphertext.extend_from_slice(&[0x3c; TAG_LEN]);
+            let whole = Sealed {
+                sealer: NodeId(300 + len as u64),
+                enc: [9; 32],
+                nonce: u64::MAX - len as u64,
+                sealed_at_us: 1 << 50,
+                ciphertext,
+            };
+            let in_place = Sealed::encode_in_place(
+                whole.sealer,
+                whole.enc,
+                whole.nonce,
+                whole.sealed_at_us,
+                &plaintext,
+                encrypt,
+            )
+            .unwrap();
+            assert_eq!(in_place, whole.to_bytes(), "{len}");
+            assert_eq!(Sealed::from_bytes(&in_place), Some(whole), "{len}");
+        }
+    }
 }
