@@ -17,6 +17,7 @@
 //!   [`faults`]: the transient faults a client asks for, carried out; [`relay`]: the capturing
 //!   and forging relay, and [`replay`]: its replays sent;
 //! * [`priority`]: the process's scheduling priority, lowered at start;
+//! * [`store`]: what a node keeps across a crash (redb), written in batches by one thread;
 //! * [`env`]: the one source of time and randomness; [`net`]: the one seam to the network (real
 //!   UDP, or turmoil's simulated network).
 
@@ -42,6 +43,7 @@ pub mod relay;
 pub mod reload;
 pub mod replay;
 pub mod stats;
+pub mod store;
 pub mod telemetry;
 pub mod tls;
 pub mod waiters;
