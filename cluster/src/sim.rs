@@ -7,7 +7,7 @@
 //! turmoil's, the run's) come from the seed, so a run is a function of its options.
 
 use crate::chaos::{self, Harness, Progress, Report, RunConfig};
-use crate::generate::{Addressing, Ports, generate, service_name};
+use crate::generate::{Addressing, Ports, generate_with_keys, service_name};
 use crate::layout::ClusterDir;
 use cuberoute_daemon::config::{DaemonArgs, NodeConfig};
 use cuberoute_daemon::env;
@@ -15,6 +15,9 @@ use cuberoute_protocol::{NodeId, Topology};
 use serde::Serialize;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+
+/// Mixed into the run's seed for the sealing keys' generator.
+const SEAL_KEY_SEED: u64 = 0x5ea1_5eed_0fc0_ffee;
 
 /// Where the simulated wall clock starts, in seconds since the Unix epoch: 2026-01-01 00:00:00
 /// UTC.
@@ -103,15 +106,19 @@ impl Harness for SimHarness {
 /// manifests) into `dir`.
 pub fn run(options: &SimOptions, dir: &ClusterDir) -> anyhow::Result<SimReport> {
     let topology = options.topology;
-    generate(
+    let seed = options.run.seed;
+    // The sealing keys from the seed too (their own generator: the run's draws stay as they
+    // were), so that every sealed byte, and what a flipped bit does to it, replays. The
+    // certificates stay random: nothing a fault touches depends on them.
+    generate_with_keys(
         dir,
         topology,
         &Addressing::Simulated {
             ports: Ports::default(),
         },
+        Some(seed ^ SEAL_KEY_SEED),
     )?;
     // Everything random in the daemons (and quinn through them) draws from the seed.
-    let seed = options.run.seed;
     env::seed_simulation(Some(seed));
     let run = &options.run;
     let length = crate::ready::default_timeout(topology.node_count()) * 2
