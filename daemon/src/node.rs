@@ -427,14 +427,7 @@ impl Node {
         };
         let message = &mut packet.message;
         message.sealed = true;
-        let bound = Bound {
-            src,
-            dst,
-            index: packet.route.index(),
-            seq: message.seq,
-            sent_at_us: message.sent_at_us,
-            flags: message.flags(),
-        };
+        let bound = Bound::of(src, dst, packet.route.index(), message);
         let sealed = self.sealer.lock().expect("sealer lock").seal(
             &*self.keys,
             &bound,
@@ -537,14 +530,7 @@ impl Node {
         }
         let mut message = packet.message;
         if message.sealed {
-            let bound = Bound {
-                src,
-                dst: self.id,
-                index,
-                seq: message.seq,
-                sent_at_us: message.sent_at_us,
-                flags: message.flags(),
-            };
+            let bound = Bound::of(src, self.id, index, &message);
             let opened = self.opener.lock().expect("opener lock").open(
                 &*self.keys,
                 &bound,

@@ -432,14 +432,7 @@ pub fn forge_source(packet: &mut DataPacket, hop: &Forwarding) -> bool {
         } else {
             text
         };
-        let bound = Bound {
-            src: claimed,
-            dst,
-            index,
-            seq: message.seq,
-            sent_at_us: message.sent_at_us,
-            flags: message.flags(),
-        };
+        let bound = Bound::of(claimed, dst, index, message);
         let Some(sealed) = (hop.seal)(&bound, &plaintext) else {
             return false;
         };
@@ -620,19 +613,31 @@ mod tests {
         at_relays(q3(), (0, 7), 0, copy(payload)).remove(0).0
     }
 
+    /// A clear acknowledgement (of set 3 of node 7) at the first relay of its path.
+    fn clear_ack_at_relay() -> DataPacket {
+        let ack = Envelope::Ack {
+            set: SetKey {
+                src: NodeId(7),
+                seq: 3,
+                sent_at_us: 4,
+            },
+            shape: Shape {
+                mode: "reliable".parse().unwrap(),
+                k: 3,
+                len: 1,
+            },
+        };
+        at_relays(q3(), (0, 7), 0, copy(&ack.to_bytes()).enveloped())
+            .remove(0)
+            .0
+    }
+
     /// Seal the message of a packet at its source, as the daemon does.
     fn seal_at_source(packet: &mut DataPacket, dir: &Keys) {
         let (src, dst) = (packet.route.src().unwrap(), packet.route.dst().unwrap());
         let message = &mut packet.message;
         message.sealed = true;
-        let bound = Bound {
-            src,
-            dst,
-            index: packet.route.index(),
-            seq: message.seq,
-            sent_at_us: message.sent_at_us,
-            flags: message.flags(),
-        };
+        let bound = Bound::of(src, dst, packet.route.index(), message);
         message.payload = Sealer::new(src, secret(src))
             .seal(dir, &bound, NOW, &message.payload, || [2; 32])
             .unwrap();
@@ -642,14 +647,12 @@ mod tests {
     /// Open a delivered packet's seal at its destination, as the daemon does.
     fn open(packet: &DataPacket, dir: &Keys) -> Result<Vec<u8>, OpenError> {
         let dst = packet.route.dst().unwrap();
-        let bound = Bound {
-            src: packet.route.src().unwrap(),
+        let bound = Bound::of(
+            packet.route.src().unwrap(),
             dst,
-            index: packet.route.index(),
-            seq: packet.message.seq,
-            sent_at_us: packet.message.sent_at_us,
-            flags: packet.message.flags(),
-        };
+            packet.route.index(),
+            &packet.message,
+        );
         Opener::new(dst, secret(dst), 0, OpenLimits::default()).open(
             dir,
             &bound,
@@ -782,19 +785,7 @@ mod tests {
         assert_eq!(open(&delivered, &dir), Err(OpenError::Broken));
 
         // A clear acknowledgement passes the payload and header forgers unchanged.
-        let ack = Envelope::Ack {
-            set: SetKey {
-                src: NodeId(7),
-                seq: 3,
-                sent_at_us: 4,
-            },
-            shape: Shape {
-                mode: "reliable".parse().unwrap(),
-                k: 3,
-                len: 1,
-            },
-        };
-        let (mut a, ..) = at_relays(q3(), (0, 7), 0, copy(&ack.to_bytes()).enveloped()).remove(0);
+        let mut a = clear_ack_at_relay();
         let before = a.clone();
         assert!(!forge_header(&mut a));
         assert!(!forge_payload(&mut a));
@@ -962,19 +953,7 @@ mod tests {
         }
         // A way that does not apply passes its turn on: a clear acknowledgement is neither
         // payload- nor header-forged, so its source is.
-        let ack = Envelope::Ack {
-            set: SetKey {
-                src: NodeId(7),
-                seq: 3,
-                sent_at_us: 4,
-            },
-            shape: Shape {
-                mode: "reliable".parse().unwrap(),
-                k: 3,
-                len: 1,
-            },
-        };
-        let (mut a, ..) = at_relays(q3(), (0, 7), 0, copy(&ack.to_bytes()).enveloped()).remove(0);
+        let mut a = clear_ack_at_relay();
         assert_eq!(faults.on_forward(&mut a, &hop), Some(Forgery::Source));
     }
 
