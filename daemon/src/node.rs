@@ -427,7 +427,7 @@ impl Node {
         };
         let message = &mut packet.message;
         message.sealed = true;
-        let bound = Bound::of(src, dst, packet.route.index(), message);
+        let bound = message.bound(src, dst, packet.route.index());
         let sealed = self.sealer.lock().expect("sealer lock").seal(
             &*self.keys,
             &bound,
@@ -530,7 +530,7 @@ impl Node {
         }
         let mut message = packet.message;
         if message.sealed {
-            let bound = Bound::of(src, self.id, index, &message);
+            let bound = message.bound(src, self.id, index);
             let opened = self.opener.lock().expect("opener lock").open(
                 &*self.keys,
                 &bound,

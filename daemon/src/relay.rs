@@ -432,7 +432,7 @@ pub fn forge_source(packet: &mut DataPacket, hop: &Forwarding) -> bool {
         } else {
             text
         };
-        let bound = Bound::of(claimed, dst, index, message);
+        let bound = message.bound(claimed, dst, index);
         let Some(sealed) = (hop.seal)(&bound, &plaintext) else {
             return false;
         };
@@ -637,7 +637,7 @@ mod tests {
         let (src, dst) = (packet.route.src().unwrap(), packet.route.dst().unwrap());
         let message = &mut packet.message;
         message.sealed = true;
-        let bound = Bound::of(src, dst, packet.route.index(), message);
+        let bound = message.bound(src, dst, packet.route.index());
         message.payload = Sealer::new(src, secret(src))
             .seal(dir, &bound, NOW, &message.payload, || [2; 32])
             .unwrap();
@@ -647,12 +647,9 @@ mod tests {
     /// Open a delivered packet's seal at its destination, as the daemon does.
     fn open(packet: &DataPacket, dir: &Keys) -> Result<Vec<u8>, OpenError> {
         let dst = packet.route.dst().unwrap();
-        let bound = Bound::of(
-            packet.route.src().unwrap(),
-            dst,
-            packet.route.index(),
-            &packet.message,
-        );
+        let bound = packet
+            .message
+            .bound(packet.route.src().unwrap(), dst, packet.route.index());
         Opener::new(dst, secret(dst), 0, OpenLimits::default()).open(
             dir,
             &bound,

@@ -1,7 +1,6 @@
 //! What a sealed message's payload is on the wire, and what its seal binds.
 
 use crate::NodeId;
-use crate::wire::message::Message;
 use serde::{Deserialize, Serialize};
 
 /// The payload of a sealed message. Everything here but the ciphertext is clear, and bound by
@@ -39,20 +38,6 @@ pub struct Bound {
     pub sent_at_us: u64,
     /// The message's flags (split, enveloped).
     pub flags: u8,
-}
-
-impl Bound {
-    /// The bound fields of `message`, on the path `index` from `src` to `dst`.
-    pub fn of(src: NodeId, dst: NodeId, index: u8, message: &Message) -> Bound {
-        Bound {
-            src,
-            dst,
-            index,
-            seq: message.seq,
-            sent_at_us: message.sent_at_us,
-            flags: message.flags(),
-        }
-    }
 }
 
 /// What a seal was refused for.

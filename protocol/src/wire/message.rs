@@ -2,6 +2,7 @@
 //! needs to check and report it.
 
 use crate::NodeId;
+use crate::seal::sealed::Bound;
 use serde::{Deserialize, Serialize};
 
 /// The payload of one copy (or one part, with `split`) and its end-to-end metadata.
@@ -72,6 +73,18 @@ impl Message {
     }
 
     /// Its flags as one byte: split, enveloped, sealed.
+    /// The fields of this message its seal binds, on the path `index` from `src` to `dst`.
+    pub fn bound(&self, src: NodeId, dst: NodeId, index: u8) -> Bound {
+        Bound {
+            src,
+            dst,
+            index,
+            seq: self.seq,
+            sent_at_us: self.sent_at_us,
+            flags: self.flags(),
+        }
+    }
+
     pub fn flags(&self) -> u8 {
         self.split as u8 | (self.enveloped as u8) << 1 | (self.sealed as u8) << 2
     }
