@@ -297,6 +297,10 @@ key = "{key}"
 directory = "{keys}"
 secret = "{seal_key}"
 revoked = "{revoked}"
+
+# Reliable sets are acknowledged once written here, and kept across a restart (docs/delivery.md).
+[store]
+path = "{store}"
 "#,
         link = ports.link,
         control = ports.control,
@@ -309,6 +313,7 @@ revoked = "{revoked}"
         keys = layout::NODE_KEYS,
         seal_key = layout::NODE_SEAL_KEY,
         revoked = layout::NODE_REVOKED,
+        store = layout::NODE_STORE,
     )
 }
 

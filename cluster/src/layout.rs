@@ -104,3 +104,5 @@ pub const NODE_MANIFEST: &str = "manifest.toml";
 pub const NODE_SEAL_KEY: &str = "seal.key";
 pub const NODE_KEYS: &str = "keys.bin";
 pub const NODE_REVOKED: &str = "revoked.bin";
+/// The node's store: what it keeps across a crash (generated anew with the CA, as it is bound to it).
+pub const NODE_STORE: &str = "store.redb";

@@ -153,6 +153,9 @@ pub fn run(options: &SimOptions, dir: &ClusterDir) -> anyhow::Result<SimReport> 
                 let mut config = NodeConfig::resolve(&args)?;
                 // No metrics endpoint: it would bind a real TCP socket.
                 config.metrics_listen = None;
+                // No store: its writer is a thread of the real machine, outside the
+                // simulation's clock and order (docs/simulation.md).
+                config.store = None;
                 cuberoute_daemon::run_until(config, args, false, std::future::pending()).await?;
                 Ok(())
             }

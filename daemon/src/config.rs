@@ -33,6 +33,12 @@
 //!
 //! [chaos]
 //! allow = true                    # whether clients may inject faults
+//!
+//! [store]                         # optional: without it reliable sets are kept in memory only
+//! path = "store.redb"             # delivered reliable sets and unsettled sends (crate::store)
+//! max_mib = 256                   # entries held together; a set past it is refused, not acked
+//! max_age_s = 86400               # entries older than this are dropped, consumed or not
+//! seen_for_s = 86400              # how long a delivered set is known again after a restart
 //! ```
 //!
 //! SIGHUP (or a reload request) reads the file again: `log_level`, `log_format`,
@@ -44,6 +50,7 @@
 
 use crate::keys::{KeyPaths, Keys};
 use crate::manifest::Manifest;
+use crate::store::Retention;
 use crate::tls::Credentials;
 use cuberoute_protocol::{NodeId, Topology};
 use serde::Deserialize;
@@ -193,6 +200,10 @@ pub struct DaemonArgs {
     /// is (see docs/daemon.md, "Priority").
     #[arg(long, value_name = "N")]
     pub nice: Option<i32>,
+    /// The node's store (`store.path`): reliable sets are acknowledged only once written
+    /// there, and kept across a restart. `none`: keep them in memory only.
+    #[arg(long, value_name = "FILE|none")]
+    pub store: Option<PathBuf>,
     /// Check the configuration (the file, the flags, the certificate, key and CA, the manifest)
     /// and exit: 0 and a summary if the daemon would start with it, 2 and the reason if not.
     /// Addresses are not bound (a running daemon holds them).
@@ -223,6 +234,8 @@ struct FileConfig {
     chaos: FileChaos,
     #[serde(default)]
     buffers: FileBuffers,
+    #[serde(default)]
+    store: FileStore,
 }
 
 #[derive(Deserialize, Default)]
@@ -239,6 +252,15 @@ struct FileKeys {
     directory: Option<PathBuf>,
     secret: Option<PathBuf>,
     revoked: Option<PathBuf>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct FileStore {
+    path: Option<PathBuf>,
+    max_mib: Option<u64>,
+    max_age_s: Option<u64>,
+    seen_for_s: Option<u64>,
 }
 
 #[derive(Deserialize, Default)]
@@ -293,6 +315,15 @@ pub struct NodeConfig {
     pub chaos_allowed: bool,
     /// The niceness the process lowers itself to at start (0: as started).
     pub nice: i32,
+    /// Where reliable sets are kept across a crash, and how much of them; `None`: in memory.
+    pub store: Option<StoreConfig>,
+}
+
+/// The node's store, as configured (opened by the daemon at start, and by `--check`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoreConfig {
+    pub path: PathBuf,
+    pub retention: Retention,
 }
 
 /// The settings a reload applies without a restart.
@@ -332,6 +363,20 @@ impl NodeConfig {
             ("buffers.memory_mib", (b.memory_bytes >> 20).to_string()),
             ("chaos.allow", self.chaos_allowed.to_string()),
             ("nice", self.nice.to_string()),
+            (
+                "store",
+                self.store
+                    .as_ref()
+                    .map_or("none (in memory)".to_string(), |s| {
+                        format!(
+                            "{} ({} MiB, entries {} s, keys {} s)",
+                            s.path.display(),
+                            s.retention.max_bytes >> 20,
+                            s.retention.max_age_us / 1_000_000,
+                            s.retention.seen_for_us / 1_000_000
+                        )
+                    }),
+            ),
         ]
     }
 }
@@ -568,6 +613,8 @@ impl NodeConfig {
             }
         };
 
+        let store = store_config(args.store.clone(), file.store, &relative, &with_id)?;
+
         Ok(NodeConfig {
             topology,
             id,
@@ -584,8 +631,74 @@ impl NodeConfig {
             log_level,
             chaos_allowed: args.chaos_allowed.or(file.chaos.allow).unwrap_or(true),
             nice,
+            store,
         })
     }
+}
+
+/// The most a store may hold: 1 TiB.
+const STORE_MAX_MIB: u64 = 1 << 20;
+/// The shortest memory of delivered sets: the longest a source keeps a reliable set.
+const SEEN_AT_LEAST_S: u64 = 600;
+/// The longest retention: ten years.
+const STORE_MAX_SECONDS: u64 = 10 * 366 * 86_400;
+
+/// The `[store]` table and the `--store` flag, checked (not opened: a running daemon holds it).
+fn store_config(
+    flag: Option<PathBuf>,
+    file: FileStore,
+    relative: &dyn Fn(PathBuf) -> PathBuf,
+    with_id: &dyn Fn(PathBuf) -> PathBuf,
+) -> Result<Option<StoreConfig>, ConfigError> {
+    let path = match flag {
+        Some(p) if p.as_os_str() == "none" => return Ok(None),
+        Some(p) => p,
+        None => match file.path {
+            Some(p) => relative(p),
+            None => return Ok(None),
+        },
+    };
+    if path.as_os_str().is_empty() {
+        return Err(error("store.path", "is empty"));
+    }
+    let defaults = Retention::default();
+    let seconds = |key: &'static str, value: Option<u64>, default_us: u64| match value {
+        None => Ok(default_us),
+        Some(0) => Err(error(key, "must be at least 1")),
+        Some(s) if s > STORE_MAX_SECONDS => Err(error(
+            key,
+            format!("{s} s: must be at most {STORE_MAX_SECONDS} (ten years)"),
+        )),
+        Some(s) => Ok(s * 1_000_000),
+    };
+    let max_bytes = match file.max_mib {
+        None => defaults.max_bytes,
+        Some(mib) if (1..=STORE_MAX_MIB).contains(&mib) => mib << 20,
+        Some(mib) => {
+            return Err(error(
+                "store.max_mib",
+                format!("{mib} MiB: must be from 1 to {STORE_MAX_MIB}"),
+            ));
+        }
+    };
+    let seen_for_us = seconds("store.seen_for_s", file.seen_for_s, defaults.seen_for_us)?;
+    if seen_for_us < SEEN_AT_LEAST_S * 1_000_000 {
+        return Err(error(
+            "store.seen_for_s",
+            format!(
+                "{} s: must be at least {SEEN_AT_LEAST_S} (a source keeps a reliable set that long at most, and a resend must be known again)",
+                seen_for_us / 1_000_000
+            ),
+        ));
+    }
+    Ok(Some(StoreConfig {
+        path: with_id(path),
+        retention: Retention {
+            max_bytes,
+            max_age_us: seconds("store.max_age_s", file.max_age_s, defaults.max_age_us)?,
+            seen_for_us,
+        },
+    }))
 }
 
 /// The niceness a daemon may take: lowering its own priority needs no privilege.

@@ -7,13 +7,14 @@
 use crate::accept::accept_each;
 use crate::env::{self, Instant, now_us};
 use crate::node::{Keep, Node, Payload, Refusal};
-use crate::output::{ANSWER_BYTES, SetId};
+use crate::output::{ANSWER_BYTES, SetId, entry_bytes};
 use crate::stats::Event;
 use crate::tls;
 use cuberoute_protocol::delivery::{EncodeError, Envelope, Mode, SetKey, Shape, pieces};
 use cuberoute_protocol::seal::sealed::SEAL_OVERHEAD;
 use cuberoute_protocol::wire::control::{
-    ControlError, ControlErrorKind, MAX_PAYLOAD_LEN, MAX_RECV_BATCH, MAX_WAIT_MS, Request, Response,
+    ControlError, ControlErrorKind, Delivery, MAX_CONSUMER_LEN, MAX_PAYLOAD_LEN, MAX_RECV_BATCH,
+    MAX_WAIT_MS, Request, Response, is_consumer_name,
 };
 use cuberoute_protocol::wire::{MAX_FRAME_LEN, PREFIX_LEN, decode_frame, encode_frame};
 use cuberoute_protocol::{NodeId, Routes, SendRequest};
@@ -280,6 +281,9 @@ async fn handle(
                 Err(Refusal::OutboxFull(e)) => {
                     Response::Error(ControlError::new(ControlErrorKind::Busy, e.to_string()))
                 }
+                Err(e @ Refusal::NotKept(_)) => {
+                    Response::Error(ControlError::new(ControlErrorKind::Store, e.to_string()))
+                }
                 Err(e @ Refusal::MemoryBound { .. }) => {
                     node.stats.event(Event::SendRefusedMemoryBound);
                     Response::Error(ControlError::new(ControlErrorKind::Busy, e.to_string()))
@@ -412,6 +416,12 @@ async fn handle(
                 e.to_string(),
             )),
         },
+        Request::Consume {
+            consumer,
+            taken,
+            max,
+            wait_ms,
+        } => consume(node, &consumer, taken, max, wait_ms, answer_bytes).await,
         Request::Reload => match node.reload() {
             Ok(reload) => Response::Reloaded(reload),
             Err(e) => Response::Error(ControlError::new(
@@ -419,6 +429,64 @@ async fn handle(
                 format!("configuration not reloaded, nothing changed: {e}"),
             )),
         },
+    }
+}
+
+/// `Request::Consume`: record what `consumer` took, then answer the entries from the first it
+/// has not taken, waiting up to `wait_ms` for one.
+async fn consume(
+    node: &Arc<Node>,
+    consumer: &str,
+    taken: Option<u64>,
+    max: u32,
+    wait_ms: u32,
+    answer_bytes: &mut Option<tokio::sync::OwnedSemaphorePermit>,
+) -> Response {
+    let store_error =
+        |message: String| Response::Error(ControlError::new(ControlErrorKind::Store, message));
+    let Some(keeping) = &node.keeping else {
+        return store_error(format!(
+            "node {} keeps no store (its configuration has no [store]): its reliable sets are in its output buffer only (recv without --consume)",
+            node.id
+        ));
+    };
+    if !is_consumer_name(consumer) {
+        return Response::Error(bad(format!(
+            "consumer {consumer:?}: 1 to {MAX_CONSUMER_LEN} letters, digits, '-', '_' or '.'"
+        )));
+    }
+    let max = max.clamp(1, MAX_RECV_BATCH) as usize;
+    let deadline = Instant::now() + wait_limit(wait_ms);
+    let mut changes = keeping.subscribe();
+    let from = match keeping.consume(consumer, taken).await {
+        Ok(from) => from,
+        Err(e) => return store_error(format!("the consumer's place was not kept: {e}")),
+    };
+    loop {
+        if *changes.borrow_and_update() > from
+            || tokio::time::timeout_at(deadline, changes.changed())
+                .await
+                .is_err()
+        {
+            break;
+        }
+    }
+    *answer_bytes = Some(hold_control_bytes(node, ANSWER_BYTES).await);
+    let mut bytes = 0;
+    match keeping.entries(from, max) {
+        Ok(entries) => {
+            let entries: Vec<Delivery> = entries
+                .into_iter()
+                .take_while(|d| {
+                    let first = bytes == 0;
+                    bytes += entry_bytes(d);
+                    first || bytes <= ANSWER_BYTES
+                })
+                .collect();
+            let next = entries.last().map_or(from, |d| d.output_index + 1);
+            Response::Output { entries, next }
+        }
+        Err(e) => store_error(e),
     }
 }
 

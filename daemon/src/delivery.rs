@@ -234,6 +234,7 @@ impl DeliveryEnds {
         }
         Tick {
             resends,
+            expired: expired.into_iter().map(|(key, _)| key).collect(),
             given_up,
             next_us,
         }
@@ -264,6 +265,8 @@ impl DeliveryEnds {
 pub struct Tick {
     /// Each set due again, with the number of this attempt.
     pub resends: Vec<(SetKey, u32, Resend)>,
+    /// Reliable sets of this node's that expired at their deadline (settled).
+    pub expired: Vec<SetKey>,
     pub given_up: Vec<(SetKey, cuberoute_protocol::delivery::Failure)>,
     pub next_us: Option<u64>,
 }

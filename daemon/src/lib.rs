@@ -18,6 +18,7 @@
 //!   and forging relay, and [`replay`]: its replays sent;
 //! * [`priority`]: the process's scheduling priority, lowered at start;
 //! * [`store`]: what a node keeps across a crash (redb), written in batches by one thread;
+//!   [`keeping`]: the node's one seam to it (keep, settle, consume, read back at start);
 //! * [`env`]: the one source of time and randomness; [`net`]: the one seam to the network (real
 //!   UDP, or turmoil's simulated network).
 
@@ -31,6 +32,7 @@ pub mod delivery;
 pub mod env;
 pub mod faults;
 pub mod journal;
+pub mod keeping;
 pub mod keys;
 pub mod link;
 pub mod logging;
@@ -82,7 +84,20 @@ pub async fn run_until(
     if let Some(addr) = config.metrics_listen {
         telemetry::install_metrics(addr)?;
     }
-    let (node, input) = Node::new(&config, args);
+    let (keeping, written) = match &config.store {
+        Some(store) => {
+            let identity = keeping::identity(config.topology, config.id, &config.credentials.ca);
+            let (keeping, written) = keeping::Keeping::open(store, &identity)
+                .context("the store cannot be used: the daemon does not start")?;
+            (Some(keeping), Some(written))
+        }
+        None => (None, None),
+    };
+    let output_capacity = config.buffers.output;
+    let (node, input) = Node::new(&config, args, keeping);
+    node.resume_from_store(output_capacity).map_err(|e| {
+        anyhow::anyhow!("the store cannot be read back ({e}): the daemon does not start")
+    })?;
     let credentials = &config.credentials;
     let links = credentials
         .endpoint(tls::ALPN_LINK, config.listen)
@@ -94,6 +109,10 @@ pub async fn run_until(
     let client = config.credentials.client_config(tls::ALPN_LINK);
     tokio::spawn(node.clone().run_input(input));
     tokio::spawn(node.clone().run_delivery_timer());
+    if let Some(written) = written {
+        tokio::spawn(node.clone().run_written(written));
+        tokio::spawn(node.clone().run_store_pruning());
+    }
     tokio::spawn(replay::run(node.clone()));
     tokio::spawn(accept::accept_links(node.clone(), links.clone()));
     tokio::spawn(control::serve(node.clone(), control.clone()));

@@ -12,12 +12,14 @@ use crate::chaos::{Chaos, Fate};
 use crate::config::{ConfigError, DaemonArgs, NodeConfig};
 use crate::delivery::{DeliveryEnds, Resend};
 use crate::env::{self, Instant, now_us};
+use crate::keeping::{Keeping, KeptSet, Written};
 use crate::keys::Keys;
 use crate::link::{Link, LinkOwner, NotQueued};
 use crate::output::{Output, Pushed};
 use crate::relay::Forwarding;
 use crate::reload::Settings;
 use crate::stats::{Drop, Event, Stats};
+use crate::store::Outcome;
 use cuberoute_protocol::delivery::{
     Envelope, Failure as DeliveryFailure, InboxLimits, Mode, OutboxFull, OutboxLimits, Received,
     SetKey, Shape,
@@ -78,6 +80,10 @@ pub enum Refusal {
     #[error(transparent)]
     OutboxFull(#[from] OutboxFull),
     #[error(
+        "the set was sent but its store did not keep it ({0}): it is sent again only while this process lives"
+    )]
+    NotKept(String),
+    #[error(
         "the node's link and input buffers hold {held} of the {limit} bytes they may (3/8 of buffers.memory_mib); this set needs {needed} more: try again later"
     )]
     MemoryBound {
@@ -120,6 +126,8 @@ pub struct Node {
     pub seal: bool,
     sealer: Mutex<Sealer>,
     opener: Mutex<Opener>,
+    /// The store: reliable sets kept across a crash (`None`: in memory only).
+    pub keeping: Option<Keeping>,
 }
 
 /// The notice of a delivery to the output buffer.
@@ -138,7 +146,11 @@ fn delivered(d: &Delivery) -> Happening {
 
 impl Node {
     /// The node and the receiving end of its input buffer (for [`Node::run_input`]).
-    pub fn new(config: &NodeConfig, args: DaemonArgs) -> (Arc<Node>, mpsc::Receiver<InputJob>) {
+    pub fn new(
+        config: &NodeConfig,
+        args: DaemonArgs,
+        keeping: Option<Keeping>,
+    ) -> (Arc<Node>, mpsc::Receiver<InputJob>) {
         let (input, input_rx) = mpsc::channel(config.buffers.input);
         let shares = Shares::of(config.buffers.memory_bytes);
         let budget = Arc::new(Budget::new(shares.links_and_input));
@@ -212,6 +224,7 @@ impl Node {
                 now_us(),
                 OpenLimits::default(),
             )),
+            keeping,
         };
         (Arc::new(node), input_rx)
     }
@@ -250,6 +263,7 @@ impl Node {
         };
         let seq = self.next_seq.fetch_add(1, Relaxed);
         let sent_at_us = now_us();
+        let mut kept = None;
         if let (Some(keep), Payload::Enveloped(envelopes)) = (keep, &payload) {
             let key = SetKey {
                 src: self.id,
@@ -266,6 +280,21 @@ impl Node {
             self.delivery
                 .keep(key, resend, keep.deadline_us)
                 .map_err(|full| give_back(full.into()))?;
+            // Written before the set goes out; the client hears "accepted" once it is durable.
+            if let Some(keeping) = &self.keeping {
+                let set = KeptSet {
+                    dst: routes.destinations()[0],
+                    envelopes: envelopes
+                        .iter()
+                        .map(|e| serde_bytes::ByteBuf::from(e.clone()))
+                        .collect(),
+                    trace,
+                    sealed,
+                    shape: keep.shape,
+                    deadline_us: keep.deadline_us,
+                };
+                kept = Some(keeping.keep(key, &set));
+            }
         }
         if matches!(payload, Payload::Enveloped(_)) {
             Stats::count(&self.delivery.counters.sets_sent);
@@ -288,6 +317,11 @@ impl Node {
         // Let the input task put the packets on their links before this request's answer goes
         // out: the answer can wait, the packets are the latency.
         tokio::task::yield_now().await;
+        if let Some(kept) = kept
+            && let Err(e) = kept.await
+        {
+            return Err(Refusal::NotKept(e));
+        }
         Ok((seq, sent_at_us))
     }
 
@@ -620,6 +654,7 @@ impl Node {
                     .acknowledged(&acked, shape, src, message.sealed)
                 {
                     debug!(seq = acked.seq, "acknowledged");
+                    self.settle_kept(vec![acked]);
                 }
                 return true;
             }
@@ -669,6 +704,14 @@ impl Node {
                     sealed: message.sealed,
                     payload,
                 };
+                if mode.reliable
+                    && let Some(keeping) = &self.keeping
+                {
+                    // Into the output and acknowledged once durable (`Node::run_written`).
+                    Stats::count(&self.stats.packets_delivered);
+                    keeping.deliver(delivery, shape, attempt, now);
+                    return true;
+                }
                 let notice = delivered(&delivery);
                 match self.output.push(delivery, mode.reliable) {
                     Pushed::Added {
@@ -720,6 +763,10 @@ impl Node {
     /// (the inbox decides).
     fn acknowledge_if_due(&self, shape: Shape, set: SetKey, attempt: u32, sealed: bool) {
         if shape.mode.reliable
+            && !self
+                .keeping
+                .as_ref()
+                .is_some_and(|k| k.holds_ack(&set, shape, attempt))
             && self
                 .delivery
                 .inbox(sealed)
@@ -779,11 +826,130 @@ impl Node {
                     sealed: resend.sealed,
                 });
             }
+            self.settle_kept(tick.expired);
             for (key, failure) in tick.given_up {
                 debug!(seq = key.seq, src = %key.src, reason = failure.as_str(), "set given up");
                 self.stats.drop(Drop::Delivery(failure));
             }
             next_us = tick.next_us;
+        }
+    }
+
+    /// Forget in the store the sets of this node's that settled.
+    fn settle_kept(&self, sets: Vec<SetKey>) {
+        if let Some(keeping) = &self.keeping {
+            keeping.settle(sets);
+        }
+    }
+
+    /// The store's answers for delivered reliable sets, forever: a set durable for the first
+    /// time goes to the output buffer and is acknowledged; one delivered before (a resend after
+    /// a restart) is acknowledged and handed to nobody; one the store refused is forgotten by
+    /// the inbox (its source sends it again) and counted.
+    pub async fn run_written(self: Arc<Self>, mut written: mpsc::UnboundedReceiver<Written>) {
+        let Some(keeping) = &self.keeping else {
+            return;
+        };
+        while let Some(Written {
+            delivery,
+            shape,
+            result,
+        }) = written.recv().await
+        {
+            let set = SetKey {
+                src: delivery.src,
+                seq: delivery.seq,
+                sent_at_us: delivery.sent_at_us,
+            };
+            let sealed = delivery.sealed;
+            let attempt = keeping.finish(&set, shape);
+            let drop = match result {
+                Ok(Outcome::Kept { .. }) => {
+                    let latency_us = delivery.latency_us;
+                    let notice = delivered(&delivery);
+                    // The store holds it: the output entry need not be protected.
+                    if let Pushed::Added {
+                        overwritten,
+                        unread,
+                    } = self.output.push(delivery, false)
+                    {
+                        self.count_overwrite(overwritten, unread);
+                    }
+                    Stats::count(&self.delivery.counters.sets_delivered);
+                    self.latency.record(latency_us as f64 / 1e6);
+                    self.stats.journal.note(notice);
+                    self.acknowledge_if_due(shape, set, attempt, sealed);
+                    continue;
+                }
+                Ok(Outcome::AlreadyDelivered { .. }) => {
+                    Stats::count(&self.delivery.counters.duplicate_sets);
+                    self.acknowledge_if_due(shape, set, attempt, sealed);
+                    continue;
+                }
+                Ok(Outcome::Full) => Drop::StoreFull,
+                Ok(Outcome::Done) => Drop::StoreFailed,
+                Err(e) => {
+                    warn!(error = %e, seq = set.seq, src = %set.src, "a delivered set was not kept: not acknowledged");
+                    Drop::StoreFailed
+                }
+            };
+            self.delivery
+                .inbox(sealed)
+                .lock()
+                .expect("inbox lock")
+                .forget(&set, shape);
+            self.stats.drop(drop);
+        }
+    }
+
+    /// At start, from the store: the latest kept sets back in the output buffer (up to
+    /// `output` of them), and this node's unsettled sets back in the outbox, to be sent again
+    /// with their own set keys (those past their deadline settle as expired).
+    pub fn resume_from_store(&self, output: usize) -> Result<(), String> {
+        let Some(keeping) = &self.keeping else {
+            return Ok(());
+        };
+        let next = keeping.usage().map_err(|e| e.to_string())?.next_index;
+        for delivery in keeping.entries(next.saturating_sub(output as u64), output)? {
+            self.output.push(delivery, false);
+        }
+        let now = now_us();
+        let mut settled = Vec::new();
+        for (key, kept) in keeping.unsettled()? {
+            if kept.deadline_us <= now {
+                Stats::count(&self.delivery.counters.sets_expired);
+                settled.push(key);
+                continue;
+            }
+            let routes = SendRequest::to(kept.dst)
+                .routes(self.topology, self.id)
+                .map_err(|e| format!("kept set {} to {}: {e}", key.seq, kept.dst))?;
+            let resend = Resend {
+                routes,
+                envelopes: kept.envelopes.into_iter().map(|e| e.into_vec()).collect(),
+                trace: kept.trace,
+                sealed: kept.sealed,
+                shape: kept.shape,
+            };
+            match self.delivery.keep(key, resend, kept.deadline_us) {
+                Ok(()) => self.stats.event(Event::StoreResumed),
+                Err(e) => {
+                    warn!(seq = key.seq, error = %e, "a kept set does not fit the outbox: left in the store")
+                }
+            }
+        }
+        self.settle_kept(settled);
+        Ok(())
+    }
+
+    /// Drop what the store's retention no longer keeps, every minute.
+    pub async fn run_store_pruning(self: Arc<Self>) {
+        let Some(keeping) = &self.keeping else {
+            return;
+        };
+        loop {
+            keeping.prune(now_us());
+            tokio::time::sleep(std::time::Duration::from_secs(60)).await;
         }
     }
 
@@ -879,6 +1045,13 @@ impl Node {
                     if n > 0 {
                         counters.events.insert(name.to_string(), n);
                     }
+                }
+                if let Some(failed) = self.keeping.as_ref().map(Keeping::failed_writes)
+                    && failed > 0
+                {
+                    counters
+                        .events
+                        .insert(Event::StoreWriteFailed.as_str().to_string(), failed);
                 }
                 counters
             },

@@ -54,6 +54,12 @@ pub enum Drop {
     /// The delivery layer gave up a piece or a whole set (misshapen, unrecoverable, expired,
     /// evicted).
     Delivery(DeliveryFailure),
+    /// A reliable set whole here that the store refused: its entries are at `store.max_mib`.
+    /// Not acknowledged: its source sends it again.
+    StoreFull,
+    /// A reliable set whole here that the store could not write (the disk failed). Not
+    /// acknowledged: its source sends it again.
+    StoreFailed,
 }
 
 impl Drop {
@@ -75,6 +81,8 @@ impl Drop {
             Drop::Seal(why) => why.as_str(),
             Drop::Revoked => "revoked",
             Drop::Delivery(failure) => failure.as_str(),
+            Drop::StoreFull => "store_full",
+            Drop::StoreFailed => "store_failed",
         }
     }
 }
@@ -126,6 +134,10 @@ pub enum Event {
     ChaosHeal,
     ChaosCapture,
     ChaosForge,
+    /// Unsettled reliable sets of this node found in its store at start, sent again.
+    StoreResumed,
+    /// A batch of writes the store could not write (counted by `crate::keeping`).
+    StoreWriteFailed,
 }
 
 impl Event {
@@ -157,6 +169,8 @@ impl Event {
             Event::ChaosHeal => "chaos_heal",
             Event::ChaosCapture => "chaos_capture",
             Event::ChaosForge => "chaos_forge",
+            Event::StoreResumed => "store_resumed",
+            Event::StoreWriteFailed => "store_write_failed",
         }
     }
 }
@@ -315,6 +329,8 @@ mod tests {
                     Drop::Seal(OpenError::ForgedSource { sealer: NodeId(1) }),
                     Drop::Seal(OpenError::Replayed),
                     Drop::Revoked,
+                    Drop::StoreFull,
+                    Drop::StoreFailed,
                 ]
                 .map(Drop::as_str),
             )

@@ -83,6 +83,8 @@ pub enum StoreError {
         theirs: String,
         ours: String,
     },
+    #[error("store {path} is open in another process (a daemon runs on it)")]
+    InUse { path: PathBuf },
     #[error("store {path}: a write failed: {message}")]
     Write { path: PathBuf, message: String },
 }
@@ -163,7 +165,12 @@ impl Store {
             path: path.to_path_buf(),
             message,
         };
-        let db = Database::create(path).map_err(|e| unusable(e.to_string()))?;
+        let db = Database::create(path).map_err(|e| match e {
+            redb::DatabaseError::DatabaseAlreadyOpen => StoreError::InUse {
+                path: path.to_path_buf(),
+            },
+            e => unusable(e.to_string()),
+        })?;
         let store = Store {
             db,
             path: path.to_path_buf(),
@@ -496,12 +503,23 @@ impl Writer {
 
     /// Stop after every batch queued so far is committed and answered.
     pub fn stop(mut self) -> WriterStats {
+        self.stop_and_join()
+    }
+
+    fn stop_and_join(&mut self) -> WriterStats {
         let (jobs, _) = mpsc::channel();
         drop(std::mem::replace(&mut self.jobs, jobs));
         self.thread
             .take()
             .and_then(|t| t.join().ok())
             .unwrap_or_default()
+    }
+}
+
+/// A writer dropped finishes what is queued, and its store is closed when the drop returns.
+impl Drop for Writer {
+    fn drop(&mut self) {
+        self.stop_and_join();
     }
 }
 

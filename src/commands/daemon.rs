@@ -6,7 +6,20 @@ use cuberoute_daemon::config::{DaemonArgs, NodeConfig};
 pub fn run(args: DaemonArgs) -> anyhow::Result<()> {
     let config = NodeConfig::resolve(&args).map_err(|e| super::usage(e.to_string()))?;
     if args.check {
+        let store = match &config.store {
+            Some(store) => {
+                let identity = cuberoute_daemon::keeping::identity(
+                    config.topology,
+                    config.id,
+                    &config.credentials.ca,
+                );
+                cuberoute_daemon::keeping::check(store, &identity)
+                    .map_err(|e| super::usage(format!("config key `store.path`: {e}")))?
+            }
+            None => "none: reliable sets are kept in memory only".to_string(),
+        };
         print!("{}", summary(&config));
+        println!("  store {store}");
         return Ok(());
     }
     cuberoute_daemon::logging::init_logging(&config.log_level, config.log_format);

@@ -1,10 +1,13 @@
-//! `cuberoute recv --node D [--follow] [--json]`: read D's output buffer.
+//! `cuberoute recv --node D [--follow] [--json]`: read D's output buffer; with
+//! `--consume [NAME]`, take the reliable sets D's store keeps, as the consumer NAME.
 
 use super::cluster::DirArg;
 use super::{runtime, usage};
 use anyhow::Context;
 use cuberoute_cluster::ClusterClient;
-use cuberoute_protocol::wire::control::{Delivery, MAX_RECV_BATCH, Request, Response};
+use cuberoute_protocol::wire::control::{
+    Delivery, MAX_CONSUMER_LEN, MAX_RECV_BATCH, Request, Response, is_consumer_name,
+};
 use std::io::Write;
 
 #[derive(clap::Args, Debug)]
@@ -27,6 +30,11 @@ pub struct Args {
     /// node does not seal: a clear set's source and payload are whatever a relay made them).
     #[arg(long)]
     pub clear: bool,
+    /// Take the reliable sets the node's store keeps, as the named consumer (default
+    /// `default`): each is printed once, and what this consumer took is not given to it again,
+    /// across restarts of the node. Plain sets are not in the store.
+    #[arg(long, value_name = "NAME", num_args = 0..=1, default_missing_value = "default", conflicts_with_all = ["after", "clear"])]
+    pub consume: Option<String>,
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
@@ -35,14 +43,32 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let cluster = ClusterClient::open(&args.dir.cluster()).map_err(|e| usage(format!("{e:#}")))?;
     let topology = cluster.manifest.topology;
     let node = super::parse_node(topology, &args.node)?;
+    if let Some(consumer) = &args.consume
+        && !is_consumer_name(consumer)
+    {
+        return Err(usage(format!(
+            "--consume {consumer:?}: a consumer name is 1 to {MAX_CONSUMER_LEN} letters, digits, '-', '_' or '.'"
+        )));
+    }
     let mut after = args.after;
+    // A consumer's place: what it printed is taken, told to the node with the next request.
+    let mut taken = None;
     let mut out = std::io::stdout().lock();
     loop {
-        let request = Request::Recv {
-            after,
-            max: MAX_RECV_BATCH,
-            wait_ms: if args.follow { 1000 } else { 0 },
-            clear: args.clear.then_some(true),
+        let wait_ms = if args.follow { 1000 } else { 0 };
+        let request = match &args.consume {
+            Some(consumer) => Request::Consume {
+                consumer: consumer.clone(),
+                taken,
+                max: MAX_RECV_BATCH,
+                wait_ms,
+            },
+            None => Request::Recv {
+                after,
+                max: MAX_RECV_BATCH,
+                wait_ms,
+                clear: args.clear.then_some(true),
+            },
         };
         let (entries, next) = match runtime
             .block_on(cluster.request(node, &request))
@@ -83,7 +109,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         }
         out.flush()?;
         after = next;
-        if entries.is_empty() && !args.follow {
+        if args.consume.is_some() && !entries.is_empty() {
+            taken = Some(next);
+        } else if entries.is_empty() && !args.follow {
             return Ok(());
         }
     }

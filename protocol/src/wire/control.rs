@@ -88,6 +88,28 @@ pub enum Request {
         #[serde(with = "serde_bytes")]
         signed: Vec<u8>,
     },
+    /// Take reliable sets from this node's store as the named `consumer`: first, if `taken` is
+    /// given, every entry before store index `taken` is taken for good (durably, before the
+    /// answer); then up to `max` entries from the first not taken, waiting up to `wait_ms` for
+    /// one. Answered with [`Response::Output`], whose indices are store indices. Asking again
+    /// with the same `taken` is harmless: a consumer only moves forward.
+    Consume {
+        consumer: String,
+        taken: Option<u64>,
+        max: u32,
+        wait_ms: u32,
+    },
+}
+
+/// The longest consumer name.
+pub const MAX_CONSUMER_LEN: usize = 64;
+
+/// Whether `name` may name a consumer: 1 to [`MAX_CONSUMER_LEN`] letters, digits, `-`, `_`, `.`.
+pub fn is_consumer_name(name: &str) -> bool {
+    (1..=MAX_CONSUMER_LEN).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
 }
 
 /// A transient fault a daemon injects into itself on request.
@@ -377,6 +399,8 @@ pub enum ControlErrorKind {
     Forbidden,
     /// The configuration file a reload read has a problem; nothing changed.
     BadConfig,
+    /// The node's store refused or failed (none configured, full, a disk error).
+    Store,
 }
 
 impl ControlError {

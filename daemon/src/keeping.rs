@@ -1,0 +1,417 @@
+//! What a node keeps across a crash, carried out: the one seam between the node and its
+//! [`Store`]. The node asks here, and only here, for a reliable set to be kept (at its
+//! destination, before the acknowledgement; at its source, before the client hears "accepted"),
+//! settled, consumed or read back after a restart. What goes in which table, and how a batch
+//! is committed, is the store's; what the node does once a write is durable is the node's.
+//!
+//! A delivered set's write is answered on the writer thread and handed to the node's task
+//! through a channel ([`Written`]): the set goes to the output buffer and is acknowledged only
+//! then. While it is being written, the acknowledgements its resends would earn are held
+//! ([`Keeping::holds_ack`]) and the latest attempt is acknowledged once the write is durable.
+
+use crate::config::StoreConfig;
+use crate::store::{Identity, Outcome, Store, StoreError, Usage, Write, Writer};
+use cuberoute_protocol::delivery::{SetKey, Shape};
+use cuberoute_protocol::wire::control::Delivery;
+use cuberoute_protocol::{NodeId, Topology};
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, Mutex};
+use tokio::sync::{mpsc, oneshot, watch};
+use tracing::warn;
+
+/// Batches one commit takes at most.
+const MAX_BATCHES_PER_COMMIT: usize = 1024;
+
+/// A reliable set of this node's as its store keeps it until it settles: what sending it again
+/// after a restart takes (the routes are the front door's, computed again from `dst`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KeptSet {
+    pub dst: NodeId,
+    pub envelopes: Vec<serde_bytes::ByteBuf>,
+    pub trace: bool,
+    pub sealed: bool,
+    pub shape: Shape,
+    pub deadline_us: u64,
+}
+
+/// A delivered reliable set's write, done: the node hands the set over and acknowledges it, or
+/// not, as `result` says.
+#[derive(Debug)]
+pub struct Written {
+    pub delivery: Delivery,
+    pub shape: Shape,
+    pub result: Result<Outcome, String>,
+}
+
+/// Whose store a node's is: its id, its topology and its cluster CA (a digest of the CA's
+/// first certificate). A store of another cluster is refused even if the node id matches.
+pub fn identity(topology: Topology, id: NodeId, ca: &[impl AsRef<[u8]>]) -> Identity {
+    let digest = ca
+        .first()
+        .map(|c| ring::digest::digest(&ring::digest::SHA256, c.as_ref()))
+        .map_or(String::from("none"), |d| {
+            d.as_ref()[..8].iter().map(|b| format!("{b:02x}")).collect()
+        });
+    Identity {
+        node: id,
+        cluster: format!("{topology} ca:{digest}"),
+    }
+}
+
+pub struct Keeping {
+    store: Arc<Store>,
+    writer: Writer,
+    written: mpsc::UnboundedSender<Written>,
+    /// Reliable sets whole here whose write is not durable yet, with the latest attempt that
+    /// arrived meanwhile.
+    writing: Mutex<HashMap<(SetKey, Shape), u32>>,
+    /// The next store index, for consumers waiting for an entry.
+    next_index: watch::Sender<u64>,
+    /// Batches the store could not write (each logged where it failed).
+    failed_writes: Arc<AtomicU64>,
+}
+
+impl Keeping {
+    /// Open the store `config` names for `identity` and start its writer; the receiver gets
+    /// every delivered set's write once it is done.
+    pub fn open(
+        config: &StoreConfig,
+        identity: &Identity,
+    ) -> Result<(Keeping, mpsc::UnboundedReceiver<Written>), StoreError> {
+        let store = Arc::new(Store::open(&config.path, identity, config.retention)?);
+        let next = store.usage()?.next_index;
+        let (written, receiver) = mpsc::unbounded_channel();
+        let keeping = Keeping {
+            writer: Writer::start(store.clone(), MAX_BATCHES_PER_COMMIT),
+            store,
+            written,
+            writing: Mutex::new(HashMap::new()),
+            next_index: watch::channel(next).0,
+            failed_writes: Arc::default(),
+        };
+        Ok((keeping, receiver))
+    }
+
+    pub fn usage(&self) -> Result<Usage, StoreError> {
+        self.store.usage()
+    }
+
+    /// Write the reliable set `delivery` (whole here at `now_us`, in `shape`, by a piece of
+    /// `attempt`); [`Written`] says when it is durable.
+    pub fn deliver(&self, delivery: Delivery, shape: Shape, attempt: u32, now_us: u64) {
+        let set = SetKey {
+            src: delivery.src,
+            seq: delivery.seq,
+            sent_at_us: delivery.sent_at_us,
+        };
+        self.writing
+            .lock()
+            .expect("writing lock")
+            .insert((set, shape), attempt);
+        let entry = postcard::to_allocvec(&delivery).expect("a delivery encodes");
+        let written = self.written.clone();
+        let next_index = self.next_index.clone();
+        let failed = self.failed_writes.clone();
+        self.writer.submit(
+            vec![Write::Deliver {
+                set,
+                entry,
+                at_us: now_us,
+            }],
+            move |result| {
+                let result = result.map(|mut outcomes| outcomes.remove(0));
+                if result.is_err() {
+                    failed.fetch_add(1, Relaxed);
+                }
+                if let Ok(Outcome::Kept { index }) = result {
+                    next_index.send_if_modified(|next| {
+                        let moved = index + 1 > *next;
+                        *next = (*next).max(index + 1);
+                        moved
+                    });
+                }
+                // The node's task is gone only when the process ends.
+                let _ = written.send(Written {
+                    delivery,
+                    shape,
+                    result,
+                });
+            },
+        );
+    }
+
+    /// Whether the acknowledgement a piece of `attempt` of `set` earns waits for the set's
+    /// write (it does while the set is being written; the latest attempt is remembered).
+    pub fn holds_ack(&self, set: &SetKey, shape: Shape, attempt: u32) -> bool {
+        match self
+            .writing
+            .lock()
+            .expect("writing lock")
+            .get_mut(&(*set, shape))
+        {
+            Some(latest) => {
+                *latest = (*latest).max(attempt);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The set's write is done: the latest attempt that arrived while it was written.
+    pub fn finish(&self, set: &SetKey, shape: Shape) -> u32 {
+        self.writing
+            .lock()
+            .expect("writing lock")
+            .remove(&(*set, shape))
+            .unwrap_or(1)
+    }
+
+    /// Keep the reliable set `set` this node sends until it settles: queued now (ahead of
+    /// its settlement, which can only come later), answered once durable.
+    pub fn keep(
+        &self,
+        set: SetKey,
+        kept: &KeptSet,
+    ) -> impl Future<Output = Result<(), String>> + use<> {
+        let resend = postcard::to_allocvec(kept).expect("a kept set encodes");
+        let done = self.commit(vec![Write::Keep { set, resend }]);
+        async move { done.await.map(|_| ()) }
+    }
+
+    /// Forget sets of this node's that settled (acknowledged, expired, refused). Not waited
+    /// for: a set settled but still in the store is only sent again after a restart, and its
+    /// destination knows it.
+    pub fn settle(&self, sets: Vec<SetKey>) {
+        if sets.is_empty() {
+            return;
+        }
+        let writes = sets.into_iter().map(|set| Write::Settle { set }).collect();
+        self.submit_logged(writes, "settled sets not forgotten in the store");
+    }
+
+    /// Drop what retention no longer keeps, as of `now_us`.
+    pub fn prune(&self, now_us: u64) {
+        self.submit_logged(vec![Write::Prune { now_us }], "store not pruned");
+    }
+
+    /// Batches the store could not write since the start.
+    pub fn failed_writes(&self) -> u64 {
+        self.failed_writes.load(Relaxed)
+    }
+
+    fn submit_logged(&self, writes: Vec<Write>, what: &'static str) {
+        let failed = self.failed_writes.clone();
+        self.writer.submit(writes, move |result| {
+            if let Err(e) = result {
+                warn!(error = %e, "{what}");
+                failed.fetch_add(1, Relaxed);
+            }
+        });
+    }
+
+    /// Record that `consumer` took every entry before `taken` (durably), and return the first
+    /// store index it has not taken.
+    pub async fn consume(&self, consumer: &str, taken: Option<u64>) -> Result<u64, String> {
+        if let Some(next) = taken {
+            self.commit(vec![Write::Consume {
+                consumer: consumer.to_string(),
+                next,
+            }])
+            .await?;
+        }
+        self.store.consumer(consumer).map_err(|e| e.to_string())
+    }
+
+    /// Up to `max` entries from store index `from` on, their output index their store index.
+    pub fn entries(&self, from: u64, max: usize) -> Result<Vec<Delivery>, String> {
+        let rows = self
+            .store
+            .entries_from(from, max)
+            .map_err(|e| e.to_string())?;
+        rows.into_iter()
+            .map(|(index, bytes)| {
+                postcard::from_bytes::<Delivery>(&bytes)
+                    .map(|d| Delivery {
+                        output_index: index,
+                        ..d
+                    })
+                    .map_err(|e| format!("store entry {index} does not decode: {e}"))
+            })
+            .collect()
+    }
+
+    /// The next store index, changing whenever a set is kept.
+    pub fn subscribe(&self) -> watch::Receiver<u64> {
+        self.next_index.subscribe()
+    }
+
+    /// The unsettled sets this node sends, as its store kept them.
+    pub fn unsettled(&self) -> Result<Vec<(SetKey, KeptSet)>, String> {
+        let rows = self.store.outbox().map_err(|e| e.to_string())?;
+        rows.into_iter()
+            .map(|(set, bytes)| {
+                postcard::from_bytes::<KeptSet>(&bytes)
+                    .map(|kept| (set, kept))
+                    .map_err(|e| format!("kept set {} does not decode: {e}", set.seq))
+            })
+            .collect()
+    }
+
+    /// Queue `writes` now; the future answers once they are durable.
+    fn commit(
+        &self,
+        writes: Vec<Write>,
+    ) -> impl Future<Output = Result<Vec<Outcome>, String>> + use<> {
+        let (answer, answered) = oneshot::channel();
+        let failed = self.failed_writes.clone();
+        self.writer.submit(writes, move |result| {
+            if result.is_err() {
+                failed.fetch_add(1, Relaxed);
+            }
+            let _ = answer.send(result);
+        });
+        async move {
+            answered
+                .await
+                .unwrap_or_else(|_| Err("the store writer has stopped".into()))
+        }
+    }
+}
+
+/// What `daemon --check` says of the store `config` names: opened and checked for `identity`,
+/// or in use by a running daemon (then not opened).
+pub fn check(config: &StoreConfig, identity: &Identity) -> Result<String, StoreError> {
+    match Store::open(&config.path, identity, config.retention) {
+        Ok(store) => {
+            let usage = store.usage()?;
+            Ok(format!(
+                "{}: {} entries ({} bytes), {} sets known, {} unsettled sends",
+                config.path.display(),
+                usage.entries,
+                usage.entry_bytes,
+                usage.seen,
+                usage.outbox
+            ))
+        }
+        Err(StoreError::InUse { .. }) => Ok(format!(
+            "{}: in use by a running daemon (not checked)",
+            config.path.display()
+        )),
+        Err(e) => Err(e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::Retention;
+
+    fn config(dir: &std::path::Path) -> StoreConfig {
+        StoreConfig {
+            path: dir.join("store.redb"),
+            retention: Retention::default(),
+        }
+    }
+
+    fn me() -> Identity {
+        identity("q:3".parse().unwrap(), NodeId(2), &[b"ca".as_slice()])
+    }
+
+    fn delivery(seq: u64) -> Delivery {
+        Delivery {
+            output_index: 0,
+            src: NodeId(1),
+            dst: NodeId(2),
+            seq,
+            sent_at_us: 9,
+            index: 0,
+            k: 3,
+            split: false,
+            hops: 2,
+            path: None,
+            latency_us: 4,
+            mode: "reliable".parse().unwrap(),
+            rejected_paths: vec![],
+            sealed: true,
+            payload: vec![seq as u8; 3],
+        }
+    }
+
+    fn shape() -> Shape {
+        Shape {
+            mode: "reliable".parse().unwrap(),
+            k: 3,
+            len: 3,
+        }
+    }
+
+    #[test]
+    fn the_identity_names_the_cluster_ca() {
+        let a = identity("q:3".parse().unwrap(), NodeId(2), &[b"ca one".as_slice()]);
+        let b = identity("q:3".parse().unwrap(), NodeId(2), &[b"ca two".as_slice()]);
+        assert_ne!(a.cluster, b.cluster);
+        assert!(a.cluster.starts_with("q:3 ca:"), "{}", a.cluster);
+    }
+
+    #[tokio::test]
+    async fn a_set_is_written_then_known_again_after_a_reopen() {
+        let dir = tempfile::tempdir().unwrap();
+        let set = SetKey {
+            src: NodeId(1),
+            seq: 7,
+            sent_at_us: 9,
+        };
+        {
+            let (keeping, mut written) = Keeping::open(&config(dir.path()), &me()).unwrap();
+            keeping.deliver(delivery(7), shape(), 1, 100);
+            assert!(keeping.holds_ack(&set, shape(), 3), "held while writing");
+            let done = written.recv().await.unwrap();
+            assert_eq!(done.result, Ok(Outcome::Kept { index: 0 }));
+            assert_eq!(keeping.finish(&set, shape()), 3, "the latest attempt");
+            assert!(!keeping.holds_ack(&set, shape(), 4), "durable: not held");
+            assert_eq!(*keeping.subscribe().borrow(), 1);
+            let kept = KeptSet {
+                dst: NodeId(5),
+                envelopes: vec![serde_bytes::ByteBuf::from(vec![1, 2])],
+                trace: false,
+                sealed: true,
+                shape: shape(),
+                deadline_us: 77,
+            };
+            keeping.keep(set, &kept).await.unwrap();
+            assert_eq!(keeping.unsettled().unwrap(), vec![(set, kept)]);
+        }
+        let (keeping, mut written) = Keeping::open(&config(dir.path()), &me()).unwrap();
+        assert_eq!(*keeping.subscribe().borrow(), 1, "the next index survives");
+        keeping.deliver(delivery(7), shape(), 2, 200);
+        let again = written.recv().await.unwrap();
+        assert_eq!(again.result, Ok(Outcome::AlreadyDelivered { index: 0 }));
+        let entries = keeping.entries(0, 10).unwrap();
+        assert_eq!(entries.len(), 1);
+        assert_eq!(entries[0].payload, vec![7; 3]);
+        assert_eq!(keeping.consume("c", None).await.unwrap(), 0);
+        assert_eq!(keeping.consume("c", Some(1)).await.unwrap(), 1);
+        assert_eq!(
+            keeping.consume("c", Some(0)).await.unwrap(),
+            1,
+            "only forward"
+        );
+        assert_eq!(keeping.unsettled().unwrap().len(), 1);
+    }
+
+    #[test]
+    fn check_names_a_store_of_another_node() {
+        let dir = tempfile::tempdir().unwrap();
+        drop(Keeping::open(&config(dir.path()), &me()).unwrap());
+        let other = identity("q:3".parse().unwrap(), NodeId(3), &[b"ca".as_slice()]);
+        let e = check(&config(dir.path()), &other).unwrap_err();
+        assert!(e.to_string().contains("node 2"), "{e}");
+        assert!(
+            check(&config(dir.path()), &me())
+                .unwrap()
+                .contains("0 entries")
+        );
+    }
+}
