@@ -235,6 +235,13 @@ pub struct Report {
     pub partitioned_links: u64,
     /// `loss`: the share of datagrams the network dropped during the faults.
     pub loss_rate: f64,
+    /// `crash-ends`: sets whose send was accepted and that no consuming client took, and of
+    /// those the ones acknowledged to their source (`None`: not checked by this run).
+    pub accepted_lost: Option<u64>,
+    pub acked_lost: Option<u64>,
+    /// `crash-ends`: the whole history's verdict.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ends: Option<crate::ends::EndsReport>,
 }
 
 /// What the forging relays did: packets rewritten, by what, and packets sent again.
@@ -717,6 +724,9 @@ pub async fn run_with(
     )
     .await
     .map_err(|e| anyhow::anyhow!("{e}: start the run on a healthy cluster"))?;
+    if config.faults.contains(&FaultKind::CrashEnds) {
+        return crash_ends(&client, config, progress, harness).await;
+    }
     let before: BTreeMap<NodeId, NodeStatus> = ready
         .statuses
         .into_iter()
@@ -913,6 +923,37 @@ pub async fn run_with(
     report.captured = captured;
     report.leaked = leaked;
     Ok(report)
+}
+
+/// `crash-ends`: a run of its own ([`crate::ends`]), its verdict in the report's keys.
+async fn crash_ends(
+    client: &ClusterClient,
+    config: &RunConfig,
+    progress: Arc<Mutex<Progress>>,
+    harness: &dyn Harness,
+) -> anyhow::Result<Report> {
+    if config.faults.len() > 1 {
+        anyhow::bail!(
+            "crash-ends runs alone: it kills nodes itself, and its checker reads every node"
+        );
+    }
+    progress.lock().expect("progress").phase = Some(Phase::WithFaults);
+    let ends = crate::ends::run(client, config, progress, harness).await?;
+    client.close();
+    Ok(Report {
+        sets_sent: ends.sends,
+        sets_lost: ends.accepted_lost,
+        topology: client.manifest.topology.to_string(),
+        seed: config.seed,
+        faults: config.faults.iter().copied().collect(),
+        delivery: config.mode.to_string(),
+        duplicates_to_client: ends.duplicates_to_client,
+        corrupted_delivered_to_client: ends.wrong_to_client,
+        accepted_lost: Some(ends.accepted_lost),
+        acked_lost: Some(ends.acked_lost),
+        ends: Some(ends),
+        ..Report::default()
+    })
 }
 
 /// Where each node's output stands: the index its next entry will have (a `Recv` from beyond
@@ -1181,6 +1222,9 @@ fn report(
         partition_bit: None,
         partitioned_links: 0,
         loss_rate: 0.0,
+        accepted_lost: None,
+        acked_lost: None,
+        ends: None,
     }
 }
 

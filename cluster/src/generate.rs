@@ -317,6 +317,27 @@ path = "{store}"
     )
 }
 
+/// Where the `[store]` table begins in a configuration [`node_config`] wrote.
+const STORE_TABLE: &str = "\n# Reliable sets are acknowledged once written here";
+
+/// Take the store out of every node's configuration that [`generate`] wrote: reliable sets are
+/// kept in memory only (`cluster up --no-store`).
+pub fn drop_store(dir: &ClusterDir, topology: Topology) -> anyhow::Result<()> {
+    for id in topology.nodes() {
+        let path = dir.node_config(id);
+        let text =
+            fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+        let Some(at) = text.find(STORE_TABLE) else {
+            anyhow::bail!(
+                "{} has no [store] table where one was written",
+                path.display()
+            );
+        };
+        write(&path, &text[..at + 1])?;
+    }
+    Ok(())
+}
+
 fn write(path: &Path, text: &str) -> anyhow::Result<()> {
     fs::write(path, text).with_context(|| format!("writing {}", path.display()))
 }
@@ -368,5 +389,35 @@ mod tests {
         assert_ne!(seal_keys_of(None), seal_keys_of(None));
         let distinct: std::collections::BTreeSet<_> = seeded.iter().collect();
         assert_eq!(distinct.len(), seeded.len(), "every node its own key");
+    }
+
+    /// A generated node keeps a store; `--no-store` takes exactly that table out, and what is
+    /// left still configures a daemon.
+    #[test]
+    fn a_cluster_without_a_store_keeps_everything_else() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = ClusterDir::new(tmp.path());
+        let topology: Topology = "q:2".parse().unwrap();
+        let addressing = Addressing::Loopback {
+            base: std::net::Ipv4Addr::new(127, 9, 9, 0),
+            ports: Ports::default(),
+        };
+        generate(&dir, topology, &addressing).unwrap();
+        let with = fs::read_to_string(dir.node_config(NodeId(1))).unwrap();
+        assert!(with.contains("[store]\npath = \"store.redb\""), "{with}");
+        drop_store(&dir, topology).unwrap();
+        let without = fs::read_to_string(dir.node_config(NodeId(1))).unwrap();
+        assert!(!without.contains("[store]"), "{without}");
+        assert!(with.starts_with(&without) && without.contains("[keys]"));
+        let args = cuberoute_daemon::config::DaemonArgs {
+            config: Some(dir.node_config(NodeId(1))),
+            ..Default::default()
+        };
+        let config = cuberoute_daemon::config::NodeConfig::resolve(&args).unwrap();
+        assert_eq!(config.store, None);
+        assert!(
+            drop_store(&dir, topology).is_err(),
+            "no table to take out twice"
+        );
     }
 }

@@ -25,6 +25,7 @@ pub mod chaos;
 pub mod client;
 pub mod compose;
 pub mod docker;
+pub mod ends;
 pub mod generate;
 pub mod k8s;
 pub mod layout;

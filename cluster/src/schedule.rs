@@ -17,7 +17,7 @@ use std::collections::BTreeSet;
 
 /// The faults a chaos run can inject.
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Serialize, PartialOrd, Ord, Hash)]
-#[serde(rename_all = "lowercase")]
+#[serde(rename_all = "kebab-case")]
 pub enum FaultKind {
     /// Every node overwrites its protocol variables, repeatedly.
     State,
@@ -36,10 +36,13 @@ pub enum FaultKind {
     /// The network splits in two: every link between the halves drops everything (simulated
     /// network only).
     Partition,
+    /// The sources and destinations of sets are killed and restarted at random moments, and
+    /// a checker says whether every accepted set reached a client once (`crate::ends`).
+    CrashEnds,
 }
 
 impl FaultKind {
-    pub const ALL: [FaultKind; 8] = [
+    pub const ALL: [FaultKind; 9] = [
         FaultKind::State,
         FaultKind::Buffers,
         FaultKind::Crash,
@@ -48,6 +51,7 @@ impl FaultKind {
         FaultKind::Forge,
         FaultKind::Loss,
         FaultKind::Partition,
+        FaultKind::CrashEnds,
     ];
 
     /// The name `--faults` takes and the report prints.
@@ -61,6 +65,7 @@ impl FaultKind {
             FaultKind::Forge => "forge",
             FaultKind::Loss => "loss",
             FaultKind::Partition => "partition",
+            FaultKind::CrashEnds => "crash-ends",
         }
     }
 

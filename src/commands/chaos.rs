@@ -155,6 +155,8 @@ pub struct Scenario {
     /// Which faults: state, buffers, crash, cut, capture, forge (comma-separated); with
     /// `cuberoute sim` also loss and partition. crash and cut share a budget of k-1; capture
     /// and forge act on --relays relays; partition splits the network in two halves.
+    /// crash-ends (alone): sources and destinations killed and restarted at random while
+    /// consuming clients take what arrives; --wait is each reliable set's deadline.
     #[arg(long, value_delimiter = ',')]
     pub faults: Vec<FaultKind>,
     #[arg(long, default_value_t = 1)]
@@ -473,7 +475,7 @@ fn chaos_run(args: &RunArgs) -> anyhow::Result<()> {
     manifest(&dir)?;
     if args.scenario.faults.is_empty() {
         return Err(usage(
-            "--faults is required: state, buffers, crash, cut, capture, forge (comma-separated)",
+            "--faults is required: state, buffers, crash, cut, capture, forge (comma-separated), or crash-ends alone",
         ));
     }
     if let Some(fault) = args
@@ -526,6 +528,41 @@ fn chaos_run(args: &RunArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The verdict of a `crash-ends` run.
+fn print_ends(delivery: &str, e: &cuberoute_cluster::ends::EndsReport) {
+    println!(
+        "  {} kills and {} restarts of sources and destinations; delivery {delivery}",
+        e.kills, e.restarts
+    );
+    println!(
+        "  sends {}: accepted {}, not accepted {} (source down or killed before it answered; {} of those arrived all the same)",
+        e.sends, e.accepted, e.not_accepted, e.taken_not_accepted
+    );
+    println!(
+        "  accepted and taken by a consuming client: {}; accepted_lost {}; acked_lost {} (of {} acknowledged); duplicates_to_client {}; wrong payloads {}",
+        e.taken, e.accepted_lost, e.acked_lost, e.acked, e.duplicates_to_client, e.wrong_to_client
+    );
+    if e.expired + e.unsettled > 0 {
+        println!(
+            "  reliable sets expired at their source: {}; not known to their source (it restarted): {}",
+            e.expired, e.unsettled
+        );
+    }
+    println!(
+        "  read from the store on {} nodes, from the output buffer on {}",
+        e.nodes_consumed_from_store, e.nodes_read_from_output
+    );
+    for l in &e.lost {
+        println!(
+            "  lost: {} -> {} seq {} ({})",
+            l.from,
+            l.to,
+            l.seq,
+            l.settled.as_deref().unwrap_or("source could not tell")
+        );
+    }
+}
+
 pub fn print_report(r: &chaos::Report) {
     let pct = |a: u64, b: u64| {
         if b == 0 {
@@ -538,6 +575,10 @@ pub fn print_report(r: &chaos::Report) {
         "chaos run on {} (seed {}), faults {:?}",
         r.topology, r.seed, r.faults
     );
+    if let Some(e) = &r.ends {
+        print_ends(&r.delivery, e);
+        return;
+    }
     println!(
         "  message sets sent: {}; copies delivered {} of {} ({:.2}%)",
         r.sets_sent,

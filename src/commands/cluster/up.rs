@@ -22,6 +22,10 @@ pub struct InitArgs {
     /// The link port; control and metrics take the next two.
     #[arg(long, default_value_t = 7000)]
     pub port: u16,
+    /// Keep reliable sets in memory only: no store in the nodes' configurations (the
+    /// comparison for what durability costs; a restart forgets what a node held).
+    #[arg(long)]
+    pub no_store: bool,
 }
 
 #[derive(clap::Args, Debug)]
@@ -44,6 +48,7 @@ impl UpArgs {
                 dir,
                 base_addr: base,
                 port: 7000,
+                no_store: false,
             },
             timeout: None,
             docker: super::docker::DockerArgs::none(),
@@ -92,6 +97,9 @@ fn init(args: &InitArgs) -> anyhow::Result<(ClusterDir, Topology)> {
         ports,
     };
     generate::generate(&dir, topology, &addressing)?;
+    if args.no_store {
+        generate::drop_store(&dir, topology)?;
+    }
     Ok((dir, topology))
 }
 
