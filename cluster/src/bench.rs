@@ -152,6 +152,10 @@ pub struct Throughput {
     pub packet_hops: u64,
     pub packet_hops_per_second: f64,
     pub packets_dropped: u64,
+    /// Each completed set, from the client's send to its completion as the client waits for
+    /// it (every copy, or the rebuilt payload; a reliable set's settlement too): what a
+    /// closed-loop client sees with this many sets in flight.
+    pub completion: Percentiles,
 }
 
 /// Sum over all nodes of (packet receptions, drops).
@@ -189,21 +193,28 @@ pub async fn saturate(
         tokio::spawn(async move {
             let mut rng = rand::rngs::StdRng::seed_from_u64(seed ^ (w as u64) << 32);
             let options = load.options();
+            let mut took_us = Vec::new();
             while started.elapsed() < duration {
                 let (from, to) = random_pair(topology, &mut rng);
                 let payload = vec![0; load.payload_bytes];
+                let sent = Instant::now();
                 match client
                     .send(from, SendRequest::to(to), payload, options)
                     .await
                 {
-                    Ok(r) if complete(&r) => completed.fetch_add(1, Relaxed),
+                    Ok(r) if complete(&r) => {
+                        took_us.push(sent.elapsed().as_secs_f64() * 1e6);
+                        completed.fetch_add(1, Relaxed)
+                    }
                     _ => incomplete.fetch_add(1, Relaxed),
                 };
             }
+            took_us
         })
     });
+    let mut took_us = Vec::new();
     for worker in futures_util::future::join_all(workers).await {
-        worker.expect("a bench worker does not panic");
+        took_us.extend(worker.expect("a bench worker does not panic"));
     }
     let seconds = started.elapsed().as_secs_f64();
     // Counters reach the control API at once; nothing is left in flight once every set is
@@ -220,6 +231,7 @@ pub async fn saturate(
         packet_hops,
         packet_hops_per_second: packet_hops as f64 / seconds,
         packets_dropped: drops_after - drops_before,
+        completion: Percentiles::of(took_us),
     }
 }
 

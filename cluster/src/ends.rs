@@ -43,6 +43,12 @@ const DOWN_MIN: Duration = Duration::from_millis(200);
 const DOWN_MAX: Duration = Duration::from_millis(2500);
 /// How long the readers keep taking after the last set settled, for late deliveries.
 const SETTLE_SLACK: Duration = Duration::from_secs(3);
+/// A consuming client takes what arrived this often (as a client that works through batches
+/// does): what a destination holds for less than this is at stake when it dies.
+const READ_EVERY: Duration = Duration::from_millis(400);
+/// Of the sends made while some node is down, this share goes to a node that is down: sets
+/// accepted while their destination is away, at stake if their source dies too.
+const TO_A_DOWN_NODE: f64 = 0.25;
 
 /// What the run found.
 #[derive(Clone, Debug, Default, Serialize)]
@@ -120,8 +126,18 @@ fn send_of(tag: u64, payload: &[u8]) -> Option<usize> {
     std::str::from_utf8(&rest[..end]).ok()?.parse().ok()
 }
 
-/// The nodes up now, as the crasher keeps them.
-type Up = Arc<Mutex<BTreeSet<NodeId>>>;
+/// The nodes up now, as the crasher keeps them, and the ends of the latest sends (the
+/// crasher's victims: a source or destination of a set in flight).
+#[derive(Default)]
+struct Cluster {
+    up: BTreeSet<NodeId>,
+    recent_ends: std::collections::VecDeque<NodeId>,
+}
+
+type Up = Arc<Mutex<Cluster>>;
+
+/// How many ends of recent sends the crasher chooses from.
+const RECENT_ENDS: usize = 16;
 
 /// Run `config.with_faults` of traffic at `config.rate` while nodes are killed and restarted,
 /// then restart every node, wait for the sets to settle and the readers to take them, and
@@ -171,7 +187,10 @@ pub async fn run(
     // Let every reader skip what was there before.
     tokio::time::sleep(Duration::from_millis(500)).await;
 
-    let up: Up = Arc::new(Mutex::new(nodes.iter().copied().collect()));
+    let up: Up = Arc::new(Mutex::new(Cluster {
+        up: nodes.iter().copied().collect(),
+        recent_ends: Default::default(),
+    }));
     let budget = (topology.connectivity() as usize).saturating_sub(1).max(1);
     let started = Instant::now();
     let length = config.with_faults;
@@ -192,13 +211,28 @@ pub async fn run(
                         if harness.restart(node).is_ok() {
                             restarts += 1;
                         }
-                        up.lock().expect("up").insert(node);
+                        up.lock().expect("up").up.insert(node);
                     }
                 }
                 if now >= next_kill && down.len() < budget {
-                    let candidates: Vec<NodeId> = up.lock().expect("up").iter().copied().collect();
+                    // An end of a set sent just now, if one is up: a source with the set
+                    // unacknowledged, or a destination with it unread.
+                    let candidates: Vec<NodeId> = {
+                        let cluster = up.lock().expect("up");
+                        let ends: Vec<NodeId> = cluster
+                            .recent_ends
+                            .iter()
+                            .copied()
+                            .filter(|n| cluster.up.contains(n))
+                            .collect();
+                        if ends.is_empty() {
+                            cluster.up.iter().copied().collect()
+                        } else {
+                            ends
+                        }
+                    };
                     if let Some(&victim) = candidates.choose(&mut rng) {
-                        up.lock().expect("up").remove(&victim);
+                        up.lock().expect("up").up.remove(&victim);
                         if harness.kill(victim).is_ok() {
                             kills += 1;
                         }
@@ -213,7 +247,7 @@ pub async fn run(
                 if harness.restart(node).is_ok() {
                     restarts += 1;
                 }
-                up.lock().expect("up").insert(node);
+                up.lock().expect("up").up.insert(node);
             }
             (kills, restarts)
         }
@@ -260,19 +294,34 @@ async fn send_all(
             break;
         }
         tokio::time::sleep_until(at).await;
-        let alive: Vec<NodeId> = up.lock().expect("up").iter().copied().collect();
+        let alive: Vec<NodeId> = up.lock().expect("up").up.iter().copied().collect();
         if alive.len() < 2 {
             continue;
         }
         let from = *alive.choose(rng).expect("two or more");
-        // The destination may be any node: one that is down gets the set when it is back.
+        // The destination may be any node, a down one more often than its share: it gets the
+        // set when it is back.
         let all: Vec<NodeId> = client.manifest.nodes.iter().map(|n| n.id).collect();
-        let to = loop {
-            let to = *all.choose(rng).expect("nodes");
-            if to != from {
-                break to;
+        let down: Vec<NodeId> = all.iter().copied().filter(|n| !alive.contains(n)).collect();
+        let to = if !down.is_empty() && rng.random_bool(TO_A_DOWN_NODE) {
+            *down.choose(rng).expect("one or more")
+        } else {
+            loop {
+                let to = *all.choose(rng).expect("nodes");
+                if to != from {
+                    break to;
+                }
             }
         };
+        {
+            let mut cluster = up.lock().expect("up");
+            for end in [from, to] {
+                cluster.recent_ends.push_back(end);
+            }
+            while cluster.recent_ends.len() > RECENT_ENDS {
+                cluster.recent_ends.pop_front();
+            }
+        }
         let body = payload(tag, n, config.payload_bytes.max(32), rng);
         let index = {
             let mut h = history.lock().expect("history");
@@ -409,6 +458,9 @@ impl Reader {
                         last_empty_after_stop = stopping;
                     } else {
                         last_empty_after_stop = false;
+                    }
+                    if !skipping && !stopping {
+                        tokio::time::sleep(READ_EVERY).await;
                     }
                 }
                 Ok(Err(ClientError::Refused { error, .. }))

@@ -10,9 +10,10 @@ use crate::chaos::{self, Harness, Progress, Report, RunConfig};
 use crate::generate::{Addressing, Ports, generate_with_keys, service_name};
 use crate::layout::ClusterDir;
 use cuberoute_daemon::config::{DaemonArgs, NodeConfig};
-use cuberoute_daemon::env;
+use cuberoute_daemon::{disk, env};
 use cuberoute_protocol::{NodeId, Topology};
 use serde::Serialize;
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -32,6 +33,8 @@ pub struct SimOptions {
     /// One-way latency of every datagram: drawn between these (turmoil's latency curve).
     pub min_latency: Duration,
     pub max_latency: Duration,
+    /// Every node keeps a store on a simulated disk (else reliable sets live in memory only).
+    pub store: bool,
 }
 
 /// What a run did: the chaos run's report, and the simulation's time. The same options give
@@ -55,18 +58,28 @@ enum Action {
 }
 
 #[derive(Clone, Default)]
-struct SimHarness(Arc<Mutex<Vec<Action>>>);
+struct SimHarness {
+    actions: Arc<Mutex<Vec<Action>>>,
+    /// Each node's store, on a simulated disk ([`disk`]).
+    stores: Arc<std::collections::BTreeMap<NodeId, PathBuf>>,
+}
 
 impl SimHarness {
     fn push(&self, action: Action) -> anyhow::Result<()> {
-        self.0.lock().expect("harness lock").push(action);
+        self.actions.lock().expect("harness lock").push(action);
         Ok(())
     }
 
     fn apply(&self, sim: &mut turmoil::Sim) {
-        for action in self.0.lock().expect("harness lock").drain(..) {
+        for action in self.actions.lock().expect("harness lock").drain(..) {
             match action {
-                Action::Crash(node) => sim.crash(service_name(node)),
+                Action::Crash(node) => {
+                    // What the node's store had not synced is lost with it.
+                    if let Some(store) = self.stores.get(&node) {
+                        disk::crash(store);
+                    }
+                    sim.crash(service_name(node))
+                }
                 Action::Bounce(node) => sim.bounce(service_name(node)),
                 Action::FailRate(rate) => sim.set_fail_rate(rate),
                 Action::Partition(links, on) => {
@@ -120,6 +133,17 @@ pub fn run(options: &SimOptions, dir: &ClusterDir) -> anyhow::Result<SimReport> 
     )?;
     // Everything random in the daemons (and quinn through them) draws from the seed.
     env::seed_simulation(Some(seed));
+    // Every node's store on a simulated disk: a crash loses what was not synced.
+    disk::forget_all();
+    let stores: std::collections::BTreeMap<NodeId, PathBuf> = topology
+        .nodes()
+        .filter(|_| options.store)
+        .map(|node| {
+            let path = dir.node_dir(node).join(crate::layout::NODE_STORE);
+            disk::simulate(&path);
+            (node, path)
+        })
+        .collect();
     let run = &options.run;
     let length = crate::ready::default_timeout(topology.node_count()) * 2
         + run.fault_free
@@ -144,6 +168,7 @@ pub fn run(options: &SimOptions, dir: &ClusterDir) -> anyhow::Result<SimReport> 
             .join("nodes")
             .join(node.0.to_string())
             .join("node.toml");
+        let keep_store = options.store;
         sim.host(service_name(node), move || {
             let args = DaemonArgs {
                 config: Some(config_path.clone()),
@@ -153,16 +178,19 @@ pub fn run(options: &SimOptions, dir: &ClusterDir) -> anyhow::Result<SimReport> 
                 let mut config = NodeConfig::resolve(&args)?;
                 // No metrics endpoint: it would bind a real TCP socket.
                 config.metrics_listen = None;
-                // No store: its writer is a thread of the real machine, outside the
-                // simulation's clock and order (docs/simulation.md).
-                config.store = None;
+                if !keep_store {
+                    config.store = None;
+                }
                 cuberoute_daemon::run_until(config, args, false, std::future::pending()).await?;
                 Ok(())
             }
         });
     }
     let report: Arc<Mutex<Option<Report>>> = Arc::default();
-    let harness = SimHarness::default();
+    let harness = SimHarness {
+        actions: Arc::default(),
+        stores: Arc::new(stores),
+    };
     {
         let (report, dir, config) = (report.clone(), dir.clone(), options.run.clone());
         let harness = harness.clone();
@@ -182,6 +210,7 @@ pub fn run(options: &SimOptions, dir: &ClusterDir) -> anyhow::Result<SimReport> 
     })();
     let simulated = sim.elapsed();
     env::seed_simulation(None);
+    disk::forget_all();
     result
         .map_err(|e: Box<dyn std::error::Error>| anyhow::anyhow!("the simulation failed: {e}"))?;
     let run = report

@@ -83,8 +83,13 @@ impl Keeping {
         let store = Arc::new(Store::open(&config.path, identity, config.retention)?);
         let next = store.usage()?.next_index;
         let (written, receiver) = mpsc::unbounded_channel();
+        let writer = if store.is_simulated() {
+            Writer::in_line(store.clone())
+        } else {
+            Writer::start(store.clone(), MAX_BATCHES_PER_COMMIT)
+        };
         let keeping = Keeping {
-            writer: Writer::start(store.clone(), MAX_BATCHES_PER_COMMIT),
+            writer,
             store,
             written,
             writing: Mutex::new(HashMap::new()),

@@ -19,6 +19,7 @@
 //! * [`priority`]: the process's scheduling priority, lowered at start;
 //! * [`store`]: what a node keeps across a crash (redb), written in batches by one thread;
 //!   [`keeping`]: the node's one seam to it (keep, settle, consume, read back at start);
+//!   [`disk`]: the simulated disk `cuberoute sim` puts under it;
 //! * [`env`]: the one source of time and randomness; [`net`]: the one seam to the network (real
 //!   UDP, or turmoil's simulated network).
 
@@ -29,6 +30,7 @@ pub mod client;
 pub mod config;
 pub mod control;
 pub mod delivery;
+pub mod disk;
 pub mod env;
 pub mod faults;
 pub mod journal;

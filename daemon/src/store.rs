@@ -139,6 +139,8 @@ pub struct Store {
     db: Database,
     path: PathBuf,
     retention: Retention,
+    /// On a simulated disk ([`crate::disk`]): written in line, in the simulation's order.
+    simulated: bool,
 }
 
 fn key(set: &SetKey) -> (u64, u64, u64) {
@@ -165,7 +167,13 @@ impl Store {
             path: path.to_path_buf(),
             message,
         };
-        let db = Database::create(path).map_err(|e| match e {
+        // A simulated disk where `cuberoute sim` made one, else the file.
+        let opened = match crate::disk::open(path) {
+            Some(disk) => redb::Builder::new().create_with_backend(disk),
+            None => Database::create(path),
+        };
+        let simulated = crate::disk::open(path).is_some();
+        let db = opened.map_err(|e| match e {
             redb::DatabaseError::DatabaseAlreadyOpen => StoreError::InUse {
                 path: path.to_path_buf(),
             },
@@ -175,6 +183,7 @@ impl Store {
             db,
             path: path.to_path_buf(),
             retention,
+            simulated,
         };
         let txn = store
             .db
@@ -238,6 +247,11 @@ impl Store {
 
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// Whether the store is on a simulated disk.
+    pub fn is_simulated(&self) -> bool {
+        self.simulated
     }
 
     fn write_error(&self, e: impl std::fmt::Display) -> StoreError {
@@ -422,6 +436,9 @@ impl Store {
 pub struct Writer {
     jobs: mpsc::Sender<Job>,
     thread: Option<std::thread::JoinHandle<WriterStats>>,
+    /// A writer without a thread: each batch is committed when it is submitted (a simulated
+    /// disk, whose order must be the simulation's).
+    in_line: Option<std::sync::Arc<Store>>,
 }
 
 type Answer = Box<dyn FnOnce(Result<Vec<Outcome>, String>) + Send>;
@@ -482,6 +499,16 @@ impl Writer {
         Writer {
             jobs,
             thread: Some(thread),
+            in_line: None,
+        }
+    }
+
+    /// A writer that commits each batch when it is submitted, on the caller's thread.
+    pub fn in_line(store: std::sync::Arc<Store>) -> Writer {
+        Writer {
+            jobs: mpsc::channel().0,
+            thread: None,
+            in_line: Some(store),
         }
     }
 
@@ -492,6 +519,10 @@ impl Writer {
         writes: Vec<Write>,
         answer: impl FnOnce(Result<Vec<Outcome>, String>) + Send + 'static,
     ) {
+        if let Some(store) = &self.in_line {
+            answer(store.commit(&writes).map_err(|e| e.to_string()));
+            return;
+        }
         let job = Job {
             writes,
             answer: Box::new(answer),

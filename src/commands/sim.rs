@@ -26,6 +26,10 @@ pub struct Args {
     /// durations.
     #[arg(long)]
     pub json: bool,
+    /// Nodes without a store: reliable sets in memory only (the comparison for what the store
+    /// keeps across a crash).
+    #[arg(long)]
+    pub no_store: bool,
 }
 
 fn latency_range(text: &str) -> Result<(Duration, Duration), String> {
@@ -63,6 +67,7 @@ pub fn run_command(args: Args) -> anyhow::Result<()> {
         run: args.scenario.config()?,
         min_latency: args.latency.0,
         max_latency: args.latency.1,
+        store: !args.no_store,
     };
     let scratch = std::env::temp_dir().join(format!("cuberoute-sim-{}", std::process::id()));
     let dir = ClusterDir::new(&scratch);
