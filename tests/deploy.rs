@@ -51,9 +51,19 @@ fn the_compose_example_is_what_the_generator_writes() {
             service["networks"]["cuberoute"]["ipv4_address"],
             format!("10.200.0.{}", id + 2)
         );
+        // The store on a named volume of the service's own, which outlives the container.
+        assert_eq!(
+            service["volumes"][1],
+            format!("store-{id}:/var/lib/cuberoute")
+        );
+        assert!(
+            yaml["volumes"][format!("store-{id}").as_str()].is_mapping(),
+            "the volume store-{id} is declared"
+        );
         assert_eq!(service["healthcheck"]["test"][2], "status");
         assert_eq!(service["restart"], "unless-stopped");
     }
+    assert_eq!(yaml["volumes"].as_mapping().unwrap().len(), 16);
     // The nodes' manifest names peers by service; the client's by fixed address.
     let c = tmp.path().join("c");
     let peers = std::fs::read_to_string(c.join("nodes/5/manifest.toml")).unwrap();
@@ -75,6 +85,26 @@ fn the_compose_example_is_what_the_generator_writes() {
     );
     let client = std::fs::read_to_string(c.join("manifest.toml")).unwrap();
     assert!(client.contains("control = \"10.200.0.7:7001\""), "{client}");
+    // Every node's configuration keeps its store on that volume (its directory is mounted
+    // read-only), and reads the revocation list from its directory, where `cluster revoke`
+    // writes it on the host.
+    for id in 0..16 {
+        let file = c.join(format!("nodes/{id}/node.toml"));
+        let config =
+            cuberoute_daemon::config::NodeConfig::resolve(&cuberoute_daemon::config::DaemonArgs {
+                config: Some(file.clone()),
+                ..Default::default()
+            })
+            .unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+        assert_eq!(
+            config.store.map(|s| s.path),
+            Some("/var/lib/cuberoute/store.redb".into()),
+            "{}",
+            file.display()
+        );
+        let text = std::fs::read_to_string(&file).unwrap();
+        assert!(text.contains("revoked = \"revoked.bin\""), "{text}");
+    }
 }
 
 fn load(dir: &Path, file: &str) -> Value {
@@ -174,11 +204,15 @@ fn kubernetes_manifests_are_in_sync_and_hold_their_invariants() {
         "the Secret is mounted where the config looks"
     );
     // Sealing: the key directory and a sealing key per pod, as bytes, where the config looks;
-    // the revocation list in a volume the pod can write.
+    // the revocation list and the store on the pod's claim.
     assert!(node_toml.contains("seal = true"));
     assert!(node_toml.contains("directory = \"/certs/keys.bin\""));
     assert!(node_toml.contains("secret = \"/certs/seal-{id}.key\""));
     assert!(node_toml.contains("revoked = \"/var/lib/cuberoute/revoked.bin\""));
+    assert!(
+        node_toml.contains("[store]\npath = \"/var/lib/cuberoute/store.redb\"\n"),
+        "{node_toml}"
+    );
     let binary = secret["data"].as_mapping().unwrap();
     assert_eq!(binary.len(), 1 + 16);
     use base64::Engine;
@@ -194,9 +228,46 @@ fn kubernetes_manifests_are_in_sync_and_hold_their_invariants() {
         container["volumeMounts"][2]["mountPath"],
         "/var/lib/cuberoute"
     );
+    assert_eq!(container["volumeMounts"][2]["name"], "store");
     assert_eq!(container["volumeMounts"][2].get("readOnly"), None);
-    let volumes = &statefulset["spec"]["template"]["spec"]["volumes"];
-    assert!(volumes[2]["emptyDir"].is_mapping());
+    // That volume is the pod's own claim, not an emptyDir: it outlives the pod.
+    let volumes = statefulset["spec"]["template"]["spec"]["volumes"]
+        .as_sequence()
+        .unwrap();
+    assert!(
+        volumes
+            .iter()
+            .all(|v| v["name"] != "store" && v.get("emptyDir").is_none()),
+        "{volumes:?}"
+    );
+    let claims = statefulset["spec"]["volumeClaimTemplates"]
+        .as_sequence()
+        .unwrap();
+    assert_eq!(claims.len(), 1);
+    let claim = &claims[0];
+    assert_eq!(claim["metadata"]["name"], "store");
+    assert_eq!(claim["spec"]["accessModes"][0], "ReadWriteOnce");
+    assert_eq!(claim["spec"]["resources"]["requests"]["storage"], "1Gi");
+    assert_eq!(
+        claim["spec"].get("storageClassName"),
+        None,
+        "the default class"
+    );
+    // The store's entries fit the claim.
+    let max_mib: u64 = node_toml
+        .lines()
+        .find_map(|l| l.strip_prefix("max_mib = "))
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(
+        max_mib > 0 && max_mib <= 512,
+        "{max_mib} MiB on a 1Gi claim"
+    );
+    assert_eq!(
+        statefulset["spec"]["persistentVolumeClaimRetentionPolicy"]["whenDeleted"],
+        "Delete"
+    );
 }
 
 /// `cluster init`, `compose` and `k8s` write everything under `--dir` (or `-o`), nothing into

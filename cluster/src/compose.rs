@@ -6,6 +6,11 @@
 //! which is how the host reaches it (the client's `DIR/manifest.toml`). The node directories are
 //! found at `${CUBEROUTE_DIR:-.}/nodes/<id>`, relative to the compose file: next to a cluster
 //! directory's own `compose.yml` nothing needs setting.
+//!
+//! Every service also mounts a named volume of its own, `store-<id>`, at `/var/lib/cuberoute`,
+//! where its configuration puts the node's store ([`container_config`]): a container restarted
+//! or killed and started again keeps it; `down --volumes` (`cluster down`) removes it. Under
+//! `docker stack deploy` the same volume is local to the engine the task runs on.
 
 use crate::generate::{Ports, docker_ip, service_name};
 use cuberoute_protocol::{NodeId, Topology};
@@ -19,7 +24,13 @@ pub struct ComposeFile {
     pub version: String,
     pub services: BTreeMap<String, Service>,
     pub networks: BTreeMap<String, Network>,
+    /// Every node's store volume, `store-<id>`, with the engine's defaults (a local volume).
+    pub volumes: BTreeMap<String, Volume>,
 }
+
+/// A named volume: nothing set, the engine's default driver.
+#[derive(Serialize)]
+pub struct Volume {}
 
 #[derive(Serialize)]
 pub struct Service {
@@ -84,6 +95,15 @@ pub const COMPOSE_FILE: &str = "compose.yml";
 pub const NETWORK: &str = "cuberoute";
 /// Where each container finds its node directory.
 pub const NODE_MOUNT: &str = "/node";
+/// Where each container's own volume is mounted: what the node writes and keeps.
+pub const STATE_DIR: &str = "/var/lib/cuberoute";
+/// The node's store inside its container, on its volume.
+pub const STORE_PATH: &str = "/var/lib/cuberoute/store.redb";
+
+/// The named volume of node `id`'s store.
+pub fn store_volume(id: NodeId) -> String {
+    format!("store-{}", id.0)
+}
 
 /// The compose file of `topology` in the /16 network `subnet`.
 pub fn compose_file(topology: Topology, subnet: Ipv4Addr, ports: Ports, image: &str) -> String {
@@ -98,9 +118,14 @@ pub fn compose_file(topology: Topology, subnet: Ipv4Addr, ports: Ports, image: &
             )
         })
         .collect();
+    let volumes = topology
+        .nodes()
+        .map(|id| (store_volume(id), Volume {}))
+        .collect();
     let file = ComposeFile {
         version: "3.8".into(),
         services,
+        volumes,
         networks: BTreeMap::from([(
             NETWORK.to_string(),
             Network {
@@ -123,6 +148,46 @@ pub fn compose_file(topology: Topology, subnet: Ipv4Addr, ports: Ports, image: &
     )
 }
 
+/// A node's generated configuration (paths relative to its directory) as its container runs
+/// it: the store on the container's volume, at [`STORE_PATH`], since the node directory is
+/// mounted read-only. Nothing else changes: the revocation list stays in the node directory,
+/// where `cluster revoke` writes it on the host and the container reads it at its next start.
+pub fn container_config(text: &str) -> String {
+    let line = format!("path = \"{STORE_PATH}\"  # on the container's own volume (compose.yml)");
+    let mut out = Vec::new();
+    let (mut in_store, mut store_seen, mut done) = (false, false, false);
+    for l in text.lines() {
+        let trimmed = l.trim_start();
+        if trimmed.starts_with('[') {
+            if in_store && !done {
+                // A [store] table without a path: give it one.
+                out.push(line.clone());
+                done = true;
+            }
+            in_store = trimmed.split('#').next().map(str::trim) == Some("[store]");
+            store_seen |= in_store;
+        } else if in_store
+            && !done
+            && trimmed
+                .strip_prefix("path")
+                .is_some_and(|rest| rest.trim_start().starts_with('='))
+        {
+            out.push(line.clone());
+            done = true;
+            continue;
+        }
+        out.push(l.to_string());
+    }
+    if in_store && !done {
+        out.push(line.clone());
+    } else if !store_seen {
+        out.push(String::new());
+        out.push("[store]".into());
+        out.push(line);
+    }
+    out.join("\n") + "\n"
+}
+
 fn service(id: NodeId, index: u64, subnet: Ipv4Addr, image: &str, config: &str) -> Service {
     let strings = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
     Service {
@@ -130,10 +195,10 @@ fn service(id: NodeId, index: u64, subnet: Ipv4Addr, image: &str, config: &str) 
         command: strings(&["daemon", "--config", config]),
         hostname: service_name(id),
         environment: BTreeMap::from([("RUST_LOG".into(), "${RUST_LOG:-info}".into())]),
-        volumes: vec![format!(
-            "${{CUBEROUTE_DIR:-.}}/nodes/{}:{NODE_MOUNT}:ro",
-            id.0
-        )],
+        volumes: vec![
+            format!("${{CUBEROUTE_DIR:-.}}/nodes/{}:{NODE_MOUNT}:ro", id.0),
+            format!("{}:{STATE_DIR}", store_volume(id)),
+        ],
         networks: BTreeMap::from([(
             NETWORK.to_string(),
             ServiceNetwork {
@@ -175,10 +240,60 @@ mod tests {
         let node3 = &yaml["services"]["node-3"];
         assert_eq!(node3["networks"]["cuberoute"]["ipv4_address"], "10.200.0.5");
         assert_eq!(node3["volumes"][0], "${CUBEROUTE_DIR:-.}/nodes/3:/node:ro");
+        assert_eq!(node3["volumes"][1], "store-3:/var/lib/cuberoute");
+        let volumes = yaml["volumes"].as_mapping().unwrap();
+        assert_eq!(volumes.len(), 4);
+        assert!(yaml["volumes"]["store-3"].is_mapping());
         assert_eq!(node3["healthcheck"]["test"][1], "/cuberoute");
         assert_eq!(
             yaml["networks"]["cuberoute"]["ipam"]["config"][0]["subnet"],
             "10.200.0.0/16"
         );
+    }
+
+    fn store_path(text: &str) -> Option<String> {
+        let table: toml::Table = text.parse().unwrap();
+        Some(table.get("store")?.get("path")?.as_str()?.to_string())
+    }
+
+    /// The configuration `cluster compose` writes for a node keeps its store on the container's
+    /// volume, and everything else (the revocation list in the node directory) as generated.
+    #[test]
+    fn the_container_config_keeps_the_store_on_the_volume() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = crate::layout::ClusterDir::new(tmp.path());
+        let topology: Topology = "q:2".parse().unwrap();
+        let addressing = crate::generate::Addressing::Docker {
+            subnet: Ipv4Addr::new(10, 200, 0, 0),
+            ports: Ports::default(),
+        };
+        crate::generate::generate(&dir, topology, &addressing).unwrap();
+        let file = dir.node_dir(NodeId(1)).join(crate::layout::NODE_CONFIG);
+        let generated = std::fs::read_to_string(file).unwrap();
+        let text = container_config(&generated);
+        assert_eq!(store_path(&text).as_deref(), Some(STORE_PATH), "{text}");
+        assert_eq!(container_config(&text), text, "twice is once");
+        let (before, after): (toml::Table, toml::Table) =
+            (generated.parse().unwrap(), text.parse().unwrap());
+        assert_eq!(after["keys"], before["keys"]);
+        assert_eq!(after["keys"]["revoked"].as_str(), Some("revoked.bin"));
+        assert_eq!(after.len(), before.len());
+    }
+
+    #[test]
+    fn a_config_without_a_store_path_gets_one() {
+        for text in [
+            "id = 1\n",
+            "id = 1\n[store]\nmax_mib = 8\n",
+            "[store] # kept\nmax_mib = 8\n[tls]\nca = \"ca.pem\"\n",
+            "[tls]\npath = \"not the store's\"\n",
+        ] {
+            let out = container_config(text);
+            assert_eq!(store_path(&out).as_deref(), Some(STORE_PATH), "{out}");
+        }
+        let out = container_config("[store]\nmax_mib = 8\n[tls]\npath = \"x\"\n");
+        let table: toml::Table = out.parse().unwrap();
+        assert_eq!(table["tls"]["path"].as_str(), Some("x"));
+        assert_eq!(table["store"]["max_mib"].as_integer(), Some(8));
     }
 }

@@ -124,15 +124,28 @@ fn fnv1a(bytes: &[u8]) -> u32 {
     })
 }
 
-/// Generate the cluster for containers and write its compose file to `DIR/compose.yml`.
+/// Generate the cluster for containers and write its compose file to `DIR/compose.yml`. Every
+/// node's configuration keeps its store on the container's volume
+/// ([`compose::container_config`]). Store volumes left by an earlier cluster of this
+/// directory's project are removed first: their stores belong to the CA about to be replaced,
+/// and a node refuses a store of another cluster.
 pub fn prepare(
     dir: &ClusterDir,
     topology: cuberoute_protocol::Topology,
     subnet: Ipv4Addr,
     image: &str,
 ) -> anyhow::Result<DockerRun> {
+    let project = project_name(dir);
+    remove_volumes(&project, dir)?;
     let ports = Ports::default();
     crate::generate::generate(dir, topology, &Addressing::Docker { subnet, ports })?;
+    for id in topology.nodes() {
+        let config = dir.node_dir(id).join(crate::layout::NODE_CONFIG);
+        let text = std::fs::read_to_string(&config)
+            .with_context(|| format!("reading {}", config.display()))?;
+        std::fs::write(&config, compose::container_config(&text))
+            .with_context(|| format!("writing {}", config.display()))?;
+    }
     let compose_file = dir.path().join(compose::COMPOSE_FILE);
     std::fs::write(
         &compose_file,
@@ -140,10 +153,50 @@ pub fn prepare(
     )
     .with_context(|| format!("writing {}", compose_file.display()))?;
     Ok(DockerRun {
-        project: project_name(dir),
+        project,
         compose_file: std::path::absolute(&compose_file)?,
         subnet,
     })
+}
+
+/// Remove the volumes docker compose made for `project` (`down --volumes` left undone), before
+/// anything in `dir` is generated again. Nothing to do without `docker` or an engine that
+/// answers; an error if one is still in use (a stopped container of the project holds it:
+/// `cluster down` removes both).
+fn remove_volumes(project: &str, dir: &ClusterDir) -> anyhow::Result<()> {
+    let filter = format!("label=com.docker.compose.project={project}");
+    let Ok(out) = Command::new("docker")
+        .args(["volume", "ls", "-q", "--filter", &filter])
+        .stderr(Stdio::null())
+        .output()
+    else {
+        return Ok(());
+    };
+    let names: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .map(str::to_string)
+        .collect();
+    if !out.status.success() || names.is_empty() {
+        return Ok(());
+    }
+    let rm = Command::new("docker")
+        .args(["volume", "rm"])
+        .args(&names)
+        .output()
+        .context("running docker volume rm")?;
+    anyhow::ensure!(
+        rm.status.success(),
+        "containers of an earlier cluster in {} (compose project {project}) still hold its store \
+         volumes ({}); take it down first: `cuberoute cluster down --dir {}`",
+        dir.display(),
+        String::from_utf8_lossy(&rm.stderr)
+            .lines()
+            .next()
+            .unwrap_or("docker volume rm failed")
+            .trim(),
+        dir.display()
+    );
+    Ok(())
 }
 
 /// The ids of a project's containers: running ones, or (`all`) stopped ones too.

@@ -4,11 +4,14 @@
 //! node's sealing key and the key directory.
 //!
 //! A pod takes its id from its host name (`id_from_hostname`), its certificate from
-//! `/certs/node-{id}.pem` and its sealing key from `/certs/seal-{id}.key`. A revocation list
-//! pushed to a pod is kept in an `emptyDir` at `/var/lib/cuberoute`: it outlives a restart of
-//! the container, not the pod's move to another machine (the list is pushed again with
-//! `cluster revoke --push`). Readiness and liveness are `cuberoute status --local`, the same
-//! command as the compose healthcheck.
+//! `/certs/node-{id}.pem` and its sealing key from `/certs/seal-{id}.key`. Each pod has a
+//! persistent volume of its own, claimed from the StatefulSet's `volumeClaimTemplates` (`store`,
+//! 1Gi, ReadWriteOnce, the default storage class; the claim of pod `cuberoute-i` is
+//! `store-cuberoute-i`), mounted at `/var/lib/cuberoute`: the node's store and a revocation list
+//! pushed to the pod are kept there, across a restart of the container and a rescheduling of the
+//! pod alike. The claims go with the StatefulSet (`persistentVolumeClaimRetentionPolicy`:
+//! deleted with it, kept when scaled). Readiness and liveness are `cuberoute status --local`, the
+//! same command as the compose healthcheck.
 
 use crate::generate::{Ports, pod_dns_name};
 use crate::layout::{self, ClusterDir};
@@ -24,8 +27,16 @@ pub const OBJECT_LIMIT_BYTES: usize = 1 << 20;
 pub const NAME: &str = "cuberoute";
 const CONFIG_DIR: &str = "/etc/cuberoute";
 const CERT_DIR: &str = "/certs";
-/// Where a pod keeps what it writes: the revocation list pushed to it.
+/// Where a pod keeps what it writes, on its claim: the node's store and the revocation list
+/// pushed to it.
 const STATE_DIR: &str = "/var/lib/cuberoute";
+/// The volume claim template (and the volume's name in the pod).
+const STORE_VOLUME: &str = "store";
+/// The size of each pod's claim: the store's entries (`store.max_mib`, [`STORE_MAX_MIB`]) with
+/// room for the file's own pages.
+const STORE_CLAIM: &str = "1Gi";
+/// The most the store's entries hold on a claim of [`STORE_CLAIM`].
+const STORE_MAX_MIB: u64 = 256;
 
 /// The manifests that hold no secret, by file name, in a fixed order.
 pub fn manifests(
@@ -102,15 +113,25 @@ pub fn manifests(
                         "volumeMounts": [
                             {"name": "config", "mountPath": CONFIG_DIR, "readOnly": true},
                             {"name": "certs", "mountPath": CERT_DIR, "readOnly": true},
-                            {"name": "state", "mountPath": STATE_DIR},
+                            {"name": STORE_VOLUME, "mountPath": STATE_DIR},
                         ],
                     }],
                     "volumes": [
                         {"name": "config", "configMap": {"name": format!("{NAME}-config")}},
                         {"name": "certs", "secret": {"secretName": format!("{NAME}-certs")}},
-                        {"name": "state", "emptyDir": {}},
                     ],
                 },
+            },
+            "volumeClaimTemplates": [{
+                "metadata": {"name": STORE_VOLUME, "labels": {"app": NAME}},
+                "spec": {
+                    "accessModes": ["ReadWriteOnce"],
+                    "resources": {"requests": {"storage": STORE_CLAIM}},
+                },
+            }],
+            "persistentVolumeClaimRetentionPolicy": {
+                "whenDeleted": "Delete",
+                "whenScaled": "Retain",
             },
         },
     });
@@ -164,6 +185,12 @@ key = "{CERT_DIR}/node-{{id}}.key"
 directory = "{CERT_DIR}/{keys}"
 secret = "{CERT_DIR}/seal-{{id}}.key"
 revoked = "{STATE_DIR}/{revoked}"
+
+# Reliable sets are acknowledged once written here, and kept across a restart (docs/delivery.md):
+# on the pod's own claim ({STORE_CLAIM}).
+[store]
+path = "{STATE_DIR}/{store}"
+max_mib = {max_mib}
 "#,
         link = ports.link,
         control = ports.control,
@@ -171,6 +198,8 @@ revoked = "{STATE_DIR}/{revoked}"
         nice = crate::generate::CLUSTER_NICE,
         keys = layout::NODE_KEYS,
         revoked = layout::NODE_REVOKED,
+        store = layout::NODE_STORE,
+        max_mib = STORE_MAX_MIB,
     )
 }
 
