@@ -426,6 +426,26 @@ fn a_resend_after_a_destination_restart_is_not_handed_over_twice() {
     assert_eq!(ring, ["once"], "the output buffer");
 }
 
+/// Start the daemon of `config` until it has made its store at `store`, then stop it (SIGTERM:
+/// the store is closed cleanly, so a check can read it without recovering it).
+fn make_store(config: &Path, store: &Path) {
+    let mut daemon = Command::new(env!("CARGO_BIN_EXE_cuberoute"))
+        .args(["daemon", "--config", config.to_str().unwrap()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let made = within(LIMIT, || {
+        let out = check(config, &[]);
+        stdout(&out).contains("in use by a running daemon")
+    });
+    signal(u64::from(daemon.id()), "-TERM");
+    let status = daemon.wait().unwrap();
+    assert!(made.is_some(), "the daemon made no store at {store:?}");
+    assert!(status.success(), "{status:?}");
+    assert!(store.is_file());
+}
+
 /// `daemon --config CONFIG --check` with `extra` arguments.
 fn check(config: &Path, extra: &[&str]) -> std::process::Output {
     let mut args = vec!["daemon", "--config", config.to_str().unwrap(), "--check"];
@@ -477,7 +497,14 @@ fn a_bad_store_is_refused_with_its_reason() {
     let config = |id: u64| node(id).join("node.toml");
     let store = |id: u64| node(id).join("store.redb");
 
-    // (e) A good store: created at the first check, then opened again.
+    // (e) No store yet: said so, and none is made by a check.
+    let out = check(&config(1), &[]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains("none yet"), "{}", stdout(&out));
+    assert!(!store(1).exists(), "a check writes nothing");
+    // A good store (the daemon made it and stopped): read, and left byte for byte.
+    make_store(&config(1), &store(1));
+    let before = std::fs::read(store(1)).unwrap();
     for _ in 0..2 {
         let out = check(&config(1), &[]);
         assert!(out.status.success(), "{}", stderr(&out));
@@ -489,7 +516,10 @@ fn a_bad_store_is_refused_with_its_reason() {
         assert!(line.contains("store.redb"), "{line}");
         assert!(line.contains("0 entries"), "{line}");
     }
-    assert!(store(1).is_file());
+    assert!(
+        std::fs::read(store(1)).unwrap() == before,
+        "a check writes nothing"
+    );
 
     // (a) Garbage where the store is: refused, named, and left as it was.
     let garbage: Vec<u8> = (0..5000u32).map(|i| (i * 7919 % 251) as u8).collect();
@@ -511,6 +541,7 @@ fn a_bad_store_is_refused_with_its_reason() {
         &[],
         &["store", "belongs to node 1", "not to node 2"],
     );
+    assert!(std::fs::read(store(2)).unwrap() == before, "left as it was");
     // Still node 1's store (redb's own header bytes may change on an open, its tables do not).
     let moved = store(2);
     let out = check(&config(1), &["--store", moved.to_str().unwrap()]);
@@ -518,8 +549,7 @@ fn a_bad_store_is_refused_with_its_reason() {
     // The store of node 5 of another cluster (another CA): refused too.
     let other = init("q:3", "127.83.6.0");
     let theirs = other.path().join("nodes/5/node.toml");
-    let out = check(&theirs, &[]);
-    assert!(out.status.success(), "{}", stderr(&out));
+    make_store(&theirs, &other.path().join("nodes/5/store.redb"));
     std::fs::copy(other.path().join("nodes/5/store.redb"), store(5)).unwrap();
     refused_check(&config(5), &[], &["store", "another cluster"]);
     // The flag names another node's store: refused the same way.

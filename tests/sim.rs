@@ -132,21 +132,24 @@ proptest! {
 /// Reliable sets under all four faults for a sustained run (the issue of 11 sets lost in a
 /// five-minute run): every set arrives, none twice, and every one is settled at its source, each
 /// in exactly one way.
-fn reliable_sets_survive_sustained_faults(topology: &str, seed: u64, duration: &str) -> Value {
-    let r = kept(
-        topology,
-        seed,
-        &[
-            "--duration",
-            duration,
-            "--rate",
-            "150",
-            "--faults",
-            "state,buffers,crash,cut",
-            "--delivery",
-            "reliable",
-        ],
-    );
+fn reliable_sets_survive_sustained_faults(
+    topology: &str,
+    seed: u64,
+    duration: &str,
+    extra: &[&str],
+) -> Value {
+    let mut args = vec![
+        "--duration",
+        duration,
+        "--rate",
+        "150",
+        "--faults",
+        "state,buffers,crash,cut",
+        "--delivery",
+        "reliable",
+    ];
+    args.extend(extra);
+    let r = kept(topology, seed, &args);
     assert_eq!(r["sets_lost"], 0, "{r}");
     assert_eq!(r["lost"], serde_json::json!([]), "{r}");
     assert_eq!(r["duplicates_to_client"], 0, "{r}");
@@ -164,10 +167,11 @@ fn reliable_sets_survive_sustained_faults(topology: &str, seed: u64, duration: &
 /// four hops, each corrupting 5% of packets; its source gave it up after five sends in 5 s
 /// (resends after 0.2, 0.6, 1.4 and 3 s) and the report counted it lost without a reason. Now
 /// the first resend follows the measured round trip and no wait is longer than an eighth of
-/// the set's life, so it has a dozen sends.
+/// the set's life, so it has a dozen sends. Without stores, as it was found: the stores' writes
+/// change the seed's order of events, and with them the set takes no more than five sends.
 #[test]
 fn the_reliable_set_lost_under_sustained_faults_arrives() {
-    let r = reliable_sets_survive_sustained_faults("eh:2,2", 20, "30s");
+    let r = reliable_sets_survive_sustained_faults("eh:2,2", 20, "30s", &["--no-store"]);
     assert_eq!(r["crashed"], serde_json::json!([23]), "{r}");
     assert_eq!(r["cut"], serde_json::json!([[28, 29]]), "{r}");
     assert!(r["attempts"]["max"].as_u64().unwrap() > 5, "{r}");
@@ -184,9 +188,9 @@ proptest! {
     /// runs of this scenario.
     #[test]
     fn reliable_sets_survive_sustained_faults_for_any_seed(seed in 1u64..1_000_000) {
-        reliable_sets_survive_sustained_faults("eh:2,2", seed, "60s");
-        reliable_sets_survive_sustained_faults("q:4", seed, "30s");
-        reliable_sets_survive_sustained_faults("hhc:2", seed, "30s");
+        reliable_sets_survive_sustained_faults("eh:2,2", seed, "60s", &[]);
+        reliable_sets_survive_sustained_faults("q:4", seed, "30s", &[]);
+        reliable_sets_survive_sustained_faults("hhc:2", seed, "30s", &[]);
     }
 }
 
@@ -325,4 +329,53 @@ fn sim_refuses_bad_input() {
         let out = cuberoute(args);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
     }
+}
+
+/// `crash-ends` on EH(2,2): sources and destinations crashed and restarted while clients
+/// consume (its stores on simulated disks, losing what was not synced at each crash).
+fn crash_ends(seed: u64, extra: &[&str]) -> Value {
+    let mut args = vec![
+        "--faults",
+        "crash-ends",
+        "--delivery",
+        "reliable",
+        "--duration",
+        "20s",
+        "--wait",
+        "20s",
+    ];
+    args.extend(extra);
+    let r = sim("eh:2,2", seed, &args);
+    assert!(r["ends"]["kills"].as_u64().unwrap() > 5, "{r}");
+    assert!(r["ends"]["accepted"].as_u64().unwrap() > 300, "{r}");
+    r
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: 4,
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    })]
+
+    /// Every set whose send was accepted reaches a consuming client exactly once, whichever
+    /// ends crash when.
+    #[test]
+    fn accepted_sets_survive_their_ends_crashing(seed in 0u64..1_000_000) {
+        let r = crash_ends(seed, &[]);
+        prop_assert_eq!(&r["accepted_lost"], 0, "{}", r);
+        prop_assert_eq!(&r["acked_lost"], 0, "{}", r);
+        prop_assert_eq!(&r["duplicates_to_client"], 0, "{}", r);
+        prop_assert_eq!(&r["ends"]["wrong_to_client"], 0, "{}", r);
+    }
+}
+
+/// The checker can fail: without a store the same seed loses accepted sets or hands some over
+/// twice (seed 5: 4 lost, 27 twice when it was measured).
+#[test]
+fn without_a_store_the_ends_crashing_lose_or_duplicate() {
+    let r = crash_ends(5, &["--no-store"]);
+    let lost = r["accepted_lost"].as_u64().unwrap();
+    let twice = r["duplicates_to_client"].as_u64().unwrap();
+    assert!(lost + twice > 0, "{r}");
 }

@@ -288,18 +288,32 @@ impl Keeping {
 /// What `daemon --check` says of the store `config` names: opened and checked for `identity`,
 /// or in use by a running daemon (then not opened).
 pub fn check(config: &StoreConfig, identity: &Identity) -> Result<String, StoreError> {
-    match Store::open(&config.path, identity, config.retention) {
-        Ok(store) => {
-            let usage = store.usage()?;
-            Ok(format!(
-                "{}: {} entries ({} bytes), {} sets known, {} unsettled sends",
-                config.path.display(),
-                usage.entries,
-                usage.entry_bytes,
-                usage.seen,
-                usage.outbox
-            ))
+    match Store::check(&config.path, identity) {
+        Ok(None) if !config.path.exists() => {
+            // None yet: the daemon will make one, if its directory is there to hold it.
+            match config.path.parent() {
+                Some(dir) if dir.as_os_str().is_empty() || dir.is_dir() => Ok(format!(
+                    "{}: none yet (made at start)",
+                    config.path.display()
+                )),
+                _ => Err(StoreError::Unusable {
+                    path: config.path.clone(),
+                    message: "its directory does not exist (or is not a directory)".into(),
+                }),
+            }
         }
+        Ok(None) => Ok(format!(
+            "{}: to be recovered at start (a crash left it open); whose it is is checked then",
+            config.path.display()
+        )),
+        Ok(Some(usage)) => Ok(format!(
+            "{}: {} entries ({} bytes), {} sets known, {} unsettled sends",
+            config.path.display(),
+            usage.entries,
+            usage.entry_bytes,
+            usage.seen,
+            usage.outbox
+        )),
         Err(StoreError::InUse { .. }) => Ok(format!(
             "{}: in use by a running daemon (not checked)",
             config.path.display()

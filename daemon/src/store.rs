@@ -167,6 +167,10 @@ impl Store {
             path: path.to_path_buf(),
             message,
         };
+        // Whose it is, read without writing a byte: a store refused is left exactly as it was.
+        // (One that needs recovery after a crash cannot be read so; it is recovered, which
+        // only brings back its last commit, and its identity checked then.)
+        inspect(path, identity)?;
         // A simulated disk where `cuberoute sim` made one, else the file.
         let opened = match crate::disk::open(path) {
             Some(disk) => redb::Builder::new().create_with_backend(disk),
@@ -201,35 +205,13 @@ impl Store {
                 .get(CLUSTER)
                 .map_err(|e| unusable(e.to_string()))?
                 .map(|v| v.value().to_vec());
-            match (node, cluster) {
-                (None, None) => {
-                    table
-                        .insert(NODE, identity.node.0.to_le_bytes().as_slice())
-                        .map_err(|e| unusable(e.to_string()))?;
-                    table
-                        .insert(CLUSTER, identity.cluster.as_bytes())
-                        .map_err(|e| unusable(e.to_string()))?;
-                }
-                (Some(node), Some(cluster)) => {
-                    let theirs = <[u8; 8]>::try_from(node.as_slice())
-                        .map(|b| NodeId(u64::from_le_bytes(b)))
-                        .map_err(|_| unusable("its node id is not 8 bytes".into()))?;
-                    if theirs != identity.node {
-                        return Err(StoreError::OtherNode {
-                            path: path.to_path_buf(),
-                            theirs,
-                            ours: identity.node,
-                        });
-                    }
-                    if cluster != identity.cluster.as_bytes() {
-                        return Err(StoreError::OtherCluster {
-                            path: path.to_path_buf(),
-                            theirs: String::from_utf8_lossy(&cluster).into_owned(),
-                            ours: identity.cluster.clone(),
-                        });
-                    }
-                }
-                _ => return Err(unusable("its identity is half written".into())),
+            if !is_ours(path, identity, node, cluster)? {
+                table
+                    .insert(NODE, identity.node.0.to_le_bytes().as_slice())
+                    .map_err(|e| unusable(e.to_string()))?;
+                table
+                    .insert(CLUSTER, identity.cluster.as_bytes())
+                    .map_err(|e| unusable(e.to_string()))?;
             }
             // Every table exists from the first open on: a reader never meets a missing one.
             let created = txn
@@ -415,20 +397,129 @@ impl Store {
     }
 
     pub fn usage(&self) -> Result<Usage, StoreError> {
-        self.read(|txn| {
-            let counters = txn.open_table(COUNTERS)?;
-            let counter = |name: &str| -> Result<u64, redb::Error> {
-                Ok(counters.get(name)?.map(|v| v.value()).unwrap_or(0))
-            };
-            Ok(Usage {
-                entries: txn.open_table(ENTRIES)?.len()?,
-                entry_bytes: counter(ENTRY_BYTES)?,
-                seen: txn.open_table(SEEN)?.len()?,
-                outbox: txn.open_table(OUTBOX)?.len()?,
-                next_index: counter(NEXT_INDEX)?,
-            })
-        })
+        self.read(usage_of)
     }
+
+    /// Whose store the file at `path` is, and what it holds, read without writing: `None` if
+    /// there is none yet, or it needs the recovery a writable open does (after a crash).
+    /// `daemon --check` uses it, and leaves the file as it found it.
+    pub fn check(path: &Path, identity: &Identity) -> Result<Option<Usage>, StoreError> {
+        inspect(path, identity)
+    }
+}
+
+fn usage_of(txn: &redb::ReadTransaction) -> Result<Usage, redb::Error> {
+    let counters = txn.open_table(COUNTERS)?;
+    let counter = |name: &str| -> Result<u64, redb::Error> {
+        Ok(counters.get(name)?.map(|v| v.value()).unwrap_or(0))
+    };
+    Ok(Usage {
+        entries: txn.open_table(ENTRIES)?.len()?,
+        entry_bytes: counter(ENTRY_BYTES)?,
+        seen: txn.open_table(SEEN)?.len()?,
+        outbox: txn.open_table(OUTBOX)?.len()?,
+        next_index: counter(NEXT_INDEX)?,
+    })
+}
+
+/// Whether the identity read from a store (`node`, `cluster`) is `identity`: true if it is,
+/// false if the store has none yet, the reason if it is another's or half written.
+fn is_ours(
+    path: &Path,
+    identity: &Identity,
+    node: Option<Vec<u8>>,
+    cluster: Option<Vec<u8>>,
+) -> Result<bool, StoreError> {
+    let unusable = |message: &str| StoreError::Unusable {
+        path: path.to_path_buf(),
+        message: message.to_string(),
+    };
+    match (node, cluster) {
+        (None, None) => Ok(false),
+        (Some(node), Some(cluster)) => {
+            let theirs = <[u8; 8]>::try_from(node.as_slice())
+                .map(|b| NodeId(u64::from_le_bytes(b)))
+                .map_err(|_| unusable("its node id is not 8 bytes"))?;
+            if theirs != identity.node {
+                return Err(StoreError::OtherNode {
+                    path: path.to_path_buf(),
+                    theirs,
+                    ours: identity.node,
+                });
+            }
+            if cluster != identity.cluster.as_bytes() {
+                return Err(StoreError::OtherCluster {
+                    path: path.to_path_buf(),
+                    theirs: String::from_utf8_lossy(&cluster).into_owned(),
+                    ours: identity.cluster.clone(),
+                });
+            }
+            Ok(true)
+        }
+        _ => Err(unusable("its identity is half written")),
+    }
+}
+
+/// Look at the store at `path` read-only: `None` if there is nothing yet (no file, an empty
+/// one) or it needs recovery, what it holds if it is `identity`'s; refused if it is another
+/// node's or cluster's, not a store, or a redb file of something else.
+fn inspect(path: &Path, identity: &Identity) -> Result<Option<Usage>, StoreError> {
+    let unusable = |message: String| StoreError::Unusable {
+        path: path.to_path_buf(),
+        message,
+    };
+    let opened = match crate::disk::open(path) {
+        Some(disk) => {
+            if redb::StorageBackend::len(&disk).unwrap_or(0) == 0 {
+                return Ok(None);
+            }
+            redb::Builder::new().open_read_only_with_backend(disk)
+        }
+        None => match std::fs::metadata(path) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Ok(m) if m.is_file() && m.len() == 0 => return Ok(None),
+            _ => redb::Builder::new().open_read_only(path),
+        },
+    };
+    let db = match opened {
+        Ok(db) => db,
+        Err(redb::DatabaseError::RepairAborted) => return Ok(None),
+        Err(redb::DatabaseError::DatabaseAlreadyOpen) => {
+            return Err(StoreError::InUse {
+                path: path.to_path_buf(),
+            });
+        }
+        Err(e) => return Err(unusable(format!("not a store ({e})"))),
+    };
+    let txn = db.begin_read().map_err(|e| unusable(e.to_string()))?;
+    let table = match txn.open_table(IDENTITY) {
+        Ok(table) => table,
+        Err(redb::TableError::TableDoesNotExist(_)) => {
+            let tables = txn
+                .list_tables()
+                .map_err(|e| unusable(e.to_string()))?
+                .count();
+            if tables > 0 {
+                return Err(unusable(format!(
+                    "a redb file of something else: {tables} tables and no identity"
+                )));
+            }
+            return Ok(None);
+        }
+        Err(e) => return Err(unusable(e.to_string())),
+    };
+    let read = |key| -> Result<Option<Vec<u8>>, StoreError> {
+        Ok(table
+            .get(key)
+            .map_err(|e| unusable(e.to_string()))?
+            .map(|v| v.value().to_vec()))
+    };
+    if !is_ours(path, identity, read(NODE)?, read(CLUSTER)?)? {
+        return Ok(None);
+    }
+    usage_of(&txn)
+        .map(Some)
+        .map_err(|e| unusable(e.to_string()))
 }
 
 /// Group commit: a thread that takes every batch waiting, commits them together (one
