@@ -311,6 +311,15 @@ fn a_swarm_stack_of_the_generated_compose_file_links_up() {
         let _ = Command::new("docker")
             .args(["stack", "rm", &stack])
             .output();
+        // The stack's store volumes outlive `stack rm` (docker keeps a stack's volumes): removed
+        // once its containers are gone.
+        within(Duration::from_secs(30), || {
+            let left = docker(&["volume", "ls", "-q", "--filter", &format!("name={stack}_")]);
+            for volume in left.split_whitespace() {
+                let _ = Command::new("docker").args(["volume", "rm", volume]).output();
+            }
+            docker(&["volume", "ls", "-q", "--filter", &format!("name={stack}_")]).trim().is_empty()
+        });
         if initialised {
             let _ = Command::new("docker")
                 .args(["swarm", "leave", "--force"])

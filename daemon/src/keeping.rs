@@ -71,7 +71,15 @@ pub struct Keeping {
     next_index: watch::Sender<u64>,
     /// Batches the store could not write (each logged where it failed).
     failed_writes: Arc<AtomicU64>,
+    /// Sets settled and not yet forgotten in the store: they ride along with the next write
+    /// that must be durable, or [`Keeping::flush_settled`], rather than cost a sync each.
+    settled: Mutex<Vec<SetKey>>,
+    /// Woken when settled sets start to wait ([`Keeping::settled_waiting`]).
+    settled_waiting: tokio::sync::Notify,
 }
+
+/// Settled sets held back at most this many before they are written on their own.
+const SETTLED_HELD: usize = 1024;
 
 impl Keeping {
     /// Open the store `config` names for `identity` and start its writer; the receiver gets
@@ -95,6 +103,8 @@ impl Keeping {
             writing: Mutex::new(HashMap::new()),
             next_index: watch::channel(next).0,
             failed_writes: Arc::default(),
+            settled: Mutex::default(),
+            settled_waiting: tokio::sync::Notify::new(),
         };
         Ok((keeping, receiver))
     }
@@ -116,6 +126,7 @@ impl Keeping {
             .expect("writing lock")
             .insert((set, shape), attempt);
         let entry = postcard::to_allocvec(&delivery).expect("a delivery encodes");
+        self.flush_settled();
         let written = self.written.clone();
         let next_index = self.next_index.clone();
         let failed = self.failed_writes.clone();
@@ -181,6 +192,7 @@ impl Keeping {
         kept: &KeptSet,
     ) -> impl Future<Output = Result<(), String>> + use<> {
         let resend = postcard::to_allocvec(kept).expect("a kept set encodes");
+        self.flush_settled();
         let done = self.commit(vec![Write::Keep { set, resend }]);
         async move { done.await.map(|_| ()) }
     }
@@ -189,6 +201,31 @@ impl Keeping {
     /// for: a set settled but still in the store is only sent again after a restart, and its
     /// destination knows it.
     pub fn settle(&self, sets: Vec<SetKey>) {
+        if sets.is_empty() {
+            return;
+        }
+        let (first, full) = {
+            let mut settled = self.settled.lock().expect("settled lock");
+            let first = settled.is_empty();
+            settled.extend(sets);
+            (first, settled.len() >= SETTLED_HELD)
+        };
+        if full {
+            self.flush_settled();
+        } else if first {
+            self.settled_waiting.notify_one();
+        }
+    }
+
+    /// Until settled sets wait to be forgotten in the store (an idle node never wakes).
+    pub async fn settled_waiting(&self) {
+        self.settled_waiting.notified().await;
+    }
+
+    /// Queue the settled sets held back: the writer takes them into the same commit as the
+    /// batch queued right after (group commit), or alone when nothing else is waiting.
+    pub fn flush_settled(&self) {
+        let sets = std::mem::take(&mut *self.settled.lock().expect("settled lock"));
         if sets.is_empty() {
             return;
         }

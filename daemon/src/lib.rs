@@ -114,6 +114,7 @@ pub async fn run_until(
     if let Some(written) = written {
         tokio::spawn(node.clone().run_written(written));
         tokio::spawn(node.clone().run_store_pruning());
+        tokio::spawn(node.clone().run_settled_flush());
     }
     tokio::spawn(replay::run(node.clone()));
     tokio::spawn(accept::accept_links(node.clone(), links.clone()));

@@ -953,6 +953,19 @@ impl Node {
         }
     }
 
+    /// Forget in the store the settled sets no other write took along, a second after they
+    /// began to wait (a node that settles nothing never wakes for it).
+    pub async fn run_settled_flush(self: Arc<Self>) {
+        let Some(keeping) = &self.keeping else {
+            return;
+        };
+        loop {
+            keeping.settled_waiting().await;
+            tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+            keeping.flush_settled();
+        }
+    }
+
     /// `node` was taken out of the cluster: refuse its link for good (if it is a neighbour),
     /// as its sets and the packets it relayed are refused from now on; what waits on that
     /// link is dropped (`revoked`). If `node` is this node, it links with nobody from now on.

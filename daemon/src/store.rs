@@ -522,6 +522,10 @@ fn inspect(path: &Path, identity: &Identity) -> Result<Option<Usage>, StoreError
         .map_err(|e| unusable(e.to_string()))
 }
 
+/// How long a busy writer waits for more batches before it commits (PostgreSQL's
+/// `commit_delay`, taken only when the last commit found company).
+const GATHER_WHEN_BUSY: std::time::Duration = std::time::Duration::from_micros(2000);
+
 /// Group commit: a thread that takes every batch waiting, commits them together (one
 /// transaction, one sync) and then answers each with its outcomes.
 pub struct Writer {
@@ -554,14 +558,26 @@ impl Writer {
             .name("store-writer".into())
             .spawn(move || {
                 let mut stats = WriterStats::default();
+                // Whether the last commit carried more than one batch: the node is busy, and
+                // waiting a moment for more batches saves syncs (the disk, not the processor,
+                // bounds a busy node); an idle node's batch is committed at once.
+                let mut busy = false;
                 while let Ok(first) = waiting.recv() {
                     let mut group = vec![first];
+                    let gather_until = std::time::Instant::now() + GATHER_WHEN_BUSY;
                     while group.len() < max_batches.max(1) {
-                        match waiting.try_recv() {
-                            Ok(job) => group.push(job),
-                            Err(_) => break,
+                        let next = if busy {
+                            let left = gather_until.saturating_duration_since(std::time::Instant::now());
+                            waiting.recv_timeout(left).ok()
+                        } else {
+                            waiting.try_recv().ok()
+                        };
+                        match next {
+                            Some(job) => group.push(job),
+                            None => break,
                         }
                     }
+                    busy = group.len() > 1;
                     let writes: Vec<Write> = group
                         .iter()
                         .flat_map(|j| j.writes.iter().cloned())
