@@ -316,9 +316,13 @@ fn a_swarm_stack_of_the_generated_compose_file_links_up() {
         within(Duration::from_secs(30), || {
             let left = docker(&["volume", "ls", "-q", "--filter", &format!("name={stack}_")]);
             for volume in left.split_whitespace() {
-                let _ = Command::new("docker").args(["volume", "rm", volume]).output();
+                let _ = Command::new("docker")
+                    .args(["volume", "rm", volume])
+                    .output();
             }
-            docker(&["volume", "ls", "-q", "--filter", &format!("name={stack}_")]).trim().is_empty()
+            docker(&["volume", "ls", "-q", "--filter", &format!("name={stack}_")])
+                .trim()
+                .is_empty()
         });
         if initialised {
             let _ = Command::new("docker")

@@ -72,7 +72,10 @@ pub async fn run(config: NodeConfig, args: DaemonArgs) -> anyhow::Result<()> {
             config.nice
         );
     }
-    run_until(config, args, true, shutdown_signal()).await
+    // Taken over before anything else starts (the store is opened first): a SIGTERM during
+    // start-up is a clean stop too, never the default action's kill.
+    let stop = shutdown_signal()?;
+    run_until(config, args, true, stop).await
 }
 
 /// Run a node until `stop` ends, then drain and return; reload on SIGHUP if `hangup_reloads`
@@ -175,15 +178,18 @@ async fn reload_on_hangup(node: Arc<Node>) -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn shutdown_signal() -> anyhow::Result<()> {
+/// SIGTERM or SIGINT, handled from the moment this returns.
+fn shutdown_signal() -> anyhow::Result<impl Future<Output = anyhow::Result<()>>> {
     use tokio::signal::unix::{SignalKind, signal};
     let mut term = signal(SignalKind::terminate())?;
     let mut int = signal(SignalKind::interrupt())?;
-    tokio::select! {
-        _ = term.recv() => {}
-        _ = int.recv() => {}
-    }
-    Ok(())
+    Ok(async move {
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = int.recv() => {}
+        }
+        Ok(())
+    })
 }
 
 /// Refuse new sets, give the links [`DRAIN_TIMEOUT`] to empty their buffers, and count what is

@@ -567,7 +567,8 @@ impl Writer {
                     let gather_until = std::time::Instant::now() + GATHER_WHEN_BUSY;
                     while group.len() < max_batches.max(1) {
                         let next = if busy {
-                            let left = gather_until.saturating_duration_since(std::time::Instant::now());
+                            let left =
+                                gather_until.saturating_duration_since(std::time::Instant::now());
                             waiting.recv_timeout(left).ok()
                         } else {
                             waiting.try_recv().ok()
