@@ -53,8 +53,10 @@ fn the_image_is_from_scratch_and_small() {
         // 11.08 MB: 10.25 MB with the operator's interface (monitor, reload, the browser view
         // with its HTTP server), then the simulator (`cuberoute sim`: turmoil, the daemon's
         // simulated socket, tokio built with `tokio_unstable`), 0.83 MB. It was held under 10 MB
-        // before (BENCHMARKS.md, "Containers against processes").
-        assert!(size < 12_000_000, "the image has {size} bytes");
+        // before (BENCHMARKS.md, "Containers against processes"). 13.19 MB with the node's
+        // store (redb, the store and its seam, the simulated disk) and `chaos run --faults
+        // crash-ends`: the image was under 12 MB without them (CI at e3ba628).
+        assert!(size < 14_000_000, "the image has {size} bytes");
         let layers = docker(&[
             "image",
             "inspect",

@@ -734,3 +734,49 @@ fn bad_consumers_are_refused_and_a_node_without_a_store_says_so() {
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(stdout(&out).contains("  store none"), "{}", stdout(&out));
 }
+
+/// A consumer's place comes from what it was given: a request that says it took sets the store
+/// does not hold yet is refused (it would skip every set still to come), and the place stays.
+#[test]
+fn a_consumer_cannot_claim_to_have_taken_what_is_not_there() {
+    use cuberoute_cluster::{ClusterClient, ClusterDir};
+    use cuberoute_daemon::client::ClientError;
+    use cuberoute_protocol::NodeId;
+    use cuberoute_protocol::wire::control::{ControlErrorKind, Request, Response};
+
+    let cluster = Cluster::up("q:2", "127.83.9.0");
+    send_reliable(&cluster, 0, 3, "first", &["--wait"]);
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let client = runtime
+        .block_on(async { ClusterClient::open(&ClusterDir::new(cluster.path())) })
+        .unwrap();
+    let consume = |taken| Request::Consume {
+        consumer: "claims".into(),
+        taken,
+        max: 10,
+        wait_ms: 0,
+    };
+    let answer = runtime.block_on(client.request(NodeId(3), &consume(Some(1_000_000))));
+    match answer {
+        Err(ClientError::Refused { error, .. }) => {
+            assert_eq!(error.kind, ControlErrorKind::BadRequest, "{error}");
+            assert!(
+                error.message.contains("past the store's next index"),
+                "{error}"
+            );
+        }
+        other => panic!("a claim past the store was taken: {other:?}"),
+    }
+    // The place did not move: the consumer still gets the set.
+    match runtime.block_on(client.request(NodeId(3), &consume(None))) {
+        Ok(Response::Output { entries, .. }) => {
+            let got: Vec<String> = entries
+                .iter()
+                .map(|d| String::from_utf8_lossy(&d.payload).into_owned())
+                .collect();
+            assert_eq!(got, ["first"]);
+        }
+        other => panic!("{other:?}"),
+    }
+    client.close();
+}

@@ -458,6 +458,14 @@ async fn consume(
     let max = max.clamp(1, MAX_RECV_BATCH) as usize;
     let deadline = Instant::now() + wait_limit(wait_ms);
     let mut changes = keeping.subscribe();
+    // A consumer cannot have taken what is not there yet: a place past the store's next index
+    // would skip every set still to come.
+    let next_index = *changes.borrow();
+    if let Some(taken) = taken.filter(|&t| t > next_index) {
+        return Response::Error(bad(format!(
+            "taken {taken} is past the store's next index {next_index}: a consumer takes only what it was given"
+        )));
+    }
     let from = match keeping.consume(consumer, taken).await {
         Ok(from) => from,
         Err(e) => return store_error(format!("the consumer's place was not kept: {e}")),
