@@ -15,9 +15,9 @@
 //! The verdict: `accepted_lost` (accepted, never taken), `acked_lost` (acknowledged to the
 //! source, never taken), `duplicates_to_client` (taken more than once).
 
-use crate::chaos::{Harness, Progress, RunConfig};
 use crate::client::ClusterClient;
 use crate::ready;
+use crate::scenario::{Harness, Progress, REJOIN_TIMEOUT, RunConfig};
 use crate::traffic::SendOptions;
 use cuberoute_daemon::client::ClientError;
 use cuberoute_protocol::delivery::{Mode, Settlement};
@@ -256,7 +256,7 @@ pub async fn run(
     let ((kills, restarts), settles) = tokio::join!(crasher, traffic);
     // Every node back, then every reliable set settled (or past its deadline), then the
     // readers' last rounds.
-    let _ = ready::wait_ready(client, crate::chaos::REJOIN_TIMEOUT, &mut |_| {}).await;
+    let _ = ready::wait_ready(client, REJOIN_TIMEOUT, &mut |_| {}).await;
     for settle in settles {
         let _ = settle.await;
     }

@@ -38,6 +38,7 @@ pub mod ready;
 pub mod revoke;
 pub mod route;
 pub mod runner;
+pub mod scenario;
 pub mod schedule;
 pub mod sim;
 pub mod traffic;

@@ -6,9 +6,10 @@
 //! nodes through the simulation. Time and every random draw (the daemons', quinn's,
 //! turmoil's, the run's) come from the seed, so a run is a function of its options.
 
-use crate::chaos::{self, Harness, Progress, Report, RunConfig};
+use crate::chaos::{self, Report};
 use crate::generate::{Addressing, Ports, generate_with_keys, service_name};
 use crate::layout::ClusterDir;
+use crate::scenario::{Harness, Progress, REJOIN_TIMEOUT, RunConfig};
 use cuberoute_daemon::config::{DaemonArgs, NodeConfig};
 use cuberoute_daemon::{disk, env};
 use cuberoute_protocol::{NodeId, Topology};
@@ -149,7 +150,7 @@ pub fn run(options: &SimOptions, dir: &ClusterDir) -> anyhow::Result<SimReport> 
         + run.fault_free
         + run.with_faults
         + run.after_faults
-        + chaos::REJOIN_TIMEOUT
+        + REJOIN_TIMEOUT
         + run.wait * 3;
     let mut sim = turmoil::Builder::new()
         .rng_seed(seed)

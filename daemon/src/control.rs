@@ -361,15 +361,7 @@ async fn handle(
             let mut changes = node.output.subscribe();
             // Wait for an entry at `after` or later (the channel holds the next output index),
             // then hold the answer's bytes and build it.
-            loop {
-                if *changes.borrow_and_update() > after
-                    || tokio::time::timeout_at(deadline, changes.changed())
-                        .await
-                        .is_err()
-                {
-                    break;
-                }
-            }
+            wait_past(&mut changes, after, deadline).await;
             *answer_bytes = Some(hold_control_bytes(node, ANSWER_BYTES).await);
             let (entries, next) = node.output.since(after, max, clear);
             Response::Output { entries, next }
@@ -470,15 +462,7 @@ async fn consume(
         Ok(from) => from,
         Err(e) => return store_error(format!("the consumer's place was not kept: {e}")),
     };
-    loop {
-        if *changes.borrow_and_update() > from
-            || tokio::time::timeout_at(deadline, changes.changed())
-                .await
-                .is_err()
-        {
-            break;
-        }
-    }
+    wait_past(&mut changes, from, deadline).await;
     *answer_bytes = Some(hold_control_bytes(node, ANSWER_BYTES).await);
     let mut bytes = 0;
     match keeping.entries(from, max) {
@@ -527,6 +511,16 @@ fn enveloped(
         .map(|p| Envelope::Piece(p).to_bytes())
         .collect();
     Ok((envelopes, shape))
+}
+
+/// Wait until the index `changes` holds (the next one to be written) is past `index`, or until
+/// `deadline`.
+async fn wait_past(changes: &mut tokio::sync::watch::Receiver<u64>, index: u64, deadline: Instant) {
+    while *changes.borrow_and_update() <= index
+        && tokio::time::timeout_at(deadline, changes.changed())
+            .await
+            .is_ok()
+    {}
 }
 
 fn wait_limit(ms: u32) -> Duration {

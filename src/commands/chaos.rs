@@ -3,7 +3,8 @@
 
 use super::cluster::DirArg;
 use super::{runtime, usage};
-use cuberoute_cluster::chaos::{self, FaultKind, Progress, RunConfig};
+use cuberoute_cluster::chaos::{self, FaultKind};
+use cuberoute_cluster::scenario::{self, Progress, RunConfig};
 use cuberoute_cluster::{ClusterClient, ClusterDir, runner};
 use cuberoute_daemon::manifest::Manifest;
 use cuberoute_protocol::delivery::{Mode, Scheme};
@@ -484,7 +485,7 @@ fn chaos_run(args: &RunArgs) -> anyhow::Result<()> {
         .iter()
         .find(|f| f.needs_simulated_network())
     {
-        return Err(usage(chaos::needs_simulation(*fault).to_string()));
+        return Err(usage(scenario::needs_simulation(*fault).to_string()));
     }
     let config = args.scenario.config()?;
     let progress = Arc::new(Mutex::new(Progress::default()));
@@ -506,7 +507,7 @@ fn chaos_run(args: &RunArgs) -> anyhow::Result<()> {
                     bar.set_position(started.elapsed().as_secs());
                     bar.set_message(format!(
                         "{:?}: {} sets sent, {} done, {} copies delivered",
-                        p.phase.unwrap_or(chaos::Phase::FaultFree),
+                        p.phase.unwrap_or(scenario::Phase::FaultFree),
                         p.sets_sent,
                         p.sets_done,
                         p.copies_delivered
