@@ -41,6 +41,7 @@ pub mod runner;
 pub mod scenario;
 pub mod schedule;
 pub mod sim;
+pub mod timeline;
 pub mod traffic;
 pub mod usage;
 pub mod view;
