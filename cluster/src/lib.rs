@@ -14,6 +14,8 @@
 //! * [`monitor`]: following the nodes' notices (links, deliveries, drops, faults) as one stream;
 //! * [`revoke`]: `cluster revoke`, taking a node out of the cluster with a CA-signed list;
 //! * [`traffic`]: sending sets through a cluster and collecting delivery reports;
+//! * [`shaping`]: delay, jitter, reordering and duplication of datagrams between real daemons
+//!   (the daemons' user-space shaper), set and removed through the control API;
 //! * [`sim`]: `cuberoute sim`, a whole cluster of real daemons on turmoil's simulated network;
 //! * [`usage`]: CPU time, RSS and PSS of daemon processes, from `/proc`;
 //! * [`view`]: `cluster view`, the live page of a cluster (HTTP, server-sent events).
@@ -40,6 +42,7 @@ pub mod route;
 pub mod runner;
 pub mod scenario;
 pub mod schedule;
+pub mod shaping;
 pub mod sim;
 pub mod timeline;
 pub mod traffic;

@@ -9,12 +9,13 @@
 
 use crate::env::{self, Instant, now_us};
 use crate::relay::RelayFaults;
+use crate::shaper::Shaper;
 use cuberoute_protocol::wire::control::ChaosCounters;
 use cuberoute_protocol::wire::link::ChaosMark;
 use rand::Rng;
 use rand::rngs::StdRng;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// A node's fault-injection state and counters.
@@ -31,6 +32,9 @@ pub struct Chaos {
     max_us_after: AtomicU64,
     /// The relay faults: capture and forge.
     pub relay: RelayFaults,
+    /// The rules the link socket shapes its datagrams by (delay, jitter, reordering,
+    /// duplication), and what it did.
+    pub shaper: Arc<Shaper>,
 }
 
 struct Window {
@@ -62,6 +66,7 @@ impl Chaos {
             forged_header: self.relay.forged_header.load(Relaxed),
             forged_source: self.relay.forged_source.load(Relaxed),
             replayed: self.relay.replayed.load(Relaxed),
+            shaper: self.shaper.counters(),
         }
     }
 

@@ -50,6 +50,7 @@ impl Client {
             None,
             ([0, 0, 0, 0], 0).into(),
             Some(RECEIVE_BUFFER),
+            None,
         )
         .map_err(ClientError::Endpoint)?;
         Ok(Client {

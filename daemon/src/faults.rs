@@ -7,7 +7,9 @@
 //!   nothing changes: inherent stabilization.
 //! * buffer corruption flips bits in queued packets ([`crate::link::Link::corrupt_queued`]) and,
 //!   for a while, in packets entering a link buffer ([`crate::chaos::Chaos`]);
-//! * cut and heal are [`crate::link::Link::cut`] and [`crate::link::Link::heal`].
+//! * cut and heal are [`crate::link::Link::cut`] and [`crate::link::Link::heal`];
+//! * shape and unshape set the rules of the link socket's shaper ([`crate::shaper`]): delay,
+//!   jitter, reordering and duplication of datagrams, in user space, on a real socket only.
 
 use crate::env::{self, now_us};
 use crate::node::Node;
@@ -76,7 +78,10 @@ pub fn inject(node: &Arc<Node>, fault: Fault) -> Result<String, ControlError> {
     // off) always is, so that a node is never stuck with a fault it can no longer be rid of.
     let ends_a_fault = matches!(
         fault,
-        Fault::Heal { .. } | Fault::Capture { on: false } | Fault::Forge { on: false, .. }
+        Fault::Heal { .. }
+            | Fault::Capture { on: false }
+            | Fault::Forge { on: false, .. }
+            | Fault::Unshape
     );
     if !ends_a_fault && !node.settings.chaos_allowed() {
         return Err(ControlError::new(
@@ -196,6 +201,39 @@ fn apply(node: &Arc<Node>, fault: Fault) -> Result<String, ControlError> {
                     "forge on ({what}): every packet this node forwards is forged one of these ways in turn, its checksum recomputed"
                 )
             })
+        }
+        Fault::Shape(rule) => {
+            rule.check().map_err(bad)?;
+            if crate::net::simulated() {
+                return Err(bad(
+                    "shaping is done in a real UDP socket; a simulation shapes nothing (its network has its own faults: loss, partitions)"
+                        .to_string(),
+                ));
+            }
+            let rules = node.chaos.shaper.shape(&rule);
+            node.stats.count_event(Event::ChaosShape);
+            let to = if rule.to.is_empty() {
+                "every destination".to_string()
+            } else {
+                rule.to
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            };
+            warn!(%to, %rule, "chaos: shaping the datagrams the link socket sends");
+            Ok(format!(
+                "shaping datagrams to {to}: {rule}, in the daemon socket (user space); {rules} rule(s) in force"
+            ))
+        }
+        Fault::Unshape => {
+            let removed = node.chaos.shaper.unshape();
+            node.stats.count_event(Event::ChaosUnshape);
+            let queued = node.chaos.shaper.counters().queued;
+            warn!(removed, queued, "chaos: shaping removed");
+            Ok(format!(
+                "removed {removed} shaping rule(s) of the daemon socket (user space); {queued} datagram(s) held back go out when due"
+            ))
         }
         Fault::Cut { neighbour } | Fault::Heal { neighbour } => {
             let cut = matches!(fault, Fault::Cut { .. });

@@ -15,7 +15,8 @@
 //!   notices `cuberoute monitor` follows;
 //! * [`chaos`]: a node's chaos state (bit flips, and what became of corrupted packets);
 //!   [`faults`]: the transient faults a client asks for, carried out; [`relay`]: the capturing
-//!   and forging relay, and [`replay`]: its replays sent;
+//!   and forging relay, and [`replay`]: its replays sent; [`shaper`]: delay, jitter,
+//!   reordering and duplication of the link socket's datagrams, in user space;
 //! * [`priority`]: the process's scheduling priority, lowered at start;
 //! * [`store`]: what a node keeps across a crash (redb), written in batches by one thread;
 //!   [`keeping`]: the node's one seam to it (keep, settle, consume, read back at start);
@@ -46,6 +47,7 @@ pub mod priority;
 pub mod relay;
 pub mod reload;
 pub mod replay;
+pub mod shaper;
 pub mod stats;
 pub mod store;
 pub mod telemetry;
@@ -105,10 +107,14 @@ pub async fn run_until(
     })?;
     let credentials = &config.credentials;
     let links = credentials
-        .endpoint(tls::ALPN_LINK, config.listen)
+        .endpoint(
+            tls::ALPN_LINK,
+            config.listen,
+            Some(node.chaos.shaper.clone()),
+        )
         .with_context(|| format!("cannot listen for links at {}", config.listen))?;
     let control = credentials
-        .endpoint(tls::ALPN_CONTROL, config.control_listen)
+        .endpoint(tls::ALPN_CONTROL, config.control_listen, None)
         .with_context(|| format!("cannot listen for control at {}", config.control_listen))?;
 
     let client = config.credentials.client_config(tls::ALPN_LINK);

@@ -1,10 +1,12 @@
 //! The daemon's one seam to the network: every QUIC endpoint is bound, and every address looked
 //! up, here. On a real machine that is a UDP socket and the system's resolver; inside a turmoil
 //! simulation (`cuberoute sim`) it is turmoil's simulated UDP and its host names, and the same
-//! quinn, TLS and daemon code runs over it.
+//! quinn, TLS and daemon code runs over it. The link endpoint's real socket has the node's
+//! shaper in front of its sends (`crate::shaper`), which the chaos tooling sets.
 
+use crate::shaper::{ShapedSocket, Shaper};
 use quinn::udp::{RecvMeta, Transmit};
-use quinn::{AsyncUdpSocket, UdpPoller};
+use quinn::{AsyncUdpSocket, Runtime, UdpPoller};
 use std::fmt;
 use std::future::Future;
 use std::io::{self, IoSliceMut};
@@ -18,12 +20,15 @@ pub fn simulated() -> bool {
     turmoil::in_simulation()
 }
 
-/// A QUIC endpoint on `listen` (`0.0.0.0:0` for a client).
+/// A QUIC endpoint on `listen` (`0.0.0.0:0` for a client). With a `shaper` the datagrams it
+/// sends go through that shaper's rules (`crate::shaper`: delay, jitter, reordering,
+/// duplication in user space); on a real socket only: a simulated one is never shaped.
 pub fn endpoint(
     config: quinn::EndpointConfig,
     server: Option<quinn::ServerConfig>,
     listen: SocketAddr,
     receive_buffer: Option<usize>,
+    shaper: Option<Arc<Shaper>>,
 ) -> io::Result<quinn::Endpoint> {
     let runtime = Arc::new(quinn::TokioRuntime);
     if simulated() {
@@ -38,7 +43,14 @@ pub fn endpoint(
         // A smaller buffer than asked for only makes drops likelier: not an error.
         let _ = socket2::SockRef::from(&socket).set_recv_buffer_size(bytes);
     }
-    quinn::Endpoint::new(config, server, socket, runtime)
+    match shaper {
+        None => quinn::Endpoint::new(config, server, socket, runtime),
+        Some(shaper) => {
+            // What `Endpoint::new` does, with the shaper in front of quinn's socket.
+            let socket = ShapedSocket::new(runtime.wrap_udp_socket(socket)?, shaper);
+            quinn::Endpoint::new_with_abstract_socket(config, server, socket, runtime)
+        }
+    }
 }
 
 /// The first address `addr` (`host:port`) names.

@@ -134,6 +134,8 @@ pub enum Event {
     ChaosHeal,
     ChaosCapture,
     ChaosForge,
+    ChaosShape,
+    ChaosUnshape,
     /// Unsettled reliable sets of this node found in its store at start, sent again.
     StoreResumed,
     /// A batch of writes the store could not write (counted by `crate::keeping`).
@@ -169,6 +171,8 @@ impl Event {
             Event::ChaosHeal => "chaos_heal",
             Event::ChaosCapture => "chaos_capture",
             Event::ChaosForge => "chaos_forge",
+            Event::ChaosShape => "chaos_shape",
+            Event::ChaosUnshape => "chaos_unshape",
             Event::StoreResumed => "store_resumed",
             Event::StoreWriteFailed => "store_write_failed",
         }

@@ -113,6 +113,15 @@ fn publish(node: &Node) {
     let (sets, bytes) = node.delivery.inbox_load();
     gauge!("cuberoute_inbox_sets").set(sets as f64);
     gauge!("cuberoute_inbox_bytes").set(bytes as f64);
+    let shaper = node.chaos.shaper.counters();
+    gauge!("cuberoute_shaper_rules").set(shaper.rules as f64);
+    gauge!("cuberoute_shaper_queued_datagrams").set(shaper.queued as f64);
+    counter!("cuberoute_shaper_delayed_datagrams_total").absolute(shaper.delayed);
+    counter!("cuberoute_shaper_reordered_datagrams_total").absolute(shaper.reordered);
+    counter!("cuberoute_shaper_duplicated_datagrams_total").absolute(shaper.duplicated);
+    for (reason, n) in shaper.dropped {
+        counter!("cuberoute_shaper_dropped_datagrams_total", "reason" => reason).absolute(n);
+    }
     gauge!("cuberoute_input_buffer_depth").set(node.input_queued() as f64);
     gauge!("cuberoute_output_buffer_depth").set(node.output.len() as f64);
 }

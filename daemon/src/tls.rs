@@ -211,10 +211,12 @@ impl Credentials {
     /// stateless-reset key and connection-ID key are derived from this identity's private key
     /// and `alpn`: the same after a restart, so that a restarted process recognises the
     /// connection IDs its former self issued and resets those connections at their first packet.
+    /// With a `shaper`, its rules apply to the datagrams the endpoint sends ([`crate::net`]).
     pub fn endpoint(
         &self,
         alpn: &[u8],
         listen: std::net::SocketAddr,
+        shaper: Option<Arc<crate::shaper::Shaper>>,
     ) -> std::io::Result<quinn::Endpoint> {
         let derive = |what: &[u8]| {
             let secret = [self.key.secret_der(), b"cuberoute ", what, alpn].concat();
@@ -232,7 +234,7 @@ impl Credentials {
         // Every neighbour of a restarted node may need its reset at the same moment.
         config.min_reset_interval(Duration::from_millis(1));
         let server = self.server_config(alpn);
-        crate::net::endpoint(config, Some(server), listen, None)
+        crate::net::endpoint(config, Some(server), listen, None, shaper)
     }
 
     /// A QUIC client config that presents our certificate and trusts only the cluster CA.

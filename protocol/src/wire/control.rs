@@ -148,6 +148,80 @@ pub enum Fault {
         on: bool,
         what: ForgeWhat,
     },
+    /// Shape the datagrams this node's link socket sends (in user space, in the daemon's
+    /// socket): delay, jitter, reordering and duplication, for the destinations the rule names.
+    /// Rules accumulate per destination address; a later rule for the same address replaces
+    /// the earlier one.
+    Shape(ShapeRule),
+    /// Remove every shaping rule: datagrams go out untouched again (those already held back go
+    /// out when due).
+    Unshape,
+}
+
+/// How a node's link socket treats the datagrams it sends to some destinations
+/// ([`Fault::Shape`]).
+#[derive(Clone, PartialEq, Eq, Debug, Default, Serialize, Deserialize)]
+pub struct ShapeRule {
+    /// The destination addresses the rule applies to; empty: every destination.
+    pub to: Vec<std::net::IpAddr>,
+    /// Every datagram is held back this long ...
+    pub delay_us: u32,
+    /// ... plus or minus a uniform draw of at most this much (never less than no delay).
+    pub jitter_us: u32,
+    /// A share (parts per million) of the datagrams is held back a further max(delay, 1 ms),
+    /// so that later ones overtake it.
+    pub reorder_ppm: u32,
+    /// A share (parts per million) of the datagrams is sent twice.
+    pub duplicate_ppm: u32,
+}
+
+impl ShapeRule {
+    /// The longest a rule may hold a datagram back (delay plus jitter).
+    pub const MAX_DELAY_US: u32 = 10_000_000;
+
+    /// Why the rule cannot be applied, if it cannot.
+    pub fn check(&self) -> Result<(), String> {
+        for (what, ppm) in [
+            ("reorder", self.reorder_ppm),
+            ("duplicate", self.duplicate_ppm),
+        ] {
+            if ppm > 1_000_000 {
+                return Err(format!("{what} {ppm} ppm exceeds 1,000,000"));
+            }
+        }
+        if u64::from(self.delay_us) + u64::from(self.jitter_us) > u64::from(Self::MAX_DELAY_US) {
+            return Err(format!(
+                "delay {} µs + jitter {} µs exceeds {} s",
+                self.delay_us,
+                self.jitter_us,
+                Self::MAX_DELAY_US / 1_000_000
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl std::fmt::Display for ShapeRule {
+    /// As the answer to a shape request says it: `delay 20 ms ± 5 ms, reorder 1%, duplicate
+    /// 0.5%`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let ms = |us: u32| {
+            if us % 1000 == 0 {
+                format!("{} ms", us / 1000)
+            } else {
+                format!("{:.3} ms", f64::from(us) / 1000.0)
+            }
+        };
+        let share = |ppm: u32| format!("{}%", f64::from(ppm) / 10_000.0);
+        write!(
+            f,
+            "delay {} ± {}, reorder {}, duplicate {}",
+            ms(self.delay_us),
+            ms(self.jitter_us),
+            share(self.reorder_ppm),
+            share(self.duplicate_ppm)
+        )
+    }
 }
 
 /// What a forging relay rewrites (any combination).
@@ -468,6 +542,29 @@ pub struct ChaosCounters {
     pub forged_source: u64,
     /// Packets it forwarded and sent again later, unchanged (a replay).
     pub replayed: u64,
+    /// What the shaper of its link socket did ([`Fault::Shape`]).
+    pub shaper: ShaperCounters,
+}
+
+/// The shaper of a node's link socket: the rules in force and what became of the datagrams it
+/// touched. Every datagram a rule matched was sent (at once, or held back and then sent) or is
+/// counted in `dropped`.
+#[derive(Clone, PartialEq, Eq, Debug, Default, Serialize, Deserialize)]
+pub struct ShaperCounters {
+    /// Rules in force: one per destination address, and one for every other destination.
+    pub rules: u64,
+    /// Datagrams held back (delayed, by any delay above zero) ...
+    pub delayed: u64,
+    /// ... of which held back further so that later ones overtake them.
+    pub reordered: u64,
+    /// Extra copies sent.
+    pub duplicated: u64,
+    /// Datagrams held back now.
+    pub queued: u64,
+    /// Datagrams the shaper dropped, by reason: `queue_full` (its queue holds its bound),
+    /// `would_block` (the socket's send buffer was full when the datagram was due),
+    /// `send_error` (the socket refused it).
+    pub dropped: BTreeMap<String, u64>,
 }
 
 impl NodeStatus {

@@ -14,8 +14,9 @@ pub mod packet;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-/// The wire format version this build speaks. 8: a message says which attempt of its set it
-/// is; `Settled` answers for a set not yet settled too. 7: a node's configuration gives its niceness.
+/// The wire format version this build speaks. 9: the shaping faults (`Fault::Shape`,
+/// `Fault::Unshape`) and the shaper's counters in a node's status. 8: a message says which
+/// attempt of its set it is; `Settled` answers for a set not yet settled too. 7: a node's configuration gives its niceness.
 /// 5: a node's status gives its version, its configuration and the bytes it buffers, and each
 /// link's age, frame counts, drops and QUIC's view of its connection. 4: delivery modes (`Send` carries a `Mode` and
 /// a deadline, a message says whether its payload is an envelope, `Accepted` gives the bytes on
@@ -24,7 +25,7 @@ use serde::de::DeserializeOwned;
 /// (`Send` with a `SendRequest`; `Accepted` names each copy's destination), and one packet type
 /// (a route that is a guarded header or a source route). 2: a source-routed copy's checksum
 /// covers its route.
-pub const VERSION: u8 = 8;
+pub const VERSION: u8 = 9;
 
 /// The largest body accepted, version byte included.
 pub const MAX_FRAME_LEN: usize = 1 << 20;
@@ -151,8 +152,12 @@ mod tests {
     #[test]
     fn refuses_wrong_version_and_sizes() {
         let mut frame = encode_frame(&header()).unwrap();
-        frame[PREFIX_LEN] = 9;
-        assert_eq!(decode_frame::<Header>(&frame), Err(WireError::Version(9)));
+        let other = VERSION.wrapping_add(1);
+        frame[PREFIX_LEN] = other;
+        assert_eq!(
+            decode_frame::<Header>(&frame),
+            Err(WireError::Version(other))
+        );
         assert_eq!(body_len([0, 0, 0, 0]), Err(WireError::Empty));
         assert_eq!(
             body_len([0, 0x20, 0, 0]),

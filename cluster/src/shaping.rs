@@ -1,0 +1,68 @@
+//! Network faults between real daemons, in user space: delay, jitter, reordering and
+//! duplication of the datagrams a node's link socket sends (`cuberoute_daemon::shaper`), set
+//! and removed through the control API. The building block of the chaos tooling's network
+//! commands; a simulation has its own network faults and refuses these.
+
+use crate::client::ClusterClient;
+use cuberoute_protocol::NodeId;
+pub use cuberoute_protocol::wire::control::ShapeRule;
+use cuberoute_protocol::wire::control::{Fault, Request, Response};
+use std::net::IpAddr;
+use std::time::Duration;
+
+/// How long a node is given to answer.
+const ANSWER_WITHIN: Duration = Duration::from_secs(5);
+
+/// Put `rule` in force at each of `nodes` (for the datagrams each sends to the rule's
+/// destinations; [`addresses`] names nodes as destinations). An error names every node that
+/// refused or did not answer; the others have the rule.
+pub async fn shape(
+    client: &ClusterClient,
+    nodes: &[NodeId],
+    rule: ShapeRule,
+) -> anyhow::Result<()> {
+    rule.check().map_err(anyhow::Error::msg)?;
+    inject(client, nodes, Fault::Shape(rule)).await
+}
+
+/// Remove every shaping rule at each of `nodes`.
+pub async fn unshape(client: &ClusterClient, nodes: &[NodeId]) -> anyhow::Result<()> {
+    inject(client, nodes, Fault::Unshape).await
+}
+
+/// The addresses `nodes` receive link datagrams at (their manifest's `addr`, resolved): the
+/// destinations of a rule that shapes what is sent to them.
+pub async fn addresses(client: &ClusterClient, nodes: &[NodeId]) -> anyhow::Result<Vec<IpAddr>> {
+    let mut ips = Vec::with_capacity(nodes.len());
+    for &id in nodes {
+        let node = client
+            .manifest
+            .node(id)
+            .ok_or_else(|| anyhow::anyhow!("node {id} is not in the cluster's manifest"))?;
+        let addr = cuberoute_daemon::net::lookup(&node.addr)
+            .await
+            .map_err(|e| anyhow::anyhow!("node {id}: cannot resolve {}: {e}", node.addr))?;
+        ips.push(addr.ip());
+    }
+    Ok(ips)
+}
+
+async fn inject(client: &ClusterClient, nodes: &[NodeId], fault: Fault) -> anyhow::Result<()> {
+    let requests = nodes
+        .iter()
+        .map(|&id| (id, Request::Inject(fault.clone())))
+        .collect();
+    let failed: Vec<String> = client
+        .request_each(requests, ANSWER_WITHIN)
+        .await
+        .into_iter()
+        .filter_map(|(node, answer)| match answer {
+            Ok(Response::Injected(_)) => None,
+            Ok(Response::Error(e)) => Some(format!("node {node}: {e}")),
+            Ok(other) => Some(format!("node {node}: unexpected answer {other:?}")),
+            Err(e) => Some(format!("node {node}: {e}")),
+        })
+        .collect();
+    anyhow::ensure!(failed.is_empty(), "{}", failed.join("; "));
+    Ok(())
+}
