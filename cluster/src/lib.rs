@@ -12,11 +12,13 @@
 //! * [`percentiles`]: the one summary of a latency sample;
 //! * [`client`]: a client of the whole cluster: requests, statuses, links up;
 //! * [`monitor`]: following the nodes' notices (links, deliveries, drops, faults) as one stream;
+//! * [`report`]: a run's report as one self-contained HTML page with SVG charts, and its JSON;
 //! * [`revoke`]: `cluster revoke`, taking a node out of the cluster with a CA-signed list;
 //! * [`traffic`]: sending sets through a cluster and collecting delivery reports;
 //! * [`shaping`]: delay, jitter, reordering and duplication of datagrams between real daemons
 //!   (the daemons' user-space shaper), set and removed through the control API;
 //! * [`sim`]: `cuberoute sim`, a whole cluster of real daemons on turmoil's simulated network;
+//! * [`timeline`]: what a run's report draws: every set and every fault window on one clock;
 //! * [`usage`]: CPU time, RSS and PSS of daemon processes, from `/proc`;
 //! * [`view`]: `cluster view`, the live page of a cluster (HTTP, server-sent events).
 
@@ -37,6 +39,7 @@ pub mod overload;
 pub mod percentiles;
 pub mod ping;
 pub mod ready;
+pub mod report;
 pub mod revoke;
 pub mod route;
 pub mod runner;
