@@ -46,6 +46,10 @@ pub enum Addressing {
         namespace: String,
         ports: Ports,
     },
+    /// One network namespace per node on a bridge (`cluster up --netns`, [`crate::netns`]):
+    /// node `i` binds, and is reached by the others and by clients on the host, at
+    /// `subnet + 2 + i` (the bridge, the host's side, is `subnet + 1`).
+    Netns { subnet: Ipv4Addr, ports: Ports },
     /// Hosts of a turmoil simulation (`cuberoute sim`), named by their service name
     /// (`node-<id>`), for the nodes and the client alike.
     Simulated { ports: Ports },
@@ -66,6 +70,14 @@ impl Addressing {
         match self {
             Addressing::Loopback { base, .. } => {
                 let ip = Ipv4Addr::from(u32::from(*base) + 1 + index as u32).to_string();
+                NodeAddresses {
+                    bind: ip.clone(),
+                    peer_host: ip.clone(),
+                    client_host: ip,
+                }
+            }
+            Addressing::Netns { subnet, .. } => {
+                let ip = docker_ip(*subnet, index).to_string();
                 NodeAddresses {
                     bind: ip.clone(),
                     peer_host: ip.clone(),
@@ -99,6 +111,7 @@ impl Addressing {
         match self {
             Addressing::Loopback { ports, .. }
             | Addressing::Docker { ports, .. }
+            | Addressing::Netns { ports, .. }
             | Addressing::Kubernetes { ports, .. }
             | Addressing::Simulated { ports } => *ports,
         }
@@ -115,7 +128,7 @@ pub fn pod_dns_name(name: &str, namespace: &str, index: u64) -> String {
     format!("{name}-{index}.{name}.{namespace}.svc.cluster.local")
 }
 
-/// The fixed address of node number `index` in a Docker network.
+/// The fixed address of node number `index` in a Docker network or a netns cluster's block.
 pub fn docker_ip(subnet: Ipv4Addr, index: u64) -> Ipv4Addr {
     Ipv4Addr::from(u32::from(subnet) + 2 + index as u32)
 }

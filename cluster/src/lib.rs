@@ -9,6 +9,8 @@
 //! * [`layout`]: the files of a cluster directory;
 //! * [`generate`]: writing a cluster directory for a topology and an addressing;
 //! * [`local`]: local daemon processes: start, stop, signal;
+//! * [`netns`]: `cluster up --netns`, a network namespace per node on a bridge: make, remove,
+//!   enter;
 //! * [`percentiles`]: the one summary of a latency sample;
 //! * [`client`]: a client of the whole cluster: requests, statuses, links up;
 //! * [`monitor`]: following the nodes' notices (links, deliveries, drops, faults) as one stream;
@@ -35,6 +37,7 @@ pub mod k8s;
 pub mod layout;
 pub mod local;
 pub mod monitor;
+pub mod netns;
 pub mod overload;
 pub mod percentiles;
 pub mod ping;

@@ -8,8 +8,14 @@
 //! directory is spelled (relative, absolute, through a symlink) does not matter. `down` forgets
 //! a process only once it has seen it gone. (Records without a start time, written by earlier
 //! versions, are matched by the daemon's canonical `--config` path instead.)
+//!
+//! A `--netns` cluster ([`netns`](crate::netns)) runs each daemon inside its node's network
+//! namespace: the run state records the network ([`make_network`]) before any of it is made,
+//! each daemon enters its namespace between fork and exec (so the recorded pid is the daemon's
+//! own), and [`stop`] removes the network once the daemons are gone.
 
 use crate::layout::ClusterDir;
+use crate::netns::{self, NetnsRun};
 use anyhow::Context;
 use cuberoute_protocol::{NodeId, Topology};
 use nix::sys::signal::{Signal, kill};
@@ -32,6 +38,9 @@ pub struct RunState {
     /// Set when the cluster runs as containers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub docker: Option<crate::docker::DockerRun>,
+    /// Set when every node runs in a network namespace of its own (`cluster up --netns`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub netns: Option<NetnsRun>,
     #[serde(rename = "process", default)]
     pub processes: Vec<NodeProcess>,
 }
@@ -53,6 +62,7 @@ impl RunState {
             topology,
             boot: None,
             docker: Some(run),
+            netns: None,
             processes: Vec::new(),
         }
     }
@@ -159,28 +169,31 @@ pub fn is_running(p: &NodeProcess, config: &Path) -> bool {
 }
 
 /// Start one daemon per node of the generated cluster in `dir`, with `binary` (the cuberoute
-/// executable).
+/// executable), each in its namespace of `netns` if there is one ([`make_network`] made it).
 /// `interrupt`, installed by the caller for the whole start (readiness wait included), ends the
-/// loop: what was started is stopped.
+/// loop: what was started is stopped (and the network removed).
 pub fn start(
     dir: &ClusterDir,
     topology: Topology,
     binary: &Path,
     interrupt: &interrupt::Catch,
+    netns: Option<NetnsRun>,
 ) -> anyhow::Result<RunState> {
     let mut state = RunState {
         topology,
         boot: boot_id(),
         docker: None,
+        netns,
         processes: Vec::new(),
     };
-    for id in topology.nodes() {
+    for (index, id) in topology.nodes().enumerate() {
+        let namespace = state.netns.as_ref().map(|n| n.namespace(index));
         let spawned = if interrupt.caught() {
             Err(anyhow::anyhow!(
                 "interrupted while starting the cluster; every daemon started was stopped"
             ))
         } else {
-            spawn(dir, binary, id)
+            spawn(dir, binary, id, namespace.as_deref())
         };
         match spawned {
             Ok(process) => {
@@ -199,6 +212,56 @@ pub fn start(
     }
     state.save(dir)?;
     Ok(state)
+}
+
+/// Make the network of a `--netns` cluster of `topology` in `dir` ([`netns::make`]), recorded
+/// in the run state before any of it is made. On an error or an interrupt, what was made is
+/// removed and the run state forgotten (or kept, if the removal failed, for `cluster down`).
+pub fn make_network(
+    dir: &ClusterDir,
+    topology: Topology,
+    interrupt: &interrupt::Catch,
+) -> anyhow::Result<NetnsRun> {
+    fs::create_dir_all(dir.path()).with_context(|| format!("making {}", dir.display()))?;
+    let reserved = netns::reserve(dir, topology.node_count() as usize)?;
+    let run = reserved.run().clone();
+    let state = RunState {
+        topology,
+        boot: boot_id(),
+        docker: None,
+        netns: Some(run.clone()),
+        processes: Vec::new(),
+    };
+    let made = state
+        .save(dir)
+        .and_then(|()| netns::make(reserved, topology, &|| interrupt.caught()));
+    let Err(e) = made else {
+        return Ok(run);
+    };
+    match netns::remove(&run) {
+        Ok(()) => {
+            let _ = fs::remove_file(dir.run_state());
+            Err(e.context("no cluster started; what was made of its network was removed"))
+        }
+        Err(r) => Err(e.context(format!(
+            "making the cluster's network; removing it failed too ({r:#}): \
+             `cuberoute cluster down --dir {}` tries again",
+            dir.display()
+        ))),
+    }
+}
+
+/// Take down what a cluster in `dir` left after its processes all ended (a launcher killed
+/// while it started, daemons that died): a `--netns` cluster's network. Nothing if a process of
+/// it still runs or it has no network.
+pub fn clear_stale(dir: &ClusterDir) -> anyhow::Result<()> {
+    if let Some(state) = RunState::load(dir)?
+        && state.netns.is_some()
+        && state.alive(dir).is_empty()
+    {
+        stop(dir, Duration::ZERO)?;
+    }
+    Ok(())
 }
 
 /// While a cluster starts, the run state is saved every this many processes: a launcher
@@ -272,7 +335,18 @@ pub fn restart_node(dir: &ClusterDir, binary: &Path, id: NodeId) -> anyhow::Resu
     {
         anyhow::bail!("node {id} is still running as process {}", old.pid);
     }
-    let process = spawn(dir, binary, id)?;
+    let namespace = match &state.netns {
+        Some(n) => Some(
+            state
+                .topology
+                .nodes()
+                .position(|v| v == id)
+                .map(|index| n.namespace(index))
+                .with_context(|| format!("node {id} is not a node of {}", state.topology))?,
+        ),
+        None => None,
+    };
+    let process = spawn(dir, binary, id, namespace.as_deref())?;
     state.processes.retain(|p| p.id != id);
     state.processes.push(process);
     if state.boot.is_none() {
@@ -282,9 +356,14 @@ pub fn restart_node(dir: &ClusterDir, binary: &Path, id: NodeId) -> anyhow::Resu
     Ok(process.pid)
 }
 
-/// Start node `id`'s daemon, with the canonical path of its configuration, and read when it
-/// started.
-fn spawn(dir: &ClusterDir, binary: &Path, id: NodeId) -> anyhow::Result<NodeProcess> {
+/// Start node `id`'s daemon, with the canonical path of its configuration (inside network
+/// namespace `namespace`, if given), and read when it started.
+fn spawn(
+    dir: &ClusterDir,
+    binary: &Path,
+    id: NodeId,
+    namespace: Option<&str>,
+) -> anyhow::Result<NodeProcess> {
     use std::os::unix::process::CommandExt;
     let log_path = dir.log(id);
     let log = fs::OpenOptions::new()
@@ -294,14 +373,22 @@ fn spawn(dir: &ClusterDir, binary: &Path, id: NodeId) -> anyhow::Result<NodeProc
         .with_context(|| format!("opening {}", log_path.display()))?;
     let config = fs::canonicalize(dir.node_config(id))
         .with_context(|| format!("no configuration for node {id}"))?;
-    let child = Command::new(binary)
+    let mut command = Command::new(binary);
+    command
         .arg("daemon")
         .arg("--config")
         .arg(config)
         .stdin(Stdio::null())
         .stdout(log.try_clone()?)
         .stderr(log)
-        .process_group(0)
+        .process_group(0);
+    if let Some(ns) = namespace {
+        let ns = netns::open(ns)?;
+        // SAFETY: between fork and exec the hook makes one syscall (setns) on a file opened
+        // before the fork; it allocates nothing.
+        unsafe { command.pre_exec(move || netns::enter(&ns)) };
+    }
+    let child = command
         .spawn()
         .with_context(|| format!("starting {} daemon for node {id}", binary.display()))?;
     let pid = child.id();
@@ -322,11 +409,14 @@ pub struct StopReport {
     pub killed: usize,
     /// Recorded processes that had exited before.
     pub gone_before: usize,
+    /// A `--netns` cluster's network, removed (what it was).
+    pub network: Option<String>,
 }
 
-/// Stop every process of the cluster: SIGTERM (each daemon drains), then SIGKILL after `grace`.
-/// `DIR/run.toml` is removed only once every recorded process is seen gone; if one survives,
-/// it stays, and this fails naming the nodes.
+/// Stop every process of the cluster: SIGTERM (each daemon drains), then SIGKILL after `grace`;
+/// then remove a `--netns` cluster's network ([`netns::remove`]). `DIR/run.toml` is removed
+/// only once every recorded process is seen gone and the network removed; if either is not, it
+/// stays, and this fails naming what is left.
 pub fn stop(dir: &ClusterDir, grace: Duration) -> anyhow::Result<StopReport> {
     let Some(state) = RunState::load(dir)? else {
         return Ok(StopReport::default());
@@ -360,12 +450,29 @@ pub fn stop(dir: &ClusterDir, grace: Duration) -> anyhow::Result<StopReport> {
         survivors.join(", "),
         dir.run_state().display()
     );
+    let removing = Instant::now();
+    if let Some(net) = &state.netns {
+        netns::remove(net).with_context(|| {
+            format!(
+                "the daemons are stopped but not all of the network; {} still records it \
+                 (`cluster down` again tries again)",
+                dir.run_state().display()
+            )
+        })?;
+    }
     fs::remove_file(dir.run_state())
         .with_context(|| format!("removing {}", dir.run_state().display()))?;
     Ok(StopReport {
         terminated: alive.len() - left.len(),
         killed: left.len(),
         gone_before: state.processes.len() - alive.len(),
+        network: state.netns.as_ref().map(|net| {
+            format!(
+                "{} (in {:.2} s)",
+                net.describe(),
+                removing.elapsed().as_secs_f64()
+            )
+        }),
     })
 }
 
@@ -481,6 +588,7 @@ mod tests {
             topology: "q:1".parse().unwrap(),
             boot: Some("another boot".into()),
             docker: None,
+            netns: None,
             processes: vec![recorded],
         };
         assert!(state.alive(&ClusterDir::new(&root)).is_empty());
@@ -505,6 +613,34 @@ mod tests {
         child.wait().unwrap();
         assert!(!is_running(&recorded, &root.join("nodes/0/node.toml")));
         assert!(!is_running(&unrecorded, &root.join("nodes/0/node.toml")));
+    }
+
+    /// A run state written before `--netns` existed still loads; one with a network keeps it.
+    #[test]
+    fn run_states_with_and_without_a_network_load() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = ClusterDir::new(tmp.path());
+        fs::write(
+            dir.run_state(),
+            "topology = \"q:1\"\n\n[[process]]\nid = 0\npid = 7\nstarted = 9\n",
+        )
+        .unwrap();
+        let old = RunState::load(&dir).unwrap().unwrap();
+        assert_eq!((old.netns, old.processes.len()), (None, 1));
+        let net = NetnsRun {
+            tag: "0a1f".into(),
+            block: std::net::Ipv4Addr::new(198, 18, 16, 0),
+            prefix: 20,
+            nodes: 2,
+            claim: "/c".into(),
+        };
+        RunState {
+            netns: Some(net.clone()),
+            ..old
+        }
+        .save(&dir)
+        .unwrap();
+        assert_eq!(RunState::load(&dir).unwrap().unwrap().netns, Some(net));
     }
 
     #[test]

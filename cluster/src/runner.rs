@@ -155,7 +155,8 @@ pub fn pids(dir: &ClusterDir) -> anyhow::Result<Vec<u32>> {
     }
 }
 
-/// Stop the whole cluster and leave nothing behind. Returns what was done, for the user.
+/// Stop the whole cluster and leave nothing behind (a `--netns` cluster's network included).
+/// Returns what was done, for the user.
 pub fn stop(dir: &ClusterDir) -> anyhow::Result<String> {
     let Some(state) = find(dir)? else {
         return Ok(format!("no cluster is running in {}", dir.display()));
@@ -167,8 +168,12 @@ pub fn stop(dir: &ClusterDir) -> anyhow::Result<String> {
                 0 => String::new(),
                 n => format!(" ({n} had exited before)"),
             };
+            let network = match &report.network {
+                Some(network) => format!("; removed {network}"),
+                None => String::new(),
+            };
             Ok(format!(
-                "cluster in {} stopped: {} processes exited on SIGTERM, {} killed{before}",
+                "cluster in {} stopped: {} processes exited on SIGTERM, {} killed{before}{network}",
                 dir.display(),
                 report.terminated,
                 report.killed

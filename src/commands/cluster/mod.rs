@@ -100,6 +100,10 @@ pub struct LogsArgs {
 
 pub fn run(command: Command) -> anyhow::Result<()> {
     match command {
+        Command::Up(args) if args.netns && args.docker.docker => Err(usage(
+            "--netns does not combine with --docker: compose gives every container a network \
+             namespace of its own already",
+        )),
         Command::Up(args) if args.docker.docker => docker::up(&args).map(|_| ()),
         Command::Up(args) => up::up(&args).map(|_| ()),
         Command::Init(args) => up::init_command(&args),
@@ -135,6 +139,8 @@ fn ensure_free(dir: &ClusterDir) -> anyhow::Result<()> {
             dir.display()
         )));
     }
+    // What a cluster whose processes all ended left (a --netns cluster's network) goes first.
+    cuberoute_cluster::local::clear_stale(dir)?;
     if dir.path().exists() && !dir.is_cluster() && std::fs::read_dir(dir.path())?.next().is_some() {
         return Err(usage(format!(
             "{} exists and is not a cluster directory; choose another --dir",

@@ -5,6 +5,7 @@ use super::{DirArg, check_size, ensure_free, print_summary, wait_ready};
 use anyhow::Context;
 use cuberoute_cluster::generate;
 use cuberoute_cluster::local;
+use cuberoute_cluster::netns;
 use cuberoute_cluster::{Addressing, ClusterDir, Ports};
 use cuberoute_protocol::Topology;
 use std::net::Ipv4Addr;
@@ -37,6 +38,11 @@ pub struct UpArgs {
     pub timeout: Option<Duration>,
     #[command(flatten)]
     pub docker: super::docker::DockerArgs,
+    /// Run every node in a Linux network namespace of its own, on a bridge, with its own address
+    /// from 198.18.0.0/15 instead of --base-addr (root only; `cluster down` removes it all;
+    /// docs/daemon.md, "Hosts with a network of their own").
+    #[arg(long)]
+    pub netns: bool,
 }
 
 impl UpArgs {
@@ -52,6 +58,7 @@ impl UpArgs {
             },
             timeout: None,
             docker: super::docker::DockerArgs::none(),
+            netns: false,
         }
     }
 
@@ -75,10 +82,22 @@ pub fn init_command(args: &InitArgs) -> anyhow::Result<()> {
 
 /// Check the arguments and the directory, and generate the cluster on loopback addresses.
 fn init(args: &InitArgs) -> anyhow::Result<(ClusterDir, Topology)> {
+    let (dir, topology) = check(args, true)?;
+    write(args, &dir, topology, |ports| Addressing::Loopback {
+        base: args.base_addr,
+        ports,
+    })?;
+    Ok((dir, topology))
+}
+
+/// Check the arguments (the loopback base with `loopback`) and that the directory is free.
+fn check(args: &InitArgs, loopback: bool) -> anyhow::Result<(ClusterDir, Topology)> {
     let topology = super::super::parse_topology(&args.topology)?;
     check_size(topology)?;
-    generate::check_loopback(args.base_addr, topology.node_count())
-        .map_err(|e| usage(e.to_string()))?;
+    if loopback {
+        generate::check_loopback(args.base_addr, topology.node_count())
+            .map_err(|e| usage(e.to_string()))?;
+    }
     if args.port > u16::MAX - 2 {
         return Err(usage(format!(
             "--port {} leaves no room for the control and metrics ports",
@@ -87,38 +106,74 @@ fn init(args: &InitArgs) -> anyhow::Result<(ClusterDir, Topology)> {
     }
     let dir = args.dir.cluster();
     ensure_free(&dir)?;
+    Ok((dir, topology))
+}
+
+/// Generate the cluster, its nodes addressed by `addressing` on the ports of `args`.
+fn write(
+    args: &InitArgs,
+    dir: &ClusterDir,
+    topology: Topology,
+    addressing: impl FnOnce(Ports) -> Addressing,
+) -> anyhow::Result<()> {
     let ports = Ports {
         link: args.port,
         control: args.port + 1,
         metrics: args.port + 2,
     };
-    let addressing = Addressing::Loopback {
-        base: args.base_addr,
-        ports,
-    };
-    generate::generate(&dir, topology, &addressing)?;
+    generate::generate(dir, topology, &addressing(ports))?;
     if args.no_store {
-        generate::drop_store(&dir, topology)?;
+        generate::drop_store(dir, topology)?;
     }
-    Ok((dir, topology))
+    Ok(())
 }
 
 /// `cluster up`: generate, start, wait for every link, print a summary. Returns the time from
 /// start to all links up.
 pub fn up(args: &UpArgs) -> anyhow::Result<Duration> {
     let (dir, topology, elapsed) = start(args)?;
-    print_summary(&dir, topology, "processes", elapsed)?;
+    let what = match args.netns {
+        true => "processes in network namespaces of their own",
+        false => "processes",
+    };
+    print_summary(&dir, topology, what, elapsed)?;
     Ok(elapsed)
 }
 
 /// Generate and start the cluster, and wait until every link is up. Returns the time that took.
 pub fn start(args: &UpArgs) -> anyhow::Result<(ClusterDir, Topology, Duration)> {
     let started = Instant::now();
-    let (dir, topology) = init(&args.init)?;
+    if args.netns {
+        netns::need_root().map_err(|e| usage(e.to_string()))?;
+    }
     let binary = std::env::current_exe().context("locating the cuberoute binary")?;
-    // Ctrl-C (or SIGTERM) while the cluster starts stops everything started so far.
-    let interrupt = local::interrupt::Catch::install();
-    local::start(&dir, topology, &binary, &interrupt)?;
+    // Ctrl-C (or SIGTERM) while the cluster starts stops everything started so far (and
+    // removes the network made for it, from the moment it is begun).
+    let (dir, topology, network, interrupt) = if args.netns {
+        let (dir, topology) = check(&args.init, false)?;
+        let interrupt = local::interrupt::Catch::install();
+        let making = Instant::now();
+        let network = local::make_network(&dir, topology, &interrupt)?;
+        println!(
+            "network: {} (made in {:.2} s)",
+            network.describe(),
+            making.elapsed().as_secs_f64()
+        );
+        let subnet = network.block;
+        let written = write(&args.init, &dir, topology, |ports| Addressing::Netns {
+            subnet,
+            ports,
+        });
+        if let Err(e) = written {
+            let _ = local::stop(&dir, Duration::ZERO);
+            return Err(e);
+        }
+        (dir, topology, Some(network), interrupt)
+    } else {
+        let (dir, topology) = init(&args.init)?;
+        (dir, topology, None, local::interrupt::Catch::install())
+    };
+    local::start(&dir, topology, &binary, &interrupt, network)?;
     let ready = runtime()?.block_on(async {
         tokio::select! {
             ready = wait_ready(&dir, started, args.timeout(topology)) => Some(ready),
