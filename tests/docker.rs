@@ -619,3 +619,106 @@ fn http_get(addr: &str, path: &str) -> Option<String> {
         .contains(" 200 ")
         .then(|| body.to_string())
 }
+
+/// The copies a plain set from `from` to `to` delivered within `timeout`.
+fn copies_delivered(cluster: &Cluster, from: &str, to: &str, timeout: &str) -> usize {
+    let out = cluster.run(&[
+        "send",
+        "--from",
+        from,
+        "--to",
+        to,
+        "--message",
+        "hi",
+        "--wait",
+        "--timeout",
+        timeout,
+        "--json",
+    ]);
+    let report: Value = serde_json::from_str(stdout(&out).trim()).unwrap();
+    report["copies"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["delivered"] == true)
+        .count()
+}
+
+#[test]
+fn network_faults_act_between_containers() {
+    with_image("docker network faults", || {
+        let cluster = Cluster::up_docker("eh:1,2", "10.207.0.0");
+        // Delay in the daemons' sockets, inside the containers: every hop 5 ms more.
+        let out = cluster.ok(&["chaos", "net", "--all", "--delay", "5ms"]);
+        assert!(out.contains("daemon socket (user space)"), "{out}");
+        let ping = cluster.ok(&[
+            "ping", "--from", "0", "--to", "15", "-c", "4", "-i", "50ms", "--json",
+        ]);
+        let ping: Value = serde_json::from_str(ping.trim()).unwrap();
+        for path in ping["paths"].as_array().unwrap() {
+            let (hops, min) = (
+                path["hops"].as_u64().unwrap(),
+                path["min_us"].as_u64().unwrap(),
+            );
+            assert!(min >= hops * 5_000, "{hops} hops in {min} µs: {path}");
+        }
+        cluster.ok(&["chaos", "net", "--off"]);
+        // The kernel, in each container's namespace: a partition across id bit 0 (0 and 15
+        // on either side), then healed.
+        let out = cluster.ok(&["chaos", "partition", "--bit", "0"]);
+        assert!(out.contains("kernel (nftables)"), "{out}");
+        assert_eq!(copies_delivered(&cluster, "0", "15", "2s"), 0);
+        cluster.ok(&["chaos", "heal"]);
+        // The links the partition broke are redialled (every link up again), then a reliable
+        // set crosses.
+        assert!(
+            within(Duration::from_secs(90), || {
+                let status = cluster.status();
+                status["link_ends_up"] == status["link_ends"]
+            })
+            .is_some(),
+            "after the heal every link comes up again: {}",
+            cluster.status()
+        );
+        let out = cluster.ok(&[
+            "send",
+            "--from",
+            "0",
+            "--to",
+            "15",
+            "--message",
+            "hi",
+            "--wait",
+            "--reliable",
+            "--timeout",
+            "30s",
+            "--json",
+        ]);
+        let sent: Value = serde_json::from_str(out.trim()).unwrap();
+        assert_eq!(sent["delivered"], true, "{sent}");
+        // All three in a run: no reliable set lost, every window reported.
+        let out = cluster.ok(&[
+            "chaos",
+            "run",
+            "--json",
+            "--duration",
+            "4s",
+            "--rate",
+            "20",
+            "--faults",
+            "loss,delay,partition",
+            "--delivery",
+            "reliable",
+            "--wait",
+            "30s",
+        ]);
+        let report: Value = serde_json::from_str(out.trim()).unwrap();
+        assert_eq!(report["sets_lost"], 0, "{report}");
+        assert_eq!(
+            report["fault_windows"].as_array().unwrap().len(),
+            3,
+            "{report}"
+        );
+        assert!(report["kernel_dropped"].as_u64().unwrap() > 0, "{report}");
+    });
+}

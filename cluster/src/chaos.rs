@@ -9,7 +9,13 @@
 //!    * `buffers`: every node flips bits in its queued packets, and in a share of the packets
 //!      entering its link buffers;
 //!    * `crash`: nodes are killed (SIGKILL, or `docker kill`);
-//!    * `cut`: links are severed on both sides.
+//!    * `cut`: links are severed on both sides;
+//!    * `loss`, `delay`, `partition`: the network itself loses datagrams, holds them, or splits
+//!      in two halves (a simulated network, or a network of the cluster's own:
+//!      [`crate::netfault`], [`crate::shaping`]).
+//!
+//!    Each fault's window (from when to when, what, where, what applied it) goes into the
+//!    report, and every set into its timeline ([`crate::timeline`]), for the report page.
 //!
 //!    Crashed nodes and cut links together number at most k-1 = connectivity-1, so every set
 //!    between live endpoints keeps a path; traffic in this phase is between live nodes only;
@@ -18,11 +24,14 @@
 
 use crate::client::ClusterClient;
 use crate::layout::ClusterDir;
+use crate::netfault;
 use crate::percentiles::{Percentiles, serialize_whole_us};
 use crate::ready;
 use crate::scenario::{Harness, Phase, Progress, REJOIN_TIMEOUT, RunConfig, Runners};
 pub use crate::schedule::FaultKind;
 use crate::schedule::{self, FaultCounts, Schedule};
+use crate::shaping::{self, ShapeRule};
+use crate::timeline::{FaultWindow, Outcome, SetPoint, Timeline, Windows};
 use crate::traffic::SendOptions;
 use cuberoute_daemon::client::ClientError;
 use cuberoute_protocol::delivery::{Mode, Settlement};
@@ -43,6 +52,10 @@ use tokio::time::Instant;
 #[derive(Clone, Debug)]
 struct SetResult {
     phase: Phase,
+    /// When it was sent, in ms from the start of the run.
+    sent_ms: f64,
+    /// The copies (path indices) that arrived (plain sets).
+    indices: BTreeSet<u8>,
     /// The set's name at its source (for matching captures), and what was sent.
     from: NodeId,
     to: NodeId,
@@ -193,6 +206,18 @@ pub struct Report {
     /// `crash-ends`: the whole history's verdict.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ends: Option<crate::ends::EndsReport>,
+    /// `delay`: how long every datagram was held on every link, give or take the jitter.
+    pub delay_ms: Option<f64>,
+    pub jitter_ms: Option<f64>,
+    /// Datagrams the kernel's rules (loss, partition) dropped during the faults, on a cluster
+    /// whose network faults the kernel applies (`None` elsewhere).
+    pub kernel_dropped: Option<u64>,
+    /// Every fault of the run: from when to when (ms from the run's start), what, where, and
+    /// what applied it.
+    pub fault_windows: Vec<FaultWindow>,
+    /// Every set and fault window, for the report page ([`crate::report`]); not in the JSON.
+    #[serde(skip)]
+    pub timeline: Timeline,
 }
 
 /// What the forging relays did: packets rewritten, by what, and packets sent again.
@@ -412,7 +437,7 @@ struct SetOptions {
 async fn one_set(
     client: ClusterClient,
     topology: Topology,
-    phase: Phase,
+    (phase, sent_ms): (Phase, f64),
     (from, to): (NodeId, NodeId),
     payload: Vec<u8>,
     set: SetOptions,
@@ -431,6 +456,8 @@ async fn one_set(
     };
     let mut result = SetResult {
         phase,
+        sent_ms,
+        indices: BTreeSet::new(),
         from,
         to,
         seq: 0,
@@ -483,6 +510,7 @@ async fn one_set(
     result.wire_bytes = report.wire_bytes;
     result.sealed = report.sealed;
     let distinct: BTreeSet<u8> = report.deliveries.iter().map(|d| d.index).collect();
+    result.indices = distinct.clone();
     let once = if set.mode.is_plain() {
         distinct.len()
     } else {
@@ -529,6 +557,8 @@ struct Traffic {
     results: Arc<Mutex<Vec<SetResult>>>,
     progress: Arc<Mutex<Progress>>,
     tasks: Vec<tokio::task::JoinHandle<()>>,
+    /// The start of the run, the clock of the report's timeline.
+    t0: Instant,
 }
 
 impl Traffic {
@@ -571,8 +601,10 @@ impl Traffic {
                 clear: self.clear,
             };
             progress.lock().expect("progress").sets_sent += 1;
+            let sent_ms = ms_since(self.t0);
             self.tasks.push(tokio::spawn(async move {
-                let result = one_set(client, topology, phase, (from, to), payload, set).await;
+                let result =
+                    one_set(client, topology, (phase, sent_ms), (from, to), payload, set).await;
                 {
                     let mut p = progress.lock().expect("progress");
                     p.sets_done += 1;
@@ -617,7 +649,7 @@ pub async fn run(
     config: &RunConfig,
     progress: Arc<Mutex<Progress>>,
 ) -> anyhow::Result<Report> {
-    run_with(dir, config, progress, &Runners(dir)).await
+    run_with(dir, config, progress, &Runners::open(dir)?).await
 }
 
 /// Run on the cluster of `dir`, crashing nodes (and, on a simulated network, losing datagrams
@@ -647,6 +679,7 @@ pub async fn run_with(
         .filter_map(|(id, s)| s.ok().map(|s| (id, s)))
         .collect();
     let output_at_start = output_cursors(&client, &nodes).await;
+    let t0 = Instant::now();
     let mut traffic = Traffic {
         client: client.clone(),
         rate: config.rate,
@@ -659,6 +692,7 @@ pub async fn run_with(
         results: Arc::new(Mutex::new(Vec::new())),
         progress,
         tasks: Vec::new(),
+        t0,
     };
 
     // 1. Fault-free, and let those sets finish, so that no fault touches them.
@@ -667,7 +701,9 @@ pub async fn run_with(
         .await;
     traffic.finish().await?;
 
-    // 2. Faults.
+    // 2. Faults, each with its window on the run's clock.
+    let mut windows = Windows::default();
+    let all_nodes = format!("all {} nodes", nodes.len());
     let for_ms = config.with_faults.as_millis() as u32;
     if config.faults.contains(&FaultKind::State) {
         let every_ms = config.state_every.as_millis().max(1) as u32;
@@ -678,6 +714,14 @@ pub async fn run_with(
             for_ms,
         })
         .await;
+        let at = ms_since(t0);
+        let w = windows.open(
+            at,
+            format!("state every {every_ms} ms"),
+            all_nodes.clone(),
+            harness.mechanism(FaultKind::State),
+        );
+        windows.close(w, at + f64::from(for_ms));
     }
     if config.faults.contains(&FaultKind::Buffers) {
         let seed = traffic.rng.random::<u64>();
@@ -687,27 +731,80 @@ pub async fn run_with(
             for_ms,
         })
         .await;
+        let at = ms_since(t0);
+        let w = windows.open(
+            at,
+            format!("buffers {}%", f64::from(config.buffer_fraction_ppm) / 1e4),
+            all_nodes.clone(),
+            harness.mechanism(FaultKind::Buffers),
+        );
+        windows.close(w, at + f64::from(for_ms));
     }
     // At most k-1 failures in all, so that every set between live nodes keeps a path.
     let counts = FaultCounts::whole_budget(topology, &config.faults);
     let schedule = schedule::schedule(config.seed, topology, &config.faults, counts)?;
+    let mut crashes = Vec::new();
     for &id in &schedule.crashed {
         harness.kill(id)?;
+        crashes.push(windows.open(
+            ms_since(t0),
+            "crash".into(),
+            format!("node {}", topology.format_node(id)),
+            harness.mechanism(FaultKind::Crash),
+        ));
     }
     let partition = config
         .faults
         .contains(&FaultKind::Partition)
         .then(|| schedule::partition(config.seed, topology));
+    let mut network_windows = Vec::new();
     if let Some(p) = &partition {
         harness.partition(&p.links, true)?;
+        network_windows.push(windows.open(
+            ms_since(t0),
+            "partition".into(),
+            format!("bit {} ({} links)", p.bit, p.links.len()),
+            harness.mechanism(FaultKind::Partition),
+        ));
     }
     let losing = config.faults.contains(&FaultKind::Loss);
     if losing {
         harness.lose(config.loss_rate)?;
+        network_windows.push(windows.open(
+            ms_since(t0),
+            format!("loss {}%", config.loss_rate * 100.0),
+            "all links".into(),
+            harness.mechanism(FaultKind::Loss),
+        ));
     }
+    let delaying = config.faults.contains(&FaultKind::Delay);
+    if delaying {
+        delay(harness, &client, &nodes, config.delay, config.jitter).await?;
+        network_windows.push(windows.open(
+            ms_since(t0),
+            format!(
+                "delay {} ms ± {} ms",
+                config.delay.as_millis(),
+                config.jitter.as_millis()
+            ),
+            "all links".into(),
+            harness.mechanism(FaultKind::Delay),
+        ));
+    }
+    let mut cuts = Vec::new();
     for &(a, b) in &schedule.cut {
         inject(&client, a, Fault::Cut { neighbour: b }).await?;
         inject(&client, b, Fault::Cut { neighbour: a }).await?;
+        cuts.push(windows.open(
+            ms_since(t0),
+            "cut".into(),
+            format!(
+                "link {}-{}",
+                topology.format_node(a),
+                topology.format_node(b)
+            ),
+            harness.mechanism(FaultKind::Cut),
+        ));
     }
     // Relays that capture or forge: traffic runs between the other live nodes, so each relay
     // is on at most one path of a set.
@@ -727,9 +824,16 @@ pub async fn run_with(
             what: config.forge,
         },
     };
+    let mut relay_windows = Vec::new();
     for &kind in &relaying {
         for &relay in &relays {
             inject(&client, relay, relay_fault(kind, true)).await?;
+            relay_windows.push(windows.open(
+                ms_since(t0),
+                kind.name().into(),
+                format!("node {}", topology.format_node(relay)),
+                harness.mechanism(kind),
+            ));
         }
     }
     traffic.forging = relaying.contains(&FaultKind::Forge);
@@ -744,16 +848,24 @@ pub async fn run_with(
     // The network's own faults end with the phase, and its sets are then waited for: what a
     // partition or loss held back in the link buffers arrives once the links carry again.
     let repaired = Instant::now();
-    if let Some(p) = &partition {
-        harness.partition(&p.links, false)?;
+    let kernel_dropped = harness.kernel_dropped();
+    if partition.is_some() {
+        harness.partition(&partition.as_ref().expect("some").links, false)?;
     }
     if losing {
         harness.lose(0.0)?;
     }
+    if delaying {
+        delay(harness, &client, &nodes, Duration::ZERO, Duration::ZERO).await?;
+    }
+    for w in network_windows {
+        windows.close(w, ms_since(t0));
+    }
     // The sets of this phase are judged as sent while relays forged, however late they end;
     // meanwhile, after the network's faults, the links come back (with crashed nodes or cut
     // links they cannot all be up before the restarts and heals: the wait after those counts).
-    let network_faults = (partition.is_some() || losing) && schedule == Schedule::default();
+    let network_faults =
+        (partition.is_some() || losing || delaying) && schedule == Schedule::default();
     let (finished, network_rejoin) = tokio::join!(traffic.finish(), async {
         if network_faults {
             let waited = ready::wait_ready(&client, REJOIN_TIMEOUT, &mut |_| {}).await;
@@ -769,6 +881,9 @@ pub async fn run_with(
             inject(&client, relay, relay_fault(kind, false)).await?;
         }
     }
+    for w in relay_windows {
+        windows.close(w, ms_since(t0));
+    }
 
     // 3. After: heal, restart, and keep sending. The corruption windows close with the phase;
     // a little slack keeps this phase's packets out of them.
@@ -778,8 +893,14 @@ pub async fn run_with(
         inject(&client, a, Fault::Heal { neighbour: b }).await?;
         inject(&client, b, Fault::Heal { neighbour: a }).await?;
     }
+    for w in cuts {
+        windows.close(w, ms_since(t0));
+    }
     for &id in &schedule.crashed {
         harness.restart(id)?;
+    }
+    for w in crashes {
+        windows.close(w, ms_since(t0));
     }
     let rejoin = if schedule == Schedule::default() {
         network_rejoin
@@ -834,9 +955,103 @@ pub async fn run_with(
         report.partitioned_links = p.links.len() as u64;
     }
     report.loss_rate = if losing { config.loss_rate } else { 0.0 };
+    if delaying {
+        report.delay_ms = Some(config.delay.as_secs_f64() * 1e3);
+        report.jitter_ms = Some(config.jitter.as_secs_f64() * 1e3);
+    }
+    report.kernel_dropped = kernel_dropped;
+    let end_ms = ms_since(t0);
+    report.fault_windows = windows.finish(end_ms);
+    report.timeline = timeline(config, topology, &results, &report.fault_windows, end_ms);
     report.captured = captured;
     report.leaked = leaked;
     Ok(report)
+}
+
+/// ms on the run's clock.
+fn ms_since(t0: Instant) -> f64 {
+    t0.elapsed().as_secs_f64() * 1e3
+}
+
+/// Hold every datagram between nodes `delay` ± `jitter` (zero: no longer): by the harness if it
+/// can (a simulated network), else in the daemons' own sockets ([`shaping`]).
+pub async fn delay(
+    harness: &dyn Harness,
+    client: &ClusterClient,
+    nodes: &[NodeId],
+    delay: Duration,
+    jitter: Duration,
+) -> anyhow::Result<()> {
+    if harness.delay(delay, jitter)? {
+        return Ok(());
+    }
+    if delay.is_zero() && jitter.is_zero() {
+        return shaping::unshape(client, nodes).await;
+    }
+    let rule = ShapeRule {
+        to: netfault::node_addresses(&client.manifest),
+        delay_us: netfault::micros(delay),
+        jitter_us: netfault::micros(jitter),
+        ..ShapeRule::default()
+    };
+    shaping::shape(client, nodes, rule).await
+}
+
+/// Every set and every fault window of the run, for the report page.
+fn timeline(
+    config: &RunConfig,
+    topology: Topology,
+    results: &[SetResult],
+    windows: &[FaultWindow],
+    end_ms: f64,
+) -> Timeline {
+    let faults: Vec<&str> = config.faults.iter().map(|f| f.name()).collect();
+    let sets: Vec<SetPoint> = results
+        .iter()
+        .map(|r| {
+            let ms = |us: u64| us as f64 / 1e3;
+            let first = r.latencies_us.iter().min().map(|&us| ms(us));
+            let last = r.latencies_us.iter().max().map(|&us| ms(us));
+            let plain = config.mode.is_plain();
+            let outcome = if r.failed {
+                Outcome::Failed
+            } else if r.delivered == 0 {
+                Outcome::Lost
+            } else if plain && (r.indices.len() as u32) < r.k {
+                Outcome::Partial
+            } else {
+                Outcome::Delivered
+            };
+            let paths_lost = if plain && !r.failed {
+                (0..r.k)
+                    .filter(|i| !r.indices.contains(&(*i as u8)))
+                    .collect()
+            } else {
+                Vec::new()
+            };
+            SetPoint {
+                sent_ms: r.sent_ms,
+                first_ms: first,
+                last_ms: last,
+                outcome,
+                k: r.k,
+                paths_lost,
+            }
+        })
+        .collect();
+    Timeline {
+        title: format!(
+            "{topology}: {} at {} sets/s, delivery {}, seed {}",
+            faults.join(", "),
+            config.rate,
+            config.mode,
+            config.seed
+        ),
+        duration_ms: end_ms,
+        max_k: results.iter().map(|r| r.k).max().unwrap_or(0),
+        sets,
+        windows: windows.to_vec(),
+    }
 }
 
 /// `crash-ends`: a run of its own ([`crate::ends`]), its verdict in the report's keys.
@@ -1139,6 +1354,7 @@ fn report(
         accepted_lost: None,
         acked_lost: None,
         ends: None,
+        ..Report::default()
     }
 }
 

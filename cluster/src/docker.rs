@@ -6,6 +6,7 @@ use crate::compose;
 use crate::generate::{Addressing, Ports};
 use crate::layout::ClusterDir;
 use anyhow::Context;
+use cuberoute_protocol::NodeId;
 use serde::{Deserialize, Serialize};
 use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
@@ -463,4 +464,35 @@ pub fn build_image(workspace: &Path, version: &str) -> anyhow::Result<Vec<String
         String::from_utf8_lossy(&out.stderr).trim()
     );
     Ok(tags)
+}
+
+/// The pid (on this machine) of each running node container of `run`: its network namespace is
+/// `/proc/PID/ns/net`, which is where the network faults of `crate::netfault` are applied.
+pub fn node_pids(run: &DockerRun) -> anyhow::Result<Vec<(NodeId, u32)>> {
+    let ids = container_ids(run, false)?;
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let out = Command::new("docker")
+        .args([
+            "inspect",
+            "-f",
+            "{{.State.Pid}} {{index .Config.Labels \"com.docker.compose.service\"}}",
+        ])
+        .args(&ids)
+        .output()?;
+    anyhow::ensure!(
+        out.status.success(),
+        "docker inspect failed: {}",
+        String::from_utf8_lossy(&out.stderr).trim()
+    );
+    Ok(String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|line| {
+            let (pid, service) = line.split_once(' ')?;
+            let id = service.strip_prefix("node-")?.parse().ok()?;
+            let pid = pid.parse().ok().filter(|&p| p > 0)?;
+            Some((NodeId(id), pid))
+        })
+        .collect())
 }

@@ -1,5 +1,5 @@
 //! The one summary of a latency sample, used wherever latencies are reported (`bench`, `chaos
-//! run`): its size, median, 99th percentile and mean.
+//! run`): its size, median, 99th and 99.9th percentiles and mean.
 
 use serde::{Serialize, Serializer};
 
@@ -11,6 +11,7 @@ pub struct Percentiles {
     pub samples: usize,
     pub p50_us: f64,
     pub p99_us: f64,
+    pub p999_us: f64,
     pub mean_us: f64,
 }
 
@@ -27,6 +28,7 @@ impl Percentiles {
             samples: values.len(),
             p50_us: at(0.5),
             p99_us: at(0.99),
+            p999_us: at(0.999),
             mean_us: values.iter().sum::<f64>() / values.len() as f64,
         }
     }

@@ -4,6 +4,7 @@
 //! it.
 
 use crate::layout::ClusterDir;
+use crate::netfault::{self, Chain, Network, Place};
 use crate::runner;
 use crate::schedule::FaultKind;
 use cuberoute_protocol::NodeId;
@@ -39,6 +40,9 @@ pub struct RunConfig {
     pub payload_bytes: usize,
     /// For `loss`: the share of datagrams dropped on every link during the faults.
     pub loss_rate: f64,
+    /// For `delay`: how long every datagram is held on every link, give or take `jitter`.
+    pub delay: Duration,
+    pub jitter: Duration,
     /// For `forge`: what the forging relays rewrite.
     pub forge: ForgeWhat,
     /// Send every set clear (no end-to-end seal).
@@ -63,38 +67,108 @@ pub struct Progress {
 }
 
 /// What a run does to the cluster from outside its daemons: crash a node and bring it back
-/// (a process, a container, a simulated host) and, on a simulated network, lose datagrams and
-/// partition links.
+/// (a process, a container, a simulated host) and, on a network of its own (a simulated one,
+/// or namespaces: [`crate::netfault`]), lose datagrams, delay them and partition links.
 pub trait Harness {
     fn kill(&self, node: NodeId) -> anyhow::Result<()>;
     fn restart(&self, node: NodeId) -> anyhow::Result<()>;
     /// Drop this share of the datagrams on every link from now on (0: none).
     fn lose(&self, _rate: f64) -> anyhow::Result<()> {
-        Err(needs_simulation(FaultKind::Loss))
+        Err(needs_network(FaultKind::Loss))
     }
     /// Drop everything on these links (`on`), or nothing again.
     fn partition(&self, _links: &[(NodeId, NodeId)], _on: bool) -> anyhow::Result<()> {
-        Err(needs_simulation(FaultKind::Partition))
+        Err(needs_network(FaultKind::Partition))
+    }
+    /// Hold every datagram on every link `delay` ± `jitter` (zero: no longer). `Ok(false)`:
+    /// this harness does not, and the daemons' own sockets must (`crate::shaping`).
+    fn delay(&self, _delay: Duration, _jitter: Duration) -> anyhow::Result<bool> {
+        Ok(false)
+    }
+    /// What applies `fault` here, as the report's fault windows name it.
+    fn mechanism(&self, fault: FaultKind) -> &'static str;
+    /// The kernel's own count of the datagrams its rules dropped, if the kernel applies them.
+    fn kernel_dropped(&self) -> Option<u64> {
+        None
     }
 }
 
-/// Why a run on processes or containers cannot inject `fault`.
-pub fn needs_simulation(fault: FaultKind) -> anyhow::Error {
+/// Why a run on loopback processes cannot inject `fault`.
+pub fn needs_network(fault: FaultKind) -> anyhow::Error {
     anyhow::anyhow!(
-        "`{}` is a fault of the network itself: only the simulated network injects it (cuberoute sim)",
+        "`{}` is a fault of the network itself: it needs nodes with a network of their own \
+         (`cluster up --netns`, compose containers, or `cuberoute sim`); loopback processes share \
+         one perfect interface",
         fault.name()
     )
 }
 
-/// The daemons of a cluster directory: processes or containers ([`runner`]).
-pub struct Runners<'a>(pub &'a ClusterDir);
+/// The daemons of a cluster directory: processes or containers ([`runner`]), and their network
+/// if they have one of their own ([`Network`]).
+pub struct Runners<'a> {
+    pub dir: &'a ClusterDir,
+    pub network: Option<Network>,
+}
+
+impl<'a> Runners<'a> {
+    pub fn open(dir: &'a ClusterDir) -> anyhow::Result<Runners<'a>> {
+        Ok(Runners {
+            dir,
+            network: Network::open(dir)?,
+        })
+    }
+
+    fn network(&self, fault: FaultKind) -> anyhow::Result<&Network> {
+        self.network.as_ref().ok_or_else(|| needs_network(fault))
+    }
+
+    fn in_containers(&self) -> bool {
+        matches!(runner::find(self.dir), Ok(Some(state)) if state.docker.is_some())
+    }
+}
 
 impl Harness for Runners<'_> {
     fn kill(&self, node: NodeId) -> anyhow::Result<()> {
-        runner::kill(self.0, node).map(drop)
+        runner::kill(self.dir, node).map(drop)
     }
 
     fn restart(&self, node: NodeId) -> anyhow::Result<()> {
-        runner::restart(self.0, node).map(drop)
+        runner::restart(self.dir, node).map(drop)
+    }
+
+    fn lose(&self, rate: f64) -> anyhow::Result<()> {
+        let network = self.network(FaultKind::Loss)?;
+        network.flush(Chain::Loss)?;
+        if rate > 0.0 {
+            let senders = netfault::egress(network.topology, &Place::All);
+            network.add(Chain::Loss, &senders, (rate * 1e6).round() as u32)?;
+        }
+        Ok(())
+    }
+
+    fn partition(&self, links: &[(NodeId, NodeId)], on: bool) -> anyhow::Result<()> {
+        let network = self.network(FaultKind::Partition)?;
+        if on {
+            network.add(Chain::Partition, &netfault::links_egress(links), 1_000_000)
+        } else {
+            network.flush(Chain::Partition)
+        }
+    }
+
+    fn mechanism(&self, fault: FaultKind) -> &'static str {
+        let containers = self.in_containers();
+        match fault {
+            FaultKind::Crash | FaultKind::CrashEnds if containers => "container kill (docker)",
+            FaultKind::Crash | FaultKind::CrashEnds => "process kill (SIGKILL)",
+            FaultKind::Loss | FaultKind::Partition => netfault::KERNEL,
+            FaultKind::Delay => netfault::USER_SPACE,
+            _ => "the daemons (control API)",
+        }
+    }
+
+    fn kernel_dropped(&self) -> Option<u64> {
+        let network = self.network.as_ref()?;
+        let loss = network.dropped(Chain::Loss).ok()?;
+        Some(loss + network.dropped(Chain::Partition).ok()?)
     }
 }

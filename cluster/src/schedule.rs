@@ -31,10 +31,13 @@ pub enum FaultKind {
     Capture,
     /// Relays rewrite every payload they forward, checksums included (Byzantine relays).
     Forge,
-    /// The network drops a share of the datagrams on every link (simulated network only).
+    /// The network drops a share of the datagrams on every link (a simulated network, or a
+    /// cluster with a network of its own: `--netns` or compose).
     Loss,
-    /// The network splits in two: every link between the halves drops everything (simulated
-    /// network only).
+    /// Every datagram on every link is held back a while, with jitter (same networks).
+    Delay,
+    /// The network splits in two: every link between the halves drops everything (same
+    /// networks).
     Partition,
     /// The sources and destinations of sets are killed and restarted at random moments, and
     /// a checker says whether every accepted set reached a client once (`crate::ends`).
@@ -42,7 +45,7 @@ pub enum FaultKind {
 }
 
 impl FaultKind {
-    pub const ALL: [FaultKind; 9] = [
+    pub const ALL: [FaultKind; 10] = [
         FaultKind::State,
         FaultKind::Buffers,
         FaultKind::Crash,
@@ -50,6 +53,7 @@ impl FaultKind {
         FaultKind::Capture,
         FaultKind::Forge,
         FaultKind::Loss,
+        FaultKind::Delay,
         FaultKind::Partition,
         FaultKind::CrashEnds,
     ];
@@ -64,14 +68,19 @@ impl FaultKind {
             FaultKind::Capture => "capture",
             FaultKind::Forge => "forge",
             FaultKind::Loss => "loss",
+            FaultKind::Delay => "delay",
             FaultKind::Partition => "partition",
             FaultKind::CrashEnds => "crash-ends",
         }
     }
 
-    /// Faults of the network itself, which only a simulated network can inject.
-    pub fn needs_simulated_network(self) -> bool {
-        matches!(self, FaultKind::Loss | FaultKind::Partition)
+    /// Faults of the network itself: a simulated network injects them, and so does a cluster
+    /// whose nodes have a network of their own (`crate::netfault`); loopback processes cannot.
+    pub fn is_of_the_network(self) -> bool {
+        matches!(
+            self,
+            FaultKind::Loss | FaultKind::Delay | FaultKind::Partition
+        )
     }
 }
 

@@ -9,7 +9,9 @@
 use crate::chaos::{self, Report};
 use crate::generate::{Addressing, Ports, generate_with_keys, service_name};
 use crate::layout::ClusterDir;
+use crate::redundancy::{self, Cell, StudyConfig};
 use crate::scenario::{Harness, Progress, REJOIN_TIMEOUT, RunConfig};
+use crate::schedule::FaultKind;
 use cuberoute_daemon::config::{DaemonArgs, NodeConfig};
 use cuberoute_daemon::{disk, env};
 use cuberoute_protocol::{NodeId, Topology};
@@ -36,6 +38,8 @@ pub struct SimOptions {
     pub max_latency: Duration,
     /// Every node keeps a store on a simulated disk (else reliable sets live in memory only).
     pub store: bool,
+    /// Run the redundancy study ([`crate::redundancy`]) instead of the chaos run.
+    pub study: Option<StudyConfig>,
 }
 
 /// What a run did: the chaos run's report, and the simulation's time. The same options give
@@ -44,6 +48,9 @@ pub struct SimOptions {
 pub struct SimReport {
     #[serde(flatten)]
     pub run: Report,
+    /// The redundancy study's table, when it ran instead of the chaos run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub study: Option<Vec<Cell>>,
     /// Simulated time of the whole run (start-up included), and the wall-clock time it took.
     pub simulated_ms: u64,
     pub wall_ms: u64,
@@ -56,6 +63,8 @@ enum Action {
     Bounce(NodeId),
     FailRate(f64),
     Partition(Vec<(NodeId, NodeId)>, bool),
+    /// Every link's latency between these (none: back to the run's own).
+    Latency(Option<(Duration, Duration)>),
 }
 
 #[derive(Clone, Default)]
@@ -63,6 +72,9 @@ struct SimHarness {
     actions: Arc<Mutex<Vec<Action>>>,
     /// Each node's store, on a simulated disk ([`disk`]).
     stores: Arc<std::collections::BTreeMap<NodeId, PathBuf>>,
+    /// Every link (for `delay`), and the latency of a link without it.
+    links: Arc<Vec<(NodeId, NodeId)>>,
+    latency: (Duration, Duration),
 }
 
 impl SimHarness {
@@ -83,6 +95,14 @@ impl SimHarness {
                 }
                 Action::Bounce(node) => sim.bounce(service_name(node)),
                 Action::FailRate(rate) => sim.set_fail_rate(rate),
+                Action::Latency(range) => {
+                    let (min, max) = range.unwrap_or(self.latency);
+                    for &(a, b) in self.links.iter() {
+                        let (a, b) = (service_name(a), service_name(b));
+                        sim.set_link_latency(a.clone(), b.clone(), min);
+                        sim.set_link_max_message_latency(a, b, max);
+                    }
+                }
                 Action::Partition(links, on) => {
                     for (a, b) in links {
                         let (a, b) = (service_name(a), service_name(b));
@@ -113,6 +133,23 @@ impl Harness for SimHarness {
 
     fn partition(&self, links: &[(NodeId, NodeId)], on: bool) -> anyhow::Result<()> {
         self.push(Action::Partition(links.to_vec(), on))
+    }
+
+    /// turmoil draws each datagram's latency from `delay - jitter` plus an exponential tail,
+    /// capped at `delay + jitter`: not the uniform jitter of the daemons' shaping.
+    fn delay(&self, delay: Duration, jitter: Duration) -> anyhow::Result<bool> {
+        let range = (!delay.is_zero() || !jitter.is_zero())
+            .then(|| (delay.saturating_sub(jitter), delay + jitter));
+        self.push(Action::Latency(range))?;
+        Ok(true)
+    }
+
+    fn mechanism(&self, fault: FaultKind) -> &'static str {
+        match fault {
+            FaultKind::Crash | FaultKind::CrashEnds => "simulated host crash",
+            FaultKind::Loss | FaultKind::Delay | FaultKind::Partition => "simulated network",
+            _ => "the daemons (control API)",
+        }
     }
 }
 
@@ -188,11 +225,34 @@ pub fn run(options: &SimOptions, dir: &ClusterDir) -> anyhow::Result<SimReport> 
         });
     }
     let report: Arc<Mutex<Option<Report>>> = Arc::default();
+    let study: Arc<Mutex<Option<Vec<Cell>>>> = Arc::default();
     let harness = SimHarness {
         actions: Arc::default(),
         stores: Arc::new(stores),
+        links: Arc::new(
+            topology
+                .nodes()
+                .flat_map(|a| topology.neighbours(a).map(move |b| (a, b)))
+                .filter(|(a, b)| a < b)
+                .collect(),
+        ),
+        latency: (options.min_latency, options.max_latency),
     };
-    {
+    if let Some(study_config) = options.study.clone() {
+        let (study, dir) = (study.clone(), dir.clone());
+        let harness = harness.clone();
+        sim.client("client", async move {
+            let client = crate::client::ClusterClient::open(&dir)?;
+            let timeout = crate::ready::default_timeout(client.manifest.topology.node_count());
+            crate::ready::wait_ready(&client, timeout, &mut |_| {})
+                .await
+                .map_err(|e| anyhow::anyhow!("{e}"))?;
+            let cells = redundancy::run(&client, &harness, &study_config).await?;
+            client.close();
+            *study.lock().expect("study lock") = Some(cells);
+            Ok(())
+        });
+    } else {
         let (report, dir, config) = (report.clone(), dir.clone(), options.run.clone());
         let harness = harness.clone();
         sim.client("client", async move {
@@ -214,14 +274,20 @@ pub fn run(options: &SimOptions, dir: &ClusterDir) -> anyhow::Result<SimReport> 
     disk::forget_all();
     result
         .map_err(|e: Box<dyn std::error::Error>| anyhow::anyhow!("the simulation failed: {e}"))?;
-    let run = report
-        .lock()
-        .expect("report lock")
-        .take()
-        .ok_or_else(|| anyhow::anyhow!("the run ended without a report"))?;
+    let study = study.lock().expect("study lock").take();
+    let run = match report.lock().expect("report lock").take() {
+        Some(run) => run,
+        None if study.is_some() => Report {
+            topology: topology.to_string(),
+            seed,
+            ..Report::default()
+        },
+        None => anyhow::bail!("the run ended without a report"),
+    };
     let wall = wall.elapsed();
     Ok(SimReport {
         run,
+        study,
         simulated_ms: simulated.as_millis() as u64,
         wall_ms: wall.as_millis() as u64,
         simulated_seconds_per_wall_second: (simulated.as_secs_f64() / wall.as_secs_f64().max(1e-9)

@@ -76,3 +76,42 @@ pub struct FaultWindow {
     /// `simulated network`, `control API`, ...
     pub mechanism: String,
 }
+
+/// The fault windows of a run as they open and close, on the run's clock.
+#[derive(Debug, Default)]
+pub struct Windows {
+    windows: Vec<FaultWindow>,
+}
+
+/// A window still open: the one [`Windows::close`] takes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Opened(usize);
+
+impl Windows {
+    pub fn open(&mut self, at_ms: f64, what: String, place: String, mechanism: &str) -> Opened {
+        self.windows.push(FaultWindow {
+            start_ms: at_ms,
+            end_ms: f64::NAN,
+            what,
+            place,
+            mechanism: mechanism.to_string(),
+        });
+        Opened(self.windows.len() - 1)
+    }
+
+    pub fn close(&mut self, window: Opened, at_ms: f64) {
+        if let Some(w) = self.windows.get_mut(window.0) {
+            w.end_ms = at_ms;
+        }
+    }
+
+    /// Every window, those still open closed at `end_ms`.
+    pub fn finish(mut self, end_ms: f64) -> Vec<FaultWindow> {
+        for w in &mut self.windows {
+            if w.end_ms.is_nan() {
+                w.end_ms = end_ms;
+            }
+        }
+        self.windows
+    }
+}

@@ -2,6 +2,7 @@
 //! scenario with a report.
 
 use super::cluster::DirArg;
+use super::network::{self, NetArgs, PartitionArgs, StudyArgs};
 use super::{runtime, usage};
 use cuberoute_cluster::chaos::{self, FaultKind};
 use cuberoute_cluster::scenario::{self, Progress, RunConfig};
@@ -24,8 +25,8 @@ pub enum Command {
     CorruptBuffers(CorruptBuffersArgs),
     /// Sever a link: both ends refuse it until it is healed.
     Cut(LinkArgs),
-    /// Restore a cut link.
-    Heal(LinkArgs),
+    /// Restore a cut link (`--link A-B`), or, without --link, end every network partition.
+    Heal(HealArgs),
     /// Kill a node's process or container (SIGKILL: no draining, its buffers are lost).
     Kill(NodeArgs),
     /// Start a killed node's process or container again.
@@ -39,6 +40,25 @@ pub enum Command {
     Captured(CapturedArgs),
     /// Traffic, faults on a seeded schedule, and a report of what the protocol did.
     Run(RunArgs),
+    /// Loss, delay with jitter, reordering or duplication on links (a cluster with a network
+    /// of its own: `cluster up --netns`, or compose containers); `--off` ends them.
+    Net(NetArgs),
+    /// Split the network: a group of nodes loses the others (both ways, or `--oneway`), until
+    /// `chaos heal`.
+    Partition(PartitionArgs),
+    /// What k disjoint paths buy on a bad network: under no fault, each loss and the delay on
+    /// every link, sets over k paths and over one shortest path, plain and reliable; the first
+    /// copy's p50, p99, p99.9 and the share lost.
+    Study(StudyArgs),
+}
+
+#[derive(clap::Args, Debug)]
+pub struct HealArgs {
+    #[command(flatten)]
+    pub dir: DirArg,
+    /// The cut link, as A-B; without it, every network partition ends.
+    #[arg(long)]
+    pub link: Option<String>,
 }
 
 #[derive(clap::Args, Debug)]
@@ -140,6 +160,10 @@ pub struct RunArgs {
     /// The report as one JSON object.
     #[arg(long)]
     pub json: bool,
+    /// Also write DIR/report.html (charts of every set and every fault window; nothing fetched
+    /// from elsewhere) and DIR/report.json.
+    #[arg(long, value_name = "DIR")]
+    pub report: Option<std::path::PathBuf>,
 }
 
 /// The traffic and faults of a chaos run, on real daemons (`chaos run`) or simulated ones
@@ -148,14 +172,15 @@ pub struct RunArgs {
 pub struct Scenario {
     /// How long the faults last (the fault-free phase before and the phase after take a third
     /// of it each, at least 2 s).
-    #[arg(long, value_parser = humantime::parse_duration)]
+    #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
     pub duration: Duration,
     /// Message sets per second.
     #[arg(long)]
     pub rate: f64,
-    /// Which faults: state, buffers, crash, cut, capture, forge (comma-separated); with
-    /// `cuberoute sim` also loss and partition. crash and cut share a budget of k-1; capture
-    /// and forge act on --relays relays; partition splits the network in two halves.
+    /// Which faults: state, buffers, crash, cut, capture, forge, loss, delay, partition
+    /// (comma-separated; the last three on `cuberoute sim` or a cluster with a network of its
+    /// own: `--netns` or compose). crash and cut share a budget of k-1; capture and forge act
+    /// on --relays relays; partition splits the network in two halves.
     /// crash-ends (alone): sources and destinations killed and restarted at random while
     /// consuming clients take what arrives; --wait is each reliable set's deadline.
     #[arg(long, value_delimiter = ',')]
@@ -182,9 +207,15 @@ pub struct Scenario {
     /// Pad every payload with random bytes up to this many bytes.
     #[arg(long, default_value_t = 0)]
     pub payload_bytes: usize,
-    /// For `loss` (`cuberoute sim` only): the share of datagrams dropped on every link.
-    #[arg(long, default_value_t = 0.02)]
+    /// For `loss`: the share of datagrams dropped on every link (0.02, or 2%).
+    #[arg(long, default_value = "2%", value_parser = share)]
     pub loss: f64,
+    /// For `delay`: how long every datagram is held on every link.
+    #[arg(long, default_value = "10ms", value_parser = humantime::parse_duration)]
+    pub delay: Duration,
+    /// For `delay`: give or take up to this much.
+    #[arg(long, default_value = "5ms", value_parser = humantime::parse_duration)]
+    pub jitter: Duration,
     /// For `forge`: what the forging relays rewrite, any of payload, header, source, replay
     /// (comma-separated), or all.
     #[arg(long, default_value = "all", value_name = "WHAT")]
@@ -214,9 +245,12 @@ impl Scenario {
         }
         if !(self.loss > 0.0 && self.loss < 1.0) {
             return Err(usage(format!(
-                "--loss {} must be above 0 and below 1",
+                "--loss {} must be above 0 and below 1 (100%)",
                 self.loss
             )));
+        }
+        if self.delay > Duration::from_secs(10) || self.jitter > Duration::from_secs(10) {
+            return Err(usage("--delay and --jitter are at most 10s"));
         }
         let side = (self.duration / 3).max(Duration::from_secs(2));
         Ok(RunConfig {
@@ -238,10 +272,22 @@ impl Scenario {
             }),
             payload_bytes: self.payload_bytes,
             loss_rate: self.loss,
+            delay: self.delay,
+            jitter: self.jitter,
             forge: ForgeWhat::parse(&self.forge).map_err(|e| usage(format!("--forge: {e}")))?,
             clear: self.clear,
         })
     }
+}
+
+/// A share: `0.02` or `2%`.
+fn share(text: &str) -> Result<f64, String> {
+    let t = text.trim();
+    let value = match t.strip_suffix('%') {
+        Some(p) => p.trim().parse::<f64>().map(|v| v / 100.0),
+        None => t.parse::<f64>(),
+    };
+    value.map_err(|_| format!("{text:?} is not a share (write 0.02 or 2%)"))
 }
 
 fn ppm(fraction: f64) -> anyhow::Result<u32> {
@@ -349,7 +395,11 @@ pub fn run(command: Command) -> anyhow::Result<()> {
         }
         Command::Heal(args) => {
             let dir = args.dir.cluster();
-            let (a, b) = parse_link(&args.link, manifest(&dir)?.topology)?;
+            let Some(link) = &args.link else {
+                manifest(&dir)?;
+                return network::heal_partitions(&dir);
+            };
+            let (a, b) = parse_link(link, manifest(&dir)?.topology)?;
             inject(
                 &dir,
                 &[
@@ -402,6 +452,18 @@ pub fn run(command: Command) -> anyhow::Result<()> {
         }
         Command::Captured(args) => captured(&args),
         Command::Run(args) => chaos_run(&args),
+        Command::Net(args) => {
+            manifest(&args.dir.cluster())?;
+            network::net(&args)
+        }
+        Command::Partition(args) => {
+            manifest(&args.dir.cluster())?;
+            network::partition(&args)
+        }
+        Command::Study(args) => {
+            manifest(&args.dir.cluster())?;
+            network::study(&args)
+        }
     }
 }
 
@@ -479,13 +541,13 @@ fn chaos_run(args: &RunArgs) -> anyhow::Result<()> {
             "--faults is required: state, buffers, crash, cut, capture, forge (comma-separated), or crash-ends alone",
         ));
     }
-    if let Some(fault) = args
-        .scenario
-        .faults
-        .iter()
-        .find(|f| f.needs_simulated_network())
-    {
-        return Err(usage(scenario::needs_simulation(*fault).to_string()));
+    if let Some(fault) = args.scenario.faults.iter().find(|f| f.is_of_the_network()) {
+        let has_network = cuberoute_cluster::netfault::Network::open(&dir)
+            .map_err(|e| usage(format!("{e:#}")))?
+            .is_some();
+        if !has_network {
+            return Err(usage(scenario::needs_network(*fault).to_string()));
+        }
     }
     let config = args.scenario.config()?;
     let progress = Arc::new(Mutex::new(Progress::default()));
@@ -516,17 +578,62 @@ fn chaos_run(args: &RunArgs) -> anyhow::Result<()> {
                 }
             })
         };
-        let report = chaos::run(&dir, &config, progress).await;
+        let report = tokio::select! {
+            report = chaos::run(&dir, &config, progress) => report,
+            signal = interrupted() => {
+                // What the run did to the network must not outlive it.
+                let removed = match cuberoute_cluster::netfault::Network::open(&dir) {
+                    Ok(Some(network)) => match ClusterClient::open(&dir) {
+                        Ok(client) => {
+                            let done = cuberoute_cluster::netfault::remove_all(&network, &client).await;
+                            client.close();
+                            done
+                        }
+                        Err(e) => Err(e),
+                    },
+                    Ok(None) => Ok(()),
+                    Err(e) => Err(e),
+                };
+                let removed = match removed {
+                    Ok(()) => "every network fault it applied was removed".to_string(),
+                    Err(e) => format!("removing its network faults failed: {e:#}"),
+                };
+                Err(anyhow::anyhow!("interrupted by {signal}: {removed}"))
+            }
+        };
         watcher.abort();
         report
     })?;
     bar.finish_and_clear();
+    if let Some(out) = &args.report {
+        let page = cuberoute_cluster::report::write(
+            out,
+            &report.timeline,
+            &serde_json::to_value(&report)?,
+        )?;
+        eprintln!("report: {}", page.display());
+    }
     if args.json {
         println!("{}", serde_json::to_string(&report)?);
     } else {
         print_report(&report);
     }
     Ok(())
+}
+
+/// SIGINT or SIGTERM, by name.
+async fn interrupted() -> &'static str {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut int), Ok(mut term)) = (
+        signal(SignalKind::interrupt()),
+        signal(SignalKind::terminate()),
+    ) else {
+        return std::future::pending().await;
+    };
+    tokio::select! {
+        _ = int.recv() => "SIGINT",
+        _ = term.recv() => "SIGTERM",
+    }
 }
 
 /// The verdict of a `crash-ends` run.
@@ -594,6 +701,19 @@ pub fn print_report(r: &chaos::Report) {
         r.sets_lost,
         r.corrupted_delivered_to_client
     );
+    for w in &r.fault_windows {
+        println!(
+            "  fault {:>8.1} s to {:>8.1} s: {} on {} ({})",
+            w.start_ms / 1e3,
+            w.end_ms / 1e3,
+            w.what,
+            w.place,
+            w.mechanism
+        );
+    }
+    if let Some(dropped) = r.kernel_dropped {
+        println!("  datagrams the kernel's rules dropped: {dropped}");
+    }
     let phases = [
         ("fault-free", &r.phases.fault_free),
         ("with faults", &r.phases.with_faults),

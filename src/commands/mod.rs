@@ -7,6 +7,7 @@ pub mod cluster;
 pub mod daemon;
 pub mod demo;
 pub mod monitor;
+pub mod network;
 pub mod paths;
 pub mod ping;
 pub mod recv;

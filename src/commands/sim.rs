@@ -4,8 +4,10 @@
 //! report.
 
 use super::chaos::{Scenario, print_report};
+use super::network::{conditions, print_study};
 use super::{parse_topology, usage};
 use cuberoute_cluster::ClusterDir;
+use cuberoute_cluster::redundancy::StudyConfig;
 use cuberoute_cluster::sim::{SimOptions, run};
 use std::time::Duration;
 
@@ -30,6 +32,17 @@ pub struct Args {
     /// keeps across a crash).
     #[arg(long)]
     pub no_store: bool,
+    /// Run the redundancy study instead of the chaos run (`chaos study`'s table: no fault,
+    /// loss 1% and 5%, and --delay ± --jitter on every link; --rate, --wait and --seed apply).
+    #[arg(long)]
+    pub study: bool,
+    /// With --study: sets per cell.
+    #[arg(long, default_value_t = 2000)]
+    pub sets: usize,
+    /// Also write DIR/report.html (charts of every set and every fault window) and
+    /// DIR/report.json.
+    #[arg(long, value_name = "DIR")]
+    pub report: Option<std::path::PathBuf>,
 }
 
 fn latency_range(text: &str) -> Result<(Duration, Duration), String> {
@@ -68,14 +81,31 @@ pub fn run_command(args: Args) -> anyhow::Result<()> {
         min_latency: args.latency.0,
         max_latency: args.latency.1,
         store: !args.no_store,
+        study: args.study.then(|| StudyConfig {
+            conditions: conditions(&[0.01, 0.05], args.scenario.delay, args.scenario.jitter),
+            sets: args.sets,
+            rate: args.scenario.rate,
+            wait: args.scenario.wait,
+            seed: args.scenario.seed,
+        }),
     };
     let scratch = std::env::temp_dir().join(format!("cuberoute-sim-{}", std::process::id()));
     let dir = ClusterDir::new(&scratch);
     let report = run(&options, &dir);
     let _ = std::fs::remove_dir_all(&scratch);
     let report = report?;
+    if let Some(out) = &args.report {
+        let page = cuberoute_cluster::report::write(
+            out,
+            &report.run.timeline,
+            &serde_json::to_value(&report)?,
+        )?;
+        eprintln!("report: {}", page.display());
+    }
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
+    } else if let Some(cells) = &report.study {
+        print_study(cells);
     } else {
         print_report(&report.run);
         println!(

@@ -181,6 +181,13 @@ impl Running {
         read_until(child.stdout.as_mut().expect("piped stdout"), text)
     }
 
+    /// Send the command a signal (SIGINT, as Ctrl-C would).
+    pub fn signal(&self, signal: nix::sys::signal::Signal) {
+        let child = self.0.as_ref().expect("running");
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), signal)
+            .expect("the command takes the signal");
+    }
+
     /// Wait for the command to end; its output.
     pub fn finish(mut self) -> Output {
         self.0

@@ -1,0 +1,330 @@
+//! Faults of the network itself on real processes, each node in a network namespace of its own
+//! (`cluster up --netns`): delay in the daemons' sockets shows in `ping` and goes away with
+//! `chaos net --off`; the kernel's loss and partitions stop copies and `--off` / `chaos heal`
+//! bring them back; a chaos run with loss, delay and a partition loses no reliable set and its
+//! report page shows the fault windows; an interrupted run removes what it applied; bad input
+//! and loopback clusters are refused with exit 2.
+//!
+//! Every test but the loopback refusal needs root; without it each prints a NOTE and passes.
+
+mod common;
+
+use common::{Cluster, cuberoute, ok, stderr, stdout, within};
+use serde_json::Value;
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+fn root_or_say_why(test: &str) -> bool {
+    let root = nix::unistd::Uid::effective().is_root();
+    if !root {
+        eprintln!("NOTE: the {test} test did NOT run: cluster up --netns needs root");
+    }
+    root
+}
+
+/// `cluster up TOPOLOGY --netns` in a new temporary directory, taken down when dropped.
+fn netns_cluster(topology: &str) -> Cluster {
+    let cluster = Cluster {
+        dir: tempfile::tempdir().unwrap(),
+        topology: topology.to_string(),
+    };
+    ok(&[
+        "cluster",
+        "up",
+        topology,
+        "--netns",
+        "--dir",
+        cluster.path_str(),
+    ]);
+    cluster
+}
+
+/// The least one-way time of each path over a few rounds of `ping`, with its hops.
+fn ping_minima(cluster: &Cluster, from: &str, to: &str) -> Vec<(u64, u64)> {
+    let out = cluster.ok(&[
+        "ping", "--from", from, "--to", to, "-c", "6", "-i", "50ms", "--json",
+    ]);
+    let report: Value = serde_json::from_str(out.trim()).unwrap();
+    report["paths"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            (
+                p["hops"].as_u64().expect("every path delivered"),
+                p["min_us"].as_u64().expect("every path delivered"),
+            )
+        })
+        .collect()
+}
+
+/// The copies a plain set from `from` to `to` delivered within `wait`.
+fn copies_delivered(cluster: &Cluster, from: &str, to: &str, wait: &str) -> usize {
+    let out = cluster.run(&[
+        "send",
+        "--from",
+        from,
+        "--to",
+        to,
+        "--message",
+        "hi",
+        "--wait",
+        "--timeout",
+        wait,
+        "--json",
+    ]);
+    let report: Value = serde_json::from_str(stdout(&out).trim())
+        .unwrap_or_else(|e| panic!("{e}: {}{}", stdout(&out), stderr(&out)));
+    report["copies"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["delivered"] == true)
+        .count()
+}
+
+/// The drop rules of chain `chain` in every namespace of the cluster's nodes.
+fn kernel_rules(dir: &Path, chain: &str) -> usize {
+    let run = std::fs::read_to_string(dir.join("run.toml")).unwrap();
+    let tag = run
+        .split("[netns]")
+        .nth(1)
+        .and_then(|t| t.lines().find(|l| l.starts_with("tag = ")))
+        .map(|l| l.trim_start_matches("tag = ").trim_matches('"').to_string())
+        .unwrap();
+    std::fs::read_dir("/var/run/netns")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| n.starts_with(&format!("cr-{tag}-")))
+        .map(|ns| {
+            let out = Command::new("nsenter")
+                .arg(format!("--net=/var/run/netns/{ns}"))
+                .args(["nft", "list", "chain", "inet", "cuberoute", chain])
+                .output()
+                .unwrap();
+            String::from_utf8_lossy(&out.stdout)
+                .matches(" drop")
+                .count()
+        })
+        .sum()
+}
+
+/// The shaping rules in force over every node.
+fn shaping_rules(cluster: &Cluster) -> u64 {
+    let status = cluster.status();
+    status["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["chaos"]["shaper"]["rules"].as_u64().unwrap_or(0))
+        .sum()
+}
+
+#[test]
+fn a_delay_on_every_link_shows_in_each_paths_time_and_goes_away() {
+    if !root_or_say_why("delay") {
+        return;
+    }
+    let cluster = netns_cluster("eh:2,2");
+    let before = ping_minima(&cluster, "0", "31");
+    let out = cluster.ok(&["chaos", "net", "--all", "--delay", "5ms"]);
+    assert!(out.contains("daemon socket (user space)"), "{out}");
+    let delayed = ping_minima(&cluster, "0", "31");
+    for ((hops, min), (_, base)) in delayed.iter().zip(&before) {
+        assert!(
+            *min >= hops * 5_000,
+            "a path of {hops} hops took {min} µs with 5 ms per hop (before: {base} µs)"
+        );
+    }
+    cluster.ok(&["chaos", "net", "--off"]);
+    assert_eq!(shaping_rules(&cluster), 0);
+    let after = ping_minima(&cluster, "0", "31");
+    for (hops, min) in after {
+        assert!(
+            min < hops * 5_000,
+            "with the delay off, a path of {hops} hops still took {min} µs"
+        );
+    }
+}
+
+#[test]
+fn the_kernel_loses_and_partitions_until_told_to_stop() {
+    if !root_or_say_why("loss and partition") {
+        return;
+    }
+    let cluster = netns_cluster("eh:2,2");
+    assert_eq!(copies_delivered(&cluster, "0", "31", "3s"), 3);
+
+    // Every link loses everything: no copy arrives; --off, and all do.
+    let out = cluster.ok(&["chaos", "net", "--all", "--loss", "100%"]);
+    assert!(out.contains("kernel (nftables)"), "{out}");
+    assert!(kernel_rules(cluster.path(), "loss") >= 32);
+    assert_eq!(copies_delivered(&cluster, "0", "31", "2s"), 0);
+    cluster.ok(&["chaos", "net", "--off"]);
+    assert_eq!(kernel_rules(cluster.path(), "loss"), 0);
+    assert_eq!(copies_delivered(&cluster, "0", "31", "5s"), 3);
+
+    // Across id bit 0 nothing passes: 0 and 31 are on either side.
+    let out = cluster.ok(&["chaos", "partition", "--bit", "0"]);
+    assert!(out.contains("16 of 32"), "{out}");
+    assert_eq!(copies_delivered(&cluster, "0", "31", "2s"), 0);
+    // Inside one half a set still goes: 0 and 8 (01.00.0) have two paths there.
+    assert_eq!(copies_delivered(&cluster, "0", "8", "3s"), 2);
+    cluster.ok(&["chaos", "heal"]);
+    assert_eq!(kernel_rules(cluster.path(), "part"), 0);
+    assert!(
+        within(Duration::from_secs(20), || copies_delivered(
+            &cluster, "0", "31", "2s"
+        ) == 3)
+        .is_some(),
+        "after the heal every copy arrives again"
+    );
+}
+
+#[test]
+fn a_run_with_loss_delay_and_a_partition_loses_no_reliable_set_and_draws_its_windows() {
+    if !root_or_say_why("network chaos run") {
+        return;
+    }
+    let cluster = netns_cluster("eh:2,2");
+    let report_dir = tempfile::tempdir().unwrap();
+    let out = cluster.ok(&[
+        "chaos",
+        "run",
+        "--duration",
+        "4s",
+        "--rate",
+        "20",
+        "--faults",
+        "loss,delay,partition",
+        "--delivery",
+        "reliable",
+        "--wait",
+        "30s",
+        "--json",
+        "--report",
+        report_dir.path().to_str().unwrap(),
+    ]);
+    let report: Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(report["sets_lost"], 0, "{report}");
+    assert_eq!(report["reliable"]["acked"], report["sets_sent"], "{report}");
+    let windows = report["fault_windows"].as_array().unwrap();
+    let mechanisms: Vec<&str> = windows
+        .iter()
+        .map(|w| w["mechanism"].as_str().unwrap())
+        .collect();
+    assert_eq!(windows.len(), 3, "{windows:?}");
+    assert!(mechanisms.contains(&"kernel (nftables)"), "{mechanisms:?}");
+    assert!(
+        mechanisms.contains(&"daemon socket (user space)"),
+        "{mechanisms:?}"
+    );
+    assert!(report["kernel_dropped"].as_u64().unwrap() > 0, "{report}");
+    let page = std::fs::read_to_string(report_dir.path().join("report.html")).unwrap();
+    for w in windows {
+        assert!(page.contains(w["what"].as_str().unwrap()), "{w}");
+    }
+    assert!(report_dir.path().join("report.json").is_file());
+    // Nothing of the faults is left.
+    assert_eq!(kernel_rules(cluster.path(), "loss"), 0);
+    assert_eq!(kernel_rules(cluster.path(), "part"), 0);
+    assert_eq!(shaping_rules(&cluster), 0);
+}
+
+#[test]
+fn an_interrupted_run_removes_the_network_faults_it_applied() {
+    if !root_or_say_why("interrupted run") {
+        return;
+    }
+    let cluster = netns_cluster("eh:2,2");
+    let mut run = cluster.spawn(&[
+        "chaos",
+        "run",
+        "--duration",
+        "60s",
+        "--rate",
+        "10",
+        "--faults",
+        "loss,delay,partition",
+    ]);
+    assert!(
+        within(Duration::from_secs(60), || {
+            kernel_rules(cluster.path(), "loss") > 0 && shaping_rules(&cluster) > 0
+        })
+        .is_some(),
+        "the run applied its faults"
+    );
+    assert!(kernel_rules(cluster.path(), "part") > 0);
+    run.signal(nix::sys::signal::Signal::SIGINT);
+    let out = run.finish();
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("every network fault it applied was removed"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(kernel_rules(cluster.path(), "loss"), 0);
+    assert_eq!(kernel_rules(cluster.path(), "part"), 0);
+    assert_eq!(shaping_rules(&cluster), 0);
+}
+
+#[test]
+fn bad_network_faults_are_refused_with_exit_2() {
+    if !root_or_say_why("bad network faults") {
+        return;
+    }
+    let cluster = netns_cluster("eh:2,2");
+    for args in [
+        &["chaos", "net", "--all", "--loss", "101%"][..],
+        &["chaos", "net", "--all", "--loss", "-1%"],
+        &["chaos", "net", "--all", "--delay", "1h"],
+        &["chaos", "net", "--all", "--delay", "-5ms"],
+        &["chaos", "net", "--all", "--jitter", "5ms"],
+        &["chaos", "net", "--all"],
+        &["chaos", "net", "--loss", "1%"],
+        &["chaos", "net", "--off", "--loss", "1%"],
+        &["chaos", "net", "--node", "99999", "--loss", "1%"],
+        &["chaos", "net", "--link", "0-31", "--loss", "1%"],
+        &["chaos", "net", "--link", "0", "--loss", "1%"],
+        &["chaos", "partition"],
+        &["chaos", "partition", "--nodes", ""],
+        &["chaos", "partition", "--bit", "40"],
+    ] {
+        let out = cluster.refused(args);
+        let text = stderr(&out);
+        assert_eq!(text.trim().lines().count().min(1), 1, "{args:?}: {text}");
+    }
+    // Nothing was applied by any of them.
+    assert_eq!(kernel_rules(cluster.path(), "loss"), 0);
+    assert_eq!(kernel_rules(cluster.path(), "part"), 0);
+}
+
+#[test]
+fn a_loopback_cluster_refuses_network_faults() {
+    let cluster = Cluster::up("q:2", "127.88.0.0");
+    for args in [
+        &["chaos", "net", "--all", "--loss", "1%"][..],
+        &["chaos", "partition", "--bit", "0"],
+        &["chaos", "heal"],
+        &[
+            "chaos",
+            "run",
+            "--duration",
+            "1s",
+            "--rate",
+            "1",
+            "--faults",
+            "loss",
+        ],
+    ] {
+        let out = cluster.refused(args);
+        assert!(
+            stderr(&out).contains("network of its own")
+                || stderr(&out).contains("a network of their own"),
+            "{args:?}: {}",
+            stderr(&out)
+        );
+    }
+    let _ = cuberoute(&["--version"]);
+}
