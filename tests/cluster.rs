@@ -125,6 +125,136 @@ fn split_sends_are_reassembled_from_k_parts() {
     assert_eq!(joined, message);
 }
 
+/// `send --single`: one copy on the shortest of the pair's k paths (the first of the
+/// shortest, as `cuberoute paths` lists them), plain and reliable; the modes that need k paths
+/// and split are refused.
+#[test]
+fn single_sends_one_copy_on_the_shortest_path() {
+    let cluster = Cluster::up("eh:1,1", "127.2.81.0");
+    let nodes = 8;
+    for from in 0..nodes {
+        for to in (0..nodes).filter(|&to| to != from) {
+            let (f, t) = (from.to_string(), to.to_string());
+            let message = format!("single {from}->{to}");
+            let report: Value = serde_json::from_str(
+                cluster
+                    .ok(&[
+                        "send",
+                        "--from",
+                        &f,
+                        "--to",
+                        &t,
+                        "--message",
+                        &message,
+                        "--single",
+                        "--wait",
+                        "--json",
+                    ])
+                    .trim(),
+            )
+            .unwrap();
+            let expected: Value =
+                serde_json::from_str(ok(&["paths", "eh:1,1", &f, &t, "--json"]).trim()).unwrap();
+            let paths = expected["paths"].as_array().unwrap();
+            let fewest = paths.iter().map(|p| p.as_array().unwrap().len()).min();
+            let shortest = paths
+                .iter()
+                .find(|p| Some(p.as_array().unwrap().len()) == fewest)
+                .unwrap();
+            assert_eq!(report["k"], 1, "{report}");
+            let copies = report["copies"].as_array().unwrap();
+            assert_eq!(copies.len(), 1, "{report}");
+            assert_eq!(copies[0]["delivered"], true, "{report}");
+            assert_eq!(copies[0]["path"], *shortest, "{from}->{to}");
+            assert_eq!(copies[0]["hops"], expected["distance"], "{from}->{to}");
+        }
+    }
+    // Each destination got one copy of each, one of one.
+    for to in 0..nodes {
+        let entries = json_lines(&cluster.ok(&["recv", "--node", &to.to_string(), "--json"]));
+        assert_eq!(entries.len() as u64, nodes - 1, "at {to}");
+        for e in &entries {
+            assert_eq!((e["index"].as_u64(), e["k"].as_u64()), (Some(0), Some(1)));
+            assert_eq!(e["payload"], format!("single {}->{to}", e["from"]));
+        }
+    }
+    // Reliable: delivered once and acknowledged, on the same one path.
+    let report: Value = serde_json::from_str(
+        cluster
+            .ok(&[
+                "send",
+                "--from",
+                "0",
+                "--to",
+                "7",
+                "--message",
+                "reliable single",
+                "--single",
+                "--reliable",
+                "--wait",
+                "--json",
+            ])
+            .trim(),
+    )
+    .unwrap();
+    assert_eq!(
+        (&report["k"], &report["delivered"], &report["acked"]),
+        (&Value::from(1), &Value::from(true), &Value::from(true)),
+        "{report}"
+    );
+    assert_eq!(report["copies"][0]["path"], serde_json::json!([0, 4, 5, 7]));
+    // Refused by the CLI: split, and the modes that spread a set over k paths ...
+    for extra in [["--split"], ["--code=1"], ["--secret=1"], ["--byzantine=1"]] {
+        let mut args = vec![
+            "send",
+            "--from",
+            "0",
+            "--to",
+            "7",
+            "--message",
+            "x",
+            "--single",
+        ];
+        args.extend(extra);
+        cluster.refused(&args);
+    }
+    // ... and by the daemon, whoever asks.
+    use cuberoute_cluster::{ClusterClient, ClusterDir};
+    use cuberoute_daemon::client::ClientError;
+    use cuberoute_protocol::wire::control::{ControlErrorKind, Request};
+    use cuberoute_protocol::{NodeId, SendRequest};
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let client = runtime
+        .block_on(async { ClusterClient::open(&ClusterDir::new(cluster.path())) })
+        .unwrap();
+    for (mode, split) in [
+        ("code:1", false),
+        ("reliable+secret:1", false),
+        ("plain", true),
+    ] {
+        let send = Request::Send {
+            request: SendRequest {
+                single: true,
+                split,
+                ..SendRequest::to(NodeId(7))
+            },
+            payload: b"x".to_vec(),
+            trace: false,
+            mode: mode.parse().unwrap(),
+            deadline_ms: 1000,
+            clear: false,
+        };
+        match runtime.block_on(client.request(NodeId(0), &send)) {
+            Err(ClientError::Refused { error, .. }) => {
+                assert_eq!(error.kind, ControlErrorKind::BadRequest, "{error}");
+                assert!(error.message.contains("single"), "{error}");
+            }
+            other => panic!("{mode}, split {split}: {other:?}"),
+        }
+    }
+    client.close();
+}
+
 #[test]
 fn lifecycle_second_up_dead_process_and_down_leaves_nothing() {
     let cluster = Cluster::up("q:2", "127.2.3.0");

@@ -10,7 +10,7 @@ use crate::node::{Keep, Node, Payload, Refusal};
 use crate::output::{ANSWER_BYTES, SetId, entry_bytes};
 use crate::stats::Event;
 use crate::tls;
-use cuberoute_protocol::delivery::{EncodeError, Envelope, Mode, SetKey, Shape, pieces};
+use cuberoute_protocol::delivery::{EncodeError, Envelope, Mode, Scheme, SetKey, Shape, pieces};
 use cuberoute_protocol::seal::sealed::SEAL_OVERHEAD;
 use cuberoute_protocol::wire::control::{
     ControlError, ControlErrorKind, Delivery, MAX_CONSUMER_LEN, MAX_PAYLOAD_LEN, MAX_RECV_BATCH,
@@ -235,6 +235,11 @@ async fn handle(
             let sealed = node.seal && !clear;
             if mode.is_plain() && payload.len() > MAX_PAYLOAD_LEN {
                 return Response::Error(too_large(payload.len()));
+            }
+            if request.single && mode.scheme != Scheme::Copies {
+                return Response::Error(bad(format!(
+                    "delivery mode {mode} spreads a set over its k paths; a single-path send is one copy on one path: plain or reliable only"
+                )));
             }
             let routes = match request.routes(node.topology, node.id) {
                 Ok(routes) => routes,

@@ -338,10 +338,11 @@ impl Node {
         self.stats.touch();
         // Its packets now hold their own bytes on the links.
         self.budget.release(job.held);
-        let split = job.routes.is_split();
+        let (split, single) = (job.routes.is_split(), job.routes.is_single());
         let message = |part| {
             Message::new(self.id, job.seq, split, job.sent_at_us, job.trace, part)
                 .attempt(job.attempt)
+                .single(single)
         };
         let messages = match job.payload {
             Payload::Plain(payload) => job
@@ -556,7 +557,12 @@ impl Node {
             self.stats.drop(Drop::Malformed);
             return false;
         };
-        let k = packet.route.copies(self.topology);
+        // A single-path set is one copy, whatever its route's k.
+        let k = if packet.message.single {
+            1
+        } else {
+            packet.route.copies(self.topology)
+        };
         if self.keys.is_revoked(src) {
             debug!(%src, "source revoked");
             self.stats.drop(Drop::Revoked);
@@ -921,9 +927,14 @@ impl Node {
                 settled.push(key);
                 continue;
             }
-            let routes = SendRequest::to(kept.dst)
-                .routes(self.topology, self.id)
-                .map_err(|e| format!("kept set {} to {}: {e}", key.seq, kept.dst))?;
+            // A set of one piece where the pair has more paths was sent single-path.
+            let single = kept.shape.k == 1 && kept.envelopes.len() == 1;
+            let routes = SendRequest {
+                single,
+                ..SendRequest::to(kept.dst)
+            }
+            .routes(self.topology, self.id)
+            .map_err(|e| format!("kept set {} to {}: {e}", key.seq, kept.dst))?;
             let resend = Resend {
                 routes,
                 envelopes: kept.envelopes.into_iter().map(|e| e.into_vec()).collect(),

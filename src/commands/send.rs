@@ -1,4 +1,4 @@
-//! `cuberoute send --from S --to D (--message TEXT | --file F) [--split] [--wait] [--json]`,
+//! `cuberoute send --from S --to D (--message TEXT | --file F) [--split | --single] [--wait] [--json]`,
 //! and on Q_n the source-routed forms: `--to D1,D2,...` (one copy to each, over disjoint paths;
 //! `--avoid F1,...` keeps off faulty nodes) and `--to D --constraint I` (the container).
 //! On hhc:M, mc:K,M and rdn:BASE,K every send is source-routed: `--to D` sends k copies over
@@ -44,6 +44,11 @@ pub struct Args {
     /// destination: the guarded-action protocol, a container, or a seed family's k paths).
     #[arg(long)]
     pub split: bool,
+    /// Send one copy on one path instead of k copies on the k disjoint paths: the shortest of
+    /// the k paths (the fewest hops; ties: the lowest index). For comparisons with k paths;
+    /// plain or --reliable.
+    #[arg(long, conflicts_with_all = ["split", "code", "secret", "byzantine"])]
+    pub single: bool,
     /// Wait for the copies and print a delivery report with each copy's path.
     #[arg(long)]
     pub wait: bool,
@@ -124,6 +129,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         avoid,
         constraint: args.constraint,
         split: args.split,
+        single: args.single,
     };
     // The source's daemon decides how the request travels, or refuses it (exit 2).
     let sending = runtime.block_on(cluster.send(from, request, payload, options));

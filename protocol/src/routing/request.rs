@@ -6,6 +6,7 @@
 //!
 //! * one destination on Q_n or EH(s,t), nothing else asked: the guarded-action protocol, k
 //!   copies, each routed hop by hop from its header;
+//! * with `single`, one copy only, on the shortest of the k paths either mode would use;
 //! * everything else is source-routed: a constraint (HC-CONTAINER, k copies to the one
 //!   destination), nodes to avoid (fault-tolerant node-to-set, one copy each), one destination
 //!   on HHC, the metacube or the dual-net (their node-to-node algorithms, k copies), a set of
@@ -15,7 +16,8 @@ use super::header::Header;
 use super::packet::{Packet, Route, RouteKind, SourceRoute};
 use crate::NodeId;
 use crate::paths::error::PathError;
-use crate::paths::guarded::map::{self, Plan};
+use crate::paths::guarded;
+use crate::paths::guarded::map::{self, MapError, Plan};
 use crate::paths::instance::{Instance, Kind};
 use crate::paths::system::{Path, PathSystem};
 use crate::paths::table;
@@ -34,6 +36,11 @@ pub struct SendRequest {
     /// Cut the payload into k parts, one per path, instead of sending it on every path:
     /// node-to-node sets only.
     pub split: bool,
+    /// One copy on one path instead of k copies on the k disjoint paths: the shortest of the
+    /// k paths constructed for the pair (the fewest hops; ties: the lowest index), in either
+    /// routing mode. k is 1 for the set. Node-to-node sets only, not with `split` (the
+    /// baseline that k disjoint paths are compared with).
+    pub single: bool,
 }
 
 /// Why a request has no routes.
@@ -102,19 +109,54 @@ impl SendRequest {
                     .into(),
             ));
         }
+        if self.single && (self.split || !self.is_node_to_node(topology)) {
+            return Err(SendError::Invalid(
+                "single sends one copy on the shortest of the k paths to one destination: not with split, a set of destinations or nodes to avoid"
+                    .into(),
+            ));
+        }
         let plan = if self.kind(topology) == RouteKind::Guarded {
             let dst = self.to[0];
-            let plans =
-                map::map(topology, src, dst).map_err(|e| SendError::Invalid(e.to_string()))?;
+            let invalid = |e: MapError| SendError::Invalid(e.to_string());
+            let mut plans = map::map(topology, src, dst).map_err(invalid)?;
+            if self.single {
+                // The plan whose walk (the path the per-hop rule routes it on) is shortest.
+                let walked = guarded::disjoint_paths(topology, src, dst).map_err(invalid)?;
+                let i = shortest(&walked.paths).expect("a pair has at least one path");
+                plans = vec![plans[i]];
+            }
             RoutesPlan::Guarded { dst, plans }
         } else {
-            RoutesPlan::Source(self.route_system(topology, src)?.paths)
+            let mut paths = self.route_system(topology, src)?.paths;
+            if self.single {
+                let i = shortest(&paths).expect("a node-to-node answer has a path");
+                paths = vec![paths.swap_remove(i)];
+            }
+            RoutesPlan::Source(paths)
         };
         Ok(Routes {
             src,
             split: self.split,
+            single: self.single,
             plan,
         })
+    }
+
+    /// The one path a [`SendRequest::single`] request from `src` travels (for a client to
+    /// check the path its copy took): the shortest of the k paths of the pair, as
+    /// [`SendRequest::routes`] picks it.
+    pub fn single_path(&self, topology: Topology, src: NodeId) -> Result<Path, SendError> {
+        let mut paths = match self.kind(topology) {
+            RouteKind::Guarded => {
+                guarded::disjoint_paths(topology, src, self.to[0])
+                    .map_err(|e| SendError::Invalid(e.to_string()))?
+                    .paths
+            }
+            RouteKind::Source => self.route_system(topology, src)?.paths,
+        };
+        let i =
+            shortest(&paths).ok_or_else(|| SendError::Invalid("the request has no path".into()))?;
+        Ok(paths.swap_remove(i))
     }
 
     /// The source routes of this request from `src`, with how they were made: the table's
@@ -174,11 +216,22 @@ impl SendRequest {
     }
 }
 
+/// The index of the shortest of `paths` (the fewest hops; ties: the lowest index).
+pub fn shortest(paths: &[Path]) -> Option<usize> {
+    // `min_by_key` keeps the first of equal minima.
+    paths
+        .iter()
+        .enumerate()
+        .min_by_key(|(_, p)| p.len())
+        .map(|(i, _)| i)
+}
+
 /// A set's routes, decided at its source: one per copy.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Routes {
     src: NodeId,
     split: bool,
+    single: bool,
     plan: RoutesPlan,
 }
 
@@ -208,6 +261,12 @@ impl Routes {
 
     pub fn is_split(&self) -> bool {
         self.split
+    }
+
+    /// Whether the set travels as one copy on one of its pair's k paths
+    /// ([`SendRequest::single`]): its messages say so, for the destination counts k = 1.
+    pub fn is_single(&self) -> bool {
+        self.single
     }
 
     /// The plans of the guarded-action protocol (the paper's `map`), if that is how it travels.
@@ -463,5 +522,131 @@ mod tests {
                 Err(SendError::Unsupported { .. })
             ));
         }
+    }
+
+    /// Where a packet `start` sent goes, hop by hop with the front door's `hop`, until it is
+    /// delivered: its path.
+    fn walk(t: Topology, src: NodeId, first: NodeId, packet: Packet<()>) -> Vec<NodeId> {
+        use crate::routing::hop::{Action, hop};
+        let (mut path, mut from, mut at, mut packet) = (vec![src], src, first, packet);
+        loop {
+            path.push(at);
+            assert!(path.len() <= t.node_count() as usize, "{path:?}");
+            match hop(t, at, packet, from) {
+                Action::Deliver(_) => return path,
+                Action::Forward { to, packet: p } => (from, at, packet) = (at, to, p),
+                Action::Drop { reason, .. } => panic!("{t} {path:?}: dropped, {reason:?}"),
+            }
+        }
+    }
+
+    fn single(dst: NodeId) -> SendRequest {
+        SendRequest {
+            single: true,
+            ..SendRequest::to(dst)
+        }
+    }
+
+    #[test]
+    fn single_takes_a_shortest_of_the_k_paths_on_every_pair() {
+        for name in ["q:3", "eh:1,1", "eh:2,2"] {
+            let t: Topology = name.parse().unwrap();
+            for s in t.nodes() {
+                for d in t.nodes().filter(|&d| d != s) {
+                    let all = guarded::disjoint_paths(t, s, d).unwrap().paths;
+                    let fewest = all.iter().map(Vec::len).min().unwrap();
+                    let expected = all.iter().position(|p| p.len() == fewest).unwrap();
+                    let routes = single(d).routes(t, s).unwrap();
+                    assert_eq!(routes.kind(), RouteKind::Guarded, "{name}");
+                    assert_eq!((routes.k(), routes.is_single()), (1, true));
+                    assert_eq!(routes.destinations(), vec![d]);
+                    let plans = map::map(t, s, d).unwrap();
+                    assert_eq!(routes.plans().unwrap(), &plans[expected..=expected]);
+                    // The one packet is copy 0 of 1 and the hop rule walks it on that path, a
+                    // shortest one of the pair.
+                    let mut sends = routes.start(vec![()]);
+                    assert_eq!(sends.len(), 1);
+                    let (first, packet) = sends.pop().unwrap();
+                    assert_eq!(packet.route.index(), 0);
+                    let path = walk(t, s, first, packet);
+                    assert_eq!(path, all[expected], "{name} {s} -> {d}");
+                    assert_eq!(path, single(d).single_path(t, s).unwrap());
+                    assert_eq!(
+                        path.len() - 1,
+                        t.distance(s, d) as usize,
+                        "{name} {s} -> {d}: {all:?}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn single_source_routes_keep_the_shortest_path() {
+        let q: Topology = "q:4".parse().unwrap();
+        let hhc: Topology = "hhc:2".parse().unwrap();
+        let constrained = SendRequest {
+            constraint: Some(2),
+            ..single(NodeId(0b1100))
+        };
+        for (t, src, request) in [
+            (q, NodeId(0b0011), constrained),
+            (hhc, NodeId(0), single(hhc.nodes().last().unwrap())),
+            (hhc, NodeId(3), single(NodeId(40))),
+        ] {
+            let all = SendRequest {
+                single: false,
+                ..request.clone()
+            }
+            .route_system(t, src)
+            .unwrap()
+            .paths;
+            let fewest = all.iter().map(Vec::len).min().unwrap();
+            let expected = all.iter().position(|p| p.len() == fewest).unwrap();
+            let routes = request.routes(t, src).unwrap();
+            assert_eq!((routes.kind(), routes.k()), (RouteKind::Source, 1));
+            let mut sends = routes.start(vec![()]);
+            let (first, packet) = sends.pop().unwrap();
+            match &packet.route {
+                Route::Source(r) => assert_eq!((r.index, r.copies), (0, 1)),
+                other => panic!("{other:?}"),
+            }
+            assert_eq!(packet.route.copies(t), 1);
+            let path = walk(t, src, first, packet);
+            assert_eq!(path, all[expected], "{t}");
+            assert_eq!(path, request.single_path(t, src).unwrap());
+        }
+    }
+
+    #[test]
+    fn single_is_for_one_destination_without_split() {
+        let q: Topology = "q:3".parse().unwrap();
+        for request in [
+            SendRequest {
+                split: true,
+                ..single(NodeId(7))
+            },
+            SendRequest {
+                to: vec![NodeId(3), NodeId(5)],
+                ..single(NodeId(7))
+            },
+            SendRequest {
+                avoid: vec![NodeId(1)],
+                ..single(NodeId(7))
+            },
+        ] {
+            assert!(
+                matches!(request.routes(q, NodeId(0)), Err(SendError::Invalid(_))),
+                "{request:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn shortest_prefers_the_lowest_index_among_equals() {
+        let p = |n: u64| (0..n).map(NodeId).collect::<Vec<_>>();
+        assert_eq!(shortest(&[p(4), p(3), p(3), p(5)]), Some(1));
+        assert_eq!(shortest(&[p(2)]), Some(0));
+        assert_eq!(shortest(&[]), None);
     }
 }

@@ -24,6 +24,10 @@ pub struct Message {
     /// Whether the payload is sealed end to end ([`crate::seal`]): only the destination reads
     /// it, and only the node named as the source could have sealed it.
     pub sealed: bool,
+    /// Whether the set travels as this one copy on one of its pair's k paths
+    /// ([`SendRequest::single`](crate::SendRequest)): the destination counts k = 1, whatever
+    /// the route's k.
+    pub single: bool,
     /// The source's wall clock at `input`, in microseconds since the Unix epoch.
     pub sent_at_us: u64,
     /// Which send of its set this is: 1 for the first, more for a reliable set's resends. The
@@ -35,7 +39,8 @@ pub struct Message {
     /// Every node visited, from the source on, when the sender asked for a trace. Not covered
     /// by the checksum: it grows at every hop.
     pub trace: Option<Vec<NodeId>>,
-    /// CRC-32 of (S, D, index, seq, split, enveloped, sealed, sent_at_us, attempt, payload).
+    /// CRC-32 of (S, D, index, seq, split, enveloped, sealed, single, sent_at_us, attempt,
+    /// payload).
     pub checksum: u32,
     #[serde(with = "serde_bytes")]
     pub payload: Vec<u8>,
@@ -57,6 +62,7 @@ impl Message {
             split,
             enveloped: false,
             sealed: false,
+            single: false,
             sent_at_us,
             attempt: 1,
             hops: 0,
@@ -72,7 +78,12 @@ impl Message {
         self
     }
 
-    /// Its flags as one byte: split, enveloped, sealed.
+    /// This message, the one copy of a single-path set.
+    pub fn single(mut self, single: bool) -> Message {
+        self.single = single;
+        self
+    }
+
     /// The fields of this message its seal binds, on the path `index` from `src` to `dst`.
     pub fn bound(&self, src: NodeId, dst: NodeId, index: u8) -> Bound {
         Bound {
@@ -85,8 +96,12 @@ impl Message {
         }
     }
 
+    /// Its flags as one byte: split, enveloped, sealed, single.
     pub fn flags(&self) -> u8 {
-        self.split as u8 | (self.enveloped as u8) << 1 | (self.sealed as u8) << 2
+        self.split as u8
+            | (self.enveloped as u8) << 1
+            | (self.sealed as u8) << 2
+            | (self.single as u8) << 3
     }
 
     /// This message as attempt `attempt` of its set.
