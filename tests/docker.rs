@@ -55,8 +55,10 @@ fn the_image_is_from_scratch_and_small() {
         // simulated socket, tokio built with `tokio_unstable`), 0.83 MB. It was held under 10 MB
         // before (BENCHMARKS.md, "Containers against processes"). 13.19 MB with the node's
         // store (redb, the store and its seam, the simulated disk) and `chaos run --faults
-        // crash-ends`: the image was under 12 MB without them (CI at e3ba628).
-        assert!(size < 14_000_000, "the image has {size} bytes");
+        // crash-ends`: the image was under 12 MB without them (CI at e3ba628). 13.86 MB with
+        // the network's faults (the daemon's shaper, nftables rules, the study) and the report
+        // page (plotters' SVG backend): the budget 14 -> 15 MB.
+        assert!(size < 15_000_000, "the image has {size} bytes");
         let layers = docker(&[
             "image",
             "inspect",
