@@ -238,7 +238,7 @@ fn an_interrupted_run_removes_the_network_faults_it_applied() {
         return;
     }
     let cluster = netns_cluster("eh:2,2");
-    let mut run = cluster.spawn(&[
+    let run = cluster.spawn(&[
         "chaos",
         "run",
         "--duration",

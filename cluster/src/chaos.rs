@@ -849,8 +849,8 @@ pub async fn run_with(
     // partition or loss held back in the link buffers arrives once the links carry again.
     let repaired = Instant::now();
     let kernel_dropped = harness.kernel_dropped();
-    if partition.is_some() {
-        harness.partition(&partition.as_ref().expect("some").links, false)?;
+    if let Some(p) = &partition {
+        harness.partition(&p.links, false)?;
     }
     if losing {
         harness.lose(0.0)?;
@@ -1448,6 +1448,8 @@ mod tests {
     fn result(from: u64, to: u64, seq: u64, payload: &[u8]) -> SetResult {
         SetResult {
             phase: Phase::WithFaults,
+            sent_ms: seq as f64,
+            indices: BTreeSet::new(),
             from: NodeId(from),
             to: NodeId(to),
             seq,

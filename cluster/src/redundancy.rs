@@ -130,6 +130,9 @@ pub async fn run(
     Ok(cells)
 }
 
+/// A set's first copy's latency in µs (if one came), and its k.
+type Outcome = (Option<u64>, u32);
+
 /// Send `config.sets` sets one way and judge them.
 async fn cell(
     client: &ClusterClient,
@@ -140,7 +143,8 @@ async fn cell(
     seed: u64,
 ) -> Cell {
     let mut rng = StdRng::seed_from_u64(seed);
-    let outcomes: Arc<Mutex<Vec<(Option<u64>, u32)>>> = Arc::default();
+    // Each set's first copy's latency (if one came) and its k.
+    let outcomes: Arc<Mutex<Vec<Outcome>>> = Arc::default();
     let interval = Duration::from_secs_f64(1.0 / config.rate);
     let started = tokio::time::Instant::now();
     let mut tasks = Vec::new();
