@@ -1,6 +1,6 @@
 //! `cluster up --netns`: every node in a Linux network namespace of its own, with its own
 //! address on a bridge, so that traffic between nodes crosses veth pairs and the kernel's queues
-//! as between hosts. Root only; made with iproute2 (`ip -batch`) and `iptables`.
+//! as between hosts. Root only; made with iproute2 (`ip -batch`, `bridge -batch`) and `iptables`.
 //!
 //! What one cluster makes, every name carrying its tag `T` (four hex digits, unique on the
 //! machine; `I` is a node's place in id order):
