@@ -622,30 +622,6 @@ fn http_get(addr: &str, path: &str) -> Option<String> {
         .then(|| body.to_string())
 }
 
-/// The copies a plain set from `from` to `to` delivered within `timeout`.
-fn copies_delivered(cluster: &Cluster, from: &str, to: &str, timeout: &str) -> usize {
-    let out = cluster.run(&[
-        "send",
-        "--from",
-        from,
-        "--to",
-        to,
-        "--message",
-        "hi",
-        "--wait",
-        "--timeout",
-        timeout,
-        "--json",
-    ]);
-    let report: Value = serde_json::from_str(stdout(&out).trim()).unwrap();
-    report["copies"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|c| c["delivered"] == true)
-        .count()
-}
-
 #[test]
 fn network_faults_act_between_containers() {
     with_image("docker network faults", || {
@@ -669,7 +645,7 @@ fn network_faults_act_between_containers() {
         // on either side), then healed.
         let out = cluster.ok(&["chaos", "partition", "--bit", "0"]);
         assert!(out.contains("kernel (nftables)"), "{out}");
-        assert_eq!(copies_delivered(&cluster, "0", "15", "2s"), 0);
+        assert_eq!(cluster.copies_delivered("0", "15", "2s"), 0);
         cluster.ok(&["chaos", "heal"]);
         // The links the partition broke are redialled (every link up again), then a reliable
         // set crosses.

@@ -9,7 +9,7 @@
 
 mod common;
 
-use common::{Cluster, cuberoute, ok, stderr, stdout, within};
+use common::{Cluster, cuberoute, ok, stderr, within};
 use serde_json::Value;
 use std::path::Path;
 use std::process::Command;
@@ -57,31 +57,6 @@ fn ping_minima(cluster: &Cluster, from: &str, to: &str) -> Vec<(u64, u64)> {
             )
         })
         .collect()
-}
-
-/// The copies a plain set from `from` to `to` delivered within `wait`.
-fn copies_delivered(cluster: &Cluster, from: &str, to: &str, wait: &str) -> usize {
-    let out = cluster.run(&[
-        "send",
-        "--from",
-        from,
-        "--to",
-        to,
-        "--message",
-        "hi",
-        "--wait",
-        "--timeout",
-        wait,
-        "--json",
-    ]);
-    let report: Value = serde_json::from_str(stdout(&out).trim())
-        .unwrap_or_else(|e| panic!("{e}: {}{}", stdout(&out), stderr(&out)));
-    report["copies"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|c| c["delivered"] == true)
-        .count()
 }
 
 /// The drop rules of chain `chain` in every namespace of the cluster's nodes.
@@ -154,29 +129,29 @@ fn the_kernel_loses_and_partitions_until_told_to_stop() {
         return;
     }
     let cluster = netns_cluster("eh:2,2");
-    assert_eq!(copies_delivered(&cluster, "0", "31", "3s"), 3);
+    assert_eq!(cluster.copies_delivered("0", "31", "3s"), 3);
 
     // Every link loses everything: no copy arrives; --off, and all do.
     let out = cluster.ok(&["chaos", "net", "--all", "--loss", "100%"]);
     assert!(out.contains("kernel (nftables)"), "{out}");
     assert!(kernel_rules(cluster.path(), "loss") >= 32);
-    assert_eq!(copies_delivered(&cluster, "0", "31", "2s"), 0);
+    assert_eq!(cluster.copies_delivered("0", "31", "2s"), 0);
     cluster.ok(&["chaos", "net", "--off"]);
     assert_eq!(kernel_rules(cluster.path(), "loss"), 0);
-    assert_eq!(copies_delivered(&cluster, "0", "31", "5s"), 3);
+    assert_eq!(cluster.copies_delivered("0", "31", "5s"), 3);
 
     // Across id bit 0 nothing passes: 0 and 31 are on either side.
     let out = cluster.ok(&["chaos", "partition", "--bit", "0"]);
     assert!(out.contains("16 of 32"), "{out}");
-    assert_eq!(copies_delivered(&cluster, "0", "31", "2s"), 0);
+    assert_eq!(cluster.copies_delivered("0", "31", "2s"), 0);
     // Inside one half a set still goes: 0 and 8 (01.00.0) have two paths there.
-    assert_eq!(copies_delivered(&cluster, "0", "8", "3s"), 2);
+    assert_eq!(cluster.copies_delivered("0", "8", "3s"), 2);
     cluster.ok(&["chaos", "heal"]);
     assert_eq!(kernel_rules(cluster.path(), "part"), 0);
     assert!(
-        within(Duration::from_secs(20), || copies_delivered(
-            &cluster, "0", "31", "2s"
-        ) == 3)
+        within(Duration::from_secs(20), || cluster
+            .copies_delivered("0", "31", "2s")
+            == 3)
         .is_some(),
         "after the heal every copy arrives again"
     );

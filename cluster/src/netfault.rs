@@ -19,7 +19,7 @@ use crate::netns;
 use crate::runner;
 use crate::shaping::{self, ShapeRule};
 use anyhow::Context;
-use cuberoute_daemon::manifest::Manifest;
+use cuberoute_daemon::manifest::{Manifest, ManifestNode};
 use cuberoute_protocol::{NodeId, Topology};
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
@@ -249,18 +249,26 @@ impl Chain {
 
 /// The address of every node of `manifest` (the host of its control address): what the daemons'
 /// shaping matches datagrams to nodes by.
-pub fn node_addresses(manifest: &Manifest) -> Vec<std::net::IpAddr> {
+pub fn node_addresses(manifest: &Manifest) -> Vec<IpAddr> {
     manifest
         .nodes
         .iter()
-        .filter_map(|n| {
-            let host = n
-                .control
-                .rsplit_once(':')
-                .map_or(n.control.as_str(), |(h, _)| h);
-            host.parse().ok()
-        })
+        .filter_map(|n| node_address(n).ok().map(IpAddr::V4))
         .collect()
+}
+
+/// A node's address: the host of its control address.
+fn node_address(node: &ManifestNode) -> anyhow::Result<Ipv4Addr> {
+    let host = node
+        .control
+        .rsplit_once(':')
+        .map_or(node.control.as_str(), |(h, _)| h);
+    host.parse().with_context(|| {
+        format!(
+            "node {}: control address {} is not IPv4",
+            node.id, node.control
+        )
+    })
 }
 
 /// Why a cluster cannot take network faults, as a usage error's text.
@@ -309,16 +317,8 @@ impl Network {
         };
         let mut nodes = BTreeMap::new();
         for node in &manifest.nodes {
-            let host = node
-                .control
-                .rsplit_once(':')
-                .map_or(node.control.as_str(), |(h, _)| h);
-            let addr: Ipv4Addr = host.parse().with_context(|| {
-                format!(
-                    "node {}: control address {} is not IPv4",
-                    node.id, node.control
-                )
-            })?;
+            let addr = node_address(node)?;
+
             // A node whose container is not running has no namespace now: it takes no rule.
             if let Some(namespace) = namespaces.get(&node.id) {
                 nodes.insert(

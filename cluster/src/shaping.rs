@@ -7,14 +7,13 @@ use crate::client::ClusterClient;
 use cuberoute_protocol::NodeId;
 pub use cuberoute_protocol::wire::control::ShapeRule;
 use cuberoute_protocol::wire::control::{Fault, Request, Response};
-use std::net::IpAddr;
 use std::time::Duration;
 
 /// How long a node is given to answer.
 const ANSWER_WITHIN: Duration = Duration::from_secs(5);
 
 /// Put `rule` in force at each of `nodes` (for the datagrams each sends to the rule's
-/// destinations; [`addresses`] names nodes as destinations). An error names every node that
+/// destinations; `netfault::node_addresses` names nodes as destinations). An error names every node that
 /// refused or did not answer; the others have the rule.
 pub async fn shape(
     client: &ClusterClient,
@@ -28,23 +27,6 @@ pub async fn shape(
 /// Remove every shaping rule at each of `nodes`.
 pub async fn unshape(client: &ClusterClient, nodes: &[NodeId]) -> anyhow::Result<()> {
     inject(client, nodes, Fault::Unshape).await
-}
-
-/// The addresses `nodes` receive link datagrams at (their manifest's `addr`, resolved): the
-/// destinations of a rule that shapes what is sent to them.
-pub async fn addresses(client: &ClusterClient, nodes: &[NodeId]) -> anyhow::Result<Vec<IpAddr>> {
-    let mut ips = Vec::with_capacity(nodes.len());
-    for &id in nodes {
-        let node = client
-            .manifest
-            .node(id)
-            .ok_or_else(|| anyhow::anyhow!("node {id} is not in the cluster's manifest"))?;
-        let addr = cuberoute_daemon::net::lookup(&node.addr)
-            .await
-            .map_err(|e| anyhow::anyhow!("node {id}: cannot resolve {}: {e}", node.addr))?;
-        ips.push(addr.ip());
-    }
-    Ok(ips)
 }
 
 async fn inject(client: &ClusterClient, nodes: &[NodeId], fault: Fault) -> anyhow::Result<()> {

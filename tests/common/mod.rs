@@ -127,6 +127,31 @@ impl Cluster {
         stdout(&out)
     }
 
+    /// The copies a plain set from `from` to `to` delivered within `timeout`.
+    pub fn copies_delivered(&self, from: &str, to: &str, timeout: &str) -> usize {
+        let out = self.run(&[
+            "send",
+            "--from",
+            from,
+            "--to",
+            to,
+            "--message",
+            "hi",
+            "--wait",
+            "--timeout",
+            timeout,
+            "--json",
+        ]);
+        let report: Value = serde_json::from_str(stdout(&out).trim())
+            .unwrap_or_else(|e| panic!("{e}: {}{}", stdout(&out), stderr(&out)));
+        report["copies"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|c| c["delivered"] == true)
+            .count()
+    }
+
     /// The status of every node, as `cluster status --json` gives it.
     pub fn status(&self) -> Value {
         let out = self.run(&["cluster", "status", "--json"]);
