@@ -12,6 +12,7 @@
 //! * [`netns`]: `cluster up --netns`, a network namespace per node on a bridge: make, remove,
 //!   enter;
 //! * [`percentiles`]: the one summary of a latency sample;
+//! * [`placement`]: which host each node runs on over several hosts, and what a lost host costs;
 //! * [`client`]: a client of the whole cluster: requests, statuses, links up;
 //! * [`monitor`]: following the nodes' notices (links, deliveries, drops, faults) as one stream;
 //! * [`report`]: a run's report as one self-contained HTML page with SVG charts, and its JSON;
@@ -42,6 +43,7 @@ pub mod netns;
 pub mod overload;
 pub mod percentiles;
 pub mod ping;
+pub mod placement;
 pub mod ready;
 pub mod redundancy;
 pub mod report;

@@ -1,12 +1,13 @@
 //! `cuberoute cluster ...`: a whole network as local processes or as containers.
 //!
 //! * `up`, `init`: [`up`] (local processes) and [`docker`] (`up --docker`, `compose`, `image`);
-//! * `k8s`: [`k8s`];
+//! * `k8s`: [`k8s`]; `placement`: [`placement`];
 //! * `status`, `down`, `logs`: here, the same for both kinds of cluster;
 //! * `reload`, `revoke`, `view`: [`reload`], [`revoke`], [`view`].
 
 pub mod docker;
 pub mod k8s;
+pub mod placement;
 pub mod reload;
 pub mod revoke;
 pub mod up;
@@ -54,6 +55,9 @@ pub enum Command {
     Image,
     /// Write Kubernetes manifests: a StatefulSet with a headless Service.
     K8s(k8s::Args),
+    /// Which host each node would run on over several hosts, and what losing one host costs
+    /// (pairs cut off by an end, pairs that keep a path, paths kept), per placement.
+    Placement(placement::Args),
     /// Per node: up or down, links up of degree, packet counters.
     Status(StatusArgs),
     /// Stop every node of the cluster and leave no process, container or network behind.
@@ -110,6 +114,7 @@ pub fn run(command: Command) -> anyhow::Result<()> {
         Command::Compose(args) => docker::compose(&args),
         Command::Image => docker::image(),
         Command::K8s(args) => k8s::run(&args),
+        Command::Placement(args) => placement::run(&args),
         Command::Status(args) if args.wait => {
             wait_running(&args.dir.cluster(), args.timeout)?;
             status(&args.dir.cluster(), args.json)
