@@ -46,6 +46,10 @@ enum Command {
     Sim(commands::sim::Args),
     /// Whether this node's daemon is up (`--local`: the container healthcheck).
     Status(commands::status::Args),
+    /// A Docker Swarm of several engines on one machine, each host a network namespace with an
+    /// address of its own: make it, cut and restore a host's link, take it down (root only).
+    #[command(subcommand)]
+    Testbed(commands::testbed::Command),
     /// Inject faults into a running cluster.
     #[command(subcommand)]
     Chaos(commands::chaos::Command),
@@ -86,6 +90,7 @@ fn main() -> ExitCode {
         Command::Sim(args) => commands::sim::run_command(args),
         Command::Show(command) => commands::show::run(command),
         Command::Chaos(command) => commands::chaos::run(command),
+        Command::Testbed(command) => commands::testbed::run(command),
         Command::Status(args) => commands::status::run(args),
         Command::Daemon(args) => commands::daemon::run(*args),
         Command::Bench(args) => commands::bench::run(args),

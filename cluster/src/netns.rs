@@ -179,20 +179,51 @@ impl Reserved {
 /// Choose a tag and a free block for `nodes` nodes of the cluster in `dir`, and claim the tag.
 pub fn reserve(dir: &ClusterDir, nodes: usize) -> anyhow::Result<Reserved> {
     need_root()?;
+    let claimed = claim_block(dir.path(), prefix_for(nodes)?)?;
+    Ok(Reserved {
+        run: NetnsRun {
+            tag: claimed.tag,
+            block: claimed.block,
+            prefix: claimed.prefix,
+            nodes,
+            claim: claimed.claim,
+        },
+        _lock: claimed.lock,
+    })
+}
+
+/// A tag and a block of 198.18.0.0/15 claimed for a directory ([`claim_block`]), with the
+/// machine-wide lock: hold it until the block's bridge has its address, so that no one else
+/// chooses the same block meanwhile.
+pub struct Claimed {
+    /// Four hex digits, unique on the machine among the tags of netns clusters and testbeds.
+    pub tag: String,
+    pub block: Ipv4Addr,
+    pub prefix: u8,
+    /// The canonical directory, as written in the claim file (`/run/cuberoute/netns/TAG`).
+    pub claim: String,
+    pub lock: nix::fcntl::Flock<File>,
+}
+
+/// Take the machine-wide lock, choose the first block of `prefix` in 198.18.0.0/15 that no
+/// address or route of the machine overlaps and a tag no claim, namespace, link or rule
+/// carries, and claim the tag for `dir` (however spelled: the claim is its canonical path).
+/// `cluster up --netns` and `testbed up` (crate::testbed) share the claims, so their tags never
+/// meet.
+pub fn claim_block(dir: &Path, prefix: u8) -> anyhow::Result<Claimed> {
     fs::create_dir_all(CLAIMS).with_context(|| format!("making {CLAIMS}"))?;
     let lock_path = Path::new(CLAIMS).join(".lock");
     let file = File::create(&lock_path).with_context(|| lock_path.display().to_string())?;
     let lock = nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusive)
         .map_err(|(_, e)| anyhow::anyhow!("locking {}: {e}", lock_path.display()))?;
-    let prefix = prefix_for(nodes)?;
     let mut taken = parse_addresses(&output("ip", &["-4", "-o", "addr", "show"])?);
     taken.extend(parse_routes(&output(
         "ip",
         &["-4", "route", "show", "table", "all"],
     )?));
     let block = free_block(prefix, &taken)?;
-    let claim = fs::canonicalize(dir.path())
-        .unwrap_or_else(|_| dir.path().to_path_buf())
+    let claim = fs::canonicalize(dir)
+        .unwrap_or_else(|_| dir.to_path_buf())
         .display()
         .to_string();
     let rules = output("iptables", &["-w", "-S"])?;
@@ -201,16 +232,23 @@ pub fn reserve(dir: &ClusterDir, nodes: usize) -> anyhow::Result<Reserved> {
         .find(|tag| !tag_taken(tag, &rules))
         .context("no free tag for a netns cluster")?;
     fs::write(Path::new(CLAIMS).join(&tag), &claim).context("claiming the tag")?;
-    Ok(Reserved {
-        run: NetnsRun {
-            tag,
-            block,
-            prefix,
-            nodes,
-            claim,
-        },
-        _lock: lock,
+    Ok(Claimed {
+        tag,
+        block,
+        prefix,
+        claim,
+        lock,
     })
+}
+
+/// Whether `tag` is claimed by someone other than `claim` (then nothing of it may be removed),
+/// and the claim file's path.
+pub fn claimed_by_other(tag: &str, claim: &str) -> (Option<String>, PathBuf) {
+    let path = Path::new(CLAIMS).join(tag);
+    let other = fs::read_to_string(&path)
+        .ok()
+        .filter(|owner| owner != claim);
+    (other, path)
 }
 
 /// The prefix of a block that holds `nodes` nodes, the host and the network's two ends.
@@ -352,7 +390,7 @@ fn tag_taken(tag: &str, rules: &str) -> bool {
 }
 
 /// The names in a directory (none if it does not exist).
-fn names(dir: &str) -> Vec<String> {
+pub(crate) fn names(dir: &str) -> Vec<String> {
     fs::read_dir(dir)
         .map(|entries| {
             entries
@@ -483,13 +521,13 @@ pub fn make(
 }
 
 /// An `ip -batch` or `bridge -batch` running.
-struct Batch {
+pub(crate) struct Batch {
     child: std::process::Child,
     what: String,
 }
 
 impl Batch {
-    fn wait(self) -> anyhow::Result<()> {
+    pub(crate) fn wait(self) -> anyhow::Result<()> {
         let out = self.child.wait_with_output()?;
         anyhow::ensure!(
             out.status.success(),
@@ -510,7 +548,11 @@ fn ip(namespace: Option<&str>, lines: &[String]) -> anyhow::Result<Batch> {
 /// `namespace` if given (entered with [`enter`]: `ip -n` would copy the mount namespace, with a
 /// mount per netns, at every call, which made 2,048 nodes quadratic). The child dies with the
 /// launcher (a launcher killed outright leaves no `ip` making things behind the back of `down`).
-fn batch(program: &str, namespace: Option<&str>, lines: &[String]) -> anyhow::Result<Batch> {
+pub(crate) fn batch(
+    program: &str,
+    namespace: Option<&str>,
+    lines: &[String],
+) -> anyhow::Result<Batch> {
     use std::os::unix::process::CommandExt;
     let mut command = Command::new(program);
     command
@@ -542,7 +584,7 @@ fn batch(program: &str, namespace: Option<&str>, lines: &[String]) -> anyhow::Re
 }
 
 /// Run `command`; its stdout, or an error with its stderr.
-fn run_ok(command: &mut Command) -> anyhow::Result<String> {
+pub(crate) fn run_ok(command: &mut Command) -> anyhow::Result<String> {
     let shown = format!("{command:?}");
     let out = command
         .stdin(Stdio::null())
@@ -557,12 +599,12 @@ fn run_ok(command: &mut Command) -> anyhow::Result<String> {
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
-fn output(program: &str, args: &[&str]) -> anyhow::Result<String> {
+pub(crate) fn output(program: &str, args: &[&str]) -> anyhow::Result<String> {
     run_ok(Command::new(program).args(args))
 }
 
 /// The rules of `iptables -S` marked with `comment`, as the arguments that delete them.
-fn rule_specs(rules: &str, comment: &str) -> Vec<Vec<String>> {
+pub(crate) fn rule_specs(rules: &str, comment: &str) -> Vec<Vec<String>> {
     rules
         .lines()
         .filter_map(|line| {
@@ -589,10 +631,9 @@ pub fn remove(run: &NetnsRun) -> anyhow::Result<()> {
         nix::unistd::Uid::effective().is_root(),
         "removing the network namespaces of a --netns cluster needs root"
     );
-    let claim = Path::new(CLAIMS).join(&run.tag);
-    if let Ok(owner) = fs::read_to_string(&claim) {
-        anyhow::ensure!(
-            owner == run.claim,
+    let (other, claim) = claimed_by_other(&run.tag, &run.claim);
+    if let Some(owner) = other {
+        anyhow::bail!(
             "tag {} is claimed by another cluster ({owner}); nothing removed",
             run.tag
         );
@@ -642,7 +683,7 @@ pub fn remove(run: &NetnsRun) -> anyhow::Result<()> {
 }
 
 /// `ip -force -batch` on `lines`, its errors ignored.
-fn force(lines: &[String]) -> anyhow::Result<()> {
+pub(crate) fn force(lines: &[String]) -> anyhow::Result<()> {
     let mut child = Command::new("ip")
         .args(["-force", "-batch", "-"])
         .stdin(Stdio::piped())
@@ -662,37 +703,54 @@ fn force(lines: &[String]) -> anyhow::Result<()> {
 /// SIGKILL every process in one of `run`'s namespaces (a daemon a killed launcher started but
 /// never recorded), and wait up to 2 s for them to go.
 fn kill_inside(run: &NetnsRun) {
-    use std::os::unix::fs::MetadataExt;
-    let inodes: Vec<(u64, u64)> = names(NETNS_DIR)
-        .iter()
+    let owned: Vec<String> = names(NETNS_DIR)
+        .into_iter()
         .filter(|n| run.owns(n))
-        .filter_map(|n| fs::metadata(Path::new(NETNS_DIR).join(n)).ok())
+        .collect();
+    kill_in_namespaces(&owned, Duration::from_secs(2));
+}
+
+/// The pids of the processes in one of the network namespaces `namespaces` (names under
+/// /var/run/netns; those that do not exist are skipped).
+pub(crate) fn pids_in_namespaces(namespaces: &[String]) -> Vec<i32> {
+    use std::os::unix::fs::MetadataExt;
+    let inodes: Vec<(u64, u64)> = namespaces
+        .iter()
+        .filter_map(|n| fs::metadata(namespace_path(n)).ok())
         .map(|m| (m.dev(), m.ino()))
         .collect();
     if inodes.is_empty() {
-        return;
+        return Vec::new();
     }
-    let inside = || -> Vec<i32> {
-        names("/proc")
-            .iter()
-            .filter_map(|p| p.parse::<i32>().ok())
-            .filter(|pid| {
-                fs::metadata(format!("/proc/{pid}/ns/net"))
-                    .is_ok_and(|m| inodes.contains(&(m.dev(), m.ino())))
-            })
-            .collect()
-    };
-    let deadline = Instant::now() + Duration::from_secs(2);
+    names("/proc")
+        .iter()
+        .filter_map(|p| p.parse::<i32>().ok())
+        .filter(|pid| {
+            fs::metadata(format!("/proc/{pid}/ns/net"))
+                .is_ok_and(|m| inodes.contains(&(m.dev(), m.ino())))
+        })
+        .collect()
+}
+
+/// SIGKILL every process in one of the network namespaces `namespaces`, again until none is
+/// left or `within` has passed. How many were signalled.
+pub(crate) fn kill_in_namespaces(namespaces: &[String], within: Duration) -> usize {
+    let deadline = Instant::now() + within;
+    let mut killed = std::collections::BTreeSet::new();
     loop {
-        let pids = inside();
+        let pids = pids_in_namespaces(namespaces);
         if pids.is_empty() || Instant::now() > deadline {
-            return;
+            return killed.len();
         }
         for pid in pids {
-            let _ = nix::sys::signal::kill(
+            if nix::sys::signal::kill(
                 nix::unistd::Pid::from_raw(pid),
                 nix::sys::signal::Signal::SIGKILL,
-            );
+            )
+            .is_ok()
+            {
+                killed.insert(pid);
+            }
         }
         std::thread::sleep(Duration::from_millis(20));
     }

@@ -16,6 +16,7 @@ pub mod show;
 pub mod sim;
 pub mod status;
 pub mod study;
+pub mod testbed;
 pub mod topology;
 
 use cuberoute_protocol::{NodeId, Topology};
