@@ -101,14 +101,18 @@ impl Sealed {
     }
 }
 
+/// The length of a seal's associated data: source, destination, index, sequence, send time,
+/// flags, sealer, seal time, nonce.
+const AAD_LEN: usize = 8 + 8 + 1 + 8 + 8 + 1 + 8 + 8 + 8;
+
 /// The associated data of a seal: the message's bound fields, then the seal's own.
 pub(crate) fn associated_data(
     bound: &Bound,
     sealer: NodeId,
     sealed_at_us: u64,
     nonce: u64,
-) -> [u8; 62] {
-    let mut aad = [0; 62];
+) -> [u8; AAD_LEN] {
+    let mut aad = [0; AAD_LEN];
     let fields: [&[u8]; 9] = [
         &bound.src.0.to_le_bytes(),
         &bound.dst.0.to_le_bytes(),
