@@ -241,3 +241,88 @@ fn the_report_page_shows_its_charts_and_fault_windows_in_a_browser() {
     assert!(note.as_str().unwrap().contains("75,000"));
     page.screenshot_page(&artifacts().join("report-75k.png"));
 }
+
+/// `sim --report`: a simulated run with loss and a partition writes a page whose latency chart
+/// has a point for every set it sent and whose fault windows are the run's, in a real browser.
+#[test]
+fn a_simulated_runs_page_shows_its_sets_and_fault_windows() {
+    let Some(browser) = find_browser_or_say_why() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let out = common::ok(&[
+        "sim",
+        "eh:1,1",
+        "--seed",
+        "3",
+        "--duration",
+        "4s",
+        "--rate",
+        "25",
+        "--faults",
+        "loss,partition",
+        "--report",
+        dir.path().to_str().unwrap(),
+        "--json",
+    ]);
+    let run: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    let beside: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("report.json")).unwrap()).unwrap();
+    assert_eq!(beside, run, "the JSON beside the page is the run's");
+    let sent = run["sets_sent"].as_u64().unwrap();
+    let windows: Vec<(String, String)> = run["fault_windows"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{run}"))
+        .iter()
+        .map(|w| {
+            (
+                w["what"].as_str().unwrap().to_string(),
+                w["place"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert!(sent >= 50, "{run}");
+    assert!(
+        windows.iter().any(|(what, _)| what.starts_with("loss"))
+            && windows.iter().any(|(what, _)| what == "partition"),
+        "{windows:?}"
+    );
+
+    let mut page = Browser::open(&browser, &file_url(&dir.path().join("report.html")));
+    page.wait_for(
+        "document.readyState == 'complete' && !!document.querySelector('svg#paths')",
+        Duration::from_secs(15),
+    );
+    let circles = page
+        .eval("document.querySelectorAll('#latency circle').length")
+        .as_u64()
+        .unwrap();
+    assert!(circles >= sent, "{circles} points for {sent} sets");
+    let drawn = page.eval(
+        "[...document.querySelectorAll('#latency g.fault-window')] \
+         .map(g => [g.dataset.what, g.dataset.place])",
+    );
+    let drawn: Vec<(String, String)> = drawn
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| {
+            (
+                w[0].as_str().unwrap().to_string(),
+                w[1].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(drawn, windows, "every window of the run, drawn");
+    let rows = page
+        .eval("document.querySelectorAll('#windows tr.fault-window').length")
+        .as_u64()
+        .unwrap();
+    assert_eq!(rows as usize, windows.len());
+    let outcomes = page.eval("document.getElementById('outcomes').innerText");
+    assert!(
+        outcomes.as_str().unwrap().contains(&sent.to_string()),
+        "{outcomes}"
+    );
+    page.screenshot_page(&artifacts().join("report-sim.png"));
+}
