@@ -78,7 +78,7 @@ async fn admit(node: Arc<Node>, connection: quinn::Connection, remote: std::net:
         // The rule says this node dials: the neighbour knocks because it has no connection.
         node.stats.event(Event::KnockReceived);
         connection.close(close::KNOCKED.into(), b"knock: this node dials");
-        link.knock();
+        link.knock(remote);
         return;
     }
     if link.is_cut() {

@@ -16,7 +16,12 @@
 //!   the node's key, so the first packet the old connection sends draws a reset from the new
 //!   process. The accepting side of a link that stays down [`KNOCK_AFTER`] knocks (dials the
 //!   dialler, which refuses the connection, cuts its backoff short and sends on its current
-//!   connection, so that a stale one is reset and redialled).
+//!   connection, so that a stale one is reset and redialled). A knock from another address
+//!   than the current connection's is a neighbour that came back elsewhere (a Swarm task
+//!   restarted with a new address, where nothing answers at the old one to reset it): that
+//!   connection is closed at once and the next dial goes to the address the knock came from
+//!   (authenticated by the knock's handshake, and again by the dial's), not to the name, which
+//!   other hosts may still resolve to the old address for a while.
 
 use crate::budget::Budget;
 use crate::env::{self, Instant};
@@ -68,6 +73,8 @@ pub mod close {
     pub const SHUTDOWN: u32 = 5;
     /// A knock, answered: this node dials the neighbour.
     pub const KNOCKED: u32 = 6;
+    /// The neighbour knocked from another address: this connection went to where it was.
+    pub const MOVED: u32 = 7;
 }
 
 /// What a link needs of the node it belongs to: who the node is, where to count, and where a
@@ -105,6 +112,9 @@ pub struct Link {
     incoming: mpsc::Sender<quinn::Connection>,
     incoming_rx: Mutex<Option<mpsc::Receiver<quinn::Connection>>>,
     current: Mutex<Option<quinn::Connection>>,
+    /// Where the neighbour knocked from, when that was not where the current connection went:
+    /// the next dial goes there (a name may still resolve to the old address for a while).
+    moved_to: Mutex<Option<std::net::SocketAddr>>,
     /// The bytes every link's message buffer and the input buffer may hold together.
     budget: Arc<Budget>,
     /// When the link last went up or down.
@@ -209,6 +219,7 @@ impl Link {
             incoming,
             incoming_rx: Mutex::new(Some(incoming_rx)),
             current: Mutex::new(None),
+            moved_to: Mutex::new(None),
             budget,
             changed_at: Mutex::new(Instant::now()),
             frames_written: AtomicU64::new(0),
@@ -419,10 +430,26 @@ impl Link {
         self.revoked.load(Relaxed)
     }
 
-    /// The neighbour, which this node dials, dialled us: it has no connection with us (it
-    /// restarted, or lost ours). Send on the current connection at once, so that a stale one
-    /// draws a reset and is redialled, and cut the dial backoff short.
-    pub fn knock(&self) {
+    /// The neighbour, which this node dials, dialled us from `from`: it has no connection with
+    /// us (it restarted, or lost ours). Send on the current connection at once, so that a stale
+    /// one draws a reset and is redialled, and cut the dial backoff short. If the current
+    /// connection goes to another address, nothing there will reset it (the neighbour came back
+    /// elsewhere): it is closed now, and the dial that follows goes to `from`.
+    pub fn knock(&self, from: std::net::SocketAddr) {
+        let current = self.current.lock().expect("link lock").clone();
+        if let Some(connection) = current
+            && connection.close_reason().is_none()
+            && !same_address(connection.remote_address(), from)
+        {
+            info!(
+                neighbour = %self.neighbour,
+                was = %connection.remote_address(),
+                now = %from,
+                "the neighbour knocked from another address: redialling"
+            );
+            *self.moved_to.lock().expect("link lock") = Some(from);
+            connection.close(close::MOVED.into(), b"the neighbour is elsewhere");
+        }
         self.knock_ack.store(true, Relaxed);
         self.wake.notify_one();
         self.knocked.notify_one();
@@ -495,9 +522,13 @@ impl Link {
         endpoint: &quinn::Endpoint,
         client: &quinn::ClientConfig,
     ) -> anyhow::Result<quinn::Connection> {
-        let addr = crate::net::lookup(&self.addr)
-            .await
-            .map_err(|e| anyhow::anyhow!("{}: {e}", self.addr))?;
+        let moved_to = self.moved_to.lock().expect("link lock").take();
+        let addr = match moved_to {
+            Some(addr) => addr,
+            None => crate::net::lookup(&self.addr)
+                .await
+                .map_err(|e| anyhow::anyhow!("{}: {e}", self.addr))?,
+        };
         let connecting =
             endpoint.connect_with(client.clone(), addr, &tls::node_name(self.neighbour))?;
         Ok(tokio::time::timeout(DIAL_TIMEOUT, connecting).await??)
@@ -789,6 +820,11 @@ impl Link {
     }
 }
 
+/// Whether two socket addresses are one (an IPv4 address and its IPv4-mapped IPv6 form alike).
+fn same_address(a: std::net::SocketAddr, b: std::net::SocketAddr) -> bool {
+    a.port() == b.port() && a.ip().to_canonical() == b.ip().to_canonical()
+}
+
 /// The link codec: a 4-byte big-endian length, then a body of at most [`MAX_FRAME_LEN`]
 /// bytes, exactly as `protocol::wire` frames them.
 pub fn codec() -> LengthDelimitedCodec {
@@ -812,6 +848,18 @@ mod tests {
     use cuberoute_protocol::wire::decode_frame;
 
     const ME: u64 = 77;
+
+    /// A knock from the address the link's connection goes to is the same neighbour there; from
+    /// another, it has moved (an IPv4 address in IPv6 form is the same address).
+    #[test]
+    fn an_address_and_its_mapped_form_are_one() {
+        let v4: std::net::SocketAddr = "10.210.0.5:7000".parse().unwrap();
+        let mapped: std::net::SocketAddr = "[::ffff:10.210.0.5]:7000".parse().unwrap();
+        assert!(same_address(v4, mapped));
+        assert!(same_address(v4, v4));
+        assert!(!same_address(v4, "10.210.0.9:7000".parse().unwrap()));
+        assert!(!same_address(v4, "10.210.0.5:7001".parse().unwrap()));
+    }
 
     fn link(capacity: usize) -> Link {
         Link::new(
