@@ -53,6 +53,49 @@ pub enum Addressing {
     /// Hosts of a turmoil simulation (`cuberoute sim`), named by their service name
     /// (`node-<id>`), for the nodes and the client alike.
     Simulated { ports: Ports },
+    /// One Swarm service per node over several hosts (`cluster swarm`, [`crate::swarm`]): nodes
+    /// reach each other by service name (`node-<id>`) on the stack's overlay network; a client
+    /// reaches node `i` on the address of its host, `hosts[i]`, at the ports its container
+    /// publishes there ([`Published`]). The client's manifest names each node's link address
+    /// by service name too: it is reachable on the overlay only.
+    Swarm {
+        hosts: Vec<String>,
+        ports: Ports,
+        published: Published,
+    },
+}
+
+/// The host ports of a node's control and metrics ports when its container publishes them on
+/// its host (`cluster swarm`): node `i` (in id order) at `control + i` and `metrics + i`, so
+/// that no two nodes on a host take the same port, wherever the placement puts them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Published {
+    pub control: u16,
+    pub metrics: u16,
+}
+
+impl Default for Published {
+    /// 17000 + i and 22000 + i: both below Linux's ephemeral ports (32768 on), and clear of
+    /// the nodes' own ports (7000-7002) and of Swarm's (2377, 4789, 7946).
+    fn default() -> Self {
+        Published {
+            control: 17_000,
+            metrics: 22_000,
+        }
+    }
+}
+
+impl Published {
+    /// The most nodes the two ranges hold without overlapping each other.
+    pub fn max_nodes(&self) -> u64 {
+        u64::from(self.metrics.abs_diff(self.control))
+            .min(u64::from(u16::MAX - self.control.max(self.metrics)) + 1)
+    }
+
+    /// The published control and metrics ports of node number `index`.
+    pub fn of(&self, index: u64) -> (u16, u16) {
+        (self.control + index as u16, self.metrics + index as u16)
+    }
 }
 
 /// Where one node listens and how it is reached.
@@ -63,6 +106,9 @@ struct NodeAddresses {
     peer_host: String,
     /// How a client on the machine that generated the cluster reaches it.
     client_host: String,
+    /// The control and metrics ports the client uses there, if not the node's own
+    /// ([`Published`]).
+    published: Option<(u16, u16)>,
 }
 
 impl Addressing {
@@ -74,6 +120,7 @@ impl Addressing {
                     bind: ip.clone(),
                     peer_host: ip.clone(),
                     client_host: ip,
+                    published: None,
                 }
             }
             Addressing::Netns { subnet, .. } => {
@@ -82,17 +129,20 @@ impl Addressing {
                     bind: ip.clone(),
                     peer_host: ip.clone(),
                     client_host: ip,
+                    published: None,
                 }
             }
             Addressing::Docker { subnet, .. } => NodeAddresses {
                 bind: "0.0.0.0".into(),
                 peer_host: service_name(id),
                 client_host: docker_ip(*subnet, index).to_string(),
+                published: None,
             },
             Addressing::Simulated { .. } => NodeAddresses {
                 bind: "0.0.0.0".into(),
                 peer_host: service_name(id),
                 client_host: service_name(id),
+                published: None,
             },
             Addressing::Kubernetes {
                 name, namespace, ..
@@ -102,8 +152,17 @@ impl Addressing {
                     bind: "0.0.0.0".into(),
                     peer_host: host.clone(),
                     client_host: host,
+                    published: None,
                 }
             }
+            Addressing::Swarm {
+                hosts, published, ..
+            } => NodeAddresses {
+                bind: "0.0.0.0".into(),
+                peer_host: service_name(id),
+                client_host: hosts[index as usize].clone(),
+                published: Some(published.of(index)),
+            },
         }
     }
 
@@ -113,6 +172,7 @@ impl Addressing {
             | Addressing::Docker { ports, .. }
             | Addressing::Netns { ports, .. }
             | Addressing::Kubernetes { ports, .. }
+            | Addressing::Swarm { ports, .. }
             | Addressing::Simulated { ports } => *ports,
         }
     }
@@ -182,7 +242,15 @@ pub fn generate_with_keys(
             })
             .collect(),
     };
-    let client_manifest = manifest(|a| &a.client_host);
+    let mut client_manifest = manifest(|a| &a.client_host);
+    // Published ports: the client reaches control and metrics there; links stay the nodes'.
+    for (node, (_, a)) in client_manifest.nodes.iter_mut().zip(&nodes) {
+        if let Some((control, metrics)) = a.published {
+            node.addr = format!("{}:{}", a.peer_host, ports.link);
+            node.control = format!("{}:{control}", a.client_host);
+            node.metrics = Some(format!("{}:{metrics}", a.client_host));
+        }
+    }
     let peers = manifest(|a| &a.peer_host);
     let peers: std::collections::BTreeMap<NodeId, ManifestNode> =
         peers.nodes.into_iter().map(|n| (n.id, n)).collect();

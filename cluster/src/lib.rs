@@ -21,6 +21,8 @@
 //! * [`shaping`]: delay, jitter, reordering and duplication of datagrams between real daemons
 //!   (the daemons' user-space shaper), set and removed through the control API;
 //! * [`sim`]: `cuberoute sim`, a whole cluster of real daemons on turmoil's simulated network;
+//! * [`swarm`]: `cluster swarm`, one container per node over the hosts of a Docker Swarm: the
+//!   stack file (configs, secrets, placement), its tasks as runners, taking it down;
 //! * [`testbed`]: `cuberoute testbed`, a Docker Swarm of several engines on one machine, each
 //!   host a network namespace of its own: make, cut and restore a host's link, take down;
 //! * [`timeline`]: what a run's report draws: every set and every fault window on one clock;
@@ -56,6 +58,7 @@ pub mod scenario;
 pub mod schedule;
 pub mod shaping;
 pub mod sim;
+pub mod swarm;
 pub mod testbed;
 pub mod timeline;
 pub mod traffic;

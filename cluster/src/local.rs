@@ -41,6 +41,9 @@ pub struct RunState {
     /// Set when every node runs in a network namespace of its own (`cluster up --netns`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub netns: Option<NetnsRun>,
+    /// Set when the cluster is a Swarm stack over several hosts (`cluster swarm`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub swarm: Option<crate::swarm::SwarmRun>,
     #[serde(rename = "process", default)]
     pub processes: Vec<NodeProcess>,
 }
@@ -63,8 +66,26 @@ impl RunState {
             boot: None,
             docker: Some(run),
             netns: None,
+            swarm: None,
             processes: Vec::new(),
         }
+    }
+
+    /// A Swarm stack (`cluster swarm`).
+    pub fn swarm(topology: Topology, run: crate::swarm::SwarmRun) -> RunState {
+        RunState {
+            topology,
+            boot: None,
+            docker: None,
+            netns: None,
+            swarm: Some(run),
+            processes: Vec::new(),
+        }
+    }
+
+    /// Whether the nodes run in containers (compose or Swarm).
+    pub fn in_containers(&self) -> bool {
+        self.docker.is_some() || self.swarm.is_some()
     }
 
     pub fn load(dir: &ClusterDir) -> anyhow::Result<Option<RunState>> {
@@ -184,6 +205,7 @@ pub fn start(
         boot: boot_id(),
         docker: None,
         netns,
+        swarm: None,
         processes: Vec::new(),
     };
     for (index, id) in topology.nodes().enumerate() {
@@ -230,6 +252,7 @@ pub fn make_network(
         boot: boot_id(),
         docker: None,
         netns: Some(run.clone()),
+        swarm: None,
         processes: Vec::new(),
     };
     let made = state
@@ -589,6 +612,7 @@ mod tests {
             boot: Some("another boot".into()),
             docker: None,
             netns: None,
+            swarm: None,
             processes: vec![recorded],
         };
         assert!(state.alive(&ClusterDir::new(&root)).is_empty());

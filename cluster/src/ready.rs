@@ -102,18 +102,26 @@ fn list(nodes: &[NodeId]) -> String {
     all.join(", ")
 }
 
-/// One round: every runner's state, then the status of every node not known to be dead (a
-/// node that does not answer is asked twice).
+/// One round: every runner's state, then the status of every node not known to be dead or
+/// still starting (a node that does not answer is asked twice).
 pub async fn check(client: &ClusterClient) -> anyhow::Result<Readiness> {
     let runners = runner::inspect(&client.dir)?;
+    // Swarm tasks on their way: not asked (they would not answer), not dead either.
+    let starting: Vec<(NodeId, String)> = runners.as_ref().map_or(Vec::new(), |r| {
+        r.nodes
+            .iter()
+            .filter(|(_, r)| matches!(r, Runner::Starting(_)))
+            .map(|(id, r)| (*id, format!("not asked: {}", r.describe())))
+            .collect()
+    });
     let (healthy, dead): (bool, Vec<(NodeId, String)>) = match &runners {
         None => (true, Vec::new()),
         Some(runners) => (
-            runners.state.docker.is_none() || runners.all_healthy(),
+            !runners.state.in_containers() || runners.all_healthy(),
             runners
                 .nodes
                 .iter()
-                .filter(|(_, r)| !r.is_alive())
+                .filter(|(_, r)| r.is_dead())
                 .map(|(id, r)| (*id, Runner::describe(r).to_string()))
                 .collect(),
         ),
@@ -123,7 +131,7 @@ pub async fn check(client: &ClusterClient) -> anyhow::Result<Readiness> {
         .nodes
         .iter()
         .map(|n| n.id)
-        .filter(|id| !dead.iter().any(|(d, _)| d == id))
+        .filter(|id| !dead.iter().chain(&starting).any(|(d, _)| d == id))
         .collect();
     let mut answers = client.statuses_of(asked, ROUND_TIMEOUT).await;
     // A node that did not answer is asked once more, after the others: on a machine loaded
@@ -148,9 +156,14 @@ pub async fn check(client: &ClusterClient) -> anyhow::Result<Readiness> {
         .manifest
         .nodes
         .iter()
-        .map(|n| match dead.iter().find(|(d, _)| *d == n.id) {
-            Some(_) => (n.id, Err("not asked: not running".to_string())),
-            None => answers.next().expect("one answer per node asked"),
+        .map(|n| {
+            if dead.iter().any(|(d, _)| *d == n.id) {
+                (n.id, Err("not asked: not running".to_string()))
+            } else if let Some((_, why)) = starting.iter().find(|(d, _)| *d == n.id) {
+                (n.id, Err(why.clone()))
+            } else {
+                answers.next().expect("one answer per node asked")
+            }
         })
         .collect();
     let (link_ends_up, link_ends) = links_up(&statuses, &client.manifest);

@@ -4,13 +4,16 @@
 //! A cluster is found from its directory: the processes `DIR/run.toml` records (`cluster up`),
 //! the compose project it records (`cluster up --docker`), or, with no run.toml, the compose
 //! project whose containers mount the directory's node directories (a cluster started by hand
-//! with `docker-compose -f DIR/compose.yml up`, [`docker::discover`]).
+//! with `docker-compose -f DIR/compose.yml up`, [`docker::discover`]), or the Swarm stack it
+//! records (`cluster swarm`, [`swarm`]: a node's runner is its task).
 
 use crate::compose::COMPOSE_FILE;
 use crate::docker::{self, Compose};
 use crate::generate::service_name;
 use crate::layout::ClusterDir;
 use crate::local::{self, RunState};
+use crate::swarm;
+use anyhow::Context;
 use cuberoute_protocol::NodeId;
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -20,6 +23,9 @@ use std::time::Duration;
 pub enum Runner {
     /// Running (a container: healthy, or without a verdict yet).
     Alive(String),
+    /// Not running, and on its way: a Swarm task Swarm means to run that is not running yet
+    /// (being scheduled, starting, or waiting for its host).
+    Starting(String),
     /// Not running: why.
     Dead(String),
 }
@@ -29,9 +35,13 @@ impl Runner {
         matches!(self, Runner::Alive(_))
     }
 
+    pub fn is_dead(&self) -> bool {
+        matches!(self, Runner::Dead(_))
+    }
+
     pub fn describe(&self) -> &str {
         match self {
-            Runner::Alive(s) | Runner::Dead(s) => s,
+            Runner::Alive(s) | Runner::Starting(s) | Runner::Dead(s) => s,
         }
     }
 }
@@ -49,7 +59,9 @@ impl Runners {
     }
 
     pub fn kind(&self) -> &'static str {
-        if self.state.docker.is_some() {
+        if self.state.swarm.is_some() {
+            "Swarm tasks"
+        } else if self.state.docker.is_some() {
             "containers"
         } else {
             "processes"
@@ -104,6 +116,10 @@ pub fn inspect(dir: &ClusterDir) -> anyhow::Result<Option<Runners>> {
     let Some(state) = find(dir)? else {
         return Ok(None);
     };
+    if let Some(run) = &state.swarm {
+        let nodes = swarm::runners(run, state.topology)?;
+        return Ok(Some(Runners { state, nodes }));
+    }
     let nodes = match &state.docker {
         None => {
             let alive = state.alive(dir);
@@ -149,6 +165,9 @@ pub fn pids(dir: &ClusterDir) -> anyhow::Result<Vec<u32>> {
     let Some(state) = find(dir)? else {
         return Ok(Vec::new());
     };
+    if let Some(run) = &state.swarm {
+        return swarm::pids(run);
+    }
     match &state.docker {
         None => Ok(state.alive(dir).iter().map(|p| p.pid).collect()),
         Some(run) => docker::container_pids(run),
@@ -158,9 +177,20 @@ pub fn pids(dir: &ClusterDir) -> anyhow::Result<Vec<u32>> {
 /// Stop the whole cluster and leave nothing behind (a `--netns` cluster's network included).
 /// Returns what was done, for the user.
 pub fn stop(dir: &ClusterDir) -> anyhow::Result<String> {
+    stop_keeping(dir, false)
+}
+
+/// [`stop`]; with `keep_volumes`, the containers' store volumes are kept.
+pub fn stop_keeping(dir: &ClusterDir, keep_volumes: bool) -> anyhow::Result<String> {
     let Some(state) = find(dir)? else {
         return Ok(format!("no cluster is running in {}", dir.display()));
     };
+    if let Some(run) = &state.swarm {
+        let report = swarm::down(run, keep_volumes)?;
+        std::fs::remove_file(dir.run_state())
+            .with_context(|| format!("removing {}", dir.run_state().display()))?;
+        return Ok(format!("cluster in {} stopped: {report}", dir.display()));
+    }
     match &state.docker {
         None => {
             let report = local::stop(dir, Duration::from_secs(5))?;
@@ -181,16 +211,18 @@ pub fn stop(dir: &ClusterDir) -> anyhow::Result<String> {
         }
         Some(run) => {
             let n = docker::containers(run)?.len();
-            Compose::detect()?.run(
-                run,
-                &["down", "--volumes", "--remove-orphans", "--timeout", "5"],
-            )?;
+            let mut args = vec!["down", "--remove-orphans", "--timeout", "5"];
+            if !keep_volumes {
+                args.push("--volumes");
+            }
+            Compose::detect()?.run(run, &args)?;
             if dir.run_state().exists() {
                 std::fs::remove_file(dir.run_state())?;
             }
             Ok(format!(
-                "cluster in {} stopped: {n} containers and the project network removed",
-                dir.display()
+                "cluster in {} stopped: {n} containers and the project network removed{}",
+                dir.display(),
+                if keep_volumes { "; volumes kept" } else { "" }
             ))
         }
     }
@@ -201,6 +233,9 @@ pub fn kill(dir: &ClusterDir, id: NodeId) -> anyhow::Result<bool> {
     let runners = inspect(dir)?.ok_or_else(|| not_running(dir))?;
     if !runners.nodes.get(&id).is_some_and(Runner::is_alive) {
         return Ok(false);
+    }
+    if let Some(run) = &runners.state.swarm {
+        return swarm::kill(run, id);
     }
     match &runners.state.docker {
         None => local::kill_node(dir, id, Duration::from_secs(5)),
@@ -217,6 +252,9 @@ pub fn restart(dir: &ClusterDir, id: NodeId) -> anyhow::Result<bool> {
     if runners.nodes.get(&id).is_some_and(Runner::is_alive) {
         return Ok(false);
     }
+    if let Some(run) = &runners.state.swarm {
+        return swarm::restart(run, id);
+    }
     match &runners.state.docker {
         None => {
             local::restart_node(dir, &std::env::current_exe()?, id)?;
@@ -230,7 +268,11 @@ pub fn restart(dir: &ClusterDir, id: NodeId) -> anyhow::Result<bool> {
 
 /// Print one node's log to stdout (following it with `follow`).
 pub fn logs(dir: &ClusterDir, id: NodeId, follow: bool) -> anyhow::Result<()> {
-    if let Some(run) = find(dir)?.and_then(|s| s.docker) {
+    let state = find(dir)?;
+    if let Some(run) = state.as_ref().and_then(|s| s.swarm.as_ref()) {
+        return swarm::logs(run, id, follow);
+    }
+    if let Some(run) = state.and_then(|s| s.docker) {
         let service = service_name(id);
         let mut args = vec!["logs", "--no-color"];
         if follow {

@@ -116,7 +116,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     println!();
     let d = dir.display();
     if args.down {
-        cluster::down(&dir)?;
+        cluster::down(&dir, false)?;
     } else {
         println!("the cluster keeps running. Next:");
         println!(

@@ -1,7 +1,7 @@
 //! `cuberoute cluster ...`: a whole network as local processes or as containers.
 //!
 //! * `up`, `init`: [`up`] (local processes) and [`docker`] (`up --docker`, `compose`, `image`);
-//! * `k8s`: [`k8s`]; `placement`: [`placement`];
+//! * `k8s`: [`k8s`]; `placement`: [`placement`]; `swarm`: [`swarm`];
 //! * `status`, `down`, `logs`: here, the same for both kinds of cluster;
 //! * `reload`, `revoke`, `view`: [`reload`], [`revoke`], [`view`].
 
@@ -10,6 +10,7 @@ pub mod k8s;
 pub mod placement;
 pub mod reload;
 pub mod revoke;
+pub mod swarm;
 pub mod up;
 pub mod view;
 
@@ -58,10 +59,14 @@ pub enum Command {
     /// Which host each node would run on over several hosts, and what losing one host costs
     /// (pairs cut off by an end, pairs that keep a path, paths kept), per placement.
     Placement(placement::Args),
+    /// Deploy one container per node over the hosts of a Docker Swarm (a testbed's, or a real
+    /// one's through its manager), each pinned to its host by the placement; wait until every
+    /// task runs and every link is up.
+    Swarm(swarm::Args),
     /// Per node: up or down, links up of degree, packet counters.
     Status(StatusArgs),
     /// Stop every node of the cluster and leave no process, container or network behind.
-    Down(DirArg),
+    Down(DownArgs),
     /// Print one node's log.
     Logs(LogsArgs),
     /// Every node (or those named) reads its configuration file again, as on SIGHUP: applies
@@ -89,6 +94,15 @@ pub struct StatusArgs {
     /// How long --wait waits (default: 30 s plus 100 ms per node).
     #[arg(long, requires = "wait", value_parser = humantime::parse_duration)]
     pub timeout: Option<Duration>,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct DownArgs {
+    #[command(flatten)]
+    pub dir: DirArg,
+    /// Keep the containers' store volumes (compose and Swarm).
+    #[arg(long)]
+    pub keep_volumes: bool,
 }
 
 #[derive(clap::Args, Debug)]
@@ -120,7 +134,8 @@ pub fn run(command: Command) -> anyhow::Result<()> {
             status(&args.dir.cluster(), args.json)
         }
         Command::Status(args) => status(&args.dir.cluster(), args.json),
-        Command::Down(dir) => down(&dir.cluster()),
+        Command::Swarm(args) => swarm::run(&args),
+        Command::Down(args) => down(&args.dir.cluster(), args.keep_volumes),
         Command::Logs(args) => logs(&args),
         Command::Reload(args) => reload::run(&args),
         Command::Revoke(args) => revoke::run(&args),
@@ -130,6 +145,18 @@ pub fn run(command: Command) -> anyhow::Result<()> {
 
 /// Refuse to generate over a cluster that runs, or over a directory that is not a cluster's.
 fn ensure_free(dir: &ClusterDir) -> anyhow::Result<()> {
+    // A Swarm stack stays recorded until `cluster down`, whether its tasks run or wait.
+    if let Some(state) = cuberoute_cluster::local::RunState::load(dir)?
+        && let Some(run) = &state.swarm
+    {
+        return Err(usage(format!(
+            "the Swarm stack {} ({}) is deployed from {}; take it down with `cuberoute cluster              down --dir {}`",
+            run.stack,
+            state.topology,
+            dir.display(),
+            dir.display()
+        )));
+    }
     if let Some(runners) = runner::inspect(dir)?
         && runners.alive() > 0
     {
@@ -399,8 +426,8 @@ pub fn write_status_table(
 }
 
 /// `cluster down`.
-pub fn down(dir: &ClusterDir) -> anyhow::Result<()> {
-    println!("{}", runner::stop(dir)?);
+pub fn down(dir: &ClusterDir, keep_volumes: bool) -> anyhow::Result<()> {
+    println!("{}", runner::stop_keeping(dir, keep_volumes)?);
     Ok(())
 }
 

@@ -1,0 +1,713 @@
+//! `cluster swarm`: one container per node, spread over the hosts of a Docker Swarm, each
+//! service pinned to the host its [`Placement`] gives it.
+//!
+//! - **Hosts.** The manager's swarm nodes, each labelled `cuberoute.host=hI` (`h1` .. `hN`; a
+//!   swarm with no label yet is labelled in hostname order, [`engine::hosts_of`]). A host's
+//!   address is its swarm address (`Status.Addr`); its engine's endpoint is known for a
+//!   testbed's hosts and for the manager's own host, and for no other host of a real swarm.
+//! - **Files.** Each node's files go to its task as Swarm configs and secrets ([`stack`]);
+//!   its store is a named local volume on its host. Nothing depends on a filesystem the hosts
+//!   share: `docker stack deploy` reads the files on this machine and sends them to the
+//!   manager.
+//! - **Placement.** Each service's constraint `node.labels.cuberoute.host == hI` pins its task:
+//!   a node keeps its id, address, certificate and store on its host whatever Swarm does. The
+//!   price: when a host is lost, its tasks are not moved elsewhere; they wait (pending, "no
+//!   suitable node") until the host is back, and start there again with their stores.
+//! - **Addresses.** Nodes reach each other by service name on the stack's overlay network, in
+//!   DNS round robin (no virtual IP: see [`stack`]'s `endpoint_mode`); a client on this machine
+//!   reaches node `i`'s control and metrics ports published on its host's address, at 17000 + i
+//!   and 22000 + i ([`Published`], [`Addressing::Swarm`]).
+//! - **Runners.** A node's runner is its task (from the manager's `stack ps`); killing one kills
+//!   its container on its host's engine, where that engine is known, and Swarm starts a new
+//!   task by its restart policy (`any`, after 1 s).
+//! - **Down.** [`down`]: `docker stack rm` (services, secrets, configs, network), every task
+//!   container gone on every engine known, then the stack's volumes removed on each; for a host
+//!   whose engine is not known, the command to run there.
+
+pub mod engine;
+pub mod stack;
+
+use crate::generate::{self, Addressing, Ports, Published};
+use crate::layout::ClusterDir;
+use crate::placement::{Placement, PlacementError, PlacementKind};
+use crate::runner::Runner;
+use anyhow::Context;
+use cuberoute_protocol::{NodeId, Topology};
+use engine::{Engine, STACK_LABEL, SwarmNode, Task};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::net::Ipv4Addr;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+/// How a swarm cluster was deployed: recorded in `DIR/run.toml` before `docker stack deploy`.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct SwarmRun {
+    pub stack: String,
+    /// The manager's engine endpoint (`docker -H`).
+    pub manager: String,
+    /// The placement's kind (`paths`, `packed`, `spread`).
+    pub placement: String,
+    pub image: String,
+    /// The image's id, which the services name when the engines known here all hold the
+    /// image under it ([`image_reference`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image_id: Option<String>,
+    /// The testbed the swarm is, if it is one (`cuberoute testbed`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub testbed: Option<PathBuf>,
+    /// The hosts, `h1` first.
+    #[serde(rename = "host", default)]
+    pub hosts: Vec<SwarmHost>,
+}
+
+/// One host of a swarm cluster.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct SwarmHost {
+    /// `h1`, `h2`, ...: its `cuberoute.host` label.
+    pub name: String,
+    /// Its address: where its nodes' ports are published.
+    pub address: String,
+    /// Its swarm node id.
+    pub node: String,
+    pub hostname: String,
+    /// Its engine's endpoint, if known here.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub endpoint: Option<String>,
+}
+
+impl SwarmRun {
+    pub fn manager(&self) -> Engine {
+        Engine::new(&self.manager)
+    }
+
+    /// The host a swarm node id is.
+    fn host_of_node(&self, node: &str) -> Option<&SwarmHost> {
+        self.hosts.iter().find(|h| h.node == node)
+    }
+
+    /// The service of node `id` as Docker names it.
+    pub fn service(&self, id: NodeId) -> String {
+        format!("{}_{}", self.stack, generate::service_name(id))
+    }
+
+    /// The engines this machine can ask, with their hosts.
+    fn known_engines(&self) -> Vec<(&SwarmHost, Engine)> {
+        self.hosts
+            .iter()
+            .filter_map(|h| h.endpoint.as_ref().map(|e| (h, Engine::new(e))))
+            .collect()
+    }
+}
+
+/// Where a swarm cluster goes: a manager, and the engine endpoints known per host name.
+#[derive(Clone, Debug)]
+pub struct Target {
+    pub manager: Engine,
+    /// A testbed's every host (`h1` -> its engine); empty on a real swarm, where only the
+    /// manager's own engine is known.
+    pub endpoints: BTreeMap<String, String>,
+    pub testbed: Option<PathBuf>,
+}
+
+/// The swarm's hosts, labelled if none was; each with its endpoint where known. Prints nothing;
+/// returns whether it labelled them.
+pub fn hosts(target: &Target) -> anyhow::Result<(Vec<SwarmHost>, bool)> {
+    let manager_node = target.manager.manager_node()?;
+    let nodes = target.manager.swarm_nodes()?;
+    let (ordered, to_label) = engine::hosts_of(&nodes).map_err(anyhow::Error::msg)?;
+    if to_label {
+        for node in &ordered {
+            target
+                .manager
+                .label(&node.id, node.host.as_deref().unwrap_or_default())?;
+        }
+    }
+    let hosts = ordered
+        .into_iter()
+        .map(|n: SwarmNode| {
+            let name = n.host.clone().unwrap_or_default();
+            let endpoint = target
+                .endpoints
+                .get(&name)
+                .cloned()
+                .or_else(|| (n.id == manager_node).then(|| target.manager.endpoint.clone()));
+            SwarmHost {
+                name,
+                address: n.addr,
+                node: n.id,
+                hostname: n.hostname,
+                endpoint,
+            }
+        })
+        .collect();
+    Ok((hosts, to_label))
+}
+
+/// The most nodes a swarm cluster takes: the published ports of every node fit below Linux's
+/// ephemeral ports.
+pub fn max_nodes() -> u64 {
+    Published::default().max_nodes()
+}
+
+/// What `cluster swarm` deploys.
+pub struct Plan {
+    pub topology: Topology,
+    /// The host (0-based) of each node, in id order.
+    pub hosts: Vec<usize>,
+    /// The placement's name.
+    pub placement: String,
+    pub stack: String,
+    pub image: String,
+    /// The overlay network's /16.
+    pub subnet: Ipv4Addr,
+}
+
+/// Check what can be checked before anything is written: the image on every engine known, the
+/// hosts' addresses. Then generate the cluster in `dir` for the swarm and write its stack file.
+/// Volumes of an earlier deployment of the same stack are removed on the engines known (their
+/// stores belong to another CA, which a node refuses). Returns the run to record.
+pub fn prepare(
+    dir: &ClusterDir,
+    target: &Target,
+    hosts: Vec<SwarmHost>,
+    plan: &Plan,
+) -> anyhow::Result<SwarmRun> {
+    let mut run = SwarmRun {
+        stack: plan.stack.clone(),
+        manager: target.manager.endpoint.clone(),
+        placement: plan.placement.clone(),
+        image: plan.image.clone(),
+        image_id: None,
+        testbed: target.testbed.clone(),
+        hosts,
+    };
+    for host in &run.hosts {
+        anyhow::ensure!(
+            !host.address.is_empty(),
+            "swarm node {} ({}) reports no address",
+            host.hostname,
+            host.node
+        );
+    }
+    run.image_id = image_reference(&run, &plan.image)?;
+    for (host, engine) in run.known_engines() {
+        let old = engine.volumes(&plan.stack)?;
+        if !old.is_empty() {
+            let mut args = vec!["volume", "rm"];
+            args.extend(old.iter().map(String::as_str));
+            engine.run(&args).with_context(|| {
+                format!(
+                    "an earlier stack {} left volumes on {} that are still in use: `cuberoute \
+                     cluster down --dir {}` first",
+                    plan.stack,
+                    host.name,
+                    dir.display()
+                )
+            })?;
+        }
+    }
+    let topology = plan.topology;
+    let of = &plan.hosts;
+    anyhow::ensure!(
+        of.len() as u64 == topology.node_count() && of.iter().all(|h| *h < run.hosts.len()),
+        "a placement of {} nodes over {} hosts is needed",
+        topology.node_count(),
+        run.hosts.len()
+    );
+    let ports = Ports::default();
+    let published = Published::default();
+    let addressing = Addressing::Swarm {
+        hosts: of.iter().map(|h| run.hosts[*h].address.clone()).collect(),
+        ports,
+        published,
+    };
+    generate::generate(dir, topology, &addressing)?;
+    for id in topology.nodes() {
+        let path = dir.node_config(id);
+        let text = std::fs::read_to_string(&path)
+            .with_context(|| format!("reading {}", path.display()))?;
+        std::fs::write(&path, stack::task_config(&text)?)
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    let file = dir.path().join(stack::STACK_FILE);
+    let text = stack::stack_file(&stack::StackSpec {
+        topology,
+        image: run.image_id.as_deref().unwrap_or(&plan.image),
+        hosts: of,
+        ports,
+        published,
+        subnet: plan.subnet,
+    });
+    std::fs::write(&file, text).with_context(|| format!("writing {}", file.display()))?;
+    Ok(run)
+}
+
+/// The id under which every engine known here holds `image`, for the services to name: a
+/// task's engine does not try to pull an image named by its id, where it tries a name's
+/// registry first, whatever it holds (each try took 10 s on hosts without a resolver that
+/// answers, one task after another). Hosts loaded with `docker save | docker load` hold the
+/// same id. `None` (the name is used, and pulled) when the manager's engine does not hold it:
+/// an image every host pulls from a registry. An error if an engine known lacks it, or holds
+/// another image under the name.
+fn image_reference(run: &SwarmRun, image: &str) -> anyhow::Result<Option<String>> {
+    let engines = run.known_engines();
+    let ids: Vec<(&SwarmHost, Option<String>)> = engines
+        .iter()
+        .map(|(h, e)| (*h, e.image_id(image)))
+        .collect();
+    let missing: Vec<String> = ids
+        .iter()
+        .filter(|(_, id)| id.is_none())
+        .map(|(h, _)| format!("{} ({})", h.name, h.address))
+        .collect();
+    if missing.len() == ids.len() && !engines.is_empty() && run.testbed.is_none() {
+        // Not even the manager holds it: a registry's image, pulled by each host.
+        return Ok(None);
+    }
+    anyhow::ensure!(
+        missing.is_empty(),
+        "the image {image} is not on host {}: load it there (`docker save {image} | ssh HOST \
+         docker load`, or push it to a registry every host pulls from)",
+        missing.join(", "),
+    );
+    let distinct: std::collections::BTreeSet<&str> =
+        ids.iter().filter_map(|(_, id)| id.as_deref()).collect();
+    anyhow::ensure!(
+        distinct.len() <= 1,
+        "the hosts hold different images named {image}: {}; load the same one on every host",
+        ids.iter()
+            .map(|(h, id)| format!("{} {}", h.name, id.as_deref().unwrap_or("-")))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    Ok(distinct.into_iter().next().map(str::to_string))
+}
+
+/// `docker -H MANAGER stack deploy -c DIR/stack.yml --resolve-image never STACK`, from `dir`
+/// (the stack file names its configs' and secrets' files relative to it). No registry is asked
+/// for the image: every host has it, or its tasks say they do not.
+pub fn deploy(dir: &ClusterDir, run: &SwarmRun) -> anyhow::Result<()> {
+    let absolute = std::path::absolute(dir.path())?;
+    run.manager()
+        .run_in(
+            &[
+                "stack",
+                "deploy",
+                "-c",
+                stack::STACK_FILE,
+                "--resolve-image",
+                "never",
+                &run.stack,
+            ],
+            Some(&absolute),
+        )
+        .map(drop)
+}
+
+/// Each node's runner: its task, from the manager.
+pub fn runners(run: &SwarmRun, topology: Topology) -> anyhow::Result<BTreeMap<NodeId, Runner>> {
+    let tasks = engine::current_tasks(run.manager().tasks(&run.stack)?);
+    Ok(topology
+        .nodes()
+        .map(|id| {
+            let runner = match tasks.get(&generate::service_name(id)) {
+                None => Runner::Starting("no task yet".into()),
+                Some(task) => runner_of(run, task),
+            };
+            (id, runner)
+        })
+        .collect())
+}
+
+fn runner_of(run: &SwarmRun, task: &Task) -> Runner {
+    let on = run
+        .host_of_node(&task.node)
+        .map_or(String::new(), |h| format!(" on {}", h.name));
+    let error = if task.error.is_empty() || task.state == "running" {
+        String::new()
+    } else {
+        format!(": {}", task.error)
+    };
+    // Swarm reports a task running once its container's healthcheck has passed. Any other
+    // task is on its way: one that ended is replaced (restart policy `any`), one whose host is
+    // gone waits for it. None is dead while its service exists.
+    if task.running() {
+        Runner::Alive("healthy".into())
+    } else if task.wanted() {
+        Runner::Starting(format!("task {}{on}{error}", task.state))
+    } else {
+        Runner::Starting(format!("task {}{on}{error}, to be replaced", task.state))
+    }
+}
+
+/// What the manager says of the tasks of `nodes`: one line each.
+pub fn explain(run: &SwarmRun, nodes: &[NodeId]) -> Vec<String> {
+    let Ok(tasks) = run.manager().tasks(&run.stack) else {
+        return Vec::new();
+    };
+    let tasks = engine::current_tasks(tasks);
+    nodes
+        .iter()
+        .map(|id| match tasks.get(&generate::service_name(*id)) {
+            None => format!("node {id}: no task"),
+            Some(task) => format!("node {id}: {}", runner_of(run, task).describe()),
+        })
+        .collect()
+}
+
+/// The running task of node `id`: its container and the engine it runs on.
+fn running_container(run: &SwarmRun, id: NodeId) -> anyhow::Result<Option<(String, &SwarmHost)>> {
+    let tasks = engine::current_tasks(run.manager().tasks(&run.stack)?);
+    let Some(task) = tasks.get(&generate::service_name(id)) else {
+        return Ok(None);
+    };
+    if !task.running() {
+        return Ok(None);
+    }
+    let container = task
+        .container
+        .clone()
+        .with_context(|| format!("node {id}'s task {} names no container", task.id))?;
+    let host = run.host_of_node(&task.node).with_context(|| {
+        format!(
+            "node {id} runs on swarm node {}, not a host of the cluster",
+            task.node
+        )
+    })?;
+    Ok(Some((container, host)))
+}
+
+/// Kill node `id`'s container on its host (SIGKILL) and wait until its engine sees it stopped;
+/// Swarm then starts a new task for it (restart policy `any`). False if it was not running; an
+/// error if its host's engine is not known here (with the command to run there).
+pub fn kill(run: &SwarmRun, id: NodeId) -> anyhow::Result<bool> {
+    let Some((container, host)) = running_container(run, id)? else {
+        return Ok(false);
+    };
+    let Some(endpoint) = &host.endpoint else {
+        anyhow::bail!(
+            "node {id} runs on {} ({}), whose engine is not known here: run `docker kill -s \
+             KILL {container}` there",
+            host.name,
+            host.address
+        );
+    };
+    let engine = Engine::new(endpoint);
+    engine.run(&["kill", "-s", "KILL", &container])?;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let running = engine
+            .run(&["inspect", "--format", "{{.State.Running}}", &container])
+            .map(|s| s.trim() == "true")
+            .unwrap_or(false);
+        if !running {
+            return Ok(true);
+        }
+        anyhow::ensure!(
+            Instant::now() < deadline,
+            "node {id}'s container {container} still runs 10 s after SIGKILL"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Start node `id` again. False if its task runs. A task on its way (Swarm restarts a killed
+/// one by itself) is left to it; a node with no task meant to run gets one
+/// (`docker service update --force`).
+pub fn restart(run: &SwarmRun, id: NodeId) -> anyhow::Result<bool> {
+    let tasks = engine::current_tasks(run.manager().tasks(&run.stack)?);
+    match tasks.get(&generate::service_name(id)) {
+        Some(task) if task.running() => Ok(false),
+        Some(task) if task.wanted() => Ok(true),
+        _ => {
+            run.manager()
+                .run(&["service", "update", "--force", "--detach", &run.service(id)])?;
+            Ok(true)
+        }
+    }
+}
+
+/// Node `id`'s log, from the manager (`docker service logs`, every task's), on our stdout.
+pub fn logs(run: &SwarmRun, id: NodeId, follow: bool) -> anyhow::Result<()> {
+    let service = run.service(id);
+    let mut args = vec!["service", "logs", "--raw"];
+    if follow {
+        args.push("--follow");
+    }
+    args.push(&service);
+    // The daemon logs to its stderr, which `docker service logs` keeps apart: both to our
+    // stdout, as `docker compose logs` prints them.
+    let status = run
+        .manager()
+        .command()
+        .args(&args)
+        .stderr(std::process::Stdio::from(std::io::stdout()))
+        .status()?;
+    anyhow::ensure!(status.success(), "docker service logs {service} failed");
+    Ok(())
+}
+
+/// The pids (in the engines' pid namespace) of the running containers on every engine known:
+/// this machine's pids when the engines run here (a testbed).
+pub fn pids(run: &SwarmRun) -> anyhow::Result<Vec<u32>> {
+    let mut pids = Vec::new();
+    for (_, engine) in run.known_engines() {
+        let ids = engine.containers(&run.stack, false)?;
+        if ids.is_empty() {
+            continue;
+        }
+        let mut args = vec!["inspect", "--format", "{{.State.Pid}}"];
+        args.extend(ids.iter().map(String::as_str));
+        pids.extend(
+            engine
+                .run(&args)?
+                .split_whitespace()
+                .filter_map(|p| p.parse::<u32>().ok())
+                .filter(|&p| p != 0),
+        );
+    }
+    Ok(pids)
+}
+
+/// How long [`down`] waits for the stack's containers to go and its network to be removed.
+const DOWN_WAIT: Duration = Duration::from_secs(60);
+
+/// Take the stack down and leave nothing of it: `docker stack rm`; every task container gone
+/// on every engine known; the stack's volumes removed on each (unless `keep_volumes`); its
+/// secrets, configs and network gone from the manager. Returns what was removed, and the
+/// command to run on each host whose engine is not known here.
+pub fn down(run: &SwarmRun, keep_volumes: bool) -> anyhow::Result<String> {
+    let manager = run.manager();
+    let count = |kind: &str| manager.objects(kind, &run.stack).map(|v| v.len());
+    let (services, secrets, configs, networks) = (
+        count("service")?,
+        count("secret")?,
+        count("config")?,
+        count("network")?,
+    );
+    manager.run(&["stack", "rm", &run.stack])?;
+    let started = Instant::now();
+    let engines = run.known_engines();
+    let mut containers = 0;
+    for (host, engine) in &engines {
+        // The stack's containers on this engine, the stopped ones too; Swarm removes them.
+        loop {
+            let left = engine.containers(&run.stack, true)?;
+            if left.is_empty() {
+                break;
+            }
+            if started.elapsed() > DOWN_WAIT {
+                anyhow::bail!(
+                    "{} containers of stack {} are still on {} {:?} after `docker stack rm`; \
+                     `cuberoute cluster down` again tries again",
+                    left.len(),
+                    run.stack,
+                    host.name,
+                    DOWN_WAIT
+                );
+            }
+            containers = containers.max(left.len());
+            std::thread::sleep(Duration::from_millis(250));
+        }
+    }
+    // The network goes once its last endpoint has; `stack rm` may have found it still in use.
+    loop {
+        let left = manager.objects("network", &run.stack)?;
+        if left.is_empty() {
+            break;
+        }
+        let mut args = vec!["network", "rm"];
+        args.extend(left.iter().map(String::as_str));
+        let _ = manager.run(&args);
+        if started.elapsed() > DOWN_WAIT {
+            anyhow::bail!(
+                "the network of stack {} is still there {DOWN_WAIT:?} after `docker stack rm`",
+                run.stack
+            );
+        }
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    for kind in ["secret", "config", "service"] {
+        let left = manager.objects(kind, &run.stack)?;
+        anyhow::ensure!(
+            left.is_empty(),
+            "{} {kind}s of stack {} are still on the manager after `docker stack rm`",
+            left.len(),
+            run.stack
+        );
+    }
+    let mut volumes = Vec::new();
+    if !keep_volumes {
+        for (host, engine) in &engines {
+            let names = engine.volumes(&run.stack)?;
+            if !names.is_empty() {
+                let mut args = vec!["volume", "rm"];
+                args.extend(names.iter().map(String::as_str));
+                engine.run(&args)?;
+            }
+            volumes.push(format!("{} on {}", names.len(), host.name));
+        }
+    }
+    let mut report = format!(
+        "stack {} removed in {:.1} s: {services} services, {secrets} secrets, {configs} \
+         configs, {networks} network{}",
+        run.stack,
+        started.elapsed().as_secs_f64(),
+        if networks == 1 { "" } else { "s" }
+    );
+    if !engines.is_empty() {
+        let names: Vec<&str> = engines.iter().map(|(h, _)| h.name.as_str()).collect();
+        report += &format!("; no container left on {}", names.join(", "));
+    }
+    if keep_volumes {
+        report += "; volumes kept";
+    } else if !volumes.is_empty() {
+        report += &format!("; volumes removed: {}", volumes.join(", "));
+    }
+    let unknown: Vec<&SwarmHost> = run.hosts.iter().filter(|h| h.endpoint.is_none()).collect();
+    if !unknown.is_empty() && !keep_volumes {
+        report += &format!(
+            "\nthe engines of {} are not known here: remove the stack's volumes on each of \
+             them once its containers are gone:",
+            unknown
+                .iter()
+                .map(|h| format!("{} ({})", h.name, h.hostname))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        for host in unknown {
+            report += &format!(
+                "\n  on {} ({}): docker volume rm $(docker volume ls -q --filter \
+                 label={STACK_LABEL}={})",
+                host.name, host.address, run.stack
+            );
+        }
+    }
+    Ok(report)
+}
+
+/// A default stack name for a cluster directory: stable, distinct for distinct paths, and
+/// short enough that Docker's names built on it (`<stack>_node-<id>.manifest.toml`, at most 64
+/// characters) fit.
+pub fn stack_name(dir: &ClusterDir) -> String {
+    crate::docker::project_name(dir)
+}
+
+/// Why `name` is not a stack name this tool can use, if it is not.
+pub fn check_stack_name(name: &str) -> Result<(), String> {
+    let ok = !name.is_empty()
+        && name.len() <= MAX_STACK_NAME
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        && name
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphanumeric());
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "stack name `{name}`: 1 to {MAX_STACK_NAME} letters, digits, `-` and `_`, starting \
+             with a letter or digit"
+        ))
+    }
+}
+
+/// The longest stack name: Docker names a config `<stack>_node-<id>.manifest.toml`, at most 64
+/// characters, and ids here reach 5 digits.
+pub const MAX_STACK_NAME: usize = 64 - "_node-99999.manifest.toml".len();
+
+/// The host (0-based) of each node of `topology`, in id order, over `hosts` hosts: by
+/// `kind`, or all on the one host a swarm of one host has.
+pub fn place(
+    topology: Topology,
+    hosts: usize,
+    kind: PlacementKind,
+) -> Result<Vec<usize>, PlacementError> {
+    if hosts == 1 {
+        return Ok(vec![0; topology.node_count() as usize]);
+    }
+    let placement = Placement::new(topology, hosts, kind)?;
+    Ok(topology.nodes().map(|v| placement.host_of(v)).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_default_stack_name_is_a_valid_one() {
+        let dir = ClusterDir::new("/tmp/a-very-long-directory-name-for-a-cluster-of-containers");
+        let name = stack_name(&dir);
+        assert_eq!(check_stack_name(&name), Ok(()), "{name}");
+        assert!(check_stack_name("_x").is_err());
+        assert!(check_stack_name("a.b").is_err());
+        assert!(check_stack_name(&"a".repeat(MAX_STACK_NAME + 1)).is_err());
+    }
+
+    #[test]
+    fn a_run_state_with_a_swarm_loads_back() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = ClusterDir::new(tmp.path());
+        let run = SwarmRun {
+            stack: "s".into(),
+            manager: "unix:///tb/h1/docker.sock".into(),
+            placement: "paths".into(),
+            image: "cuberoute:latest".into(),
+            image_id: Some("sha256:0123".into()),
+            testbed: Some("/tb".into()),
+            hosts: vec![
+                SwarmHost {
+                    name: "h1".into(),
+                    address: "198.18.0.2".into(),
+                    node: "abc".into(),
+                    hostname: "h1".into(),
+                    endpoint: Some("unix:///tb/h1/docker.sock".into()),
+                },
+                SwarmHost {
+                    name: "h2".into(),
+                    address: "198.18.0.3".into(),
+                    node: "def".into(),
+                    hostname: "h2".into(),
+                    endpoint: None,
+                },
+            ],
+        };
+        crate::local::RunState::swarm("q:2".parse().unwrap(), run.clone())
+            .save(&dir)
+            .unwrap();
+        let back = crate::local::RunState::load(&dir).unwrap().unwrap();
+        assert_eq!(back.swarm, Some(run));
+        assert!(back.docker.is_none() && back.processes.is_empty());
+    }
+
+    /// The client reaches node i on its host's address at 17000 + i and 22000 + i; the nodes
+    /// reach each other by service name.
+    #[test]
+    fn the_client_manifest_names_the_published_ports_on_each_host() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = ClusterDir::new(tmp.path());
+        let topology: Topology = "q:2".parse().unwrap();
+        let addressing = Addressing::Swarm {
+            hosts: ["198.18.0.2", "198.18.0.3", "198.18.0.2", "198.18.0.3"]
+                .map(String::from)
+                .to_vec(),
+            ports: Ports::default(),
+            published: Published::default(),
+        };
+        let manifest = generate::generate(&dir, topology, &addressing).unwrap();
+        let three = manifest.node(NodeId(3)).unwrap();
+        assert_eq!(three.control, "198.18.0.3:17003");
+        assert_eq!(three.metrics.as_deref(), Some("198.18.0.3:22003"));
+        assert_eq!(three.addr, "node-3:7000");
+        let own = cuberoute_daemon::manifest::Manifest::load(
+            &dir.node_dir(NodeId(1)).join(crate::layout::NODE_MANIFEST),
+        )
+        .unwrap();
+        assert_eq!(own.node(NodeId(3)).unwrap().addr, "node-3:7000");
+        assert_eq!(own.node(NodeId(3)).unwrap().control, "node-3:7001");
+        assert_eq!(max_nodes(), 5_000);
+    }
+}
