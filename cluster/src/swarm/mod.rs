@@ -247,10 +247,14 @@ pub fn prepare(
 /// task's engine does not try to pull an image named by its id, where it tries a name's
 /// registry first, whatever it holds (each try took 10 s on hosts without a resolver that
 /// answers, one task after another). Hosts loaded with `docker save | docker load` hold the
-/// same id. `None` (the name is used, and pulled) when the manager's engine does not hold it:
-/// an image every host pulls from a registry. An error if an engine known lacks it, or holds
-/// another image under the name.
+/// same id. `None` (the name is used, and pulled) for an image of a registry (its name starts
+/// with a registry's host: `registry.example:5000/cuberoute:1`), and when the manager's engine
+/// does not hold it. An error if an engine known lacks it, or holds another image under the
+/// name.
 fn image_reference(run: &SwarmRun, image: &str) -> anyhow::Result<Option<String>> {
+    if from_registry(image) {
+        return Ok(None);
+    }
     let engines = run.known_engines();
     let ids: Vec<(&SwarmHost, Option<String>)> = engines
         .iter()
@@ -282,6 +286,14 @@ fn image_reference(run: &SwarmRun, image: &str) -> anyhow::Result<Option<String>
             .join(", ")
     );
     Ok(distinct.into_iter().next().map(str::to_string))
+}
+
+/// Whether `image` names a registry's host (`host.domain/...`, `host:port/...`,
+/// `localhost/...`), which every host pulls it from.
+pub fn from_registry(image: &str) -> bool {
+    image.split_once('/').is_some_and(|(first, _)| {
+        first.contains('.') || first.contains(':') || first == "localhost"
+    })
 }
 
 /// `docker -H MANAGER stack deploy -c DIR/stack.yml --resolve-image never STACK`, from `dir`
@@ -636,6 +648,26 @@ pub fn place(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_registry_image_is_named_and_a_local_one_by_id() {
+        for pulled in [
+            "registry.example/cuberoute:1",
+            "registry.example:5000/team/cuberoute:1",
+            "localhost:5000/cuberoute",
+            "localhost/cuberoute",
+        ] {
+            assert!(from_registry(pulled), "{pulled}");
+        }
+        for local in [
+            "cuberoute:latest",
+            "cuberoute",
+            "team/cuberoute:1",
+            "sha256:0123",
+        ] {
+            assert!(!from_registry(local), "{local}");
+        }
+    }
 
     #[test]
     fn the_default_stack_name_is_a_valid_one() {
