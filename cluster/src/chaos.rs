@@ -206,6 +206,9 @@ pub struct Report {
     /// `crash-ends`: the whole history's verdict.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ends: Option<crate::ends::EndsReport>,
+    /// `host`: what the lost host cost, set by set, against what the placement promised.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub host_loss: Option<HostLossOutcome>,
     /// `delay`: how long every datagram was held on every link, give or take the jitter.
     pub delay_ms: Option<f64>,
     pub jitter_ms: Option<f64>,
@@ -355,6 +358,86 @@ pub struct Attempts {
     pub mean: f64,
     pub max: u32,
     pub settled: u64,
+}
+
+/// What one lost host cost the sets sent while it was gone. A path "avoids" the host when no
+/// node strictly between its ends is on it: the placement promises that its copy arrives.
+#[derive(Clone, Debug, Default, Serialize, PartialEq, Eq)]
+pub struct HostLossOutcome {
+    /// `h1`, `h2`, ...
+    pub host: String,
+    pub nodes: Vec<u64>,
+    /// Sets whose two ends were on other hosts.
+    pub sets_between_others: u64,
+    /// ... of which some path avoided the host (the placement promised a copy) ...
+    pub promised_a_copy: u64,
+    /// ... and of those, how many got one.
+    pub kept_a_copy: u64,
+    /// Sets none of whose paths avoided the host; and of those, how many got a copy all the
+    /// same (held in a buffer until the host was back, within the wait).
+    pub promised_none: u64,
+    pub got_one_anyway: u64,
+    /// Plain runs: copies on paths that avoid the host, sent and arrived.
+    pub copies_promised: u64,
+    pub copies_kept: u64,
+    /// Sets that missed a copy on a path avoiding the host (the promise broken).
+    pub below_promise: u64,
+    /// Reliable runs: sets sent to a node on the lost host, and how many arrived (once it was
+    /// back).
+    pub sets_to_lost_host: u64,
+    pub delivered_to_lost_host: u64,
+}
+
+fn host_loss_outcome(
+    topology: Topology,
+    (host, lost): (usize, &[NodeId]),
+    reliable: bool,
+    results: &[SetResult],
+) -> HostLossOutcome {
+    let mut out = HostLossOutcome {
+        host: format!("h{}", host + 1),
+        nodes: lost.iter().map(|n| n.0).collect(),
+        ..HostLossOutcome::default()
+    };
+    for r in results.iter().filter(|r| r.phase == Phase::WithFaults) {
+        if lost.contains(&r.to) {
+            out.sets_to_lost_host += 1;
+            out.delivered_to_lost_host += u64::from(r.delivered > 0);
+            continue;
+        }
+        if lost.contains(&r.from) {
+            continue;
+        }
+        out.sets_between_others += 1;
+        let Ok(system) = SendRequest::to(r.to).route_system(topology, r.from) else {
+            continue;
+        };
+        let avoiding: Vec<u8> = system
+            .paths
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| p.len() < 3 || p[1..p.len() - 1].iter().all(|v| !lost.contains(v)))
+            .map(|(i, _)| i as u8)
+            .collect();
+        if avoiding.is_empty() {
+            out.promised_none += 1;
+            out.got_one_anyway += u64::from(r.delivered > 0);
+            continue;
+        }
+        out.promised_a_copy += 1;
+        out.kept_a_copy += u64::from(r.delivered > 0);
+        // A reliable set is judged as a whole: it arrives once, whatever path brought it.
+        let missed = if reliable {
+            r.delivered == 0
+        } else {
+            let kept = avoiding.iter().filter(|i| r.indices.contains(i)).count();
+            out.copies_promised += avoiding.len() as u64;
+            out.copies_kept += kept as u64;
+            kept < avoiding.len()
+        };
+        out.below_promise += u64::from(missed);
+    }
+    out
 }
 
 /// How the run's reliable sets ended, each in exactly one way as its source told the client.
@@ -564,6 +647,12 @@ struct Traffic {
 impl Traffic {
     /// Send between random pairs of `alive` nodes for `length`; the sets finish on their own.
     async fn run(&mut self, phase: Phase, length: Duration, alive: &[NodeId]) {
+        self.run_to(phase, length, alive, alive).await
+    }
+
+    /// Send from random nodes of `from` to random others of `to` for `length`.
+    async fn run_to(&mut self, phase: Phase, length: Duration, from: &[NodeId], to: &[NodeId]) {
+        let alive = from;
         let topology = self.client.manifest.topology;
         self.progress.lock().expect("progress").phase = Some(phase);
         let started = tokio::time::Instant::now();
@@ -576,9 +665,9 @@ impl Traffic {
             tokio::time::sleep_until(at).await;
             let from = alive[self.rng.random_range(0..alive.len())];
             let to = loop {
-                let to = alive[self.rng.random_range(0..alive.len())];
-                if to != from {
-                    break to;
+                let d = to[self.rng.random_range(0..to.len())];
+                if d != from {
+                    break d;
                 }
             };
             let mut payload = format!(
@@ -836,14 +925,40 @@ pub async fn run_with(
             ));
         }
     }
+    // A whole host lost: every node on it at once. Plain sets run between the other hosts'
+    // nodes; reliable ones also go to the lost host's nodes, and must arrive once it is back.
+    let lost_host = if config.faults.contains(&FaultKind::Host) {
+        let hosts = harness.hosts()?;
+        let host = (config.seed as usize) % hosts.len();
+        harness.lose_host(host, true)?;
+        let window = windows.open(
+            ms_since(t0),
+            "host lost".into(),
+            format!("h{} ({} nodes)", host + 1, hosts[host].len()),
+            harness.mechanism(FaultKind::Host),
+        );
+        Some((host, hosts[host].clone(), window))
+    } else {
+        None
+    };
+    let (lost_host, host_window) = match lost_host {
+        Some((host, on, window)) => (Some((host, on)), Some(window)),
+        None => (None, None),
+    };
+    let on_lost_host = |n: &NodeId| lost_host.as_ref().is_some_and(|(_, on)| on.contains(n));
     traffic.forging = relaying.contains(&FaultKind::Forge);
     let alive: Vec<NodeId> = schedule
         .alive(topology)
         .into_iter()
-        .filter(|n| !relays.contains(n))
+        .filter(|n| !relays.contains(n) && !on_lost_host(n))
         .collect();
+    let destinations: Vec<NodeId> = if lost_host.is_some() && config.mode.reliable {
+        nodes.clone()
+    } else {
+        alive.clone()
+    };
     traffic
-        .run(Phase::WithFaults, config.with_faults, &alive)
+        .run_to(Phase::WithFaults, config.with_faults, &alive, &destinations)
         .await;
     // The network's own faults end with the phase, and its sets are then waited for: what a
     // partition or loss held back in the link buffers arrives once the links carry again.
@@ -861,11 +976,15 @@ pub async fn run_with(
     for w in network_windows {
         windows.close(w, ms_since(t0));
     }
+    if let (Some((host, _)), Some(window)) = (&lost_host, host_window) {
+        harness.lose_host(*host, false)?;
+        windows.close(window, ms_since(t0));
+    }
     // The sets of this phase are judged as sent while relays forged, however late they end;
     // meanwhile, after the network's faults, the links come back (with crashed nodes or cut
     // links they cannot all be up before the restarts and heals: the wait after those counts).
-    let network_faults =
-        (partition.is_some() || losing || delaying) && schedule == Schedule::default();
+    let network_faults = (partition.is_some() || losing || delaying || lost_host.is_some())
+        && schedule == Schedule::default();
     let (finished, network_rejoin) = tokio::join!(traffic.finish(), async {
         if network_faults {
             let waited = ready::wait_ready(&client, REJOIN_TIMEOUT, &mut |_| {}).await;
@@ -960,6 +1079,9 @@ pub async fn run_with(
         report.jitter_ms = Some(config.jitter.as_secs_f64() * 1e3);
     }
     report.kernel_dropped = kernel_dropped;
+    report.host_loss = lost_host
+        .as_ref()
+        .map(|(host, on)| host_loss_outcome(topology, (*host, on), config.mode.reliable, &results));
     let end_ms = ms_since(t0);
     report.fault_windows = windows.finish(end_ms);
     report.timeline = timeline(config, topology, &results, &report.fault_windows, end_ms);
@@ -1470,6 +1592,55 @@ mod tests {
             sealed: false,
             judged: Vec::new(),
         }
+    }
+
+    /// A lost host's outcome counts, set by set, the copies on paths that avoid it: all of
+    /// them arrived (the promise kept), one missing (below it), none promised, and a set to
+    /// the lost host.
+    #[test]
+    fn a_lost_hosts_outcome_is_judged_path_by_path() {
+        let topology: Topology = "q:3".parse().unwrap();
+        let lost = [NodeId(1), NodeId(2)];
+        let avoiding = |from: u64, to: u64| -> BTreeSet<u8> {
+            let system = SendRequest::to(NodeId(to))
+                .route_system(topology, NodeId(from))
+                .unwrap();
+            system
+                .paths
+                .iter()
+                .enumerate()
+                .filter(|(_, p)| p[1..p.len() - 1].iter().all(|v| !lost.contains(v)))
+                .map(|(i, _)| i as u8)
+                .collect()
+        };
+        // 0 -> 7: paths through 1, 2 and 4; one avoids the lost host.
+        let promised = avoiding(0, 7);
+        assert_eq!(promised.len(), 1, "{promised:?}");
+        let mut kept = result(0, 7, 1, b"a");
+        kept.indices = promised.clone();
+        kept.delivered = 1;
+        let mut missed = result(0, 7, 2, b"b");
+        missed.delivered = 0;
+        // A set to a node on the lost host.
+        let mut to_lost = result(0, 2, 3, b"c");
+        to_lost.delivered = 0;
+        let mut before = result(0, 7, 4, b"d");
+        before.phase = Phase::FaultFree;
+        let out = host_loss_outcome(
+            topology,
+            (1, &lost),
+            false,
+            &[kept, missed, to_lost, before],
+        );
+        assert_eq!(out.host, "h2");
+        assert_eq!(out.nodes, vec![1, 2]);
+        assert_eq!(out.sets_between_others, 2);
+        assert_eq!(out.promised_a_copy, 2);
+        assert_eq!(out.kept_a_copy, 1);
+        assert_eq!(out.copies_promised, 2);
+        assert_eq!(out.copies_kept, 1);
+        assert_eq!(out.below_promise, 1);
+        assert_eq!((out.sets_to_lost_host, out.delivered_to_lost_host), (1, 0));
     }
 
     fn entry(

@@ -4,12 +4,16 @@
 //! it.
 
 use crate::layout::ClusterDir;
+use crate::local::RunState;
 use crate::netfault::{self, Chain, Network, Place};
+use crate::placement::PlacementKind;
 use crate::runner;
 use crate::schedule::FaultKind;
-use cuberoute_protocol::NodeId;
+use crate::swarm::{self, SwarmRun};
+use crate::testbed;
 use cuberoute_protocol::delivery::Mode;
 use cuberoute_protocol::wire::control::ForgeWhat;
+use cuberoute_protocol::{NodeId, Topology};
 use serde::Serialize;
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -85,6 +89,15 @@ pub trait Harness {
     fn delay(&self, _delay: Duration, _jitter: Duration) -> anyhow::Result<bool> {
         Ok(false)
     }
+    /// The nodes on each host, when the cluster is spread over several (`cluster swarm`):
+    /// what a `host` fault loses at once.
+    fn hosts(&self) -> anyhow::Result<Vec<Vec<NodeId>>> {
+        Err(needs_hosts())
+    }
+    /// Cut host `host` (0-based) off the network (`lost`), or bring it back.
+    fn lose_host(&self, _host: usize, _lost: bool) -> anyhow::Result<()> {
+        Err(needs_hosts())
+    }
     /// What applies `fault` here, as the report's fault windows name it.
     fn mechanism(&self, fault: FaultKind) -> &'static str;
     /// The kernel's own count of the datagrams its rules dropped, if the kernel applies them.
@@ -100,6 +113,14 @@ pub fn needs_network(fault: FaultKind) -> anyhow::Error {
          (`cluster up --netns`, compose containers, or `cuberoute sim`); loopback processes share \
          one perfect interface",
         fault.name()
+    )
+}
+
+/// Why a run cannot lose a host here.
+pub fn needs_hosts() -> anyhow::Error {
+    anyhow::anyhow!(
+        "`host` cuts a whole host off: it needs a cluster spread over the hosts of a test bed \
+         (`cuberoute testbed up`, then `cuberoute cluster swarm --testbed`)"
     )
 }
 
@@ -122,8 +143,15 @@ impl<'a> Runners<'a> {
         self.network.as_ref().ok_or_else(|| needs_network(fault))
     }
 
+    /// The swarm this cluster runs as, if it does.
+    fn swarm(&self) -> anyhow::Result<(Topology, SwarmRun)> {
+        let state = RunState::load(self.dir)?.ok_or_else(needs_hosts)?;
+        let run = state.swarm.ok_or_else(needs_hosts)?;
+        Ok((state.topology, run))
+    }
+
     fn in_containers(&self) -> bool {
-        matches!(runner::find(self.dir), Ok(Some(state)) if state.docker.is_some())
+        matches!(runner::find(self.dir), Ok(Some(state)) if state.in_containers())
     }
 }
 
@@ -155,7 +183,46 @@ impl Harness for Runners<'_> {
         }
     }
 
+    fn hosts(&self) -> anyhow::Result<Vec<Vec<NodeId>>> {
+        let (topology, run) = self.swarm()?;
+        anyhow::ensure!(
+            run.hosts.len() >= 2,
+            "the swarm has one host: losing it loses every node"
+        );
+        let kind: PlacementKind = run.placement.parse()?;
+        let place = swarm::place(topology, run.hosts.len(), kind)?;
+        let mut hosts = vec![Vec::new(); run.hosts.len()];
+        for (id, host) in topology.nodes().zip(place) {
+            hosts[host].push(id);
+        }
+        Ok(hosts)
+    }
+
+    fn lose_host(&self, host: usize, lost: bool) -> anyhow::Result<()> {
+        let (_, run) = self.swarm()?;
+        let testbed = run.testbed.as_ref().ok_or_else(|| {
+            anyhow::anyhow!(
+                "the swarm of {} runs on real hosts: a run cannot cut one off (stop its engine \
+                 or its link by hand, and watch with `cluster status`)",
+                self.dir.display()
+            )
+        })?;
+        let name = &run
+            .hosts
+            .get(host)
+            .ok_or_else(|| anyhow::anyhow!("no host {} in the swarm", host + 1))?
+            .name;
+        if lost {
+            testbed::cut(testbed, name).map(drop)
+        } else {
+            testbed::restore(testbed, name).map(drop)
+        }
+    }
+
     fn mechanism(&self, fault: FaultKind) -> &'static str {
+        if fault == FaultKind::Host {
+            return "host link down (testbed)";
+        }
         let containers = self.in_containers();
         match fault {
             FaultKind::Crash | FaultKind::CrashEnds if containers => "container kill (docker)",

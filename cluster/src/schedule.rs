@@ -42,10 +42,13 @@ pub enum FaultKind {
     /// The sources and destinations of sets are killed and restarted at random moments, and
     /// a checker says whether every accepted set reached a client once (`crate::ends`).
     CrashEnds,
+    /// One whole host of a cluster spread over several (`cluster swarm` on a testbed) is cut
+    /// off the network: every node on it at once.
+    Host,
 }
 
 impl FaultKind {
-    pub const ALL: [FaultKind; 10] = [
+    pub const ALL: [FaultKind; 11] = [
         FaultKind::State,
         FaultKind::Buffers,
         FaultKind::Crash,
@@ -56,6 +59,7 @@ impl FaultKind {
         FaultKind::Delay,
         FaultKind::Partition,
         FaultKind::CrashEnds,
+        FaultKind::Host,
     ];
 
     /// The name `--faults` takes and the report prints.
@@ -71,6 +75,7 @@ impl FaultKind {
             FaultKind::Delay => "delay",
             FaultKind::Partition => "partition",
             FaultKind::CrashEnds => "crash-ends",
+            FaultKind::Host => "host",
         }
     }
 

@@ -5,7 +5,7 @@ use super::cluster::DirArg;
 use super::network::{self, NetArgs, PartitionArgs, StudyArgs};
 use super::{runtime, usage};
 use cuberoute_cluster::chaos::{self, FaultKind};
-use cuberoute_cluster::scenario::{self, Progress, RunConfig};
+use cuberoute_cluster::scenario::{self, Harness, Progress, RunConfig};
 use cuberoute_cluster::{ClusterClient, ClusterDir, runner};
 use cuberoute_daemon::manifest::Manifest;
 use cuberoute_protocol::delivery::{Mode, Scheme};
@@ -183,6 +183,8 @@ pub struct Scenario {
     /// on --relays relays; partition splits the network in two halves.
     /// crash-ends (alone): sources and destinations killed and restarted at random while
     /// consuming clients take what arrives; --wait is each reliable set's deadline.
+    /// host: one host of a `cluster swarm` on a test bed cut off (which one: the seed), every
+    /// set checked against what the placement promised.
     #[arg(long, value_delimiter = ',')]
     pub faults: Vec<FaultKind>,
     #[arg(long, default_value_t = 1)]
@@ -549,6 +551,11 @@ fn chaos_run(args: &RunArgs) -> anyhow::Result<()> {
             return Err(usage(scenario::needs_network(*fault).to_string()));
         }
     }
+    if args.scenario.faults.contains(&FaultKind::Host) {
+        scenario::Runners::open(&dir)
+            .and_then(|runners| runners.hosts())
+            .map_err(|e| usage(format!("{e:#}")))?;
+    }
     let config = args.scenario.config()?;
     let progress = Arc::new(Mutex::new(Progress::default()));
     let total = config.fault_free + config.with_faults + config.after_faults;
@@ -713,6 +720,35 @@ pub fn print_report(r: &chaos::Report) {
     }
     if let Some(dropped) = r.kernel_dropped {
         println!("  datagrams the kernel's rules dropped: {dropped}");
+    }
+    if let Some(h) = &r.host_loss {
+        println!(
+            "  host {} lost ({} nodes): of {} sets between the other hosts' nodes, {} had a path \
+             avoiding it and {} of them kept a copy{} ({} below the placement's promise); {} had \
+             none, {} got a copy all the same",
+            h.host,
+            h.nodes.len(),
+            h.sets_between_others,
+            h.promised_a_copy,
+            h.kept_a_copy,
+            if h.copies_promised > 0 {
+                format!(
+                    "; {} of the {} copies on such paths arrived",
+                    h.copies_kept, h.copies_promised
+                )
+            } else {
+                String::new()
+            },
+            h.below_promise,
+            h.promised_none,
+            h.got_one_anyway
+        );
+        if h.sets_to_lost_host > 0 {
+            println!(
+                "  sets to the lost host's nodes: {} sent, {} arrived",
+                h.sets_to_lost_host, h.delivered_to_lost_host
+            );
+        }
     }
     let phases = [
         ("fault-free", &r.phases.fault_free),
