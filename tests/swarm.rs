@@ -167,6 +167,22 @@ fn leftovers(endpoint: &str, stack: &str, manager: bool) -> BTreeMap<&'static st
         .collect()
 }
 
+/// The body of `GET path` from `address` (HTTP/1.0: the answer ends with the connection), if
+/// it answered 200.
+fn http_get(address: &str, path: &str) -> Option<String> {
+    use std::io::Read;
+    let mut stream = std::net::TcpStream::connect(address).ok()?;
+    stream
+        .write_all(format!("GET {path} HTTP/1.0\r\nHost: {address}\r\n\r\n").as_bytes())
+        .ok()?;
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).ok()?;
+    let (head, body) = answer.split_once("\r\n\r\n")?;
+    head.starts_with("HTTP/1.1 200")
+        .then(|| body.to_string())
+        .or_else(|| head.starts_with("HTTP/1.0 200").then(|| body.to_string()))
+}
+
 fn timed<T>(what: &str, times: &mut Vec<(String, Duration)>, f: impl FnOnce() -> T) -> T {
     let started = Instant::now();
     let value = f();
@@ -310,6 +326,34 @@ fn a_swarm_cluster_over_three_hosts_routes_across_them_and_leaves_nothing() {
         "{route}"
     );
     cluster.ok(&["monitor", "--for", "2s", "--json"]);
+    // The live view serves the swarm's state from this machine as well.
+    let mut view = Command::new(env!("CARGO_BIN_EXE_cuberoute"))
+        .args(["cluster", "view", "--dir", cluster.path()])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let said = common::read_until(view.stdout.as_mut().unwrap(), "http://127.0.0.1:");
+    let address = said
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("http://"))
+        .unwrap()
+        .trim_end_matches('/')
+        .to_string();
+    let mut state = Value::Null;
+    for _ in 0..60 {
+        if let Some(body) = http_get(&address, "/state.json") {
+            state = serde_json::from_str(&body).unwrap_or(Value::Null);
+            if state["nodes_up"] == 32 {
+                break;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    let _ = view.kill();
+    let _ = view.wait();
+    assert_eq!(state["nodes_up"], 32, "the view's state: {state}");
+    assert_eq!(state["links_up"], 48, "the view's state: {state}");
     let log = cluster.ok(&["cluster", "logs", "5"]);
     assert!(!log.trim().is_empty(), "node 5 logged nothing");
 
