@@ -43,7 +43,7 @@ pub struct RunState {
     pub netns: Option<NetnsRun>,
     /// Set when the cluster is a Swarm stack over several hosts (`cluster swarm`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub swarm: Option<crate::swarm::SwarmRun>,
+    pub swarm: Option<crate::swarm::run::SwarmRun>,
     #[serde(rename = "process", default)]
     pub processes: Vec<NodeProcess>,
 }
@@ -72,7 +72,7 @@ impl RunState {
     }
 
     /// A Swarm stack (`cluster swarm`).
-    pub fn swarm(topology: Topology, run: crate::swarm::SwarmRun) -> RunState {
+    pub fn swarm(topology: Topology, run: crate::swarm::run::SwarmRun) -> RunState {
         RunState {
             topology,
             boot: None,

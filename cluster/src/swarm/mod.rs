@@ -25,80 +25,22 @@
 //!   whose engine is not known, the command to run there.
 
 pub mod engine;
+pub mod run;
 pub mod stack;
+
+pub use run::{SwarmHost, SwarmRun};
 
 use crate::generate::{self, Addressing, Ports, Published};
 use crate::layout::ClusterDir;
 use crate::placement::{Placement, PlacementError, PlacementKind};
-use crate::runner::Runner;
+use crate::runner::state::Runner;
 use anyhow::Context;
 use cuberoute_protocol::{NodeId, Topology};
 use engine::{Engine, STACK_LABEL, SwarmNode, Task};
-use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
-
-/// How a swarm cluster was deployed: recorded in `DIR/run.toml` before `docker stack deploy`.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
-pub struct SwarmRun {
-    pub stack: String,
-    /// The manager's engine endpoint (`docker -H`).
-    pub manager: String,
-    /// The placement's kind (`paths`, `packed`, `spread`).
-    pub placement: String,
-    pub image: String,
-    /// The image's id, which the services name when the engines known here all hold the
-    /// image under it ([`image_reference`]).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub image_id: Option<String>,
-    /// The testbed the swarm is, if it is one (`cuberoute testbed`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub testbed: Option<PathBuf>,
-    /// The hosts, `h1` first.
-    #[serde(rename = "host", default)]
-    pub hosts: Vec<SwarmHost>,
-}
-
-/// One host of a swarm cluster.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
-pub struct SwarmHost {
-    /// `h1`, `h2`, ...: its `cuberoute.host` label.
-    pub name: String,
-    /// Its address: where its nodes' ports are published.
-    pub address: String,
-    /// Its swarm node id.
-    pub node: String,
-    pub hostname: String,
-    /// Its engine's endpoint, if known here.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub endpoint: Option<String>,
-}
-
-impl SwarmRun {
-    pub fn manager(&self) -> Engine {
-        Engine::new(&self.manager)
-    }
-
-    /// The host a swarm node id is.
-    fn host_of_node(&self, node: &str) -> Option<&SwarmHost> {
-        self.hosts.iter().find(|h| h.node == node)
-    }
-
-    /// The service of node `id` as Docker names it.
-    pub fn service(&self, id: NodeId) -> String {
-        format!("{}_{}", self.stack, generate::service_name(id))
-    }
-
-    /// The engines this machine can ask, with their hosts.
-    fn known_engines(&self) -> Vec<(&SwarmHost, Engine)> {
-        self.hosts
-            .iter()
-            .filter_map(|h| h.endpoint.as_ref().map(|e| (h, Engine::new(e))))
-            .collect()
-    }
-}
 
 /// Where a swarm cluster goes: a manager, and the engine endpoints known per host name.
 #[derive(Clone, Debug)]

@@ -7,6 +7,10 @@
 //! with `docker-compose -f DIR/compose.yml up`, [`docker::discover`]), or the Swarm stack it
 //! records (`cluster swarm`, [`swarm`]: a node's runner is its task).
 
+pub mod state;
+
+pub use state::Runner;
+
 use crate::compose::COMPOSE_FILE;
 use crate::docker::{self, Compose};
 use crate::generate::service_name;
@@ -17,34 +21,6 @@ use anyhow::Context;
 use cuberoute_protocol::NodeId;
 use std::collections::BTreeMap;
 use std::time::Duration;
-
-/// The runner of one node.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Runner {
-    /// Running (a container: healthy, or without a verdict yet).
-    Alive(String),
-    /// Not running, and on its way: a Swarm task Swarm means to run that is not running yet
-    /// (being scheduled, starting, or waiting for its host).
-    Starting(String),
-    /// Not running: why.
-    Dead(String),
-}
-
-impl Runner {
-    pub fn is_alive(&self) -> bool {
-        matches!(self, Runner::Alive(_))
-    }
-
-    pub fn is_dead(&self) -> bool {
-        matches!(self, Runner::Dead(_))
-    }
-
-    pub fn describe(&self) -> &str {
-        match self {
-            Runner::Alive(s) | Runner::Starting(s) | Runner::Dead(s) => s,
-        }
-    }
-}
 
 /// A running (or once started) cluster and the state of each node's runner.
 #[derive(Clone, Debug)]
