@@ -16,7 +16,7 @@ fn stdout(out: &Output) -> String {
 
 #[test]
 fn bad_input_is_one_line_and_exit_2() {
-    let cases: [&[&str]; 13] = [
+    let cases: [&[&str]; 17] = [
         &["paths", "eh:2", "0", "1"],
         &["paths", "eh:0,3", "0", "1"],
         &["paths", "mesh:4", "0", "1"],
@@ -30,6 +30,10 @@ fn bad_input_is_one_line_and_exit_2() {
         &["bench", "--overload", "1,500"],
         &["ping", "--from", "0", "--to", "1", "--count", "0"],
         &["ping", "--from", "0", "--to", "1", "--interval", "1ms"],
+        &["cluster", "placement", "eh:2,2", "--hosts", "1"],
+        &["cluster", "placement", "eh:2,2", "--hosts", "17"],
+        &["cluster", "placement", "q:2", "--hosts", "5"],
+        &["cluster", "placement", "eh:2,2", "--placement", "nearby"],
     ];
     for args in cases {
         let out = cuberoute(args);

@@ -301,5 +301,17 @@ fn a_loopback_cluster_refuses_network_faults() {
             stderr(&out)
         );
     }
+    // A host fault needs a cluster spread over a test bed's hosts.
+    let out = cluster.refused(&[
+        "chaos",
+        "run",
+        "--duration",
+        "1s",
+        "--rate",
+        "1",
+        "--faults",
+        "host",
+    ]);
+    assert!(stderr(&out).contains("test bed"), "{}", stderr(&out));
     let _ = cuberoute(&["--version"]);
 }
