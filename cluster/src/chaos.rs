@@ -395,7 +395,7 @@ fn host_loss_outcome(
     results: &[SetResult],
 ) -> HostLossOutcome {
     let mut out = HostLossOutcome {
-        host: format!("h{}", host + 1),
+        host: crate::swarm::stack::host_name(host),
         nodes: lost.iter().map(|n| n.0).collect(),
         ..HostLossOutcome::default()
     };

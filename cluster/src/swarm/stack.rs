@@ -18,7 +18,9 @@
 //! Docker prefixes every config, secret, volume and network with the stack's name, and labels
 //! them `com.docker.stack.namespace=<stack>`, which is how `cluster down` finds them.
 
-use crate::compose::{Healthcheck, Ipam, STATE_DIR, STORE_PATH, Subnet};
+use crate::compose::{
+    Healthcheck, Ipam, NETWORK, NODE_MOUNT as NODE_DIR, STATE_DIR, STORE_PATH, Subnet,
+};
 use crate::generate::{Ports, Published, service_name};
 use crate::layout;
 use cuberoute_protocol::{NodeId, Topology};
@@ -28,10 +30,6 @@ use std::net::Ipv4Addr;
 
 /// The stack file's name in a cluster directory.
 pub const STACK_FILE: &str = "stack.yml";
-/// The overlay network every node joins.
-pub const NETWORK: &str = "cuberoute";
-/// Where each task finds its configs.
-pub const NODE_DIR: &str = "/node";
 /// Where Docker puts a task's secrets.
 pub const SECRETS_DIR: &str = "/run/secrets";
 /// The label on every swarm node that names its host (`h1`, `h2`, ...): the services'

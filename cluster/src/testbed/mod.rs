@@ -57,6 +57,7 @@ pub use teardown::Removed;
 
 use crate::local::interrupt::Catch;
 use crate::netns;
+use crate::swarm::stack::HOST_LABEL;
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
 use std::fs;
@@ -71,8 +72,6 @@ pub const HOSTS: std::ops::RangeInclusive<usize> = 2..=9;
 pub const DEFAULT_HOSTS: usize = 3;
 /// The state file in the testbed directory.
 pub const STATE_FILE: &str = "testbed.toml";
-/// The label every swarm node carries: `cuberoute.host=hI`.
-pub const HOST_LABEL: &str = "cuberoute.host";
 /// The port of the swarm's manager.
 pub const MANAGER_PORT: u16 = 2377;
 /// Where the engines keep their data, per tag and host.

@@ -2,8 +2,9 @@
 //! labelled with its host's name; what the manager sees of the nodes.
 
 use super::engine::{self, docker, run};
-use super::{HOST_LABEL, MANAGER_PORT, Plan, State, Testbed};
+use super::{MANAGER_PORT, Plan, State, Testbed};
 use crate::local::interrupt::Catch;
+use crate::swarm::stack::HOST_LABEL;
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
