@@ -57,6 +57,8 @@ enum Command {
     Bench(commands::bench::Args),
     #[command(hide = true)]
     BenchRelayPeer(commands::bench::RelayPeerArgs),
+    #[command(hide = true)]
+    BenchRelayRing(commands::bench::RelayRingArgs),
     /// Run one node (started by `cluster up`, or by hand with a config file).
     Daemon(Box<cuberoute_daemon::config::DaemonArgs>),
     /// Reproduce the papers' empirical study of an algorithm: on Q_n against the bound and a
@@ -67,7 +69,7 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    if !matches!(cli.command, Command::Daemon(_) | Command::BenchRelayPeer(_)) {
+    if !matches!(cli.command, Command::Daemon(_) | Command::BenchRelayPeer(_) | Command::BenchRelayRing(_)) {
         // A command whose output is cut short (`| head`) ends quietly, as Unix tools do. The
         // daemon keeps Rust's default (SIGPIPE ignored): a scraper hanging up must not kill it.
         // SAFETY: at the start of main, before any thread exists; SIG_DFL is a valid handler.
@@ -95,6 +97,7 @@ fn main() -> ExitCode {
         Command::Daemon(args) => commands::daemon::run(*args),
         Command::Bench(args) => commands::bench::run(args),
         Command::BenchRelayPeer(args) => commands::bench::relay_peer(args),
+        Command::BenchRelayRing(args) => commands::bench::relay_ring(args),
         Command::Study(args) => commands::study::run(args),
     };
     match result {

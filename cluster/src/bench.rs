@@ -4,10 +4,12 @@
 use crate::client::ClusterClient;
 use crate::percentiles::Percentiles;
 use crate::traffic::{SendOptions, SendReport};
+use crate::usage::{self, Runs};
 use cuberoute_daemon::client::ClientError;
 use cuberoute_daemon::link::codec;
 use cuberoute_daemon::tls::{self, ALPN_LINK, Credentials};
 use cuberoute_protocol::delivery::Mode;
+use cuberoute_protocol::wire::control::IoCounters;
 use cuberoute_protocol::{NodeId, SendRequest, Topology};
 use futures_util::StreamExt;
 use rand::{Rng, SeedableRng};
@@ -158,18 +160,118 @@ pub struct Throughput {
     pub completion: Percentiles,
 }
 
-/// Sum over all nodes of (packet receptions, drops).
-pub async fn hop_counters(client: &ClusterClient) -> (u64, u64) {
-    let mut hops = 0;
-    let mut drops = 0;
+/// Counters of the whole cluster, summed over the nodes that answered.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ClusterCounts {
+    /// Packet receptions (forwarded, delivered or dropped)...
+    pub packet_hops: u64,
+    /// ...of which dropped.
+    pub drops: u64,
+    /// What the daemons' endpoints and timers did.
+    pub io: IoCounters,
+}
+
+/// Sum over all nodes of their counters now.
+pub async fn cluster_counts(client: &ClusterClient) -> ClusterCounts {
+    let mut sum = ClusterCounts::default();
     for (_, status) in client.statuses(Duration::from_secs(5)).await {
         if let Ok(s) = status {
             let c = &s.counters;
-            hops += c.packets_forwarded + c.packets_delivered + c.dropped_total();
-            drops += c.dropped_total();
+            sum.packet_hops += c.packets_forwarded + c.packets_delivered + c.dropped_total();
+            sum.drops += c.dropped_total();
+            let (io, add) = (&mut sum.io, s.io);
+            io.datagrams_sent += add.datagrams_sent;
+            io.send_calls += add.send_calls;
+            io.datagrams_received += add.datagrams_received;
+            io.receive_calls += add.receive_calls;
+            io.quic_timers_fired += add.quic_timers_fired;
+            io.link_timers_fired += add.link_timers_fired;
+            io.pings_sent += add.pings_sent;
+            io.link_ack_frames_sent += add.link_ack_frames_sent;
         }
     }
-    (hops, drops)
+    sum
+}
+
+/// What woke the daemons over a window, per packet-hop of the cluster in it. A wake-up is a
+/// time the scheduler put a daemon's thread on a CPU (`usage::scheduled_runs`); beside it,
+/// what can cause one: a datagram received, a timer that expired, a keep-alive.
+#[derive(Clone, Copy, Debug, Default, Serialize)]
+pub struct Wakeups {
+    pub packet_hops: u64,
+    pub wakeups: u64,
+    pub wakeups_per_packet_hop: f64,
+    /// Of the wake-ups, returns to a CPU after a preemption (the thread was not asleep).
+    pub preempted_per_packet_hop: f64,
+    /// UDP datagrams the daemons sent (links and control connections)...
+    pub datagrams_sent_per_packet_hop: f64,
+    /// ...the send calls that carried them...
+    pub send_calls_per_packet_hop: f64,
+    /// ...and the receive calls that returned any.
+    pub receive_calls_per_packet_hop: f64,
+    /// QUIC's timers and the links' own that expired.
+    pub timer_wakeups_per_packet_hop: f64,
+    pub quic_timers_per_packet_hop: f64,
+    pub link_timers_per_packet_hop: f64,
+    /// QUIC PING frames: keep-alives of links and control connections, and loss probes.
+    pub keepalives_per_packet_hop: f64,
+    /// QUIC ACK frames on links, alone or riding on data.
+    pub link_ack_frames_per_packet_hop: f64,
+}
+
+impl Wakeups {
+    /// The window between the counts `before` and `after`, in which the daemons' threads were
+    /// put on a CPU `runs.runs` times.
+    pub fn between(before: &ClusterCounts, after: &ClusterCounts, runs: Runs) -> Wakeups {
+        let wakeups = runs.runs;
+        let packet_hops = after.packet_hops.saturating_sub(before.packet_hops);
+        let per_hop = |a: u64, b: u64| a.saturating_sub(b) as f64 / packet_hops.max(1) as f64;
+        let (a, b) = (&after.io, &before.io);
+        let quic = per_hop(a.quic_timers_fired, b.quic_timers_fired);
+        let link = per_hop(a.link_timers_fired, b.link_timers_fired);
+        Wakeups {
+            packet_hops,
+            wakeups,
+            wakeups_per_packet_hop: wakeups as f64 / packet_hops.max(1) as f64,
+            preempted_per_packet_hop: runs.preempted as f64 / packet_hops.max(1) as f64,
+            datagrams_sent_per_packet_hop: per_hop(a.datagrams_sent, b.datagrams_sent),
+            send_calls_per_packet_hop: per_hop(a.send_calls, b.send_calls),
+            receive_calls_per_packet_hop: per_hop(a.receive_calls, b.receive_calls),
+            timer_wakeups_per_packet_hop: quic + link,
+            quic_timers_per_packet_hop: quic,
+            link_timers_per_packet_hop: link,
+            keepalives_per_packet_hop: per_hop(a.pings_sent, b.pings_sent),
+            link_ack_frames_per_packet_hop: per_hop(a.link_ack_frames_sent, b.link_ack_frames_sent),
+        }
+    }
+}
+
+/// What a window cost the daemons `pids`: their CPU and wake-ups per packet-hop.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct WindowCost {
+    pub cpu: HopCost,
+    pub wakeups: Wakeups,
+}
+
+/// Run `work` and measure what it cost the daemons `pids` per packet-hop of the cluster. The
+/// cluster's counters are read outside the window of CPU and wake-ups, so that reading them
+/// (a control request to every node) is not charged to the work.
+pub async fn window_cost<T>(
+    client: &ClusterClient,
+    pids: &[u32],
+    work: impl Future<Output = T>,
+) -> (T, WindowCost) {
+    let before = cluster_counts(client).await;
+    let runs_before = usage::runs_now(pids);
+    let (result, cpu_seconds) = cpu_during(pids, work).await;
+    let runs = usage::runs_since(&runs_before);
+    let after = cluster_counts(client).await;
+    let wakeups = Wakeups::between(&before, &after, runs);
+    let cost = WindowCost {
+        cpu: HopCost::new(cpu_seconds, wakeups.packet_hops),
+        wakeups,
+    };
+    (result, cost)
 }
 
 /// Keep `concurrency` sets in flight between random pairs for `duration`, each waiting for
@@ -181,8 +283,24 @@ pub async fn saturate(
     seed: u64,
     load: Load,
 ) -> Throughput {
+    saturate_costed(client, &[], duration, concurrency, seed, load)
+        .await
+        .0
+}
+
+/// [`saturate`], and what it cost the daemons `pids` (see [`window_cost`]).
+pub async fn saturate_costed(
+    client: &ClusterClient,
+    pids: &[u32],
+    duration: Duration,
+    concurrency: usize,
+    seed: u64,
+    load: Load,
+) -> (Throughput, WindowCost) {
     let topology = client.manifest.topology;
-    let (hops_before, drops_before) = hop_counters(client).await;
+    let before = cluster_counts(client).await;
+    let runs_before = usage::runs_now(pids);
+    let cpu_before = usage::cpu_now(pids);
     let completed = Arc::new(AtomicU64::new(0));
     let incomplete = Arc::new(AtomicU64::new(0));
     let started = Instant::now();
@@ -217,12 +335,19 @@ pub async fn saturate(
         took_us.extend(worker.expect("a bench worker does not panic"));
     }
     let seconds = started.elapsed().as_secs_f64();
+    let cpu = usage::cpu_since(&cpu_before, started);
+    let runs = usage::runs_since(&runs_before);
     // Counters reach the control API at once; nothing is left in flight once every set is
     // complete or timed out.
-    let (hops_after, drops_after) = hop_counters(client).await;
+    let after = cluster_counts(client).await;
+    let wakeups = Wakeups::between(&before, &after, runs);
+    let cost = WindowCost {
+        cpu: HopCost::new(cpu.cores * cpu.seconds, wakeups.packet_hops),
+        wakeups,
+    };
     let sets = completed.load(Relaxed);
-    let packet_hops = hops_after - hops_before;
-    Throughput {
+    let packet_hops = after.packet_hops - before.packet_hops;
+    let throughput = Throughput {
         seconds,
         concurrency,
         sets_completed: sets,
@@ -230,9 +355,10 @@ pub async fn saturate(
         sets_per_second: sets as f64 / seconds,
         packet_hops,
         packet_hops_per_second: packet_hops as f64 / seconds,
-        packets_dropped: drops_after - drops_before,
+        packets_dropped: after.drops - before.drops,
         completion: Percentiles::of(took_us),
-    }
+    };
+    (throughput, cost)
 }
 
 /// CPU the daemons used per packet-hop over a measured window: the time the scheduler ran
@@ -256,27 +382,11 @@ impl HopCost {
 
 /// Run `work`, and the CPU seconds the daemons `pids` used meanwhile (see `usage::cpu_seconds`).
 pub async fn cpu_during<T>(pids: &[u32], work: impl Future<Output = T>) -> (T, f64) {
-    let cpu_before = crate::usage::cpu_now(pids);
+    let cpu_before = usage::cpu_now(pids);
     let started = Instant::now();
     let result = work.await;
-    let cpu = crate::usage::cpu_since(&cpu_before, started);
+    let cpu = usage::cpu_since(&cpu_before, started);
     (result, cpu.cores * cpu.seconds)
-}
-
-/// Run `work` and measure what it cost the daemons `pids` per packet-hop of the cluster.
-/// (A saturation run counts its packet-hops itself: [`cpu_during`] and its own count.)
-pub async fn hop_cost<T>(
-    client: &ClusterClient,
-    pids: &[u32],
-    work: impl Future<Output = T>,
-) -> (T, HopCost) {
-    let (hops_before, _) = hop_counters(client).await;
-    let (result, cpu_seconds) = cpu_during(pids, work).await;
-    let (hops_after, _) = hop_counters(client).await;
-    (
-        result,
-        HopCost::new(cpu_seconds, hops_after.saturating_sub(hops_before)),
-    )
 }
 
 /// A uniformly random ordered pair of distinct nodes.
@@ -354,9 +464,9 @@ pub async fn relay_baseline(
     frame.resize(4 + frame_len, 7);
 
     let cpu_us_per_hop =
-        |cpu: crate::usage::CpuUse, hops: u64| cpu.cores * cpu.seconds * 1e6 / hops.max(1) as f64;
+        |cpu: usage::CpuUse, hops: u64| cpu.cores * cpu.seconds * 1e6 / hops.max(1) as f64;
     let mut hops = Vec::with_capacity(n);
-    let (cpu_before, sequential_started) = (crate::usage::cpu_now(pids), Instant::now());
+    let (cpu_before, sequential_started) = (usage::cpu_now(pids), Instant::now());
     for _ in 0..n {
         let sent = Instant::now();
         send.write_all(&frame).await?;
@@ -367,11 +477,11 @@ pub async fn relay_baseline(
         hops.push(sent.elapsed().as_secs_f64() * 1e6 / 2.0);
     }
     let sequential = cpu_us_per_hop(
-        crate::usage::cpu_since(&cpu_before, sequential_started),
+        usage::cpu_since(&cpu_before, sequential_started),
         2 * n as u64,
     );
 
-    let cpu_before = crate::usage::cpu_now(pids);
+    let cpu_before = usage::cpu_now(pids);
     let started = Instant::now();
     let mut echoed = 0u64;
     for _ in 0..window {
@@ -386,7 +496,7 @@ pub async fn relay_baseline(
         send.write_all(&frame).await?;
     }
     let seconds = started.elapsed().as_secs_f64();
-    let pipelined = cpu_us_per_hop(crate::usage::cpu_since(&cpu_before, started), 2 * echoed);
+    let pipelined = cpu_us_per_hop(usage::cpu_since(&cpu_before, started), 2 * echoed);
     connection.close(0u32.into(), b"");
     Ok(RelayBaseline {
         frame_len,

@@ -2,7 +2,8 @@
 //! certificates, the manifest, one configuration per node), starts and stops the daemons as
 //! local processes, and watches them through the control API. It makes no routing decision.
 //!
-//! * [`bench`]: latency, throughput and memory of a running cluster, and the raw-quinn baseline;
+//! * [`bench`]: latency, throughput, memory and wake-ups of a running cluster, and the raw-quinn
+//!   baseline; [`relay_ring`]: the baseline of a cluster's size, a ring of raw relay processes;
 //! * [`capacity`]: how many daemons this machine holds (memory, processes), and why not more;
 //! * [`chaos`]: the chaos run: traffic, faults on a seeded schedule, the report;
 //! * [`certs`]: the cluster CA and the certificates it issues;
@@ -50,6 +51,7 @@ pub mod ping;
 pub mod placement;
 pub mod ready;
 pub mod redundancy;
+pub mod relay_ring;
 pub mod report;
 pub mod revoke;
 pub mod route;

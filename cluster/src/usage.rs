@@ -37,6 +37,68 @@ fn scheduled_seconds(pid: u32) -> Option<f64> {
     any.then(|| nanoseconds as f64 / 1e9)
 }
 
+/// How often the scheduler ran the threads of a process, summed over its threads.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Runs {
+    /// Times a thread was put on a CPU: the third field of `/proc/<pid>/task/*/schedstat`.
+    /// Every wake-up of a thread is one; so is every return after a preemption...
+    pub runs: u64,
+    /// ...which `nonvoluntary_ctxt_switches` of `/proc/<pid>/task/*/status` counts.
+    pub preempted: u64,
+}
+
+/// The [`Runs`] of `pid` now; `None` where the kernel keeps no schedstat.
+pub fn scheduled_runs(pid: u32) -> Option<Runs> {
+    let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).ok()?;
+    let mut sum = Runs::default();
+    let mut any = false;
+    for task in tasks.flatten() {
+        let Ok(text) = std::fs::read_to_string(task.path().join("schedstat")) else {
+            continue;
+        };
+        sum.runs += runs_of_schedstat(&text)?;
+        if let Ok(status) = std::fs::read_to_string(task.path().join("status")) {
+            sum.preempted += preemptions_of_status(&status).unwrap_or(0);
+        }
+        any = true;
+    }
+    any.then_some(sum)
+}
+
+/// The `nonvoluntary_ctxt_switches` line of a task's status file.
+fn preemptions_of_status(status: &str) -> Option<u64> {
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("nonvoluntary_ctxt_switches:"))?
+        .trim()
+        .parse()
+        .ok()
+}
+
+/// The third field of a schedstat line: `<ns on cpu> <ns waiting> <timeslices run>`.
+fn runs_of_schedstat(line: &str) -> Option<u64> {
+    line.split_whitespace().nth(2)?.parse().ok()
+}
+
+/// The scheduler runs of `pids` now, to pass to [`runs_since`].
+pub fn runs_now(pids: &[u32]) -> Vec<(u32, Runs)> {
+    pids.iter()
+        .filter_map(|&p| scheduled_runs(p).map(|r| (p, r)))
+        .collect()
+}
+
+/// The scheduler runs of the processes of `start` since then (those gone are left out).
+pub fn runs_since(start: &[(u32, Runs)]) -> Runs {
+    let mut sum = Runs::default();
+    for &(pid, before) in start {
+        if let Some(now) = scheduled_runs(pid) {
+            sum.runs += now.runs.saturating_sub(before.runs);
+            sum.preempted += now.preempted.saturating_sub(before.preempted);
+        }
+    }
+    sum
+}
+
 /// Fields 14 and 15 (utime, stime) of a `/proc/<pid>/stat` line. The command name (field 2)
 /// may hold spaces and parentheses, so fields are counted after its closing parenthesis.
 fn cpu_seconds_of_stat(stat: &str) -> Option<f64> {
@@ -164,6 +226,20 @@ pub fn idle(pids: &[u32], window: Duration) -> Idle {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_schedstat_line_gives_its_runs() {
+        assert_eq!(runs_of_schedstat("123456 7890 42\n"), Some(42));
+        assert_eq!(runs_of_schedstat("123456 7890"), None);
+        // This process has run at least once, and runs again to read it.
+        let me = std::process::id();
+        let first = scheduled_runs(me).expect("Linux keeps schedstat");
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        assert!(scheduled_runs(me).unwrap().runs > first.runs);
+        let status = "State:\tS\nvoluntary_ctxt_switches:\t10\nnonvoluntary_ctxt_switches:\t3\n";
+        assert_eq!(preemptions_of_status(status), Some(3));
+        assert_eq!(preemptions_of_status("State:\tS\n"), None);
+    }
 
     #[test]
     fn stat_fields_are_counted_after_the_command_name() {

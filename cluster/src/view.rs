@@ -397,6 +397,7 @@ mod tests {
             buffered_bytes: 0,
             revoked: Vec::new(),
             revocation_serial: 0,
+            io: Default::default(),
         }
     }
 

@@ -6,6 +6,7 @@
 
 use crate::accept::accept_each;
 use crate::env::{self, Instant, now_us};
+use crate::io_counts;
 use crate::node::{Keep, Node, Payload, Refusal};
 use crate::output::{ANSWER_BYTES, SetId, entry_bytes};
 use crate::stats::Event;
@@ -48,6 +49,7 @@ async fn serve_client(node: Arc<Node>, connection: quinn::Connection, remote: So
             return;
         }
     };
+    io_counts::PROCESS.follow_control(&connection);
     while let Ok((send, recv)) = connection.accept_bi().await {
         match node.settings.requests.clone().try_acquire_owned() {
             Ok(permit) => {

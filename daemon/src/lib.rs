@@ -22,7 +22,8 @@
 //!   [`keeping`]: the node's one seam to it (keep, settle, consume, read back at start);
 //!   [`disk`]: the simulated disk `cuberoute sim` puts under it;
 //! * [`env`]: the one source of time and randomness; [`net`]: the one seam to the network (real
-//!   UDP, or turmoil's simulated network).
+//!   UDP, or turmoil's simulated network); [`io_counts`]: what wakes the process (datagrams,
+//!   system calls, timers), counted where quinn meets the system.
 
 pub mod accept;
 pub mod budget;
@@ -34,6 +35,7 @@ pub mod delivery;
 pub mod disk;
 pub mod env;
 pub mod faults;
+pub mod io_counts;
 pub mod journal;
 pub mod keeping;
 pub mod keys;

@@ -25,6 +25,7 @@
 
 use crate::budget::Budget;
 use crate::env::{self, Instant};
+use crate::io_counts;
 use crate::stats::{Event, Stats};
 use crate::tls;
 use bytes::Bytes;
@@ -139,6 +140,10 @@ struct LinkState {
     received: Option<Received>,
     /// Data frames handled since the last acknowledgement was sent.
     unacked: u64,
+    /// When the last data frame from the neighbour was handled...
+    last_data_at: Option<Instant>,
+    /// ...and whether one came alone since the last acknowledgement, to be acknowledged at once.
+    ack_at_once: bool,
     /// Since when written frames have waited without any acknowledgement progress; `None`
     /// while every written frame is acknowledged.
     waiting_since: Option<Instant>,
@@ -207,6 +212,8 @@ impl Link {
                 sent_upto: 0,
                 received: None,
                 unacked: 0,
+                last_data_at: None,
+                ack_at_once: false,
                 waiting_since: None,
             }),
             wake: Notify::new(),
@@ -430,6 +437,11 @@ impl Link {
         self.revoked.load(Relaxed)
     }
 
+    /// The link's connection, while it has one.
+    pub fn connection(&self) -> Option<quinn::Connection> {
+        self.current.lock().expect("link lock").clone()
+    }
+
     /// The neighbour, which this node dials, dialled us from `from`: it has no connection with
     /// us (it restarted, or lost ours). Send on the current connection at once, so that a stale
     /// one draws a reset and is redialled, and cut the dial backoff short. If the current
@@ -509,7 +521,7 @@ impl Link {
             let wait = backoff.mul_f64(env::random_range(0.5..1.5));
             *self.redial.lock().expect("link lock") = (failures, backoff, Instant::now() + wait);
             tokio::select! {
-                () = tokio::time::sleep(wait) => {}
+                () = tokio::time::sleep(wait) => io_counts::link_timer_fired(),
                 // The neighbour is up and waiting for us: dial now.
                 () = self.knocked.notified() => backoff = BACKOFF_MIN,
             }
@@ -574,7 +586,7 @@ impl Link {
         loop {
             tokio::select! {
                 connection = incoming.recv() => return connection,
-                () = tokio::time::sleep(wait) => {}
+                () = tokio::time::sleep(wait) => io_counts::link_timer_fired(),
             }
             if !self.is_cut() {
                 node.stats().event(Event::KnockSent);
@@ -680,18 +692,20 @@ impl Link {
             });
         }
         state.unacked = 0;
+        state.ack_at_once = false;
         state.waiting_since = None;
     }
 
     /// Fail when written frames have waited [`SILENT_LINK`] for an acknowledgement. Sleeps
-    /// while nothing is outstanding: an idle link costs no wake-ups.
+    /// while nothing is outstanding, and stops its timer when an acknowledgement makes
+    /// progress: neither an idle link nor an acknowledged one costs a wake-up.
     async fn watch_silence(&self) -> anyhow::Result<()> {
         loop {
-            let started = self.outstanding.notified();
-            tokio::pin!(started);
-            started.as_mut().enable();
+            let changed = self.outstanding.notified();
+            tokio::pin!(changed);
+            changed.as_mut().enable();
             let Some(since) = self.lock().waiting_since else {
-                started.await;
+                changed.await;
                 continue;
             };
             let deadline = since + SILENT_LINK;
@@ -702,7 +716,11 @@ impl Link {
                     SILENT_LINK.as_millis()
                 );
             }
-            tokio::time::sleep_until(deadline).await;
+            tokio::select! {
+                () = tokio::time::sleep_until(deadline) => io_counts::link_timer_fired(),
+                // Acknowledged (or newly outstanding): look again.
+                () = changed => {}
+            }
         }
     }
 
@@ -719,7 +737,7 @@ impl Link {
                 Ok(LinkFrame::Data { seq, packet, mark }) => {
                     self.frames_received.fetch_add(1, Relaxed);
                     node.on_data(self.neighbour, &packet, mark);
-                    if self.on_data(peer_incarnation, seq) {
+                    if self.on_data(peer_incarnation, seq, Instant::now()) {
                         self.wake.notify_one();
                     }
                 }
@@ -742,12 +760,21 @@ impl Link {
 
     /// Record that data frame `seq` of the neighbour's `incarnation` was handled. True when the
     /// writer must wake: to start its acknowledgement timer, or to acknowledge at once.
-    fn on_data(&self, incarnation: u64, seq: u64) -> bool {
+    ///
+    /// A frame that comes alone (nothing else from the neighbour for [`ACK_INTERVAL`]) is
+    /// acknowledged at once, in the wake-up that handled it: on a sparse link a lazy
+    /// acknowledgement is only a timer that wakes this process again later.
+    fn on_data(&self, incarnation: u64, seq: u64, now: Instant) -> bool {
         let mut state = self.lock();
         state.received = Some(Received {
             incarnation,
             upto: seq,
         });
+        let alone = state
+            .last_data_at
+            .is_none_or(|last| now.saturating_duration_since(last) >= ACK_INTERVAL);
+        state.last_data_at = Some(now);
+        state.ack_at_once |= alone;
         state.unacked += 1;
         state.unacked == 1 || state.unacked >= ACK_EVERY
     }
@@ -757,6 +784,8 @@ impl Link {
         let upto = upto.min(state.sent_upto);
         if state.drop_acknowledged(upto, &self.budget) {
             state.waiting_since = (state.written_unacknowledged() > 0).then(Instant::now);
+            // The silence watch's deadline moved, or there is none: its timer goes.
+            self.outstanding.notify_one();
         }
     }
 
@@ -775,7 +804,10 @@ impl Link {
                 // after a short while unless more work comes first.
                 tokio::select! {
                     () = notified => {}
-                    () = tokio::time::sleep(ACK_INTERVAL) => force_ack = true,
+                    () = tokio::time::sleep(ACK_INTERVAL) => {
+                        io_counts::link_timer_fired();
+                        force_ack = true;
+                    }
                 }
             } else {
                 notified.await;
@@ -809,9 +841,14 @@ impl Link {
         }
         let knocked = self.knock_ack.swap(false, Relaxed);
         let ack_now = knocked
-            || state.unacked > 0 && (force_ack || !chunks.is_empty() || state.unacked >= ACK_EVERY);
+            || state.unacked > 0
+                && (force_ack
+                    || state.ack_at_once
+                    || !chunks.is_empty()
+                    || state.unacked >= ACK_EVERY);
         if ack_now && let Some(received) = state.received {
             state.unacked = 0;
+            state.ack_at_once = false;
             chunks.push(Bytes::from(encode_frame(&LinkFrame::Ack {
                 upto: received.upto,
             })?));
@@ -1004,29 +1041,39 @@ mod tests {
     fn acknowledgements_are_batched_or_forced() {
         let link = link(10);
         link.on_hello(ME, &hello(9, None));
-        assert!(link.on_data(9, 1), "the first frame starts the ack timer");
-        for seq in 2..ACK_EVERY {
-            assert!(!link.on_data(9, seq));
+        let t0 = Instant::now();
+        let soon = |ms| t0 + Duration::from_millis(ms);
+        assert!(link.on_data(9, 1, t0), "the writer wakes for the first frame");
+        // It came alone: acknowledged at once, in the wake-up that handled it.
+        assert_eq!(work(&link, false), (vec![], Some(1)));
+        // Frames that follow closely are acknowledged lazily: by the timer, or every ACK_EVERY.
+        assert!(link.on_data(9, 2, soon(1)), "the next one starts the ack timer");
+        for seq in 3..ACK_EVERY + 1 {
+            assert!(!link.on_data(9, seq, soon(2)));
         }
         assert!(link.take_work(false).unwrap().1, "an ack is pending");
         assert_eq!(work(&link, false), (vec![], None));
-        assert_eq!(work(&link, true), (vec![], Some(ACK_EVERY - 1)));
+        assert_eq!(work(&link, true), (vec![], Some(ACK_EVERY)));
         assert_eq!(work(&link, true), (vec![], None));
-        for seq in ACK_EVERY..2 * ACK_EVERY - 1 {
-            link.on_data(9, seq);
+        for seq in ACK_EVERY + 1..2 * ACK_EVERY {
+            link.on_data(9, seq, soon(3));
         }
-        assert!(link.on_data(9, 2 * ACK_EVERY - 1));
-        assert_eq!(work(&link, false), (vec![], Some(2 * ACK_EVERY - 1)));
+        assert!(link.on_data(9, 2 * ACK_EVERY, soon(4)));
+        assert_eq!(work(&link, false), (vec![], Some(2 * ACK_EVERY)));
+        // After a quiet ACK_INTERVAL a frame is alone again.
+        let quiet = soon(4) + ACK_INTERVAL;
+        assert!(link.on_data(9, 2 * ACK_EVERY + 1, quiet));
+        assert_eq!(work(&link, false), (vec![], Some(2 * ACK_EVERY + 1)));
         // Data going the other way carries a pending acknowledgement along.
-        link.on_data(9, 2 * ACK_EVERY);
+        link.on_data(9, 2 * ACK_EVERY + 2, quiet);
         link.enqueue(vec![1], None).unwrap();
-        assert_eq!(work(&link, false), (vec![1], Some(2 * ACK_EVERY)));
+        assert_eq!(work(&link, false), (vec![1], Some(2 * ACK_EVERY + 2)));
         // Our hello after a reconnection reports the last frame handled.
         assert_eq!(
             link.lock().received,
             Some(Received {
                 incarnation: 9,
-                upto: 2 * ACK_EVERY
+                upto: 2 * ACK_EVERY + 2
             })
         );
         // A restarted neighbour's frames are counted afresh.

@@ -4,6 +4,7 @@
 //! quinn, TLS and daemon code runs over it. The link endpoint's real socket has the node's
 //! shaper in front of its sends (`crate::shaper`), which the chaos tooling sets.
 
+use crate::io_counts::CountingRuntime;
 use crate::shaper::{ShapedSocket, Shaper};
 use quinn::udp::{RecvMeta, Transmit};
 use quinn::{AsyncUdpSocket, Runtime, UdpPoller};
@@ -30,7 +31,7 @@ pub fn endpoint(
     receive_buffer: Option<usize>,
     shaper: Option<Arc<Shaper>>,
 ) -> io::Result<quinn::Endpoint> {
-    let runtime = Arc::new(quinn::TokioRuntime);
+    let runtime = Arc::new(CountingRuntime);
     if simulated() {
         let mut config = config;
         // quinn's own randomness (packet numbers skipped, connection ids) from the run's seed.

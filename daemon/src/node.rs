@@ -12,6 +12,7 @@ use crate::chaos::{Chaos, Fate};
 use crate::config::{ConfigError, DaemonArgs, NodeConfig};
 use crate::delivery::{DeliveryEnds, Resend};
 use crate::env::{self, Instant, now_us};
+use crate::io_counts;
 use crate::keeping::{Keeping, KeptSet, Written};
 use crate::keys::Keys;
 use crate::link::{Link, LinkOwner, NotQueued};
@@ -1086,6 +1087,13 @@ impl Node {
             buffered_bytes: self.budget.held() as u64,
             revoked: revocations.revoked.into_iter().collect(),
             revocation_serial: revocations.serial,
+            io: io_counts::PROCESS.snapshot(
+                self.links
+                    .values()
+                    .filter_map(|l| l.connection())
+                    .collect::<Vec<_>>()
+                    .iter(),
+            ),
         }
     }
 }

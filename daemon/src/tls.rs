@@ -39,8 +39,9 @@ pub const KEEP_ALIVE: Duration = Duration::from_secs(120);
 pub const IDLE_TIMEOUT: Duration = Duration::from_secs(365);
 /// The round-trip time a connection assumes before it has measured one.
 pub const INITIAL_RTT: Duration = Duration::from_millis(10);
-/// A control connection: a client that waits keeps it open with keep-alives; one that went away
-/// without closing it (a killed process) is forgotten after [`CONTROL_IDLE_TIMEOUT`].
+/// A control connection: a client that waits keeps it open with keep-alives (the daemon sends
+/// none: the client's, acknowledged, keep it open both ways, at half the wake-ups); one that
+/// went away without closing it (a killed process) is forgotten after [`CONTROL_IDLE_TIMEOUT`].
 pub const CONTROL_KEEP_ALIVE: Duration = Duration::from_secs(2);
 pub const CONTROL_IDLE_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -266,7 +267,10 @@ fn transport(alpn: &[u8], side: Side) -> Arc<quinn::TransportConfig> {
     let (keep_alive, idle) = if alpn == ALPN_LINK {
         ((side == Side::Client).then_some(KEEP_ALIVE), IDLE_TIMEOUT)
     } else {
-        (Some(CONTROL_KEEP_ALIVE), CONTROL_IDLE_TIMEOUT)
+        (
+            (side == Side::Client).then_some(CONTROL_KEEP_ALIVE),
+            CONTROL_IDLE_TIMEOUT,
+        )
     };
     let mut transport = quinn::TransportConfig::default();
     transport.keep_alive_interval(keep_alive);

@@ -4,9 +4,12 @@
 use super::cluster::{self, DirArg, UpArgs};
 use super::{runtime, usage};
 use anyhow::Context;
-use cuberoute_cluster::bench::{self, HopCost, Load, PairLatency, RelayBaseline, Throughput};
+use cuberoute_cluster::bench::{
+    self, HopCost, Load, PairLatency, RelayBaseline, Throughput, Wakeups,
+};
 use cuberoute_cluster::local::RunState;
 use cuberoute_cluster::overload::{self, Overload};
+use cuberoute_cluster::relay_ring::{self, RingBaseline};
 use cuberoute_cluster::usage::{self, Idle, Memory};
 use cuberoute_cluster::{ClusterClient, ClusterDir};
 use cuberoute_daemon::tls::Credentials;
@@ -72,6 +75,25 @@ pub struct Args {
     pub overload: Vec<f64>,
 }
 
+/// One relay of a ring baseline (internal: `cuberoute bench` starts them).
+#[derive(clap::Args, Debug)]
+pub struct RelayRingArgs {
+    #[arg(long)]
+    pub listen: SocketAddr,
+    #[arg(long)]
+    pub next: SocketAddr,
+    #[arg(long)]
+    pub next_id: u64,
+    #[arg(long, default_value_t = 0)]
+    pub nice: i32,
+    #[arg(long)]
+    pub ca: PathBuf,
+    #[arg(long)]
+    pub cert: PathBuf,
+    #[arg(long)]
+    pub key: PathBuf,
+}
+
 /// The baseline's peer process (internal: `cuberoute bench` starts it).
 #[derive(clap::Args, Debug)]
 pub struct RelayPeerArgs {
@@ -97,6 +119,12 @@ struct ClusterFigures {
     cpu_sequential: HopCost,
     /// ...and the saturation run (`--concurrency` in flight).
     cpu_saturation: HopCost,
+    /// What woke the daemons per packet-hop: the farthest pair's sequential sets...
+    wakeups_sequential: Wakeups,
+    /// ...and the saturation run.
+    wakeups_saturation: Wakeups,
+    /// The saturation run's wake-ups per packet-hop (`wakeups_saturation` has what made them).
+    wakeups_per_packet_hop: f64,
     /// With `--overload`: the saturation run with the overload runs' payload...
     overload_reference: Option<Throughput>,
     /// ...and one open-loop run per multiple of its rate.
@@ -113,6 +141,8 @@ struct ClusterFigures {
     hop_fixed_us: Option<f64>,
     /// Plain copies and each `--delivery` mode, with `--payload-bytes` payloads.
     modes: Vec<ModeFigures>,
+    /// The baseline of this size: a ring of as many raw relay processes (local clusters only).
+    relay_ring: Option<RingBaseline>,
 }
 
 /// One delivery mode on one cluster.
@@ -215,8 +245,35 @@ fn measure(args: &Args, topology: Topology) -> anyhow::Result<ClusterFigures> {
     let (dir, startup) = start(args, topology)?;
     let result = measure_running(args, topology, &dir, startup);
     eprintln!("{}", cuberoute_cluster::runner::stop(&dir)?);
-    result
+    let mut figures = result?;
+    if !args.docker {
+        let ring = runtime()?.block_on(relay_ring::run_on(
+            &dir,
+            &std::env::current_exe()?,
+            cuberoute_cluster::generate::CLUSTER_NICE,
+            RELAY_FRAME_LEN,
+            args.samples * 40,
+            args.concurrency,
+            args.duration,
+        ))?;
+        eprintln!(
+            "{topology}: ring of {} raw relays: hop p50 {:.0} µs, CPU per frame-hop {:.1} µs one at a time, {:.1} µs with {} going round; {:.2} / {:.2} wake-ups per frame-hop",
+            ring.processes,
+            ring.per_hop.p50_us,
+            ring.cpu_us_per_frame_hop_sequential,
+            ring.cpu_us_per_frame_hop_pipelined,
+            ring.window,
+            ring.wakeups_per_frame_hop_sequential,
+            ring.wakeups_per_frame_hop_pipelined
+        );
+        figures.relay_ring = Some(ring);
+    }
+    Ok(figures)
 }
+
+/// The size of a link data frame carrying a 64-byte payload without a trace: what the relay
+/// baselines send.
+const RELAY_FRAME_LEN: usize = 120;
 
 /// Start `topology` in its own directory under `--dir`; returns it and the start-up time.
 fn start(args: &Args, topology: Topology) -> anyhow::Result<(ClusterDir, Duration)> {
@@ -323,28 +380,35 @@ fn measure_running(
         .expect("nodes");
     let near = topology.neighbours(src).last().expect("a neighbour");
     let pids = cuberoute_cluster::runner::pids(dir)?;
-    let (farthest, cpu_sequential, adjacent, saturation, cpu_saturation) =
+    let (farthest, cost_sequential, adjacent, saturation, cost_saturation) =
         runtime.block_on(async {
-            // Warm up: connections, and every daemon's first packets.
+            // Warm up: connections, and every daemon's first packets. Reading every node's
+            // counters opens the control connection to each; their handshakes and path MTU
+            // probes are over before the first window.
             let plain = Load::default();
             bench::pair_latency(&client, src, far, 20, plain).await?;
-            let (farthest, cpu_sequential) = bench::hop_cost(&client, &pids, async {
+            bench::cluster_counts(&client).await;
+            tokio::time::sleep(Duration::from_secs(2)).await;
+            let (farthest, cpu_sequential) = bench::window_cost(&client, &pids, async {
                 bench::pair_latency(&client, src, far, args.samples, plain).await
             })
             .await;
             let adjacent = bench::pair_latency(&client, src, near, args.samples, plain).await?;
-            let (saturation, cpu_seconds) = bench::cpu_during(
+            let (saturation, cost_saturation) = bench::saturate_costed(
+                &client,
                 &pids,
-                bench::saturate(&client, args.duration, args.concurrency, args.seed, plain),
+                args.duration,
+                args.concurrency,
+                args.seed,
+                plain,
             )
             .await;
-            let cpu_saturation = HopCost::new(cpu_seconds, saturation.packet_hops);
             anyhow::Ok((
                 farthest?,
                 cpu_sequential,
                 adjacent,
                 saturation,
-                cpu_saturation,
+                cost_saturation,
             ))
         })?;
     let mut overloads = Vec::new();
@@ -446,8 +510,11 @@ fn measure_running(
         farthest,
         adjacent,
         saturation,
-        cpu_sequential,
-        cpu_saturation,
+        cpu_sequential: cost_sequential.cpu,
+        cpu_saturation: cost_saturation.cpu,
+        wakeups_sequential: cost_sequential.wakeups,
+        wakeups_saturation: cost_saturation.wakeups,
+        wakeups_per_packet_hop: cost_saturation.wakeups.wakeups_per_packet_hop,
         overload: overloads,
         overload_reference,
         rss_kib_mean: memory.rss_mib.mean * 1024.0,
@@ -455,6 +522,7 @@ fn measure_running(
         memory,
         idle,
         modes,
+        relay_ring: None,
     })
 }
 
@@ -486,8 +554,7 @@ fn baseline(args: &Args) -> anyhow::Result<RelayBaseline> {
     let credentials =
         Credentials::load(&dir.ca_cert(), &node(0, "node.pem"), &node(0, "node.key"))?;
     std::thread::sleep(Duration::from_millis(300));
-    // The size of a link data frame carrying a 64-byte payload without a trace.
-    let frame_len = 120;
+    let frame_len = RELAY_FRAME_LEN;
     let pids = [std::process::id(), peer.id()];
     let result = runtime()?.block_on(bench::relay_baseline(
         &pids,
@@ -502,6 +569,20 @@ fn baseline(args: &Args) -> anyhow::Result<RelayBaseline> {
     let _ = peer.kill();
     let _ = peer.wait();
     result
+}
+
+pub fn relay_ring(args: RelayRingArgs) -> anyhow::Result<()> {
+    cuberoute_daemon::priority::lower_to(args.nice)?;
+    let credentials = Credentials::load(&args.ca, &args.cert, &args.key)?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(relay_ring::relay(
+        args.listen,
+        args.next,
+        NodeId(args.next_id),
+        credentials,
+    ))
 }
 
 pub fn relay_peer(args: RelayPeerArgs) -> anyhow::Result<()> {
@@ -554,6 +635,67 @@ fn print_scaling(f: &Figures) {
         b.cpu_us_per_frame_hop_pipelined,
         b.window
     );
+    println!(
+        "\nAgainst a ring of as many raw relay processes, run after the cluster in the same run:\n"
+    );
+    println!(
+        "| cluster | daemons | ring hop p50 (µs) | CPU per hop, one at a time: cluster / ring (µs) | CPU per hop at saturation: cluster / ring (µs) | wake-ups per hop, one at a time: cluster / ring | wake-ups per hop at saturation: cluster / ring | farthest pair p50 / two-core bound (µs) |"
+    );
+    println!("|---|---|---|---|---|---|---|---|");
+    for c in &f.clusters {
+        let Some(r) = &c.relay_ring else { continue };
+        // k x d hop-handlings at the ring's CPU per frame-hop, over two cores.
+        let bound = f64::from(c.farthest.k) * f64::from(c.farthest.distance)
+            * r.cpu_us_per_frame_hop_sequential
+            / 2.0;
+        println!(
+            "| {} | {} | {:.0} | {:.1} / {:.1} | {:.1} / {:.1} | {:.2} / {:.2} | {:.2} / {:.2} | {:.0} / {:.0} |",
+            c.topology,
+            c.nodes,
+            r.per_hop.p50_us,
+            c.cpu_sequential.cpu_us_per_packet_hop,
+            r.cpu_us_per_frame_hop_sequential,
+            c.cpu_saturation.cpu_us_per_packet_hop,
+            r.cpu_us_per_frame_hop_pipelined,
+            c.wakeups_sequential.wakeups_per_packet_hop,
+            r.wakeups_per_frame_hop_sequential,
+            c.wakeups_saturation.wakeups_per_packet_hop,
+            r.wakeups_per_frame_hop_pipelined,
+            c.farthest.set.p50_us,
+            bound
+        );
+    }
+    println!("\nWhat wakes the daemons, per packet-hop, one set at a time / at saturation:\n");
+    println!(
+        "| cluster | daemons | wake-ups | of which preempted | datagrams sent | send calls | receive calls | timers expired (QUIC + link) | keep-alives (PINGs) | QUIC ACK frames on links |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|---|");
+    for c in &f.clusters {
+        let (q, s) = (&c.wakeups_sequential, &c.wakeups_saturation);
+        println!(
+            "| {} | {} | {:.2} / {:.2} | {:.2} / {:.2} | {:.2} / {:.2} | {:.2} / {:.2} | {:.2} / {:.2} | {:.2} + {:.2} / {:.2} + {:.2} | {:.3} / {:.3} | {:.2} / {:.2} |",
+            c.topology,
+            c.nodes,
+            q.wakeups_per_packet_hop,
+            s.wakeups_per_packet_hop,
+            q.preempted_per_packet_hop,
+            s.preempted_per_packet_hop,
+            q.datagrams_sent_per_packet_hop,
+            s.datagrams_sent_per_packet_hop,
+            q.send_calls_per_packet_hop,
+            s.send_calls_per_packet_hop,
+            q.receive_calls_per_packet_hop,
+            s.receive_calls_per_packet_hop,
+            q.quic_timers_per_packet_hop,
+            q.link_timers_per_packet_hop,
+            s.quic_timers_per_packet_hop,
+            s.link_timers_per_packet_hop,
+            q.keepalives_per_packet_hop,
+            s.keepalives_per_packet_hop,
+            q.link_ack_frames_per_packet_hop,
+            s.link_ack_frames_per_packet_hop,
+        );
+    }
 }
 
 fn print_table(f: &Figures) {
@@ -604,6 +746,17 @@ fn print_table(f: &Figures) {
             s.concurrency,
             b.cpu_us_per_frame_hop_pipelined,
             b.window
+        );
+        let w = &c.wakeups_saturation;
+        println!(
+            "  daemon wake-ups per packet-hop: {:.2} one set at a time, {:.2} at {} in flight (per packet-hop there: {:.2} datagrams sent, {:.2} receive calls, {:.2} timers expired, {:.3} keep-alives)",
+            c.wakeups_sequential.wakeups_per_packet_hop,
+            w.wakeups_per_packet_hop,
+            s.concurrency,
+            w.datagrams_sent_per_packet_hop,
+            w.receive_calls_per_packet_hop,
+            w.timer_wakeups_per_packet_hop,
+            w.keepalives_per_packet_hop
         );
         for o in &c.overload {
             println!(

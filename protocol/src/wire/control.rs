@@ -511,6 +511,33 @@ pub struct NodeStatus {
     /// that list's serial.
     pub revoked: Vec<NodeId>,
     pub revocation_serial: u64,
+    /// What the process's QUIC endpoints and timers did since it started.
+    pub io: IoCounters,
+}
+
+/// What a daemon's process did on the network and on its timers since it started: the causes
+/// of its wake-ups, which `cuberoute bench` divides by the packet-hops of a window.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default, Serialize, Deserialize)]
+pub struct IoCounters {
+    /// UDP datagrams sent (a GSO batch counts each of its datagrams)...
+    pub datagrams_sent: u64,
+    /// ...and the send calls that carried them.
+    pub send_calls: u64,
+    /// UDP datagrams received (a GRO batch counts each)...
+    pub datagrams_received: u64,
+    /// ...and the receive calls that returned any.
+    pub receive_calls: u64,
+    /// QUIC's connection timers that expired: delayed acknowledgements, loss probes,
+    /// keep-alives, idle and close timeouts.
+    pub quic_timers_fired: u64,
+    /// The links' own timers that expired: a lazy acknowledgement, the silence watch, knocks
+    /// and redials.
+    pub link_timers_fired: u64,
+    /// QUIC PING frames sent on the current link and control connections: keep-alives, and
+    /// loss probes with nothing else to carry.
+    pub pings_sent: u64,
+    /// QUIC ACK frames sent on the current link connections, alone or with data.
+    pub link_ack_frames_sent: u64,
 }
 
 /// What the chaos tooling did to a node, and what became of the packets it corrupted.
