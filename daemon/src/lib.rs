@@ -45,7 +45,9 @@ pub mod manifest;
 pub mod net;
 pub mod node;
 pub mod output;
+pub mod packed;
 pub mod priority;
+pub mod quiet;
 pub mod relay;
 pub mod reload;
 pub mod replay;
@@ -135,6 +137,10 @@ pub async fn run_until(
     }
     if config.metrics_listen.is_some() {
         tokio::spawn(telemetry::publish_loop(node.clone()));
+    }
+    if !net::simulated() {
+        // Many simulated nodes share one process and one simulated clock: left out there.
+        tokio::spawn(quiet::run(node.clone()));
     }
     for link in node.links.values() {
         tokio::spawn(

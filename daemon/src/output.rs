@@ -6,11 +6,12 @@
 //! acknowledged, so its source sends it again). An entry counts as read once a `recv` or an
 //! `await` returned it.
 
+use crate::packed::PackedRing;
 use crate::waiters::{Waiters, Watch};
 use cuberoute_protocol::NodeId;
 use cuberoute_protocol::delivery::Mode;
 use cuberoute_protocol::wire::control::Delivery;
-use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::collections::HashMap;
 use std::sync::Mutex;
 use tokio::sync::watch;
 
@@ -36,19 +37,35 @@ pub struct Output {
 }
 
 struct Ring {
-    entries: VecDeque<Delivery>,
-    /// The output indices of each set's copies in `entries`: finds a set's copies without a
-    /// scan, and refuses a second delivery of one copy.
-    sets: HashMap<SetId, Vec<u64>>,
+    /// The entries, encoded ([`PackedRing`]), each with what the ring decides by without
+    /// decoding it.
+    entries: PackedRing<Delivery, Slot>,
+    /// The output index of each set's newest copy in `entries`, the first of the chain of its
+    /// copies ([`Slot::previous`]): finds a set's copies without a scan, and refuses a second
+    /// delivery of one copy. One table and no allocation per set: after a burst, thousands of
+    /// small allocations kept among the burst's freed memory kept that memory resident.
+    sets: HashMap<SetId, u64>,
     next_index: u64,
     capacity: usize,
     /// What the entries may hold together ([`entry_bytes`]), and what they hold.
     byte_capacity: usize,
     bytes: usize,
-    /// Output indices of protected entries no client has read.
-    unread_protected: BTreeSet<u64>,
-    /// Output indices of every entry no client has read.
-    unread: BTreeSet<u64>,
+}
+
+/// What the ring knows of an entry without decoding it.
+struct Slot {
+    /// The output index of the previous copy of the same set, if any (it may have been
+    /// overwritten since: then the chain ends).
+    previous: Option<u64>,
+    /// The copy's index in its set.
+    copy: u8,
+    sealed: bool,
+    /// [`entry_bytes`] of the entry.
+    size: u32,
+    /// No client has read it.
+    unread: bool,
+    /// A protected entry no client has read: never overwritten.
+    unread_protected: bool,
 }
 
 impl Ring {
@@ -56,17 +73,44 @@ impl Ring {
         self.next_index - self.entries.len() as u64
     }
 
-    fn get(&self, output_index: u64) -> Option<&Delivery> {
-        self.entries
-            .get(output_index.checked_sub(self.oldest_index())? as usize)
+    /// The position in `entries` of the entry with this output index.
+    fn position(&self, output_index: u64) -> Option<usize> {
+        let i = output_index.checked_sub(self.oldest_index())? as usize;
+        (i < self.entries.len()).then_some(i)
+    }
+
+    fn slot(&self, output_index: u64) -> Option<&Slot> {
+        self.entries.meta(self.position(output_index)?)
+    }
+
+    fn get(&self, output_index: u64) -> Option<Delivery> {
+        self.entries.get(self.position(output_index)?)
+    }
+
+    /// The entry counts as read from now on.
+    fn mark_read(&mut self, output_index: u64) {
+        if let Some(slot) = self
+            .position(output_index)
+            .and_then(|i| self.entries.meta_mut(i))
+        {
+            slot.unread = false;
+            slot.unread_protected = false;
+        }
+    }
+
+    /// The output indices of the copies of `set` in the ring, newest first.
+    fn copies(&self, set: SetId) -> impl Iterator<Item = (u64, &Slot)> {
+        let mut next = self.sets.get(&set).copied();
+        std::iter::from_fn(move || {
+            let i = next?;
+            let slot = self.slot(i)?;
+            next = slot.previous;
+            Some((i, slot))
+        })
     }
 
     fn has_copy(&self, set: SetId, index: u8) -> bool {
-        self.sets.get(&set).is_some_and(|indices| {
-            indices
-                .iter()
-                .any(|&i| self.get(i).is_some_and(|d| d.index == index))
-        })
+        self.copies(set).any(|(_, s)| s.copy == index)
     }
 }
 
@@ -108,14 +152,12 @@ impl Output {
     pub fn new(capacity: usize, byte_capacity: usize) -> Output {
         Output {
             ring: Mutex::new(Ring {
-                entries: VecDeque::with_capacity(capacity.min(1 << 16)),
+                entries: PackedRing::default(),
                 sets: HashMap::new(),
                 next_index: 0,
                 capacity,
                 byte_capacity,
                 bytes: 0,
-                unread_protected: BTreeSet::new(),
-                unread: BTreeSet::new(),
             }),
             next: watch::channel(0).0,
             set_waiters: Waiters::default(),
@@ -133,43 +175,49 @@ impl Output {
         // The oldest entries that must make room, unless one of them may not.
         let size = entry_bytes(&delivery);
         let (mut making_room, mut freed) = (0, 0);
-        while making_room < ring.entries.len()
-            && (ring.entries.len() - making_room >= ring.capacity
+        for oldest in ring.entries.metas() {
+            if !(ring.entries.len() - making_room >= ring.capacity
                 || ring.bytes - freed + size > ring.byte_capacity)
-        {
-            let oldest = &ring.entries[making_room];
-            if ring.unread_protected.contains(&oldest.output_index) {
+            {
+                break;
+            }
+            if oldest.unread_protected {
                 return Pushed::Refused;
             }
-            freed += entry_bytes(oldest);
+            freed += oldest.size as usize;
             making_room += 1;
         }
         let mut lost_unread = 0;
         for _ in 0..making_room {
+            let old_index = ring.oldest_index();
+            let old_set = ring.get(old_index).map(|d| set_id(&d));
             let old = ring.entries.pop_front().expect("counted above");
-            ring.bytes -= entry_bytes(&old);
-            lost_unread += usize::from(ring.unread.remove(&old.output_index));
-            let old_set = set_id(&old);
-            if let Some(indices) = ring.sets.get_mut(&old_set) {
-                indices.retain(|&i| i != old.output_index);
-                if indices.is_empty() {
-                    ring.sets.remove(&old_set);
-                }
+            ring.bytes -= old.size as usize;
+            lost_unread += usize::from(old.unread);
+            // The oldest copy of its set: the set is gone if it was also the newest.
+            if let Some(old_set) = old_set
+                && ring.sets.get(&old_set) == Some(&old_index)
+            {
+                ring.sets.remove(&old_set);
             }
         }
-        ring.bytes += size;
         delivery.output_index = ring.next_index;
+        let slot = Slot {
+            previous: ring.sets.get(&set).copied(),
+            copy: delivery.index,
+            sealed: delivery.sealed,
+            // An entry is at most a frame (1 MiB) and its path.
+            size: u32::try_from(size).expect("an entry of less than 4 GiB"),
+            unread: true,
+            unread_protected: protected,
+        };
+        // A `Delivery` is plain data: postcard encodes every value of it.
+        ring.entries
+            .push_back(&delivery, slot)
+            .expect("a delivery encodes");
+        ring.bytes += size;
         ring.next_index += 1;
-        if protected {
-            ring.unread_protected.insert(delivery.output_index);
-        }
-        let index = delivery.output_index;
-        ring.unread.insert(index);
-        ring.sets
-            .entry(set)
-            .or_default()
-            .push(delivery.output_index);
-        ring.entries.push_back(delivery);
+        ring.sets.insert(set, delivery.output_index);
         let next = ring.next_index;
         drop(ring);
         self.next.send_replace(next);
@@ -188,20 +236,22 @@ impl Output {
         self.len() == 0
     }
 
+    /// Give back the room the buffer holds beyond its entries (for quiet times: every entry
+    /// stays as it is, read or not).
+    pub fn shrink_to_fit(&self) {
+        let mut ring = self.ring.lock().expect("output lock");
+        ring.entries.shrink_to_fit();
+        ring.sets.shrink_to_fit();
+    }
+
     /// The copies of the set `set` delivered so far, in index order, now read.
     pub fn copies(&self, set: SetId) -> Vec<Delivery> {
         let mut ring = self.ring.lock().expect("output lock");
-        let mut copies: Vec<Delivery> = ring
-            .sets
-            .get(&set)
-            .into_iter()
-            .flatten()
-            .filter_map(|&i| ring.get(i).cloned())
-            .collect();
+        let indices: Vec<u64> = ring.copies(set).map(|(i, _)| i).collect();
+        let mut copies: Vec<Delivery> = indices.into_iter().filter_map(|i| ring.get(i)).collect();
         copies.sort_by_key(|d| d.index);
         for d in &copies {
-            ring.unread_protected.remove(&d.output_index);
-            ring.unread.remove(&d.output_index);
+            ring.mark_read(d.output_index);
         }
         copies
     }
@@ -210,19 +260,13 @@ impl Output {
     /// ([`entry_bytes`]): about what an answer carrying them takes.
     pub fn copies_bytes(&self, set: SetId) -> usize {
         let ring = self.ring.lock().expect("output lock");
-        ring.sets
-            .get(&set)
-            .into_iter()
-            .flatten()
-            .filter_map(|&i| ring.get(i))
-            .map(entry_bytes)
-            .sum()
+        ring.copies(set).map(|(_, s)| s.size as usize).sum()
     }
 
     /// How many copies of the set `set` were delivered so far.
     pub fn copy_count(&self, set: SetId) -> usize {
         let ring = self.ring.lock().expect("output lock");
-        ring.sets.get(&set).map_or(0, Vec::len)
+        ring.copies(set).count()
     }
 
     /// Up to `max` entries with an output index of at least `after`, taking at most
@@ -233,20 +277,25 @@ impl Output {
         let mut ring = self.ring.lock().expect("output lock");
         let oldest = ring.oldest_index();
         let start = after.saturating_sub(oldest).min(ring.entries.len() as u64) as usize;
-        let mut bytes = 0;
-        let mut last_seen = None;
-        let entries: Vec<Delivery> = ring
-            .entries
-            .range(start..)
-            .inspect(|d| last_seen = Some(d.output_index))
-            .filter(|d| clear || d.sealed)
-            .take(max)
-            .take_while(|d| {
-                let first = bytes == 0;
-                bytes += entry_bytes(d);
-                first || bytes <= ANSWER_BYTES
-            })
-            .cloned()
+        let (mut bytes, mut last_seen, mut chosen) = (0, None, Vec::new());
+        for (i, slot) in ring.entries.metas().enumerate().skip(start) {
+            if chosen.len() == max {
+                break;
+            }
+            last_seen = Some(oldest + i as u64);
+            if !(clear || slot.sealed) {
+                continue;
+            }
+            let first = bytes == 0;
+            bytes += slot.size as usize;
+            if !(first || bytes <= ANSWER_BYTES) {
+                break;
+            }
+            chosen.push(i);
+        }
+        let entries: Vec<Delivery> = chosen
+            .into_iter()
+            .filter_map(|i| ring.entries.get(i))
             .collect();
         // With nothing to return, an index from the future (a cursor of an earlier run of the
         // daemon) falls back to the present; entries skipped as clear are passed.
@@ -255,8 +304,7 @@ impl Output {
             None => last_seen.map_or(after.clamp(oldest, ring.next_index), |i| i + 1),
         };
         for d in &entries {
-            ring.unread_protected.remove(&d.output_index);
-            ring.unread.remove(&d.output_index);
+            ring.mark_read(d.output_index);
         }
         (entries, next)
     }
@@ -310,6 +358,48 @@ mod tests {
         fn push_plain(&self, d: Delivery) -> Pushed {
             self.push(d, false)
         }
+
+        fn heap_bytes(&self) -> usize {
+            self.ring.lock().unwrap().entries.heap_bytes()
+        }
+    }
+
+    #[test]
+    fn entries_are_kept_encoded_and_large_ones_give_their_room_back_when_overwritten() {
+        let out = Output::new(64, usize::MAX);
+        let mut big = delivery(0, 0);
+        big.payload = vec![7; 16 << 10];
+        big.path = Some(vec![NodeId(1), NodeId(3), NodeId(2)]);
+        for seq in 0..64 {
+            out.push_plain(Delivery { seq, ..big.clone() });
+        }
+        assert!(out.heap_bytes() >= 1 << 20);
+        // Read once, and again: reading does not consume, and nothing is lost by the encoding.
+        for _ in 0..2 {
+            let (entries, next) = out.since(0, 100, false);
+            assert_eq!((entries.len(), next), (31, 31), "512 KiB per answer");
+            assert!(entries.iter().enumerate().all(|(i, d)| *d
+                == Delivery {
+                    output_index: i as u64,
+                    seq: i as u64,
+                    ..big.clone()
+                }));
+        }
+        // Small copies overwrite the large ones: the room they took is given back, and an
+        // unread small copy reads as it was pushed.
+        for seq in 100..164 {
+            out.push_plain(delivery(seq, 1));
+        }
+        assert!(out.heap_bytes() <= 64 << 10, "{}", out.heap_bytes());
+        let copies = out.copies(set(163));
+        assert_eq!(
+            copies,
+            vec![Delivery {
+                output_index: 127,
+                ..delivery(163, 1)
+            }]
+        );
+        assert_eq!(out.copies_bytes(set(163)), entry_bytes(&copies[0]));
     }
 
     #[test]
@@ -375,6 +465,7 @@ mod tests {
             }
         );
         assert_eq!(out.len(), 3);
+        assert_eq!((out.copy_count(set(1)), out.copy_count(set(2))), (1, 2));
         // (1, 0) was overwritten, so it is no longer a duplicate.
         assert_eq!(
             out.push_plain(delivery(1, 0)),

@@ -190,6 +190,10 @@ pub struct Stats {
     /// Something happened that may change a counter or a gauge: wakes the metrics publisher,
     /// which otherwise sleeps (an idle daemon costs no wake-ups).
     activity: tokio::sync::Notify,
+    /// The same, for the task that gives memory back after a burst (`crate::quiet`), and how
+    /// many times activity was noted.
+    burst: tokio::sync::Notify,
+    touches: AtomicU64,
     /// Every drop and event counted here is noted there too, with what else is worth
     /// following (deliveries, faults, reloads).
     pub journal: Journal,
@@ -259,11 +263,24 @@ impl Stats {
     /// Note activity (a set, a frame, a request) for the metrics publisher.
     pub fn touch(&self) {
         self.activity.notify_one();
+        self.burst.notify_one();
+        self.touches.fetch_add(1, Relaxed);
     }
 
     /// Wait for activity noted since the last wait.
     pub async fn activity(&self) {
         self.activity.notified().await
+    }
+
+    /// Wait for activity noted since the last wait, for `crate::quiet` (its own waiter: the
+    /// metrics publisher keeps its own wake-ups).
+    pub async fn burst(&self) {
+        self.burst.notified().await
+    }
+
+    /// How many times activity was noted so far.
+    pub fn touches(&self) -> u64 {
+        self.touches.load(Relaxed)
     }
 
     pub fn count(counter: &AtomicU64) {
