@@ -13,6 +13,7 @@
 //! * [`netns`]: `cluster up --netns`, a network namespace per node on a bridge: make, remove,
 //!   enter;
 //! * [`percentiles`]: the one summary of a latency sample;
+//! * [`quiet`]: the daemons' memory after a burst and after 30 s of quiet;
 //! * [`placement`]: which host each node runs on over several hosts, and what a lost host costs;
 //! * [`client`]: a client of the whole cluster: requests, statuses, links up;
 //! * [`monitor`]: following the nodes' notices (links, deliveries, drops, faults) as one stream;
@@ -49,6 +50,7 @@ pub mod overload;
 pub mod percentiles;
 pub mod ping;
 pub mod placement;
+pub mod quiet;
 pub mod ready;
 pub mod redundancy;
 pub mod relay_ring;

@@ -9,6 +9,7 @@ use cuberoute_cluster::bench::{
 };
 use cuberoute_cluster::local::RunState;
 use cuberoute_cluster::overload::{self, Overload};
+use cuberoute_cluster::quiet;
 use cuberoute_cluster::relay_ring::{self, RingBaseline};
 use cuberoute_cluster::usage::{self, Idle, Memory};
 use cuberoute_cluster::{ClusterClient, ClusterDir};
@@ -133,6 +134,8 @@ struct ClusterFigures {
     rss_kib_max: u64,
     /// PSS and RSS per daemon after the traffic.
     memory: Memory,
+    /// PSS and RSS per daemon right after the traffic and after 30 s without traffic.
+    memory_after_quiet: quiet::AfterBurst,
     /// With `--idle`: the cost of the cluster before any traffic.
     idle: Option<Idle>,
     /// Marginal latency of one hop, from a line through every copy of both pairs.
@@ -494,6 +497,8 @@ fn measure_running(
     }
     client.close();
     let memory = usage::memory(&cuberoute_cluster::runner::pids(dir)?);
+    let memory_after_quiet =
+        quiet::after_burst(&cuberoute_cluster::runner::pids(dir)?, quiet::QUIET);
     let all_copies: Vec<(u32, f64)> = farthest
         .copies
         .iter()
@@ -520,6 +525,7 @@ fn measure_running(
         rss_kib_mean: memory.rss_mib.mean * 1024.0,
         rss_kib_max: (memory.rss_mib.max * 1024.0) as u64,
         memory,
+        memory_after_quiet,
         idle,
         modes,
         relay_ring: None,
@@ -635,6 +641,7 @@ fn print_scaling(f: &Figures) {
         b.cpu_us_per_frame_hop_pipelined,
         b.window
     );
+    print_memory_after_quiet(f);
     println!(
         "\nAgainst a ring of as many raw relay processes, run after the cluster in the same run:\n"
     );
@@ -696,6 +703,13 @@ fn print_scaling(f: &Figures) {
             s.link_ack_frames_per_packet_hop,
         );
     }
+}
+
+/// The daemons' memory after the burst and after the quiet, one row per cluster.
+fn print_memory_after_quiet(f: &Figures) {
+    let rows = f.clusters.iter();
+    let rows = rows.map(|c| (c.topology.as_str(), c.nodes, &c.memory_after_quiet));
+    println!("\n{}", quiet::table(rows));
 }
 
 fn print_table(f: &Figures) {
