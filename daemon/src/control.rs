@@ -49,7 +49,6 @@ async fn serve_client(node: Arc<Node>, connection: quinn::Connection, remote: So
             return;
         }
     };
-    io_counts::PROCESS.follow_control(&connection);
     while let Ok((send, recv)) = connection.accept_bi().await {
         match node.settings.requests.clone().try_acquire_owned() {
             Ok(permit) => {
@@ -61,6 +60,7 @@ async fn serve_client(node: Arc<Node>, connection: quinn::Connection, remote: So
             }
         }
     }
+    io_counts::PROCESS.control_closed(&connection);
 }
 
 /// Answer a request beyond `buffers.requests` without reading it: busy, try again later.
