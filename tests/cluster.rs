@@ -295,6 +295,65 @@ fn lifecycle_second_up_dead_process_and_down_leaves_nothing() {
     assert_eq!(out.status.code(), Some(1));
 }
 
+/// `cluster up` says where its time went: one line of phases after "is up in", in the order
+/// they ran, that add up to the total (each printed to 10 ms, the total to 100 ms).
+#[test]
+fn up_reports_its_phases_and_they_add_up_to_the_total() {
+    let cluster = Cluster {
+        dir: tempfile::tempdir().unwrap(),
+        topology: "q:3".into(),
+    };
+    let out = ok(&[
+        "cluster",
+        "up",
+        "q:3",
+        "--dir",
+        cluster.path_str(),
+        "--base-addr",
+        "127.2.220.0",
+    ]);
+    let total: f64 = out
+        .split_once(" is up in ")
+        .and_then(|(_, rest)| rest.split_once(" s:"))
+        .map(|(seconds, _)| seconds.parse().unwrap())
+        .unwrap_or_else(|| panic!("no total: {out}"));
+    let line = out
+        .lines()
+        .find_map(|l| l.trim_start().strip_prefix("phases:"))
+        .unwrap_or_else(|| panic!("no phases: {out}"));
+    let phases: Vec<(&str, f64)> = line
+        .split(',')
+        .map(|phase| {
+            let (name, seconds) = phase
+                .trim()
+                .strip_suffix(" s")
+                .and_then(|p| p.rsplit_once(' '))
+                .unwrap_or_else(|| panic!("{phase:?} in {line}"));
+            (name, seconds.parse().unwrap())
+        })
+        .collect();
+    let names: Vec<&str> = phases.iter().map(|(name, _)| *name).collect();
+    assert_eq!(
+        names,
+        [
+            "checks",
+            "credentials",
+            "files",
+            "spawn",
+            "answering",
+            "links"
+        ],
+        "{out}"
+    );
+    let sum: f64 = phases.iter().map(|(_, seconds)| seconds).sum();
+    let rounding = 0.05 + 0.005 * phases.len() as f64;
+    assert!(
+        (sum - total).abs() <= rounding + 1e-9,
+        "phases add up to {sum} s, the total is {total} s: {out}"
+    );
+    assert!(phases.iter().all(|(_, seconds)| *seconds >= 0.0));
+}
+
 /// Regression: EH(4,4) started with an absolute `--dir`, then `cluster down --dir eh44` from its
 /// parent, said "0 processes exited on SIGTERM, 0 killed", forgot the run state and left every
 /// daemon running. However the directory is spelled, status sees the processes and down stops

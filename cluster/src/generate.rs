@@ -3,6 +3,7 @@
 
 use crate::certs::ClusterCa;
 use crate::layout::{self, ClusterDir};
+use crate::phases::Phases;
 use anyhow::Context;
 use cuberoute_daemon::keys::{self, DirectoryBody, SignedFile};
 use cuberoute_daemon::manifest::{Manifest, ManifestNode};
@@ -224,6 +225,19 @@ pub fn generate_with_keys(
     addressing: &Addressing,
     key_seed: Option<u64>,
 ) -> anyhow::Result<Manifest> {
+    generate_timed(dir, topology, addressing, key_seed, &mut Phases::start())
+}
+
+/// [`generate_with_keys`], ending two phases of `phases`: `credentials` (the CA, every
+/// certificate and key, the signed key directory, all in memory) and `files` (all of it
+/// written).
+pub fn generate_timed(
+    dir: &ClusterDir,
+    topology: Topology,
+    addressing: &Addressing,
+    key_seed: Option<u64>,
+    phases: &mut Phases,
+) -> anyhow::Result<Manifest> {
     let ports = addressing.ports();
     let nodes: Vec<(NodeId, NodeAddresses)> = topology
         .nodes()
@@ -267,27 +281,33 @@ pub fn generate_with_keys(
         }
         .to_toml()
     };
+    let ca = ClusterCa::generate(&topology.to_string())?;
+    let client = ca.issue_client()?;
+    let (secrets, key_directory) = seal_keys(&ca, topology, key_seed);
+    let pems = nodes
+        .iter()
+        .map(|(id, _)| ca.issue_node(*id))
+        .collect::<Result<Vec<_>, _>>()?;
+    phases.end("credentials");
+
     if dir.nodes().exists() {
         fs::remove_dir_all(dir.nodes())
             .with_context(|| format!("clearing {}", dir.nodes().display()))?;
     }
     fs::create_dir_all(dir.nodes())?;
     fs::create_dir_all(dir.logs())?;
-
-    let ca = ClusterCa::generate(&topology.to_string())?;
     write(&dir.manifest(), &client_manifest.to_toml())?;
     write(&dir.ca_cert(), &ca.cert_pem())?;
     write_secret(&dir.ca_key(), &ca.key_pem())?;
-    let client = ca.issue_client()?;
     write(&dir.client_cert(), &client.cert)?;
     write_secret(&dir.client_key(), &client.key)?;
-    let secrets = seal_keys(dir, &ca, topology, key_seed)?;
+    fs::write(dir.keys(), key_directory)
+        .with_context(|| format!("writing {}", dir.keys().display()))?;
     let _ = fs::remove_file(dir.revoked());
 
-    for ((id, addresses), secret) in nodes.iter().zip(&secrets) {
+    for (((id, addresses), secret), pem) in nodes.iter().zip(&secrets).zip(&pems) {
         let node_dir = dir.node_dir(*id);
         fs::create_dir_all(&node_dir)?;
-        let pem = ca.issue_node(*id)?;
         write(&node_dir.join(layout::NODE_CERT), &pem.cert)?;
         write_secret(&node_dir.join(layout::NODE_KEY), &pem.key)?;
         write(&node_dir.join(layout::NODE_CA), &ca.cert_pem())?;
@@ -299,17 +319,17 @@ pub fn generate_with_keys(
             &node_config(topology, *id, &addresses.bind, ports),
         )?;
     }
+    phases.end("files");
     Ok(client_manifest)
 }
 
 /// Every node's sealing key pair, in node order, and the key directory that binds their public
-/// keys to their ids, signed by the CA (`DIR/keys.bin`).
+/// keys to their ids, signed by the CA (what `DIR/keys.bin` holds).
 fn seal_keys(
-    dir: &ClusterDir,
     ca: &ClusterCa,
     topology: Topology,
     key_seed: Option<u64>,
-) -> anyhow::Result<Vec<SecretKey>> {
+) -> (Vec<SecretKey>, Vec<u8>) {
     let mut seeded = key_seed.map(cuberoute_daemon::env::rng);
     let secrets: Vec<SecretKey> = topology
         .nodes()
@@ -335,9 +355,7 @@ fn seal_keys(
         body,
         signature,
     };
-    fs::write(dir.keys(), file.to_bytes())
-        .with_context(|| format!("writing {}", dir.keys().display()))?;
-    Ok(secrets)
+    (secrets, file.to_bytes())
 }
 
 /// Put the shared file `from` at `to` too: a hard link (no copy per node however large the

@@ -14,6 +14,7 @@
 //!   enter;
 //! * [`percentiles`]: the one summary of a latency sample;
 //! * [`quiet`]: the daemons' memory after a burst and after 30 s of quiet;
+//! * [`phases`]: where the time of `cluster up` went, phase by phase;
 //! * [`placement`]: which host each node runs on over several hosts, and what a lost host costs;
 //! * [`client`]: a client of the whole cluster: requests, statuses, links up;
 //! * [`monitor`]: following the nodes' notices (links, deliveries, drops, faults) as one stream;
@@ -48,6 +49,7 @@ pub mod netfault;
 pub mod netns;
 pub mod overload;
 pub mod percentiles;
+pub mod phases;
 pub mod ping;
 pub mod placement;
 pub mod quiet;

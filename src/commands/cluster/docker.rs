@@ -119,7 +119,13 @@ pub fn image() -> anyhow::Result<()> {
 pub fn up(args: &UpArgs) -> anyhow::Result<Duration> {
     let elapsed = start(args)?;
     let topology = super::super::parse_topology(&args.init.topology)?;
-    print_summary(&args.init.dir.cluster(), topology, "containers", elapsed)?;
+    print_summary(
+        &args.init.dir.cluster(),
+        topology,
+        "containers",
+        elapsed,
+        None,
+    )?;
     Ok(elapsed)
 }
 

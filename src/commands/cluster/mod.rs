@@ -16,6 +16,7 @@ pub mod view;
 
 use super::{runtime, usage};
 use cuberoute_cluster::client::{links_up, revoked};
+use cuberoute_cluster::phases::Phases;
 use cuberoute_cluster::ready::{self, NotReady};
 use cuberoute_cluster::runner;
 use cuberoute_cluster::{ClusterClient, ClusterDir};
@@ -189,8 +190,13 @@ fn check_size(topology: Topology) -> anyhow::Result<()> {
 }
 
 /// [`ready::wait_ready`] with a progress bar, `timeout` counted from `started`. A cluster
-/// with a node that died while starting is stopped; one that is late is left running.
-async fn wait_ready(dir: &ClusterDir, started: Instant, timeout: Duration) -> anyhow::Result<()> {
+/// with a node that died while starting is stopped; one that is late is left running. Returns
+/// when a round of the wait first found every node answering.
+async fn wait_ready(
+    dir: &ClusterDir,
+    started: Instant,
+    timeout: Duration,
+) -> anyhow::Result<Instant> {
     let cluster = ClusterClient::open(dir)?;
     let (_, total) = links_up(&[], &cluster.manifest);
     let bar = ProgressBar::new(total as u64);
@@ -198,10 +204,14 @@ async fn wait_ready(dir: &ClusterDir, started: Instant, timeout: Duration) -> an
         ProgressStyle::with_template("{spinner} {msg} {pos}/{len} link ends {wide_bar} {elapsed}")
             .expect("a valid template"),
     );
+    let mut answering = None;
     let waited = ready::wait_ready(
         &cluster,
         timeout.saturating_sub(started.elapsed()),
         &mut |round| {
+            if answering.is_none() && round.answering() == round.nodes() {
+                answering = Some(Instant::now());
+            }
             bar.set_position(round.link_ends_up as u64);
             bar.set_message(if round.healthy {
                 "linking"
@@ -215,7 +225,7 @@ async fn wait_ready(dir: &ClusterDir, started: Instant, timeout: Duration) -> an
     match waited {
         Ok(_) => {
             bar.finish_and_clear();
-            Ok(())
+            Ok(answering.unwrap_or_else(Instant::now))
         }
         Err(NotReady::Dead(dead)) => {
             bar.abandon();
@@ -261,6 +271,7 @@ fn print_summary(
     topology: Topology,
     what: &str,
     elapsed: Duration,
+    phases: Option<&Phases>,
 ) -> anyhow::Result<()> {
     let manifest = cuberoute_daemon::manifest::Manifest::load(&dir.manifest())?;
     let links: u64 = topology
@@ -283,6 +294,9 @@ fn print_summary(
         elapsed.as_secs_f64(),
         topology.node_count()
     );
+    if let Some(phases) = phases {
+        println!("  phases:  {}", phases.line());
+    }
     println!(
         "  nodes at {} .. {} (link, control and metrics ports {}, {}, {})",
         host(&first.addr),

@@ -6,6 +6,7 @@ use anyhow::Context;
 use cuberoute_cluster::generate;
 use cuberoute_cluster::local;
 use cuberoute_cluster::netns;
+use cuberoute_cluster::phases::Phases;
 use cuberoute_cluster::{Addressing, ClusterDir, Ports};
 use cuberoute_protocol::Topology;
 use std::net::Ipv4Addr;
@@ -82,8 +83,14 @@ pub fn init_command(args: &InitArgs) -> anyhow::Result<()> {
 
 /// Check the arguments and the directory, and generate the cluster on loopback addresses.
 fn init(args: &InitArgs) -> anyhow::Result<(ClusterDir, Topology)> {
+    init_timed(args, &mut Phases::start())
+}
+
+/// [`init`], ending the phases `checks`, `credentials` and `files` of `phases`.
+fn init_timed(args: &InitArgs, phases: &mut Phases) -> anyhow::Result<(ClusterDir, Topology)> {
     let (dir, topology) = check(args, true)?;
-    write(args, &dir, topology, |ports| Addressing::Loopback {
+    phases.end("checks");
+    write(args, &dir, topology, phases, |ports| Addressing::Loopback {
         base: args.base_addr,
         ports,
     })?;
@@ -109,11 +116,13 @@ fn check(args: &InitArgs, loopback: bool) -> anyhow::Result<(ClusterDir, Topolog
     Ok((dir, topology))
 }
 
-/// Generate the cluster, its nodes addressed by `addressing` on the ports of `args`.
+/// Generate the cluster, its nodes addressed by `addressing` on the ports of `args`, ending the
+/// phases `credentials` and `files` of `phases`.
 fn write(
     args: &InitArgs,
     dir: &ClusterDir,
     topology: Topology,
+    phases: &mut Phases,
     addressing: impl FnOnce(Ports) -> Addressing,
 ) -> anyhow::Result<()> {
     let ports = Ports {
@@ -121,28 +130,36 @@ fn write(
         control: args.port + 1,
         metrics: args.port + 2,
     };
-    generate::generate(dir, topology, &addressing(ports))?;
+    generate::generate_timed(dir, topology, &addressing(ports), None, phases)?;
     if args.no_store {
         generate::drop_store(dir, topology)?;
+        phases.end("no store");
     }
     Ok(())
 }
 
-/// `cluster up`: generate, start, wait for every link, print a summary. Returns the time from
-/// start to all links up.
+/// `cluster up`: generate, start, wait for every link, print a summary with where the time
+/// went. Returns the time from start to all links up.
 pub fn up(args: &UpArgs) -> anyhow::Result<Duration> {
-    let (dir, topology, elapsed) = start(args)?;
+    let (dir, topology, phases) = start_timed(args)?;
     let what = match args.netns {
         true => "processes in network namespaces of their own",
         false => "processes",
     };
-    print_summary(&dir, topology, what, elapsed)?;
-    Ok(elapsed)
+    print_summary(&dir, topology, what, phases.total(), Some(&phases))?;
+    Ok(phases.total())
 }
 
 /// Generate and start the cluster, and wait until every link is up. Returns the time that took.
 pub fn start(args: &UpArgs) -> anyhow::Result<(ClusterDir, Topology, Duration)> {
-    let started = Instant::now();
+    start_timed(args).map(|(dir, topology, phases)| (dir, topology, phases.total()))
+}
+
+/// [`start`], timed phase by phase: `checks`, (`network`,) `credentials`, `files`, `spawn`,
+/// `answering` (until a round of the wait found every daemon answering), `links` (until every
+/// link is up).
+pub fn start_timed(args: &UpArgs) -> anyhow::Result<(ClusterDir, Topology, Phases)> {
+    let mut phases = Phases::start();
     if args.netns {
         netns::need_root().map_err(|e| usage(e.to_string()))?;
     }
@@ -151,18 +168,19 @@ pub fn start(args: &UpArgs) -> anyhow::Result<(ClusterDir, Topology, Duration)> 
     // removes the network made for it, from the moment it is begun).
     let (dir, topology, network, interrupt) = if args.netns {
         let (dir, topology) = check(&args.init, false)?;
+        phases.end("checks");
         let interrupt = local::interrupt::Catch::install();
         let making = Instant::now();
         let network = local::make_network(&dir, topology, &interrupt)?;
+        phases.end("network");
         println!(
             "network: {} (made in {:.2} s)",
             network.describe(),
             making.elapsed().as_secs_f64()
         );
         let subnet = network.block;
-        let written = write(&args.init, &dir, topology, |ports| Addressing::Netns {
-            subnet,
-            ports,
+        let written = write(&args.init, &dir, topology, &mut phases, |ports| {
+            Addressing::Netns { subnet, ports }
         });
         if let Err(e) = written {
             let _ = local::stop(&dir, Duration::ZERO);
@@ -170,10 +188,12 @@ pub fn start(args: &UpArgs) -> anyhow::Result<(ClusterDir, Topology, Duration)> 
         }
         (dir, topology, Some(network), interrupt)
     } else {
-        let (dir, topology) = init(&args.init)?;
+        let (dir, topology) = init_timed(&args.init, &mut phases)?;
         (dir, topology, None, local::interrupt::Catch::install())
     };
     local::start(&dir, topology, &binary, &interrupt, network)?;
+    phases.end("spawn");
+    let started = phases.started();
     let ready = runtime()?.block_on(async {
         tokio::select! {
             ready = wait_ready(&dir, started, args.timeout(topology)) => Some(ready),
@@ -181,11 +201,15 @@ pub fn start(args: &UpArgs) -> anyhow::Result<(ClusterDir, Topology, Duration)> 
         }
     });
     match ready {
-        Some(ready) => ready?,
+        Some(ready) => {
+            let answering = ready?;
+            phases.end_at("answering", answering);
+            phases.end("links");
+        }
         None => {
             let stopped = cuberoute_cluster::runner::stop(&dir)?;
             anyhow::bail!("interrupted while waiting for the cluster; {stopped}");
         }
     }
-    Ok((dir, topology, started.elapsed()))
+    Ok((dir, topology, phases))
 }
