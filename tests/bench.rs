@@ -1,0 +1,94 @@
+//! `cuberoute bench` on a small cluster of real processes: what woke the daemons, counted
+//! apart, and the ring of as many raw relays as the cluster has daemons, in its JSON; nothing
+//! left running afterwards. (The figures themselves are BENCHMARKS.md's, never asserted here.)
+
+use serde_json::Value;
+use std::process::Command;
+
+/// Processes whose command line mentions `needle`.
+fn processes_mentioning(needle: &str) -> Vec<u32> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        if let Ok(cmdline) = std::fs::read(entry.path().join("cmdline"))
+            && String::from_utf8_lossy(&cmdline).contains(needle)
+        {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+fn number(v: &Value, key: &str) -> f64 {
+    v[key]
+        .as_f64()
+        .unwrap_or_else(|| panic!("{key} is not a number in {v}"))
+}
+
+#[test]
+fn bench_counts_what_wakes_the_daemons_and_runs_a_ring_of_their_number() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir_arg = dir.path().to_str().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_cuberoute"))
+        .args(["bench", "q:2", "--dir", dir_arg, "--json"])
+        .args(["--samples", "5", "--duration", "1s", "--concurrency", "4"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let figures: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let cluster = &figures["clusters"][0];
+    assert_eq!(cluster["topology"], "q:2");
+
+    // Every packet-hop is a datagram some daemon received, after a wake-up.
+    for window in ["wakeups_sequential", "wakeups_saturation"] {
+        let w = &cluster[window];
+        assert!(number(w, "packet_hops") > 0.0, "{window}: {w}");
+        assert!(number(w, "wakeups") > 0.0, "{window}: {w}");
+        for positive in [
+            "wakeups_per_packet_hop",
+            "datagrams_sent_per_packet_hop",
+            "send_calls_per_packet_hop",
+            "receive_calls_per_packet_hop",
+        ] {
+            assert!(number(w, positive) > 0.0, "{window}.{positive}: {w}");
+        }
+        for counted in [
+            "preempted_per_packet_hop",
+            "timer_wakeups_per_packet_hop",
+            "quic_timers_per_packet_hop",
+            "link_timers_per_packet_hop",
+            "keepalives_per_packet_hop",
+            "link_ack_frames_per_packet_hop",
+        ] {
+            assert!(number(w, counted) >= 0.0, "{window}.{counted}: {w}");
+        }
+        let timers =
+            number(w, "quic_timers_per_packet_hop") + number(w, "link_timers_per_packet_hop");
+        assert!((number(w, "timer_wakeups_per_packet_hop") - timers).abs() < 1e-9);
+    }
+    assert_eq!(
+        number(cluster, "wakeups_per_packet_hop"),
+        number(&cluster["wakeups_saturation"], "wakeups_per_packet_hop")
+    );
+
+    // The ring: the cluster's four nodes, this process being node 0.
+    let ring = &cluster["relay_ring"];
+    assert_eq!(ring["processes"], 4, "{ring}");
+    for positive in [
+        "cpu_us_per_frame_hop_sequential",
+        "cpu_us_per_frame_hop_pipelined",
+        "frame_hops_per_second",
+        "wakeups_per_frame_hop_sequential",
+    ] {
+        assert!(number(ring, positive) > 0.0, "ring.{positive}: {ring}");
+    }
+    assert!(number(&ring["per_hop"], "p50_us") > 0.0);
+
+    // No daemon and no relay of the ring is left: each had the cluster's directory in its
+    // command line (the daemon's configuration, the relay's certificate).
+    let left = processes_mentioning(dir_arg);
+    assert!(left.is_empty(), "left running: {left:?}");
+}
