@@ -1,9 +1,10 @@
 //! A ring of records kept encoded (postcard), back to back in one buffer, each with a small
 //! piece of metadata beside it: what the output buffer and the notice ring hold between a
 //! burst and the next one. Measured on EH(2,2) after 1,024 sets in flight (docs/daemon.md,
-//! "Memory after a burst"): 4,096 output entries as `Delivery` values took about 290 bytes each
-//! (the value, its payload's and its path's allocations, the indices), scattered through the
-//! heap; encoded, a bench entry takes about 60 bytes and one allocation holds them all.
+//! "Memory after a burst"): 4,096 output entries as `Delivery` values took about 250 bytes each
+//! by heaptrack (the value, its payload's and its path's allocations, the indices), scattered
+//! through the heap; encoded, a bench copy takes about 90 bytes and one allocation holds them
+//! all.
 //!
 //! Reading decodes a record (a copy of it); nothing is lost by the encoding. When records
 //! leave, the buffers give back what they no longer need: a ring that held large records and
