@@ -208,7 +208,7 @@ pub fn start(
         swarm: None,
         processes: Vec::new(),
     };
-    for (index, id) in topology.nodes().enumerate() {
+    for (index, id) in spawn_order(topology) {
         let namespace = state.netns.as_ref().map(|n| n.namespace(index));
         let spawned = if interrupt.caught() {
             Err(anyhow::anyhow!(
@@ -234,6 +234,17 @@ pub fn start(
     }
     state.save(dir)?;
     Ok(state)
+}
+
+/// The order in which [`start`] spawns the nodes, each with its index in node order: the
+/// highest id first. The lower id of a link dials it (`cuberoute_daemon::link`), so every node
+/// starts after the neighbours it dials, and its first dials find them listening. In id order
+/// a dialler started first, its dials to neighbours not yet running failed (after a handshake
+/// timeout) and waited out a backoff, or a knock from the neighbour, a handshake more: on
+/// EH(5,5), 1,112 failed dials and 539 knocks for 6,144 links.
+fn spawn_order(topology: Topology) -> impl Iterator<Item = (usize, NodeId)> {
+    let nodes: Vec<NodeId> = topology.nodes().collect();
+    nodes.into_iter().enumerate().rev()
 }
 
 /// Make the network of a `--netns` cluster of `topology` in `dir` ([`netns::make`]), recorded
@@ -665,6 +676,24 @@ mod tests {
         .save(&dir)
         .unwrap();
         assert_eq!(RunState::load(&dir).unwrap().unwrap().netns, Some(net));
+    }
+
+    /// Every node is spawned after each neighbour it dials (the higher ids), with its index
+    /// in node order (its address, its network namespace).
+    #[test]
+    fn every_node_starts_after_the_neighbours_it_dials() {
+        for name in ["q:4", "eh:2,3", "hhc:2", "mc:1,2"] {
+            let topology: Topology = name.parse().unwrap();
+            let order: Vec<(usize, NodeId)> = spawn_order(topology).collect();
+            assert_eq!(order.len() as u64, topology.node_count());
+            let position = |v: NodeId| order.iter().position(|&(_, u)| u == v).unwrap();
+            for (index, id) in &order {
+                assert_eq!(topology.nodes().nth(*index), Some(*id));
+                for neighbour in topology.neighbours(*id).filter(|n| n > id) {
+                    assert!(position(neighbour) < position(*id), "{name}: {id}");
+                }
+            }
+        }
     }
 
     #[test]
