@@ -6,6 +6,7 @@ use crate::client::{ClusterClient, links_up, links_up_of, revoked};
 use crate::runner::{self, Runner, Runners};
 use cuberoute_protocol::NodeId;
 use cuberoute_protocol::wire::control::NodeStatus;
+use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 // tokio's clock: the real one, or a simulation's (`cuberoute sim`).
 use tokio::time::Instant;
@@ -126,11 +127,12 @@ pub async fn check(client: &ClusterClient) -> anyhow::Result<Readiness> {
                 .collect(),
         ),
     };
-    let asked: Vec<NodeId> = client
-        .manifest
-        .nodes
-        .iter()
-        .map(|n| n.id)
+    let manifest: Vec<NodeId> = client.manifest.nodes.iter().map(|n| n.id).collect();
+    let started: Vec<NodeId> = runners.as_ref().map_or(Vec::new(), |r| {
+        r.state.processes.iter().map(|p| p.id).collect()
+    });
+    let asked: Vec<NodeId> = ask_order(&manifest, &started)
+        .into_iter()
         .filter(|id| !dead.iter().chain(&starting).any(|(d, _)| d == id))
         .collect();
     let mut answers = client.statuses_of(asked, ROUND_TIMEOUT).await;
@@ -151,18 +153,17 @@ pub async fn check(client: &ClusterClient) -> anyhow::Result<Readiness> {
             answers[i] = answer;
         }
     }
-    let mut answers = answers.into_iter();
-    let statuses: Vec<(NodeId, Result<NodeStatus, String>)> = client
-        .manifest
-        .nodes
+    let mut answers: HashMap<NodeId, Result<NodeStatus, String>> = answers.into_iter().collect();
+    let statuses: Vec<(NodeId, Result<NodeStatus, String>)> = manifest
         .iter()
-        .map(|n| {
-            if dead.iter().any(|(d, _)| *d == n.id) {
-                (n.id, Err("not asked: not running".to_string()))
-            } else if let Some((_, why)) = starting.iter().find(|(d, _)| *d == n.id) {
-                (n.id, Err(why.clone()))
+        .map(|&id| {
+            if dead.iter().any(|(d, _)| *d == id) {
+                (id, Err("not asked: not running".to_string()))
+            } else if let Some((_, why)) = starting.iter().find(|(d, _)| *d == id) {
+                (id, Err(why.clone()))
             } else {
-                answers.next().expect("one answer per node asked")
+                let answer = answers.remove(&id).expect("one answer per node asked");
+                (id, answer)
             }
         })
         .collect();
@@ -175,6 +176,23 @@ pub async fn check(client: &ClusterClient) -> anyhow::Result<Readiness> {
         healthy,
         dead,
     })
+}
+
+/// The order in which a round asks the nodes of `manifest`: first those `started` names (the
+/// processes of a local cluster, in the order they were started), then the rest in manifest
+/// order. A node started last has had the least time to bring its links up: asked last, it
+/// has had the most by then, and the first round more often finds the whole cluster ready
+/// (asked in id order, a cluster started highest id first had its latest nodes asked first,
+/// and every start of EH(5,5) took a second round, 0.65 s).
+fn ask_order(manifest: &[NodeId], started: &[NodeId]) -> Vec<NodeId> {
+    let known: HashSet<NodeId> = manifest.iter().copied().collect();
+    let mut seen = HashSet::new();
+    started
+        .iter()
+        .chain(manifest)
+        .copied()
+        .filter(|id| known.contains(id) && seen.insert(*id))
+        .collect()
 }
 
 /// Poll until the cluster is ready; `on_round` sees every round (for a progress display).
@@ -349,6 +367,22 @@ mod tests {
         statuses[0].1.as_mut().unwrap().links[0].up = false;
         assert_eq!(links_up(&statuses, &manifest), (3, 4));
         assert_eq!(round(statuses, true).not_ready(), vec![NodeId(0)]);
+    }
+
+    #[test]
+    fn a_round_asks_the_nodes_in_the_order_they_were_started_then_the_rest() {
+        let ids = |v: &[u64]| v.iter().map(|&i| NodeId(i)).collect::<Vec<_>>();
+        let manifest = ids(&[0, 1, 2, 3]);
+        assert_eq!(ask_order(&manifest, &[]), manifest);
+        assert_eq!(
+            ask_order(&manifest, &ids(&[3, 2, 1, 0])),
+            ids(&[3, 2, 1, 0])
+        );
+        // Restarted (recorded again at the end), unknown to the manifest, never started.
+        assert_eq!(
+            ask_order(&manifest, &ids(&[3, 9, 1, 3])),
+            ids(&[3, 1, 0, 2])
+        );
     }
 
     #[test]
