@@ -159,6 +159,10 @@ impl LinkState {
             budget.release(acknowledged.held);
             any = true;
         }
+        if self.queue.is_empty() {
+            // A burst grew the queue; an emptied one gives the room back.
+            self.queue.shrink_to(QUEUE_KEPT);
+        }
         any
     }
 
@@ -177,6 +181,9 @@ struct Queued {
     /// What it holds of the budget (its length when queued).
     held: usize,
 }
+
+/// The room an empty message buffer keeps for frames (more is given back when it empties).
+const QUEUE_KEPT: usize = 64;
 
 /// The most bytes a chaos mark adds to an encoded data frame (an option tag and two varints).
 const MARK_MAX_LEN: usize = 1 + 10 + 5;
@@ -1035,6 +1042,22 @@ mod tests {
             })
             .collect();
         assert_eq!(marked, [(1, false), (2, false), (3, true), (4, true)]);
+    }
+
+    #[test]
+    fn an_emptied_queue_gives_back_what_a_burst_grew() {
+        let link = link(10_000);
+        for i in 0..5_000u32 {
+            link.enqueue(i.to_be_bytes().to_vec(), None).unwrap();
+        }
+        assert!(link.lock().queue.capacity() >= 5_000);
+        link.lock().sent_upto = 5_000;
+        link.on_ack(4_999);
+        assert!(link.lock().queue.capacity() >= 1, "one frame still waits");
+        link.on_ack(5_000);
+        let state = link.lock();
+        assert!(state.queue.is_empty());
+        assert!(state.queue.capacity() <= QUEUE_KEPT, "{}", state.queue.capacity());
     }
 
     #[test]
