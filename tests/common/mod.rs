@@ -170,12 +170,21 @@ impl Cluster {
     }
 
     /// The pids recorded in run.toml.
+    /// The daemons' pids in node id order (run.toml lists them in the order they started).
     pub fn pids(&self) -> Vec<u32> {
         let text = std::fs::read_to_string(self.path().join("run.toml")).unwrap();
-        text.lines()
-            .filter_map(|l| l.strip_prefix("pid = "))
-            .map(|p| p.trim().parse().unwrap())
-            .collect()
+        let mut by_id = Vec::new();
+        let mut id = None;
+        for line in text.lines() {
+            if let Some(n) = line.strip_prefix("id = ") {
+                id = Some(n.trim().parse::<u64>().unwrap());
+            } else if let Some(p) = line.strip_prefix("pid = ") {
+                let node = id.take().expect("a process's id comes before its pid");
+                by_id.push((node, p.trim().parse::<u32>().unwrap()));
+            }
+        }
+        by_id.sort();
+        by_id.into_iter().map(|(_, pid)| pid).collect()
     }
 
     pub fn node_file(&self, id: u64, file: &str) -> PathBuf {
