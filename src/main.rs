@@ -69,7 +69,10 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    if !matches!(cli.command, Command::Daemon(_) | Command::BenchRelayPeer(_) | Command::BenchRelayRing(_)) {
+    if !matches!(
+        cli.command,
+        Command::Daemon(_) | Command::BenchRelayPeer(_) | Command::BenchRelayRing(_)
+    ) {
         // A command whose output is cut short (`| head`) ends quietly, as Unix tools do. The
         // daemon keeps Rust's default (SIGPIPE ignored): a scraper hanging up must not kill it.
         // SAFETY: at the start of main, before any thread exists; SIG_DFL is a valid handler.

@@ -5,16 +5,16 @@
 //! processes. No routing, no acknowledgement of its own, no buffer kept: what the transport
 //! and the scheduler cost per hop when as many processes share the cores as the cluster has.
 
-use cuberoute_daemon::link::codec;
+use crate::layout::ClusterDir;
 use crate::percentiles::Percentiles;
 use crate::usage;
 use anyhow::Context;
+use cuberoute_daemon::link::codec;
+use cuberoute_daemon::manifest::Manifest;
 use cuberoute_daemon::tls::{self, ALPN_LINK, Credentials};
 use cuberoute_protocol::NodeId;
 use futures_util::StreamExt;
 use serde::Serialize;
-use crate::layout::ClusterDir;
-use cuberoute_daemon::manifest::Manifest;
 use std::net::SocketAddr;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -82,8 +82,11 @@ async fn dial_until_up(
 ) -> anyhow::Result<quinn::Connection> {
     let started = Instant::now();
     loop {
-        let connecting =
-            endpoint.connect_with(credentials.client_config(ALPN_LINK), to, &tls::node_name(id))?;
+        let connecting = endpoint.connect_with(
+            credentials.client_config(ALPN_LINK),
+            to,
+            &tls::node_name(id),
+        )?;
         match connecting.await {
             Ok(connection) => return Ok(connection),
             Err(e) if started.elapsed() > Duration::from_secs(60) => {
@@ -149,9 +152,8 @@ pub async fn measure(run: RingRun<'_>) -> anyhow::Result<RingBaseline> {
 
     let mut pids = run.relays.to_vec();
     pids.push(std::process::id());
-    let per_hop_cpu = |cpu: usage::CpuUse, hops: usize| {
-        cpu.cores * cpu.seconds * 1e6 / hops.max(1) as f64
-    };
+    let per_hop_cpu =
+        |cpu: usage::CpuUse, hops: usize| cpu.cores * cpu.seconds * 1e6 / hops.max(1) as f64;
     let relay_hops = |laps: usize| laps * run.relays.len();
 
     let laps = run.sequential_hops.div_ceil(processes).max(3);

@@ -1057,7 +1057,11 @@ mod tests {
         link.on_ack(5_000);
         let state = link.lock();
         assert!(state.queue.is_empty());
-        assert!(state.queue.capacity() <= QUEUE_KEPT, "{}", state.queue.capacity());
+        assert!(
+            state.queue.capacity() <= QUEUE_KEPT,
+            "{}",
+            state.queue.capacity()
+        );
     }
 
     #[test]
@@ -1066,11 +1070,17 @@ mod tests {
         link.on_hello(ME, &hello(9, None));
         let t0 = Instant::now();
         let soon = |ms| t0 + Duration::from_millis(ms);
-        assert!(link.on_data(9, 1, t0), "the writer wakes for the first frame");
+        assert!(
+            link.on_data(9, 1, t0),
+            "the writer wakes for the first frame"
+        );
         // It came alone: acknowledged at once, in the wake-up that handled it.
         assert_eq!(work(&link, false), (vec![], Some(1)));
         // Frames that follow closely are acknowledged lazily: by the timer, or every ACK_EVERY.
-        assert!(link.on_data(9, 2, soon(1)), "the next one starts the ack timer");
+        assert!(
+            link.on_data(9, 2, soon(1)),
+            "the next one starts the ack timer"
+        );
         for seq in 3..ACK_EVERY + 1 {
             assert!(!link.on_data(9, seq, soon(2)));
         }

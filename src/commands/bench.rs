@@ -652,7 +652,8 @@ fn print_scaling(f: &Figures) {
     for c in &f.clusters {
         let Some(r) = &c.relay_ring else { continue };
         // k x d hop-handlings at the ring's CPU per frame-hop, over two cores.
-        let bound = f64::from(c.farthest.k) * f64::from(c.farthest.distance)
+        let bound = f64::from(c.farthest.k)
+            * f64::from(c.farthest.distance)
             * r.cpu_us_per_frame_hop_sequential
             / 2.0;
         println!(
