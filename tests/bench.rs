@@ -5,6 +5,9 @@
 use serde_json::Value;
 use std::process::Command;
 
+/// A bench takes fixed addresses (its clusters', its baseline's): one at a time.
+static ONE_BENCH: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// Processes whose command line mentions `needle`.
 fn processes_mentioning(needle: &str) -> Vec<u32> {
     let mut found = Vec::new();
@@ -29,6 +32,7 @@ fn number(v: &Value, key: &str) -> f64 {
 
 #[test]
 fn bench_counts_what_wakes_the_daemons_and_runs_a_ring_of_their_number() {
+    let _one = ONE_BENCH.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
     let dir_arg = dir.path().to_str().unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_cuberoute"))
@@ -91,4 +95,48 @@ fn bench_counts_what_wakes_the_daemons_and_runs_a_ring_of_their_number() {
     // command line (the daemon's configuration, the relay's certificate).
     let left = processes_mentioning(dir_arg);
     assert!(left.is_empty(), "left running: {left:?}");
+}
+
+/// A bench killed while its ring runs takes the ring's relays with it: each relay ends with the
+/// bench that started it.
+#[test]
+fn a_killed_bench_leaves_no_relay_of_its_ring() {
+    let _one = ONE_BENCH.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let dir_arg = dir.path().to_str().unwrap().to_string();
+    let mut bench = Command::new(env!("CARGO_BIN_EXE_cuberoute"))
+        .args(["bench", "q:2", "--dir", &dir_arg, "--json"])
+        .args(["--samples", "5", "--duration", "3s", "--concurrency", "4"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let relays = || {
+        processes_mentioning(&dir_arg)
+            .into_iter()
+            .filter(|&pid| {
+                std::fs::read(format!("/proc/{pid}/cmdline"))
+                    .is_ok_and(|c| String::from_utf8_lossy(&c).contains("bench-relay-ring"))
+            })
+            .count()
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while relays() < 3 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the ring never started"
+        );
+        assert!(bench.try_wait().unwrap().is_none(), "the bench ended first");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    bench.kill().unwrap();
+    bench.wait().unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while relays() > 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "relays left running 30 s after their bench was killed"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
 }

@@ -42,6 +42,18 @@ pub struct RingBaseline {
     pub wakeups_per_frame_hop_pipelined: f64,
 }
 
+/// Make this relay end when the bench process `parent` that started it ends, however it ends
+/// (killed, interrupted): the kernel sends it SIGKILL then. A relay whose parent is already
+/// gone ends at once.
+pub fn end_with(parent: u32) -> anyhow::Result<()> {
+    nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL)?;
+    anyhow::ensure!(
+        nix::unistd::getppid().as_raw() as u32 == parent,
+        "the bench that started this relay ({parent}) is gone"
+    );
+    Ok(())
+}
+
 /// One relay of the ring: accept the predecessor's connection on `listen`, dial `next` (which
 /// presents node `next_id`'s certificate) until it answers, and forward every frame. Runs until
 /// the process is killed or either connection ends.
@@ -251,6 +263,7 @@ pub async fn run_on(
             .args(["--next", &next.to_string()])
             .args(["--next-id", &next_id.0.to_string()])
             .args(["--nice", &nice.to_string()])
+            .args(["--parent", &std::process::id().to_string()])
             .arg("--ca")
             .arg(dir.ca_cert())
             .arg("--cert")

@@ -87,6 +87,9 @@ pub struct RelayRingArgs {
     pub next_id: u64,
     #[arg(long, default_value_t = 0)]
     pub nice: i32,
+    /// The bench process that started this relay: the relay ends with it.
+    #[arg(long)]
+    pub parent: u32,
     #[arg(long)]
     pub ca: PathBuf,
     #[arg(long)]
@@ -578,6 +581,7 @@ fn baseline(args: &Args) -> anyhow::Result<RelayBaseline> {
 }
 
 pub fn relay_ring(args: RelayRingArgs) -> anyhow::Result<()> {
+    relay_ring::end_with(args.parent)?;
     cuberoute_daemon::priority::lower_to(args.nice)?;
     let credentials = Credentials::load(&args.ca, &args.cert, &args.key)?;
     let runtime = tokio::runtime::Builder::new_current_thread()
