@@ -37,7 +37,16 @@ fn bench_counts_what_wakes_the_daemons_and_runs_a_ring_of_their_number() {
     let dir_arg = dir.path().to_str().unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_cuberoute"))
         .args(["bench", "q:2", "--dir", dir_arg, "--json"])
-        .args(["--samples", "5", "--duration", "1s", "--concurrency", "4"])
+        .args([
+            "--samples",
+            "5",
+            "--duration",
+            "1s",
+            "--concurrency",
+            "4",
+            "--quiet",
+            "1s",
+        ])
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -106,7 +115,16 @@ fn a_killed_bench_leaves_no_relay_of_its_ring() {
     let dir_arg = dir.path().to_str().unwrap().to_string();
     let mut bench = Command::new(env!("CARGO_BIN_EXE_cuberoute"))
         .args(["bench", "q:2", "--dir", &dir_arg, "--json"])
-        .args(["--samples", "5", "--duration", "3s", "--concurrency", "4"])
+        .args([
+            "--samples",
+            "5",
+            "--duration",
+            "3s",
+            "--concurrency",
+            "4",
+            "--quiet",
+            "1s",
+        ])
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()

@@ -69,6 +69,10 @@ pub struct Args {
     /// Measure only start-up and the idle cost (needs --idle): no baseline, no traffic.
     #[arg(long, requires = "idle")]
     pub idle_only: bool,
+    /// How long the daemons rest after the traffic before their memory is read again (the
+    /// memory after quiet) [default: 30s]
+    #[arg(long, value_parser = humantime::parse_duration)]
+    pub quiet: Option<Duration>,
     /// After the saturation run, offer sets open-loop at these multiples of the saturation
     /// rate (comma-separated, e.g. 1,2,5), each for --duration, and record every daemon's peak
     /// resident memory and what was refused.
@@ -500,8 +504,10 @@ fn measure_running(
     }
     client.close();
     let memory = usage::memory(&cuberoute_cluster::runner::pids(dir)?);
-    let memory_after_quiet =
-        quiet::after_burst(&cuberoute_cluster::runner::pids(dir)?, quiet::QUIET);
+    let memory_after_quiet = quiet::after_burst(
+        &cuberoute_cluster::runner::pids(dir)?,
+        args.quiet.unwrap_or(quiet::QUIET),
+    );
     let all_copies: Vec<(u32, f64)> = farthest
         .copies
         .iter()
