@@ -251,6 +251,8 @@ impl Wakeups {
 pub struct WindowCost {
     pub cpu: HopCost,
     pub wakeups: Wakeups,
+    /// Packets the cluster dropped in the window.
+    pub packets_dropped: u64,
 }
 
 /// Run `work` and measure what it cost the daemons `pids` per packet-hop of the cluster. The
@@ -270,6 +272,7 @@ pub async fn window_cost<T>(
     let cost = WindowCost {
         cpu: HopCost::new(cpu_seconds, wakeups.packet_hops),
         wakeups,
+        packets_dropped: after.drops.saturating_sub(before.drops),
     };
     (result, cost)
 }
@@ -298,55 +301,47 @@ pub async fn saturate_costed(
     load: Load,
 ) -> (Throughput, WindowCost) {
     let topology = client.manifest.topology;
-    let before = cluster_counts(client).await;
-    let runs_before = usage::runs_now(pids);
-    let cpu_before = usage::cpu_now(pids);
     let completed = Arc::new(AtomicU64::new(0));
     let incomplete = Arc::new(AtomicU64::new(0));
-    let started = Instant::now();
-    let workers = (0..concurrency).map(|w| {
-        let client = client.clone();
-        let completed = completed.clone();
-        let incomplete = incomplete.clone();
-        tokio::spawn(async move {
-            let mut rng = rand::rngs::StdRng::seed_from_u64(seed ^ (w as u64) << 32);
-            let options = load.options();
-            let mut took_us = Vec::new();
-            while started.elapsed() < duration {
-                let (from, to) = random_pair(topology, &mut rng);
-                let payload = vec![0; load.payload_bytes];
-                let sent = Instant::now();
-                match client
-                    .send(from, SendRequest::to(to), payload, options)
-                    .await
-                {
-                    Ok(r) if complete(&r) => {
-                        took_us.push(sent.elapsed().as_secs_f64() * 1e6);
-                        completed.fetch_add(1, Relaxed)
-                    }
-                    _ => incomplete.fetch_add(1, Relaxed),
-                };
-            }
-            took_us
-        })
-    });
-    let mut took_us = Vec::new();
-    for worker in futures_util::future::join_all(workers).await {
-        took_us.extend(worker.expect("a bench worker does not panic"));
-    }
-    let seconds = started.elapsed().as_secs_f64();
-    let cpu = usage::cpu_since(&cpu_before, started);
-    let runs = usage::runs_since(&runs_before);
     // Counters reach the control API at once; nothing is left in flight once every set is
     // complete or timed out.
-    let after = cluster_counts(client).await;
-    let wakeups = Wakeups::between(&before, &after, runs);
-    let cost = WindowCost {
-        cpu: HopCost::new(cpu.cores * cpu.seconds, wakeups.packet_hops),
-        wakeups,
-    };
+    let ((took_us, seconds), cost) = window_cost(client, pids, async {
+        let started = Instant::now();
+        let workers = (0..concurrency).map(|w| {
+            let client = client.clone();
+            let completed = completed.clone();
+            let incomplete = incomplete.clone();
+            tokio::spawn(async move {
+                let mut rng = rand::rngs::StdRng::seed_from_u64(seed ^ (w as u64) << 32);
+                let options = load.options();
+                let mut took_us = Vec::new();
+                while started.elapsed() < duration {
+                    let (from, to) = random_pair(topology, &mut rng);
+                    let payload = vec![0; load.payload_bytes];
+                    let sent = Instant::now();
+                    match client
+                        .send(from, SendRequest::to(to), payload, options)
+                        .await
+                    {
+                        Ok(r) if complete(&r) => {
+                            took_us.push(sent.elapsed().as_secs_f64() * 1e6);
+                            completed.fetch_add(1, Relaxed)
+                        }
+                        _ => incomplete.fetch_add(1, Relaxed),
+                    };
+                }
+                took_us
+            })
+        });
+        let mut took_us = Vec::new();
+        for worker in futures_util::future::join_all(workers).await {
+            took_us.extend(worker.expect("a bench worker does not panic"));
+        }
+        (took_us, started.elapsed().as_secs_f64())
+    })
+    .await;
     let sets = completed.load(Relaxed);
-    let packet_hops = after.packet_hops - before.packet_hops;
+    let packet_hops = cost.wakeups.packet_hops;
     let throughput = Throughput {
         seconds,
         concurrency,
@@ -355,7 +350,7 @@ pub async fn saturate_costed(
         sets_per_second: sets as f64 / seconds,
         packet_hops,
         packet_hops_per_second: packet_hops as f64 / seconds,
-        packets_dropped: after.drops - before.drops,
+        packets_dropped: cost.packets_dropped,
         completion: Percentiles::of(took_us),
     };
     (throughput, cost)
@@ -410,9 +405,7 @@ pub async fn relay_peer(listen: SocketAddr, credentials: Credentials) -> anyhow:
                 tokio::spawn(async move {
                     let mut frames = FramedRead::new(recv, codec());
                     while let Some(Ok(body)) = frames.next().await {
-                        let mut frame = (body.len() as u32).to_be_bytes().to_vec();
-                        frame.extend_from_slice(&body);
-                        if send.write_all(&frame).await.is_err() {
+                        if send.write_all(&frame_of(&body)).await.is_err() {
                             return;
                         }
                     }
@@ -421,6 +414,13 @@ pub async fn relay_peer(listen: SocketAddr, credentials: Credentials) -> anyhow:
         });
     }
     Ok(())
+}
+
+/// A frame of the link codec: `body` after its length.
+pub fn frame_of(body: &[u8]) -> Vec<u8> {
+    let mut frame = (body.len() as u32).to_be_bytes().to_vec();
+    frame.extend_from_slice(body);
+    frame
 }
 
 /// The baseline, measured against a [`relay_peer`] at `peer` (which presents node `peer_id`'s
@@ -512,6 +512,12 @@ pub async fn relay_baseline(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_frame_is_its_length_then_its_body() {
+        assert_eq!(frame_of(b"abc"), [0, 0, 0, 3, b'a', b'b', b'c']);
+        assert_eq!(frame_of(b""), [0, 0, 0, 0]);
+    }
 
     #[test]
     fn hop_slope_is_least_squares() {

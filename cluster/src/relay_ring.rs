@@ -5,6 +5,7 @@
 //! processes. No routing, no acknowledgement of its own, no buffer kept: what the transport
 //! and the scheduler cost per hop when as many processes share the cores as the cluster has.
 
+use crate::bench::{self, RelayBaseline};
 use crate::layout::ClusterDir;
 use crate::percentiles::Percentiles;
 use crate::usage;
@@ -26,16 +27,10 @@ use tokio_util::codec::FramedRead;
 pub struct RingBaseline {
     /// Processes in the ring, this one included: the hops of one lap.
     pub processes: usize,
-    pub frame_len: usize,
-    /// One frame going round at a time: a lap's time over its hops.
-    pub per_hop: Percentiles,
-    /// Frames going round together in the pipelined run.
-    pub window: usize,
-    pub frame_hops_per_second: f64,
-    /// CPU of every process of the ring per frame-hop, one frame at a time...
-    pub cpu_us_per_frame_hop_sequential: f64,
-    /// ...and with `window` frames going round.
-    pub cpu_us_per_frame_hop_pipelined: f64,
+    /// The figures of the two-process baseline, for the ring: a lap's time over its hops one
+    /// frame at a time, `window` frames going round, the CPU of every process of the ring.
+    #[serde(flatten)]
+    pub relay: RelayBaseline,
     /// Wake-ups of the relays (not this process) per frame-hop they made, one at a time...
     pub wakeups_per_frame_hop_sequential: f64,
     /// ...and with `window` going round.
@@ -79,7 +74,7 @@ pub async fn relay(
     let mut frames = FramedRead::new(recv, codec());
     // Either neighbour going away ends the ring: the measurement is over.
     while let Some(Ok(body)) = frames.next().await {
-        if send.write_all(&frame_of(&body)).await.is_err() {
+        if send.write_all(&bench::frame_of(&body)).await.is_err() {
             break;
         }
     }
@@ -107,13 +102,6 @@ async fn dial_until_up(
             Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
         }
     }
-}
-
-/// A length-prefixed frame of `body`.
-fn frame_of(body: &[u8]) -> Vec<u8> {
-    let mut frame = (body.len() as u32).to_be_bytes().to_vec();
-    frame.extend_from_slice(body);
-    frame
 }
 
 /// How to measure a ring.
@@ -200,12 +188,14 @@ pub async fn measure(run: RingRun<'_>) -> anyhow::Result<RingBaseline> {
     to_first.close(0u32.into(), b"");
     Ok(RingBaseline {
         processes,
-        frame_len: run.frame_len,
-        per_hop: Percentiles::of(per_hop),
-        window: run.window,
-        frame_hops_per_second: (back * processes) as f64 / seconds,
-        cpu_us_per_frame_hop_sequential: cpu_sequential,
-        cpu_us_per_frame_hop_pipelined: cpu_pipelined,
+        relay: RelayBaseline {
+            frame_len: run.frame_len,
+            per_hop: Percentiles::of(per_hop),
+            window: run.window,
+            frame_hops_per_second: (back * processes) as f64 / seconds,
+            cpu_us_per_frame_hop_sequential: cpu_sequential,
+            cpu_us_per_frame_hop_pipelined: cpu_pipelined,
+        },
         wakeups_per_frame_hop_sequential: wakeups_sequential,
         wakeups_per_frame_hop_pipelined: wakeups_pipelined,
     })
@@ -292,15 +282,4 @@ pub async fn run_on(
     .await;
     drop(relays);
     result
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_frame_is_its_length_then_its_body() {
-        assert_eq!(frame_of(b"abc"), [0, 0, 0, 3, b'a', b'b', b'c']);
-        assert_eq!(frame_of(b""), [0, 0, 0, 0]);
-    }
 }

@@ -1088,11 +1088,11 @@ impl Node {
             revoked: revocations.revoked.into_iter().collect(),
             revocation_serial: revocations.serial,
             io: io_counts::PROCESS.snapshot(
-                self.links
+                &self
+                    .links
                     .values()
                     .filter_map(|l| l.connection())
-                    .collect::<Vec<_>>()
-                    .iter(),
+                    .collect::<Vec<_>>(),
             ),
         }
     }

@@ -269,10 +269,10 @@ fn measure(args: &Args, topology: Topology) -> anyhow::Result<ClusterFigures> {
         eprintln!(
             "{topology}: ring of {} raw relays: hop p50 {:.0} µs, CPU per frame-hop {:.1} µs one at a time, {:.1} µs with {} going round; {:.2} / {:.2} wake-ups per frame-hop",
             ring.processes,
-            ring.per_hop.p50_us,
-            ring.cpu_us_per_frame_hop_sequential,
-            ring.cpu_us_per_frame_hop_pipelined,
-            ring.window,
+            ring.relay.per_hop.p50_us,
+            ring.relay.cpu_us_per_frame_hop_sequential,
+            ring.relay.cpu_us_per_frame_hop_pipelined,
+            ring.relay.window,
             ring.wakeups_per_frame_hop_sequential,
             ring.wakeups_per_frame_hop_pipelined
         );
@@ -664,17 +664,17 @@ fn print_scaling(f: &Figures) {
         // k x d hop-handlings at the ring's CPU per frame-hop, over two cores.
         let bound = f64::from(c.farthest.k)
             * f64::from(c.farthest.distance)
-            * r.cpu_us_per_frame_hop_sequential
+            * r.relay.cpu_us_per_frame_hop_sequential
             / 2.0;
         println!(
             "| {} | {} | {:.0} | {:.1} / {:.1} | {:.1} / {:.1} | {:.2} / {:.2} | {:.2} / {:.2} | {:.0} / {:.0} |",
             c.topology,
             c.nodes,
-            r.per_hop.p50_us,
+            r.relay.per_hop.p50_us,
             c.cpu_sequential.cpu_us_per_packet_hop,
-            r.cpu_us_per_frame_hop_sequential,
+            r.relay.cpu_us_per_frame_hop_sequential,
             c.cpu_saturation.cpu_us_per_packet_hop,
-            r.cpu_us_per_frame_hop_pipelined,
+            r.relay.cpu_us_per_frame_hop_pipelined,
             c.wakeups_sequential.wakeups_per_packet_hop,
             r.wakeups_per_frame_hop_sequential,
             c.wakeups_saturation.wakeups_per_packet_hop,
