@@ -298,23 +298,42 @@ async fn a_certified_neighbour_sending_hostile_frames_poisons_nothing() {
         seq += 1;
         seq
     };
-    send.write_all(&frame(next(), packet_via_1(len, NodeId(0)).unwrap()).unwrap())
+    // Data frames go in batches, one stream each.
+    let mut batch = connection.open_uni().await.unwrap();
+    batch
+        .write_all(&frame(next(), packet_via_1(len, NodeId(0)).unwrap()).unwrap())
         .await
         .unwrap();
     // 2. Bytes that are no packet; 3. a route that claims to start at node 5.
-    send.write_all(&frame(next(), vec![1, 0xff, 0xfe, 0x00, 7]).unwrap())
+    batch
+        .write_all(&frame(next(), vec![1, 0xff, 0xfe, 0x00, 7]).unwrap())
         .await
         .unwrap();
-    send.write_all(&frame(next(), packet_via_1(10, NodeId(5)).unwrap()).unwrap())
+    batch
+        .write_all(&frame(next(), packet_via_1(10, NodeId(5)).unwrap()).unwrap())
         .await
         .unwrap();
-    // 4. A sequence number replayed, and 5. an acknowledgement of frames never sent.
+    // 4. A sequence number replayed, in this batch and the next.
     let replayed = frame(7, packet_via_1(10, NodeId(0)).unwrap()).unwrap();
-    send.write_all(&replayed).await.unwrap();
-    send.write_all(&replayed).await.unwrap();
+    batch.write_all(&replayed).await.unwrap();
+    batch.finish().unwrap();
+    let mut batch = connection.open_uni().await.unwrap();
+    batch.write_all(&replayed).await.unwrap();
+    // 5. A batch that ends inside a frame.
+    batch
+        .write_all(&replayed[..replayed.len() / 2])
+        .await
+        .unwrap();
+    batch.finish().unwrap();
+    // 6. An acknowledgement of frames never sent, and 7. a data frame on the hello stream.
     send.write_all(&encode_frame(&LinkFrame::Ack { upto: u64::MAX }).unwrap())
         .await
         .unwrap();
+    send.write_all(&replayed).await.unwrap();
+    eventually(
+        "the cut batch and the data on the hello stream are malformed frames",
+        || event(&cluster, 1, "frame_malformed") >= 2,
+    );
 
     let dropped = |reason: &str| {
         cluster.node_status(1)["counters"]["dropped"][reason]

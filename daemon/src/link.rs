@@ -2,16 +2,22 @@
 //!
 //! * Exactly one connection per neighbour pair: the node with the lower id dials, the other
 //!   accepts ([`Link::dials`]). A dialler reconnects with exponential backoff and jitter.
-//! * On a connection the dialler opens one bidirectional stream; each side writes a
-//!   [`Hello`] and then [`LinkFrame`]s, length-delimited by the codec of `protocol::wire`.
-//! * The message buffer holds every packet until the neighbour acknowledges it, so a packet
-//!   survives a lost connection: the next hello says what the neighbour handled, and the rest
-//!   is sent again. When the buffer is full, [`Link::enqueue`] refuses and the caller counts
-//!   the drop.
+//! * On a connection the dialler opens one bidirectional stream, on which each side writes a
+//!   [`Hello`]. Data frames then go in batches, one unidirectional stream each, length-delimited
+//!   by the codec of `protocol::wire`; the receiver reads the batches in the order they were
+//!   opened.
+//! * A batch is acknowledged by QUIC's own acknowledgement of all its bytes (its stream's
+//!   `stopped()` resolves): no acknowledgement of the link's own crosses the wire, and a frame
+//!   alone on a quiet link costs two wake-ups, its receiver's and its sender's (docs/daemon.md,
+//!   "Wake-ups"). What QUIC has acknowledged the receiver reads even if the connection is lost
+//!   right after: quinn still hands over streams it received on a closed connection.
+//! * The message buffer holds every packet until it is acknowledged, so a packet survives a
+//!   lost connection: the next hello says what the neighbour handled, and the rest is sent
+//!   again. When the buffer is full, [`Link::enqueue`] refuses and the caller counts the drop.
 //! * A peer that sends more than [`MAX_BAD_FRAMES`] malformed frames is disconnected.
 //! * Liveness is checked where it matters: a link with frames written and no acknowledgement
-//!   for [`SILENT_LINK`] is closed as dead (a live neighbour acknowledges within
-//!   [`ACK_INTERVAL`]); an idle link only carries QUIC's rare keep-alive ([`tls::KEEP_ALIVE`]).
+//!   for [`SILENT_LINK`] is closed as dead (a live neighbour's QUIC acknowledges at once); an
+//!   idle link only carries QUIC's rare keep-alive ([`tls::KEEP_ALIVE`]).
 //! * A restarted neighbour is found at once: the endpoint's stateless-reset key is derived from
 //!   the node's key, so the first packet the old connection sends draws a reset from the new
 //!   process. The accepting side of a link that stays down [`KNOCK_AFTER`] knocks (dials the
@@ -44,21 +50,18 @@ use tracing::{debug, info, warn};
 
 /// Malformed frames tolerated on one connection before the peer is disconnected.
 pub const MAX_BAD_FRAMES: u32 = 16;
-/// Acknowledge at least every this many data frames...
-const ACK_EVERY: u64 = 64;
-/// ...and at least this often while any are unacknowledged: lazily, since on a big cluster
-/// each link carries a packet now and then and a separate acknowledgement wakes a process.
-pub const ACK_INTERVAL: Duration = Duration::from_millis(100);
 /// A link whose written frames see no acknowledgement for this long is dead: the neighbour
-/// crashed, or the path to it is gone. Well below 3 s, well above an acknowledgement's
-/// [`ACK_INTERVAL`] plus a round trip on a loaded machine.
+/// crashed, or the path to it is gone. Well below 3 s, well above a round trip and QUIC's loss
+/// recovery on a loaded machine.
 pub const SILENT_LINK: Duration = Duration::from_millis(2500);
 /// The accepting side knocks when its link has been down this long...
 pub const KNOCK_AFTER: Duration = Duration::from_secs(1);
 /// ...and again this often (with jitter) while it stays down.
 pub const KNOCK_EVERY: Duration = Duration::from_secs(5);
-/// Data frames written in one batch.
+/// Data frames written in one batch (one stream).
 const WRITE_BATCH: usize = 256;
+/// The read buffer a batch's stream starts with (frames are mostly far smaller).
+const BATCH_READ_BUFFER: usize = 4096;
 /// How long a new connection may take to open its stream and say hello.
 const HELLO_TIMEOUT: Duration = Duration::from_secs(5);
 const DIAL_TIMEOUT: Duration = Duration::from_secs(5);
@@ -97,11 +100,11 @@ pub struct Link {
     /// The neighbour's link address, from the manifest.
     pub addr: String,
     state: Mutex<LinkState>,
-    /// Wakes the writer: new data, or an acknowledgement due.
+    /// Wakes the writer: new data, or a knock to answer.
     wake: Notify,
     /// Wakes the liveness watch: written frames now wait for an acknowledgement.
     outstanding: Notify,
-    /// The neighbour knocked: send an acknowledgement now (dialler side)...
+    /// The neighbour knocked: send on the current connection now (dialler side)...
     knock_ack: AtomicBool,
     /// ...and stop waiting out the dial backoff.
     knocked: Notify,
@@ -138,12 +141,6 @@ struct LinkState {
     sent_upto: u64,
     /// The last data frame handled from the neighbour, under its incarnation.
     received: Option<Received>,
-    /// Data frames handled since the last acknowledgement was sent.
-    unacked: u64,
-    /// When the last data frame from the neighbour was handled...
-    last_data_at: Option<Instant>,
-    /// ...and whether one came alone since the last acknowledgement, to be acknowledged at once.
-    ack_at_once: bool,
     /// Since when written frames have waited without any acknowledgement progress; `None`
     /// while every written frame is acknowledged.
     waiting_since: Option<Instant>,
@@ -218,9 +215,6 @@ impl Link {
                 next_seq: 1,
                 sent_upto: 0,
                 received: None,
-                unacked: 0,
-                last_data_at: None,
-                ack_at_once: false,
                 waiting_since: None,
             }),
             wake: Notify::new(),
@@ -667,11 +661,23 @@ impl Link {
         self.changed();
         node.stats().event_about(Event::LinkUp, self.neighbour);
         info!(neighbour = %self.neighbour, "link up");
-        tokio::select! {
-            r = self.read_frames(node, frames, peer.incarnation, connection) => r,
-            r = self.write_frames(&mut send) => r,
-            r = self.watch_silence() => r,
-        }
+        let (acks, written) = mpsc::unbounded_channel();
+        let others = async {
+            let result = tokio::select! {
+                r = self.read_frames(node, frames, connection) => r,
+                r = self.write_frames(connection, &mut send, acks) => r,
+                r = self.await_acks(written) => r,
+                r = self.watch_silence() => r,
+            };
+            // The batches reader drains what QUIC acknowledged, then ends.
+            connection.close(0u32.into(), b"");
+            result
+        };
+        let (batches, others) = tokio::join!(
+            self.read_batches(node, connection, peer.incarnation),
+            others
+        );
+        others.and(batches)
     }
 
     /// Apply what the neighbour says it has: drop acknowledged frames, resend the rest; and
@@ -698,8 +704,6 @@ impl Link {
                 upto: 0,
             });
         }
-        state.unacked = 0;
-        state.ack_at_once = false;
         state.waiting_since = None;
     }
 
@@ -731,59 +735,91 @@ impl Link {
         }
     }
 
+    /// Read the hello stream after the hello: only a knock's acknowledgement comes there.
     async fn read_frames(
         &self,
         node: &dyn LinkOwner,
         mut frames: FramedRead<quinn::RecvStream, LengthDelimitedCodec>,
-        peer_incarnation: u64,
         connection: &quinn::Connection,
     ) -> anyhow::Result<()> {
         let mut bad = 0;
         while let Some(body) = frames.next().await {
             match decode_body::<LinkFrame>(&body?) {
-                Ok(LinkFrame::Data { seq, packet, mark }) => {
-                    self.frames_received.fetch_add(1, Relaxed);
-                    node.on_data(self.neighbour, &packet, mark);
-                    if self.on_data(peer_incarnation, seq, Instant::now()) {
-                        self.wake.notify_one();
-                    }
-                }
                 Ok(LinkFrame::Ack { upto }) => self.on_ack(upto),
-                Ok(LinkFrame::Hello(_)) | Err(_) => {
-                    bad += 1;
-                    node.stats().event(Event::FrameMalformed);
-                    debug!(neighbour = %self.neighbour, bad, "malformed frame");
-                    if bad > MAX_BAD_FRAMES {
-                        node.stats().event(Event::PeerDisconnectedGarbage);
-                        warn!(neighbour = %self.neighbour, "disconnecting a peer that sends garbage");
-                        connection.close(close::GARBAGE.into(), b"garbage");
-                        anyhow::bail!("peer sent {bad} malformed frames");
-                    }
-                }
+                _ => self.malformed(node, &mut bad, connection)?,
             }
         }
         anyhow::bail!("stream ended")
     }
 
-    /// Record that data frame `seq` of the neighbour's `incarnation` was handled. True when the
-    /// writer must wake: to start its acknowledgement timer, or to acknowledge at once.
-    ///
-    /// A frame that comes alone (nothing else from the neighbour for [`ACK_INTERVAL`]) is
-    /// acknowledged at once, in the wake-up that handled it: on a sparse link a lazy
-    /// acknowledgement is only a timer that wakes this process again later.
-    fn on_data(&self, incarnation: u64, seq: u64, now: Instant) -> bool {
-        let mut state = self.lock();
-        state.received = Some(Received {
+    /// Read the neighbour's batches of data frames, one stream after the other in the order
+    /// they were opened, and hand each frame to the node. Once the connection is gone this
+    /// still reads every batch quinn received whole (and so acknowledged), then ends, closing
+    /// the connection.
+    async fn read_batches(
+        &self,
+        node: &dyn LinkOwner,
+        connection: &quinn::Connection,
+        peer_incarnation: u64,
+    ) -> anyhow::Result<()> {
+        let result = self
+            .read_batches_until_lost(node, connection, peer_incarnation)
+            .await;
+        connection.close(0u32.into(), b"");
+        result
+    }
+
+    async fn read_batches_until_lost(
+        &self,
+        node: &dyn LinkOwner,
+        connection: &quinn::Connection,
+        peer_incarnation: u64,
+    ) -> anyhow::Result<()> {
+        let mut bad = 0;
+        loop {
+            let stream = connection.accept_uni().await?;
+            let mut frames = FramedRead::with_capacity(stream, codec(), BATCH_READ_BUFFER);
+            while let Some(body) = frames.next().await {
+                match body.map(|body| decode_body::<LinkFrame>(&body)) {
+                    Ok(Ok(LinkFrame::Data { seq, packet, mark })) => {
+                        self.frames_received.fetch_add(1, Relaxed);
+                        node.on_data(self.neighbour, &packet, mark);
+                        self.on_data(peer_incarnation, seq);
+                    }
+                    // A batch cut short by the lost connection.
+                    Err(e) if connection.close_reason().is_some() => return Err(e.into()),
+                    Ok(_) | Err(_) => self.malformed(node, &mut bad, connection)?,
+                }
+            }
+        }
+    }
+
+    /// Count a malformed frame; past [`MAX_BAD_FRAMES`] on one connection, disconnect the peer.
+    fn malformed(
+        &self,
+        node: &dyn LinkOwner,
+        bad: &mut u32,
+        connection: &quinn::Connection,
+    ) -> anyhow::Result<()> {
+        *bad += 1;
+        node.stats().event(Event::FrameMalformed);
+        debug!(neighbour = %self.neighbour, bad, "malformed frame");
+        if *bad > MAX_BAD_FRAMES {
+            node.stats().event(Event::PeerDisconnectedGarbage);
+            warn!(neighbour = %self.neighbour, "disconnecting a peer that sends garbage");
+            connection.close(close::GARBAGE.into(), b"garbage");
+            anyhow::bail!("peer sent {bad} malformed frames");
+        }
+        Ok(())
+    }
+
+    /// Record that data frame `seq` of the neighbour's `incarnation` was handled: the next hello
+    /// says so.
+    fn on_data(&self, incarnation: u64, seq: u64) {
+        self.lock().received = Some(Received {
             incarnation,
             upto: seq,
         });
-        let alone = state
-            .last_data_at
-            .is_none_or(|last| now.saturating_duration_since(last) >= ACK_INTERVAL);
-        state.last_data_at = Some(now);
-        state.ack_at_once |= alone;
-        state.unacked += 1;
-        state.unacked == 1 || state.unacked >= ACK_EVERY
     }
 
     fn on_ack(&self, upto: u64) {
@@ -796,72 +832,105 @@ impl Link {
         }
     }
 
-    async fn write_frames(&self, send: &mut quinn::SendStream) -> anyhow::Result<()> {
-        let mut force_ack = false;
+    /// Write each batch of data frames on a stream of its own, finished, and pass the batch's
+    /// acknowledgement (and its last sequence number) on to [`Link::await_acks`]. A knock is
+    /// answered on the hello stream.
+    async fn write_frames(
+        &self,
+        connection: &quinn::Connection,
+        hello_stream: &mut quinn::SendStream,
+        acks: mpsc::UnboundedSender<(BatchAcknowledged, u64)>,
+    ) -> anyhow::Result<()> {
         loop {
             let notified = self.wake.notified();
             tokio::pin!(notified);
             notified.as_mut().enable();
-            let (mut chunks, ack_pending) = self.take_work(force_ack)?;
-            force_ack = false;
-            if !chunks.is_empty() {
-                send.write_all_chunks(&mut chunks).await?;
-            } else if ack_pending {
-                // Frames were handled but too few to acknowledge at once: acknowledge them
-                // after a short while unless more work comes first.
-                tokio::select! {
-                    () = notified => {}
-                    () = tokio::time::sleep(ACK_INTERVAL) => {
-                        io_counts::link_timer_fired();
-                        force_ack = true;
-                    }
+            let work = self.take_work()?;
+            if let Some(nudge) = &work.knock_answer {
+                hello_stream.write_all(nudge).await?;
+            }
+            match work.batch {
+                Some((mut frames, upto)) => {
+                    let mut stream = connection.open_uni().await?;
+                    stream.write_all_chunks(&mut frames).await?;
+                    stream.finish()?;
+                    let acknowledged: BatchAcknowledged = Box::pin(stream.stopped());
+                    acks.send((acknowledged, upto))
+                        .map_err(|_| anyhow::anyhow!("the acknowledgement watch is gone"))?;
                 }
-            } else {
-                notified.await;
+                None if work.knock_answer.is_none() => notified.await,
+                None => {}
             }
         }
     }
 
-    /// The frames to write next: unsent data (at most [`WRITE_BATCH`]), and an acknowledgement
-    /// when one is due (forced, [`ACK_EVERY`] frames handled, or free to piggyback on data).
-    /// Also says whether handled frames remain unacknowledged.
-    fn take_work(&self, force_ack: bool) -> anyhow::Result<(Vec<Bytes>, bool)> {
+    /// Take each batch as acknowledged once QUIC has acknowledged all of it, in the order the
+    /// batches were written (a later batch acknowledged first waits for the earlier ones).
+    async fn await_acks(
+        &self,
+        mut written: mpsc::UnboundedReceiver<(BatchAcknowledged, u64)>,
+    ) -> anyhow::Result<()> {
+        while let Some((acknowledged, upto)) = written.recv().await {
+            match acknowledged.await? {
+                None => self.on_ack(upto),
+                Some(code) => anyhow::bail!("the neighbour refused a batch (code {code})"),
+            }
+        }
+        anyhow::bail!("the writer is gone")
+    }
+
+    /// The frames to write next: unsent data (at most [`WRITE_BATCH`], with the last sequence
+    /// number among them), and the answer to a knock when one came.
+    fn take_work(&self) -> anyhow::Result<Work> {
         let mut state = self.lock();
         // Sequence numbers in the queue are consecutive.
         let first_unsent = state
             .queue
             .front()
             .map_or(0, |q| (state.sent_upto + 1).saturating_sub(q.seq) as usize);
-        let mut chunks: Vec<Bytes> = state
+        let frames: Vec<Bytes> = state
             .queue
             .range(first_unsent.min(state.queue.len())..)
             .take(WRITE_BATCH)
             .map(|q| q.frame.clone())
             .collect();
-        if !chunks.is_empty() {
-            state.sent_upto += chunks.len() as u64;
-            self.frames_written.fetch_add(chunks.len() as u64, Relaxed);
+        let batch = (!frames.is_empty()).then(|| {
+            state.sent_upto += frames.len() as u64;
+            self.frames_written.fetch_add(frames.len() as u64, Relaxed);
             if state.waiting_since.is_none() {
                 state.waiting_since = Some(Instant::now());
                 self.outstanding.notify_one();
             }
-        }
-        let knocked = self.knock_ack.swap(false, Relaxed);
-        let ack_now = knocked
-            || state.unacked > 0
-                && (force_ack
-                    || state.ack_at_once
-                    || !chunks.is_empty()
-                    || state.unacked >= ACK_EVERY);
-        if ack_now && let Some(received) = state.received {
-            state.unacked = 0;
-            state.ack_at_once = false;
-            chunks.push(Bytes::from(encode_frame(&LinkFrame::Ack {
+            (frames, state.sent_upto)
+        });
+        let knock_answer = match (self.knock_ack.swap(false, Relaxed), state.received) {
+            (true, Some(received)) => Some(encode_frame(&LinkFrame::Ack {
                 upto: received.upto,
-            })?));
-        }
-        Ok((chunks, state.unacked > 0))
+            })?),
+            _ => None,
+        };
+        Ok(Work {
+            batch,
+            knock_answer,
+        })
     }
+}
+
+/// Resolves when QUIC has acknowledged every byte of a batch's finished stream (`None`), or
+/// the neighbour stopped it (its code).
+type BatchAcknowledged = std::pin::Pin<
+    Box<
+        dyn std::future::Future<Output = Result<Option<quinn::VarInt>, quinn::StoppedError>> + Send,
+    >,
+>;
+
+/// What the writer has to do.
+struct Work {
+    /// A batch of data frames, and the sequence number of its last.
+    batch: Option<(Vec<Bytes>, u64)>,
+    /// An acknowledgement of what was handled, sent when the neighbour knocked: whatever is
+    /// sent makes a stale connection draw a reset.
+    knock_answer: Option<Vec<u8>>,
 }
 
 /// Whether two socket addresses are one (an IPv4 address and its IPv4-mapped IPv6 form alike).
@@ -915,18 +984,27 @@ mod tests {
         )
     }
 
-    /// The sequence numbers of the data frames `take_work` hands out, and any ack's `upto`.
-    fn work(link: &Link, force_ack: bool) -> (Vec<u64>, Option<u64>) {
+    /// The sequence numbers of the data frames `take_work` hands out as a batch (checking the
+    /// batch's last), and a knock answer's `upto`.
+    fn work(link: &Link) -> (Vec<u64>, Option<u64>) {
+        let work = link.take_work().unwrap();
         let mut seqs = Vec::new();
-        let mut ack = None;
-        for chunk in link.take_work(force_ack).unwrap().0 {
-            match decode_frame::<LinkFrame>(&chunk).unwrap() {
-                LinkFrame::Data { seq, .. } => seqs.push(seq),
-                LinkFrame::Ack { upto } => ack = Some(upto),
-                LinkFrame::Hello(_) => panic!("no hello from take_work"),
+        if let Some((frames, upto)) = work.batch {
+            for frame in frames {
+                match decode_frame::<LinkFrame>(&frame).unwrap() {
+                    LinkFrame::Data { seq, .. } => seqs.push(seq),
+                    other => panic!("{other:?} in a batch"),
+                }
             }
+            assert_eq!(seqs.last(), Some(&upto), "a batch ends at its last frame");
         }
-        (seqs, ack)
+        let knock = work
+            .knock_answer
+            .map(|frame| match decode_frame(&frame).unwrap() {
+                LinkFrame::Ack { upto } => upto,
+                other => panic!("{other:?} answers a knock"),
+            });
+        (seqs, knock)
     }
 
     fn hello(incarnation: u64, received: Option<(u64, u64)>) -> Hello {
@@ -955,7 +1033,7 @@ mod tests {
         assert_eq!(link.enqueue(vec![0; 100], None), Err(NotQueued::OverBudget));
         assert!(queued >= 5, "{queued} packets of 100 bytes in 1000");
         assert!(budget.held() <= 1000 && budget.held() > 900);
-        let (seqs, _) = work(&link, false);
+        let (seqs, _) = work(&link);
         link.on_ack(*seqs.last().unwrap());
         assert_eq!(budget.held(), 0);
         assert!(link.enqueue(vec![0; 100], None).is_ok());
@@ -989,15 +1067,15 @@ mod tests {
         for i in 0..3 {
             link.enqueue(vec![i], None).unwrap();
         }
-        assert_eq!(work(&link, false), (vec![1, 2, 3], None));
-        assert_eq!(work(&link, false), (vec![], None));
+        assert_eq!(work(&link), (vec![1, 2, 3], None));
+        assert_eq!(work(&link), (vec![], None));
         link.on_ack(2);
         assert_eq!(link.queued(), 1);
         // An acknowledgement of frames never written is clamped to what was written.
         link.enqueue(vec![4], None).unwrap();
         link.on_ack(99);
         assert_eq!(link.queued(), 1);
-        assert_eq!(work(&link, false), (vec![4], None));
+        assert_eq!(work(&link), (vec![4], None));
         link.on_ack(4);
         assert_eq!(link.queued(), 0);
     }
@@ -1008,17 +1086,17 @@ mod tests {
         for i in 0..5 {
             link.enqueue(vec![i], None).unwrap();
         }
-        assert_eq!(work(&link, false).0, vec![1, 2, 3, 4, 5]);
+        assert_eq!(work(&link).0, vec![1, 2, 3, 4, 5]);
         // The connection breaks; the neighbour's hello says it handled up to 3.
         link.on_hello(ME, &hello(9, Some((ME, 3))));
         assert_eq!(link.queued(), 2);
-        assert_eq!(work(&link, false).0, vec![4, 5]);
+        assert_eq!(work(&link).0, vec![4, 5]);
         // A restarted neighbour knows nothing of us: everything unacknowledged goes again.
         link.on_hello(ME, &hello(10, None));
-        assert_eq!(work(&link, false).0, vec![4, 5]);
+        assert_eq!(work(&link).0, vec![4, 5]);
         // A hello about another incarnation of ours counts for nothing either.
         link.on_hello(ME, &hello(10, Some((ME + 1, 5))));
-        assert_eq!(work(&link, false).0, vec![4, 5]);
+        assert_eq!(work(&link).0, vec![4, 5]);
     }
 
     #[test]
@@ -1065,48 +1143,42 @@ mod tests {
     }
 
     #[test]
-    fn acknowledgements_are_batched_or_forced() {
+    fn a_batch_is_at_most_write_batch_frames() {
+        let link = link(1000);
+        for i in 0..WRITE_BATCH + 10 {
+            link.enqueue(vec![i as u8], None).unwrap();
+        }
+        let (first, _) = work(&link);
+        assert_eq!(first.len(), WRITE_BATCH);
+        assert_eq!(
+            work(&link).0,
+            (WRITE_BATCH as u64 + 1..=WRITE_BATCH as u64 + 10).collect::<Vec<_>>()
+        );
+        assert_eq!(work(&link), (vec![], None));
+    }
+
+    #[test]
+    fn handled_frames_are_reported_by_hello_and_to_a_knock() {
         let link = link(10);
         link.on_hello(ME, &hello(9, None));
-        let t0 = Instant::now();
-        let soon = |ms| t0 + Duration::from_millis(ms);
-        assert!(
-            link.on_data(9, 1, t0),
-            "the writer wakes for the first frame"
-        );
-        // It came alone: acknowledged at once, in the wake-up that handled it.
-        assert_eq!(work(&link, false), (vec![], Some(1)));
-        // Frames that follow closely are acknowledged lazily: by the timer, or every ACK_EVERY.
-        assert!(
-            link.on_data(9, 2, soon(1)),
-            "the next one starts the ack timer"
-        );
-        for seq in 3..ACK_EVERY + 1 {
-            assert!(!link.on_data(9, seq, soon(2)));
+        for seq in 1..=5 {
+            link.on_data(9, seq);
         }
-        assert!(link.take_work(false).unwrap().1, "an ack is pending");
-        assert_eq!(work(&link, false), (vec![], None));
-        assert_eq!(work(&link, true), (vec![], Some(ACK_EVERY)));
-        assert_eq!(work(&link, true), (vec![], None));
-        for seq in ACK_EVERY + 1..2 * ACK_EVERY {
-            link.on_data(9, seq, soon(3));
-        }
-        assert!(link.on_data(9, 2 * ACK_EVERY, soon(4)));
-        assert_eq!(work(&link, false), (vec![], Some(2 * ACK_EVERY)));
-        // After a quiet ACK_INTERVAL a frame is alone again.
-        let quiet = soon(4) + ACK_INTERVAL;
-        assert!(link.on_data(9, 2 * ACK_EVERY + 1, quiet));
-        assert_eq!(work(&link, false), (vec![], Some(2 * ACK_EVERY + 1)));
-        // Data going the other way carries a pending acknowledgement along.
-        link.on_data(9, 2 * ACK_EVERY + 2, quiet);
+        // No acknowledgement of the link's own goes out: QUIC's acknowledges the batches.
+        assert_eq!(work(&link), (vec![], None));
+        // A knock is answered with what was handled, alone or beside data.
+        link.knock("127.0.0.1:9".parse().unwrap());
+        assert_eq!(work(&link), (vec![], Some(5)));
+        assert_eq!(work(&link), (vec![], None), "one answer per knock");
         link.enqueue(vec![1], None).unwrap();
-        assert_eq!(work(&link, false), (vec![1], Some(2 * ACK_EVERY + 2)));
+        link.knock("127.0.0.1:9".parse().unwrap());
+        assert_eq!(work(&link), (vec![1], Some(5)));
         // Our hello after a reconnection reports the last frame handled.
         assert_eq!(
             link.lock().received,
             Some(Received {
                 incarnation: 9,
-                upto: 2 * ACK_EVERY + 2
+                upto: 5
             })
         );
         // A restarted neighbour's frames are counted afresh.

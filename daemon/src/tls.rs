@@ -279,15 +279,17 @@ fn transport(alpn: &[u8], side: Side) -> Arc<quinn::TransportConfig> {
     // sent again after about 30 ms rather than 1 s, then at doubling intervals.
     transport.initial_rtt(INITIAL_RTT);
     if alpn == ALPN_LINK {
-        // A link is one bidirectional stream. quinn sizes per-connection stream state by these
-        // limits, and a daemon holds one connection per neighbour.
+        // A link is one bidirectional stream for the hellos and one unidirectional stream per
+        // batch of frames. quinn sizes per-connection stream state by these limits, and a
+        // daemon holds one connection per neighbour.
         transport.max_concurrent_bidi_streams(1u32.into());
-        transport.max_concurrent_uni_streams(0u32.into());
-        // Acknowledgements ride on data or on the link's own acknowledgement (see link.rs,
-        // ACK_INTERVAL): each separate one is a datagram that wakes a process.
+        transport.max_concurrent_uni_streams(LINK_BATCHES_IN_FLIGHT.into());
+        // QUIC's acknowledgement of a batch is the link's (link.rs): the link asks its
+        // neighbour, with QUIC's ACK frequency extension, to acknowledge every packet that
+        // asks for it at once, in the wake-up that received it. A delayed acknowledgement
+        // would be one more wake-up, its timer's.
         let mut acks = quinn::AckFrequencyConfig::default();
-        acks.ack_eliciting_threshold(LINK_ACK_ELICITING_THRESHOLD.into())
-            .max_ack_delay(Some(LINK_MAX_ACK_DELAY));
+        acks.ack_eliciting_threshold(0u32.into());
         transport.ack_frequency_config(Some(acks));
     } else {
         // A client may wait on many sets at once, one stream each; a daemon opens none towards
@@ -311,10 +313,10 @@ fn transport(alpn: &[u8], side: Side) -> Arc<quinn::TransportConfig> {
     Arc::new(transport)
 }
 
-/// A link asks its neighbour to acknowledge QUIC packets only after this many...
-const LINK_ACK_ELICITING_THRESHOLD: u32 = 16;
-/// ...or this long.
-const LINK_MAX_ACK_DELAY: Duration = Duration::from_millis(100);
+/// Batches a link may have written and not yet seen acknowledged. The neighbour grants more as
+/// it reads them, with a frame of its own that wakes this node (and is acknowledged) only
+/// after an eighth of them: the more, the rarer, but quinn keeps a small entry for each.
+const LINK_BATCHES_IN_FLIGHT: u32 = 256;
 
 /// The identity a DER certificate names.
 pub fn identity_of(cert: &CertificateDer<'_>) -> Result<Identity, IdentityError> {

@@ -1,10 +1,12 @@
-//! What neighbours say to each other on a link: one long-lived QUIC stream each way, carrying
-//! [`LinkFrame`]s in the codec of [`super`].
+//! What neighbours say to each other on a link, in [`LinkFrame`]s in the codec of [`super`]: a
+//! [`LinkFrame::Hello`] each way on a new connection's first stream, then data frames in
+//! batches, one QUIC stream each, read in the order they were opened.
 //!
 //! The link makes the paper's channel real: reliable and FIFO between two processes, even across
-//! reconnections. Every data frame has a sequence number per (sender, incarnation); the receiver
-//! acknowledges the last one it handled, and on a new connection each side's [`LinkFrame::Hello`]
-//! says what it already has, so the sender resends exactly the frames that were not handled.
+//! reconnections. Every data frame has a sequence number per (sender, incarnation). Within a
+//! connection QUIC's acknowledgement of a batch's stream acknowledges its frames; on a new
+//! connection each side's hello says what it already handled, so the sender resends exactly the
+//! frames that were not.
 
 use crate::{NodeId, Topology};
 use serde::{Deserialize, Serialize};
@@ -26,7 +28,8 @@ pub enum LinkFrame {
         mark: Option<ChaosMark>,
     },
     /// Every data frame up to `upto` (of the receiver's current view of the sender's
-    /// incarnation) has been handled.
+    /// incarnation) has been handled. Sent on the hello stream to answer a knock: anything sent
+    /// on a stale connection makes it draw a reset.
     Ack { upto: u64 },
 }
 
