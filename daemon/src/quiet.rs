@@ -52,6 +52,19 @@ pub fn give_back(node: &Node) {
     release_free_pages();
 }
 
+/// Set up the allocator for a daemon: call before any other thread starts. glibc gives each
+/// thread that allocates an arena of its own, a heap kept for the process's life: the store's
+/// writer thread, the daemon's one other thread, rarely allocates, and its arena held 40 KiB
+/// resident per daemon (BENCHMARKS.md, "Memory after a burst"). One arena for the process.
+/// Elsewhere than glibc, nothing.
+pub fn tune_allocator() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt only sets one of the allocator's parameters, for the calls after it.
+    unsafe {
+        libc::mallopt(libc::M_ARENA_MAX, 1);
+    }
+}
+
 /// Return the allocator's free memory to the system, where the allocator can (glibc).
 pub fn release_free_pages() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
@@ -64,6 +77,68 @@ pub fn release_free_pages() {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Once the allocator is tuned, a new thread allocates from an arena that already exists.
+    /// Checked in a process of its own (this test binary again, running only this test): in
+    /// this one, other tests' threads come and go, and a new thread takes over an arena an
+    /// ended one left.
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    #[test]
+    fn a_new_thread_gets_no_arena_of_its_own() {
+        const CHILD: &str = "CUBEROUTE_TEST_ALLOCATOR_CHILD";
+        let name = "quiet::tests::a_new_thread_gets_no_arena_of_its_own";
+        if std::env::var_os(CHILD).is_none() {
+            let out = std::process::Command::new(std::env::current_exe().unwrap())
+                .args(["--exact", name, "--test-threads=1", "--nocapture"])
+                .env(CHILD, "1")
+                .output()
+                .unwrap();
+            let stdout = String::from_utf8_lossy(&out.stdout);
+            assert!(
+                out.status.success() && stdout.contains("1 passed"),
+                "{stdout}\n{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            return;
+        }
+        /// How many arenas glibc has, from malloc_info's report: one `<heap nr=...>` each.
+        fn arenas() -> usize {
+            let mut text: *mut libc::c_char = std::ptr::null_mut();
+            let mut len: libc::size_t = 0;
+            // SAFETY: the stream writes into a buffer it allocates; read and freed here.
+            unsafe {
+                let stream = libc::open_memstream(&mut text, &mut len);
+                assert!(!stream.is_null());
+                assert_eq!(libc::malloc_info(0, stream), 0);
+                libc::fclose(stream);
+                let report = std::ffi::CStr::from_ptr(text)
+                    .to_string_lossy()
+                    .into_owned();
+                libc::free(text.cast());
+                report.matches("<heap nr=").count()
+            }
+        }
+        tune_allocator();
+        let before = arenas();
+        let (allocated, ended) = (
+            std::sync::Arc::new(std::sync::Barrier::new(2)),
+            std::sync::Arc::new(std::sync::Barrier::new(2)),
+        );
+        let thread = {
+            let (allocated, ended) = (allocated.clone(), ended.clone());
+            std::thread::spawn(move || {
+                let block = std::hint::black_box(vec![1u8; 4096]);
+                allocated.wait();
+                ended.wait();
+                drop(block);
+            })
+        };
+        allocated.wait();
+        let during = arenas();
+        ended.wait();
+        thread.join().unwrap();
+        assert_eq!(during, before, "the new thread made an arena");
+    }
 
     /// Memory freed after a burst of allocations is returned: the process's resident set
     /// falls (a burst's worth of small blocks, every other one kept so the free ones are

@@ -22,6 +22,8 @@ pub fn run(args: DaemonArgs) -> anyhow::Result<()> {
         println!("  store {store}");
         return Ok(());
     }
+    // Before the store's writer thread, the one other thread, starts.
+    cuberoute_daemon::quiet::tune_allocator();
     cuberoute_daemon::logging::init_logging(&config.log_level, config.log_format);
     // One thread per daemon: a cluster runs many daemons on few cores.
     let runtime = tokio::runtime::Builder::new_current_thread()
