@@ -7,10 +7,13 @@
 //!   by the codec of `protocol::wire`; the receiver reads the batches in the order they were
 //!   opened.
 //! * A batch is acknowledged by QUIC's own acknowledgement of all its bytes (its stream's
-//!   `stopped()` resolves): no acknowledgement of the link's own crosses the wire, and a frame
-//!   alone on a quiet link costs two wake-ups, its receiver's and its sender's (docs/daemon.md,
-//!   "Wake-ups"). What QUIC has acknowledged the receiver reads even if the connection is lost
-//!   right after: quinn still hands over streams it received on a closed connection.
+//!   `stopped()` resolves): no acknowledgement of the link's own crosses the wire. QUIC
+//!   acknowledges lazily ([`tls`]), but a lone batch (none written for [`LONE_AFTER`]) asks for
+//!   its acknowledgement at once: a frame alone on a quiet link costs two wake-ups, its
+//!   receiver's and its sender's, and frames that follow each other closely share
+//!   acknowledgements (docs/daemon.md, "Wake-ups"). What QUIC has acknowledged the receiver
+//!   reads even if the connection is lost right after: quinn still hands over streams it
+//!   received on a closed connection.
 //! * The message buffer holds every packet until it is acknowledged, so a packet survives a
 //!   lost connection: the next hello says what the neighbour handled, and the rest is sent
 //!   again. When the buffer is full, [`Link::enqueue`] refuses and the caller counts the drop.
@@ -62,6 +65,11 @@ pub const KNOCK_EVERY: Duration = Duration::from_secs(5);
 const WRITE_BATCH: usize = 256;
 /// The read buffer a batch's stream starts with (frames are mostly far smaller).
 const BATCH_READ_BUFFER: usize = 4096;
+/// A batch written this long after the link's previous one is lone: it asks its neighbour to
+/// acknowledge at once. Otherwise the neighbour acknowledges lazily, after several packets or
+/// QUIC's delayed-acknowledgement time (25 ms), whose timer would wake it once more for a
+/// lone batch.
+pub const LONE_AFTER: Duration = Duration::from_millis(25);
 /// How long a new connection may take to open its stream and say hello.
 const HELLO_TIMEOUT: Duration = Duration::from_secs(5);
 const DIAL_TIMEOUT: Duration = Duration::from_secs(5);
@@ -141,6 +149,8 @@ struct LinkState {
     sent_upto: u64,
     /// The last data frame handled from the neighbour, under its incarnation.
     received: Option<Received>,
+    /// When the last batch was written.
+    last_batch_at: Option<Instant>,
     /// Since when written frames have waited without any acknowledgement progress; `None`
     /// while every written frame is acknowledged.
     waiting_since: Option<Instant>,
@@ -215,6 +225,7 @@ impl Link {
                 next_seq: 1,
                 sent_upto: 0,
                 received: None,
+                last_batch_at: None,
                 waiting_since: None,
             }),
             wake: Notify::new(),
@@ -845,15 +856,23 @@ impl Link {
             let notified = self.wake.notified();
             tokio::pin!(notified);
             notified.as_mut().enable();
-            let work = self.take_work()?;
+            let work = self.take_work(Instant::now())?;
             if let Some(nudge) = &work.knock_answer {
                 hello_stream.write_all(nudge).await?;
             }
             match work.batch {
-                Some((mut frames, upto)) => {
+                Some(Batch {
+                    mut frames,
+                    upto,
+                    lone,
+                }) => {
                     let mut stream = connection.open_uni().await?;
                     stream.write_all_chunks(&mut frames).await?;
                     stream.finish()?;
+                    if lone {
+                        // In the packet that carries the batch's end.
+                        connection.request_immediate_ack();
+                    }
                     let acknowledged: BatchAcknowledged = Box::pin(stream.stopped());
                     acks.send((acknowledged, upto))
                         .map_err(|_| anyhow::anyhow!("the acknowledgement watch is gone"))?;
@@ -880,8 +899,8 @@ impl Link {
     }
 
     /// The frames to write next: unsent data (at most [`WRITE_BATCH`], with the last sequence
-    /// number among them), and the answer to a knock when one came.
-    fn take_work(&self) -> anyhow::Result<Work> {
+    /// number among them, lone or not at `now`), and the answer to a knock when one came.
+    fn take_work(&self, now: Instant) -> anyhow::Result<Work> {
         let mut state = self.lock();
         // Sequence numbers in the queue are consecutive.
         let first_unsent = state
@@ -898,10 +917,18 @@ impl Link {
             state.sent_upto += frames.len() as u64;
             self.frames_written.fetch_add(frames.len() as u64, Relaxed);
             if state.waiting_since.is_none() {
-                state.waiting_since = Some(Instant::now());
+                state.waiting_since = Some(now);
                 self.outstanding.notify_one();
             }
-            (frames, state.sent_upto)
+            let lone = state
+                .last_batch_at
+                .is_none_or(|last| now.saturating_duration_since(last) >= LONE_AFTER);
+            state.last_batch_at = Some(now);
+            Batch {
+                frames,
+                upto: state.sent_upto,
+                lone,
+            }
         });
         let knock_answer = match (self.knock_ack.swap(false, Relaxed), state.received) {
             (true, Some(received)) => Some(encode_frame(&LinkFrame::Ack {
@@ -916,6 +943,15 @@ impl Link {
     }
 }
 
+/// Data frames to write on a stream of their own.
+struct Batch {
+    frames: Vec<Bytes>,
+    /// The sequence number of the last.
+    upto: u64,
+    /// None was written for [`LONE_AFTER`]: ask for the acknowledgement at once.
+    lone: bool,
+}
+
 /// Resolves when QUIC has acknowledged every byte of a batch's finished stream (`None`), or
 /// the neighbour stopped it (its code).
 type BatchAcknowledged = std::pin::Pin<
@@ -926,8 +962,7 @@ type BatchAcknowledged = std::pin::Pin<
 
 /// What the writer has to do.
 struct Work {
-    /// A batch of data frames, and the sequence number of its last.
-    batch: Option<(Vec<Bytes>, u64)>,
+    batch: Option<Batch>,
     /// An acknowledgement of what was handled, sent when the neighbour knocked: whatever is
     /// sent makes a stale connection draw a reset.
     knock_answer: Option<Vec<u8>>,
@@ -987,9 +1022,9 @@ mod tests {
     /// The sequence numbers of the data frames `take_work` hands out as a batch (checking the
     /// batch's last), and a knock answer's `upto`.
     fn work(link: &Link) -> (Vec<u64>, Option<u64>) {
-        let work = link.take_work().unwrap();
+        let work = link.take_work(Instant::now()).unwrap();
         let mut seqs = Vec::new();
-        if let Some((frames, upto)) = work.batch {
+        if let Some(Batch { frames, upto, .. }) = work.batch {
             for frame in frames {
                 match decode_frame::<LinkFrame>(&frame).unwrap() {
                     LinkFrame::Data { seq, .. } => seqs.push(seq),
@@ -1155,6 +1190,23 @@ mod tests {
             (WRITE_BATCH as u64 + 1..=WRITE_BATCH as u64 + 10).collect::<Vec<_>>()
         );
         assert_eq!(work(&link), (vec![], None));
+    }
+
+    #[test]
+    fn a_batch_after_a_quiet_while_is_lone() {
+        let link = link(10);
+        let t0 = Instant::now();
+        let lone_at = |at: Instant| {
+            link.enqueue(vec![1], None).unwrap();
+            link.take_work(at).unwrap().batch.unwrap().lone
+        };
+        assert!(lone_at(t0), "the first batch");
+        assert!(!lone_at(t0 + Duration::from_millis(1)), "close behind");
+        assert!(
+            !lone_at(t0 + Duration::from_millis(20)),
+            "close behind the last"
+        );
+        assert!(lone_at(t0 + Duration::from_millis(20) + LONE_AFTER));
     }
 
     #[test]

@@ -284,12 +284,14 @@ fn transport(alpn: &[u8], side: Side) -> Arc<quinn::TransportConfig> {
         // daemon holds one connection per neighbour.
         transport.max_concurrent_bidi_streams(1u32.into());
         transport.max_concurrent_uni_streams(LINK_BATCHES_IN_FLIGHT.into());
-        // QUIC's acknowledgement of a batch is the link's (link.rs): the link asks its
-        // neighbour, with QUIC's ACK frequency extension, to acknowledge every packet that
-        // asks for it at once, in the wake-up that received it. A delayed acknowledgement
-        // would be one more wake-up, its timer's.
+        // QUIC's acknowledgement of a batch is the link's (link.rs). The link asks its
+        // neighbour, with QUIC's ACK frequency extension, to acknowledge lazily: after 16
+        // packets or QUIC's delayed-acknowledgement time, so that frames following each other
+        // closely share one acknowledgement; a lone batch asks for its own at once
+        // (link::LONE_AFTER), since its delayed acknowledgement would be a timer that wakes
+        // the neighbour once more.
         let mut acks = quinn::AckFrequencyConfig::default();
-        acks.ack_eliciting_threshold(0u32.into());
+        acks.ack_eliciting_threshold(LINK_ACK_ELICITING_THRESHOLD.into());
         transport.ack_frequency_config(Some(acks));
     } else {
         // A client may wait on many sets at once, one stream each; a daemon opens none towards
@@ -312,6 +314,9 @@ fn transport(alpn: &[u8], side: Side) -> Arc<quinn::TransportConfig> {
     transport.max_idle_timeout(Some(idle.try_into().expect("seconds fit a VarInt")));
     Arc::new(transport)
 }
+
+/// A link asks its neighbour to acknowledge QUIC packets at once only after this many.
+const LINK_ACK_ELICITING_THRESHOLD: u32 = 16;
 
 /// Batches a link may have written and not yet seen acknowledged. The neighbour grants more as
 /// it reads them, with a frame of its own that wakes this node (and is acknowledged) only
