@@ -19,8 +19,8 @@
 //!   again. When the buffer is full, [`Link::enqueue`] refuses and the caller counts the drop.
 //! * A peer that sends more than [`MAX_BAD_FRAMES`] malformed frames is disconnected.
 //! * Liveness is checked where it matters: a link with frames written and no acknowledgement
-//!   for [`SILENT_LINK`] is closed as dead (a live neighbour's QUIC acknowledges at once); an
-//!   idle link only carries QUIC's rare keep-alive ([`tls::KEEP_ALIVE`]).
+//!   for [`SILENT_LINK`] is closed as dead (a live neighbour's QUIC acknowledges within
+//!   [`LONE_AFTER`]); an idle link only carries QUIC's rare keep-alive ([`tls::KEEP_ALIVE`]).
 //! * A restarted neighbour is found at once: the endpoint's stateless-reset key is derived from
 //!   the node's key, so the first packet the old connection sends draws a reset from the new
 //!   process. The accepting side of a link that stays down [`KNOCK_AFTER`] knocks (dials the
