@@ -673,6 +673,13 @@ impl Link {
         node.stats().event_about(Event::LinkUp, self.neighbour);
         info!(neighbour = %self.neighbour, "link up");
         let (acks, written) = mpsc::unbounded_channel();
+        // Whichever side ends first closes the connection, which ends the other: the batches
+        // reader only after it has drained what QUIC acknowledged.
+        let batches = async {
+            let result = self.read_batches(node, connection, peer.incarnation).await;
+            connection.close(0u32.into(), b"");
+            result
+        };
         let others = async {
             let result = tokio::select! {
                 r = self.read_frames(node, frames, connection) => r,
@@ -680,14 +687,10 @@ impl Link {
                 r = self.await_acks(written) => r,
                 r = self.watch_silence() => r,
             };
-            // The batches reader drains what QUIC acknowledged, then ends.
             connection.close(0u32.into(), b"");
             result
         };
-        let (batches, others) = tokio::join!(
-            self.read_batches(node, connection, peer.incarnation),
-            others
-        );
+        let (batches, others) = tokio::join!(batches, others);
         others.and(batches)
     }
 
@@ -765,22 +768,8 @@ impl Link {
 
     /// Read the neighbour's batches of data frames, one stream after the other in the order
     /// they were opened, and hand each frame to the node. Once the connection is gone this
-    /// still reads every batch quinn received whole (and so acknowledged), then ends, closing
-    /// the connection.
+    /// still reads every batch quinn received whole (and so acknowledged), then ends.
     async fn read_batches(
-        &self,
-        node: &dyn LinkOwner,
-        connection: &quinn::Connection,
-        peer_incarnation: u64,
-    ) -> anyhow::Result<()> {
-        let result = self
-            .read_batches_until_lost(node, connection, peer_incarnation)
-            .await;
-        connection.close(0u32.into(), b"");
-        result
-    }
-
-    async fn read_batches_until_lost(
         &self,
         node: &dyn LinkOwner,
         connection: &quinn::Connection,
