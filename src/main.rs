@@ -59,6 +59,8 @@ enum Command {
     BenchRelayPeer(commands::bench::RelayPeerArgs),
     #[command(hide = true)]
     BenchRelayRing(commands::bench::RelayRingArgs),
+    #[command(hide = true)]
+    BenchRelayMesh(commands::bench::RelayMeshArgs),
     /// Run one node (started by `cluster up`, or by hand with a config file).
     Daemon(Box<cuberoute_daemon::config::DaemonArgs>),
     /// Reproduce the papers' empirical study of an algorithm: on Q_n against the bound and a
@@ -71,7 +73,10 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     if !matches!(
         cli.command,
-        Command::Daemon(_) | Command::BenchRelayPeer(_) | Command::BenchRelayRing(_)
+        Command::Daemon(_)
+            | Command::BenchRelayPeer(_)
+            | Command::BenchRelayRing(_)
+            | Command::BenchRelayMesh(_)
     ) {
         // A command whose output is cut short (`| head`) ends quietly, as Unix tools do. The
         // daemon keeps Rust's default (SIGPIPE ignored): a scraper hanging up must not kill it.
@@ -101,6 +106,7 @@ fn main() -> ExitCode {
         Command::Bench(args) => commands::bench::run(args),
         Command::BenchRelayPeer(args) => commands::bench::relay_peer(args),
         Command::BenchRelayRing(args) => commands::bench::relay_ring(args),
+        Command::BenchRelayMesh(args) => commands::bench::relay_mesh(args),
         Command::Study(args) => commands::study::run(args),
     };
     match result {

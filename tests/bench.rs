@@ -31,7 +31,7 @@ fn number(v: &Value, key: &str) -> f64 {
 }
 
 #[test]
-fn bench_counts_what_wakes_the_daemons_and_runs_a_ring_of_their_number() {
+fn bench_counts_what_wakes_the_daemons_and_runs_a_ring_and_a_mesh_of_their_number() {
     let _one = ONE_BENCH.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
     let dir_arg = dir.path().to_str().unwrap();
@@ -100,16 +100,42 @@ fn bench_counts_what_wakes_the_daemons_and_runs_a_ring_of_their_number() {
     }
     assert!(number(&ring["per_hop"], "p50_us") > 0.0);
 
+    // The mesh: the same four processes on the square's links, frames touring eight random
+    // pairs (at least one hop each), as many touring as the saturation run had packets in
+    // flight (4 sets of k = 2 copies).
+    let mesh = &cluster["relay_mesh"];
+    assert_eq!(mesh["processes"], 4, "{mesh}");
+    assert_eq!(mesh["window"], 8, "{mesh}");
+    assert!(number(mesh, "hops_per_tour") >= number(mesh, "pairs_per_tour"));
+    for positive in [
+        "cpu_us_per_frame_hop_sequential",
+        "cpu_us_per_frame_hop_pipelined",
+        "frame_hops_per_second",
+        "wakeups_per_frame_hop_sequential",
+    ] {
+        assert!(number(mesh, positive) > 0.0, "mesh.{positive}: {mesh}");
+    }
+    assert!(number(&mesh["per_hop"], "p50_us") > 0.0);
+
     // No daemon and no relay of the ring is left: each had the cluster's directory in its
     // command line (the daemon's configuration, the relay's certificate).
     let left = processes_mentioning(dir_arg);
     assert!(left.is_empty(), "left running: {left:?}");
 }
 
-/// A bench killed while its ring runs takes the ring's relays with it: each relay ends with the
-/// bench that started it.
+/// A bench killed while its ring or its mesh runs takes their relays with it: each relay ends
+/// with the bench that started it.
 #[test]
 fn a_killed_bench_leaves_no_relay_of_its_ring() {
+    killed_while_running("bench-relay-ring");
+}
+
+#[test]
+fn a_killed_bench_leaves_no_relay_of_its_mesh() {
+    killed_while_running("bench-relay-mesh");
+}
+
+fn killed_while_running(relay_command: &str) {
     let _one = ONE_BENCH.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
     let dir_arg = dir.path().to_str().unwrap().to_string();
@@ -134,7 +160,7 @@ fn a_killed_bench_leaves_no_relay_of_its_ring() {
             .into_iter()
             .filter(|&pid| {
                 std::fs::read(format!("/proc/{pid}/cmdline"))
-                    .is_ok_and(|c| String::from_utf8_lossy(&c).contains("bench-relay-ring"))
+                    .is_ok_and(|c| String::from_utf8_lossy(&c).contains(relay_command))
             })
             .count()
     };
@@ -142,7 +168,7 @@ fn a_killed_bench_leaves_no_relay_of_its_ring() {
     while relays() < 3 {
         assert!(
             std::time::Instant::now() < deadline,
-            "the ring never started"
+            "no {relay_command} started"
         );
         assert!(bench.try_wait().unwrap().is_none(), "the bench ended first");
         std::thread::sleep(std::time::Duration::from_millis(10));

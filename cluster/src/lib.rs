@@ -55,6 +55,7 @@ pub mod placement;
 pub mod quiet;
 pub mod ready;
 pub mod redundancy;
+pub mod relay_mesh;
 pub mod relay_ring;
 pub mod report;
 pub mod revoke;

@@ -81,7 +81,7 @@ pub async fn relay(
     Ok(())
 }
 
-async fn dial_until_up(
+pub(crate) async fn dial_until_up(
     endpoint: &quinn::Endpoint,
     credentials: &Credentials,
     to: SocketAddr,
@@ -205,7 +205,7 @@ pub async fn measure(run: RingRun<'_>) -> anyhow::Result<RingBaseline> {
 pub const RING_PORT: u16 = 7900;
 
 /// The ring's relay processes; killed and reaped when dropped, however the measurement ended.
-struct Relays(Vec<Child>);
+pub(crate) struct Relays(pub(crate) Vec<Child>);
 
 impl Drop for Relays {
     fn drop(&mut self) {

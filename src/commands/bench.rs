@@ -10,6 +10,7 @@ use cuberoute_cluster::bench::{
 use cuberoute_cluster::local::RunState;
 use cuberoute_cluster::overload::{self, Overload};
 use cuberoute_cluster::quiet;
+use cuberoute_cluster::relay_mesh::{self, MeshBaseline};
 use cuberoute_cluster::relay_ring::{self, RingBaseline};
 use cuberoute_cluster::usage::{self, Idle, Memory};
 use cuberoute_cluster::{ClusterClient, ClusterDir};
@@ -102,6 +103,21 @@ pub struct RelayRingArgs {
     pub key: PathBuf,
 }
 
+/// One relay of a mesh baseline (internal: `cuberoute bench` starts them).
+#[derive(clap::Args, Debug)]
+pub struct RelayMeshArgs {
+    /// The cluster whose graph, addresses and certificates the mesh takes.
+    #[arg(long)]
+    pub cluster: PathBuf,
+    #[arg(long)]
+    pub node: u64,
+    #[arg(long, default_value_t = 0)]
+    pub nice: i32,
+    /// The bench process that started this relay: the relay ends with it.
+    #[arg(long)]
+    pub parent: u32,
+}
+
 /// The baseline's peer process (internal: `cuberoute bench` starts it).
 #[derive(clap::Args, Debug)]
 pub struct RelayPeerArgs {
@@ -153,6 +169,9 @@ struct ClusterFigures {
     modes: Vec<ModeFigures>,
     /// The baseline of this size: a ring of as many raw relay processes (local clusters only).
     relay_ring: Option<RingBaseline>,
+    /// The baseline of this graph: a mesh of raw relays on the cluster's links, with as many
+    /// frames touring as the saturation run has packets in flight (local clusters only).
+    relay_mesh: Option<MeshBaseline>,
 }
 
 /// One delivery mode on one cluster.
@@ -277,6 +296,28 @@ fn measure(args: &Args, topology: Topology) -> anyhow::Result<ClusterFigures> {
             ring.wakeups_per_frame_hop_pipelined
         );
         figures.relay_ring = Some(ring);
+        let mesh = runtime()?.block_on(relay_mesh::run_on(
+            &dir,
+            &std::env::current_exe()?,
+            cuberoute_cluster::generate::CLUSTER_NICE,
+            RELAY_FRAME_LEN,
+            args.samples * 40,
+            args.concurrency * figures.farthest.k as usize,
+            args.duration,
+            args.seed,
+        ))?;
+        eprintln!(
+            "{topology}: mesh of {} raw relays on its links: hop p50 {:.0} µs, CPU per frame-hop {:.1} µs one at a time, {:.1} µs with {} touring, {:.0} frame-hops/s; {:.2} / {:.2} wake-ups per frame-hop",
+            mesh.processes,
+            mesh.relay.per_hop.p50_us,
+            mesh.relay.cpu_us_per_frame_hop_sequential,
+            mesh.relay.cpu_us_per_frame_hop_pipelined,
+            mesh.relay.window,
+            mesh.relay.frame_hops_per_second,
+            mesh.wakeups_per_frame_hop_sequential,
+            mesh.wakeups_per_frame_hop_pipelined
+        );
+        figures.relay_mesh = Some(mesh);
     }
     Ok(figures)
 }
@@ -538,6 +579,7 @@ fn measure_running(
         idle,
         modes,
         relay_ring: None,
+        relay_mesh: None,
     })
 }
 
@@ -599,6 +641,20 @@ pub fn relay_ring(args: RelayRingArgs) -> anyhow::Result<()> {
         NodeId(args.next_id),
         credentials,
     ))
+}
+
+pub fn relay_mesh(args: RelayMeshArgs) -> anyhow::Result<()> {
+    relay_ring::end_with(args.parent)?;
+    cuberoute_daemon::priority::lower_to(args.nice)?;
+    let dir = ClusterDir::new(&args.cluster);
+    let node = NodeId(args.node);
+    let file = |name| dir.node_dir(node).join(name);
+    let credentials = Credentials::load(&dir.ca_cert(), &file("node.pem"), &file("node.key"))?;
+    let place = relay_mesh::Place::of(&dir, node)?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(relay_mesh::relay(place, credentials))
 }
 
 pub fn relay_peer(args: RelayPeerArgs) -> anyhow::Result<()> {
@@ -681,6 +737,30 @@ fn print_scaling(f: &Figures) {
             r.wakeups_per_frame_hop_pipelined,
             c.farthest.set.p50_us,
             bound
+        );
+    }
+    println!(
+        "\nAgainst a mesh of as many raw relay processes on the cluster's own links, with as many frames touring as the saturation run had packets in flight:\n"
+    );
+    println!(
+        "| cluster | daemons | mesh hop p50 (µs) | CPU per hop, one at a time: cluster / mesh (µs) | CPU per hop at saturation: cluster / mesh (µs) | hops/s at saturation: cluster / mesh | wake-ups per hop at saturation: cluster / mesh |"
+    );
+    println!("|---|---|---|---|---|---|---|");
+    for c in &f.clusters {
+        let Some(m) = &c.relay_mesh else { continue };
+        println!(
+            "| {} | {} | {:.0} | {:.1} / {:.1} | {:.1} / {:.1} | {:.0} / {:.0} | {:.2} / {:.2} |",
+            c.topology,
+            c.nodes,
+            m.relay.per_hop.p50_us,
+            c.cpu_sequential.cpu_us_per_packet_hop,
+            m.relay.cpu_us_per_frame_hop_sequential,
+            c.cpu_saturation.cpu_us_per_packet_hop,
+            m.relay.cpu_us_per_frame_hop_pipelined,
+            c.saturation.packet_hops_per_second,
+            m.relay.frame_hops_per_second,
+            c.wakeups_saturation.wakeups_per_packet_hop,
+            m.wakeups_per_frame_hop_pipelined
         );
     }
     println!("\nWhat wakes the daemons, per packet-hop, one set at a time / at saturation:\n");
