@@ -135,6 +135,8 @@ pub struct RelayPeerArgs {
 struct ClusterFigures {
     topology: String,
     nodes: u64,
+    /// The niceness the load generator (this process) ran at.
+    load_generator_nice: i32,
     startup_seconds: f64,
     farthest: PairLatency,
     adjacent: PairLatency,
@@ -204,6 +206,10 @@ struct Figures {
 const BASE: Ipv4Addr = Ipv4Addr::new(127, 5, 0, 0);
 
 pub fn run(args: Args) -> anyhow::Result<()> {
+    // Before any runtime starts its threads: they take this thread's priority.
+    if let (_, Some(why)) = bench::prioritize_load_generator() {
+        eprintln!("warning: {why}");
+    }
     let topologies = args
         .topologies
         .iter()
@@ -557,6 +563,7 @@ fn measure_running(
         .collect();
     let slope = bench::hop_slope(&all_copies);
     Ok(ClusterFigures {
+        load_generator_nice: cuberoute_daemon::priority::current()?,
         hop_slope_us: slope.map(|s| s.0),
         hop_fixed_us: slope.map(|s| s.1),
         topology: topology.to_string(),
