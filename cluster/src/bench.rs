@@ -384,24 +384,30 @@ pub async fn cpu_during<T>(pids: &[u32], work: impl Future<Output = T>) -> (T, f
     (result, cpu.cores * cpu.seconds)
 }
 
-/// The niceness the bench's load generator asks for. Daemons run at niceness 10, below their
-/// clients, but the scheduler weighs each runnable daemon apart: with 2,048 daemons at
-/// saturation (a run queue 200 deep) a generator at niceness 0 got about a tenth of the CPU,
-/// and half of its 1,024 workers had not sent their first set 4.6 s into the run. At -20 they
-/// all had within 1.4 s, and the cluster carried 1.6 times the packet-hops (BENCHMARKS.md,
-/// "The load generator's priority").
+/// The niceness the bench's load generator asks for by default. Daemons run at niceness 10,
+/// below their clients, but the scheduler weighs each runnable daemon apart: with 2,048 daemons
+/// at saturation (a run queue 200 deep) a generator at niceness 0 got about a tenth of the CPU,
+/// and half of its 1,024 workers had not sent their first set 4.6 s into the run
+/// (BENCHMARKS.md, "The load generator's priority", which also has what it costs small
+/// clusters).
 pub const LOAD_GENERATOR_NICE: i32 = -20;
 
-/// Raise this thread's priority, and that of the threads and processes it starts after, to
-/// [`LOAD_GENERATOR_NICE`]; the niceness in force, and why it is not that where it could not
-/// be raised (it needs root or CAP_SYS_NICE). Call it before any runtime starts its threads.
-pub fn prioritize_load_generator() -> (i32, Option<String>) {
-    match cuberoute_daemon::priority::raise_to(LOAD_GENERATOR_NICE) {
-        Ok(()) => (LOAD_GENERATOR_NICE, None),
+/// Set this thread's niceness, and that of the threads and processes it starts after, to
+/// `nice` (-20 to 19); the niceness in force, and why it is not `nice` where it could not be
+/// raised (that needs root or CAP_SYS_NICE). Call it before any runtime starts its threads.
+pub fn prioritize_load_generator(nice: i32) -> (i32, Option<String>) {
+    use cuberoute_daemon::priority;
+    let now = priority::current().unwrap_or(0);
+    let set = if nice < now {
+        priority::raise_to(nice)
+    } else {
+        priority::lower_to(nice)
+    };
+    match set {
+        Ok(()) => (nice, None),
         Err(e) => {
-            let now = cuberoute_daemon::priority::current().unwrap_or(0);
             let why = format!(
-                "the load generator stays at niceness {now}: raising it to {LOAD_GENERATOR_NICE} needs root or CAP_SYS_NICE ({e}); on clusters of hundreds of daemons at saturation it then gets a small share of the CPU and fewer sets are in flight than --concurrency says"
+                "the load generator stays at niceness {now}: raising it to {nice} needs root or CAP_SYS_NICE ({e}); on clusters of hundreds of daemons at saturation it then gets a small share of the CPU and fewer sets are in flight than --concurrency says"
             );
             (now, Some(why))
         }

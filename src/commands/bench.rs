@@ -79,6 +79,11 @@ pub struct Args {
     /// resident memory and what was refused.
     #[arg(long, value_delimiter = ',', value_name = "MULTIPLES")]
     pub overload: Vec<f64>,
+    /// The niceness this process, the load generator, runs at (-20 to 19; below 0 needs root
+    /// or CAP_SYS_NICE). The daemons run at 10.
+    #[arg(long, default_value_t = bench::LOAD_GENERATOR_NICE, allow_negative_numbers = true,
+          value_parser = clap::value_parser!(i32).range(-20..=19))]
+    pub load_generator_nice: i32,
 }
 
 /// One relay of a ring baseline (internal: `cuberoute bench` starts them).
@@ -207,7 +212,7 @@ const BASE: Ipv4Addr = Ipv4Addr::new(127, 5, 0, 0);
 
 pub fn run(args: Args) -> anyhow::Result<()> {
     // Before any runtime starts its threads: they take this thread's priority.
-    if let (_, Some(why)) = bench::prioritize_load_generator() {
+    if let (_, Some(why)) = bench::prioritize_load_generator(args.load_generator_nice) {
         eprintln!("warning: {why}");
     }
     let topologies = args
