@@ -16,7 +16,7 @@ fn stdout(out: &Output) -> String {
 
 #[test]
 fn bad_input_is_one_line_and_exit_2() {
-    let cases: [&[&str]; 17] = [
+    let cases: [&[&str]; 19] = [
         &["paths", "eh:2", "0", "1"],
         &["paths", "eh:0,3", "0", "1"],
         &["paths", "mesh:4", "0", "1"],
@@ -28,6 +28,8 @@ fn bad_input_is_one_line_and_exit_2() {
         &["paths", "eh:2,2", "1.001.1", "0"],
         &["bench", "--overload", "0"],
         &["bench", "--overload", "1,500"],
+        &["bench", "--load-generator-nice", "20"],
+        &["bench", "--load-generator-nice", "-21"],
         &["ping", "--from", "0", "--to", "1", "--count", "0"],
         &["ping", "--from", "0", "--to", "1", "--interval", "1ms"],
         &["cluster", "placement", "eh:2,2", "--hosts", "1"],

@@ -81,8 +81,7 @@ pub struct Args {
     pub overload: Vec<f64>,
     /// The niceness this process, the load generator, runs at (-20 to 19; below 0 needs root
     /// or CAP_SYS_NICE). The daemons run at 10.
-    #[arg(long, default_value_t = bench::LOAD_GENERATOR_NICE, allow_negative_numbers = true,
-          value_parser = clap::value_parser!(i32).range(-20..=19))]
+    #[arg(long, default_value_t = bench::LOAD_GENERATOR_NICE, allow_negative_numbers = true)]
     pub load_generator_nice: i32,
 }
 
@@ -211,6 +210,12 @@ struct Figures {
 const BASE: Ipv4Addr = Ipv4Addr::new(127, 5, 0, 0);
 
 pub fn run(args: Args) -> anyhow::Result<()> {
+    if !(-20..=19).contains(&args.load_generator_nice) {
+        return Err(usage(format!(
+            "--load-generator-nice {}: a niceness is -20 to 19",
+            args.load_generator_nice
+        )));
+    }
     // Before any runtime starts its threads: they take this thread's priority.
     if let (_, Some(why)) = bench::prioritize_load_generator(args.load_generator_nice) {
         eprintln!("warning: {why}");
