@@ -293,7 +293,7 @@ async fn start(
     place: &Place,
     credentials: &Credentials,
     arrivals: Option<mpsc::UnboundedSender<BytesMut>>,
-) -> anyhow::Result<(Queues, tokio::task::JoinHandle<()>)> {
+) -> anyhow::Result<(Queues, tokio::task::JoinHandle<anyhow::Result<()>>)> {
     let neighbours = connect(place, credentials).await?;
     let mut queues = Vec::with_capacity(neighbours.len());
     let mut streams = Vec::with_capacity(neighbours.len());
@@ -307,27 +307,26 @@ async fn start(
     let here = place.node;
     let relaying = tokio::spawn(async move {
         let mut frames = futures_util::stream::select_all(streams);
+        // A connection that ends ends the relay: the measurement is over.
         while let Some(Ok(mut body)) = frames.next().await {
-            match Route::advance(&mut body, here) {
-                Ok(Some(next)) => {
-                    let Some((_, queue)) = forward.iter().find(|(id, _)| *id == next) else {
-                        tracing::error!("{next} is not a neighbour of {here}");
-                        return;
-                    };
-                    if queue.send(bench::frame_of(&body)).is_err() {
-                        return;
-                    }
+            let Some(next) = Route::advance(&mut body, here)? else {
+                let arrivals = arrivals
+                    .as_ref()
+                    .with_context(|| format!("a tour ended at {here}, not at node 0"))?;
+                if arrivals.send(body).is_err() {
+                    return Ok(());
                 }
-                Ok(None) => match &arrivals {
-                    Some(arrivals) if arrivals.send(body).is_ok() => {}
-                    _ => return,
-                },
-                Err(e) => {
-                    tracing::error!("{e:#}");
-                    return;
-                }
+                continue;
+            };
+            let (_, queue) = forward
+                .iter()
+                .find(|(id, _)| *id == next)
+                .with_context(|| format!("{next} is not a neighbour of {here}"))?;
+            if queue.send(bench::frame_of(&body)).is_err() {
+                return Ok(());
             }
         }
+        anyhow::Ok(())
     });
     Ok((queues, relaying))
 }
@@ -335,11 +334,11 @@ async fn start(
 /// The queues of frames to write to each neighbour, by id.
 type Queues = Vec<(NodeId, mpsc::UnboundedSender<Vec<u8>>)>;
 
-/// One relay of the mesh, at `place`: runs until the process is killed or a connection ends.
+/// One relay of the mesh, at `place`: runs until the process is killed or a connection ends;
+/// a frame it cannot forward is an error (the bench sees the relay's message on its stderr).
 pub async fn relay(place: Place, credentials: Credentials) -> anyhow::Result<()> {
     let (_queues, relaying) = start(&place, &credentials, None).await?;
-    relaying.await?;
-    Ok(())
+    relaying.await?
 }
 
 /// How to measure a mesh.
