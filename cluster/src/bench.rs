@@ -398,16 +398,11 @@ pub const LOAD_GENERATOR_NICE: i32 = -20;
 pub fn prioritize_load_generator(nice: i32) -> (i32, Option<String>) {
     use cuberoute_daemon::priority;
     let now = priority::current().unwrap_or(0);
-    let set = if nice < now {
-        priority::raise_to(nice)
-    } else {
-        priority::lower_to(nice)
-    };
-    match set {
+    match priority::set_to(nice) {
         Ok(()) => (nice, None),
         Err(e) => {
             let why = format!(
-                "the load generator stays at niceness {now}: raising it to {nice} needs root or CAP_SYS_NICE ({e}); on clusters of hundreds of daemons at saturation it then gets a small share of the CPU and fewer sets are in flight than --concurrency says"
+                "the load generator stays at niceness {now}: setting it to {nice} needs root or CAP_SYS_NICE ({e}); on clusters of hundreds of daemons at saturation it then gets a small share of the CPU and fewer sets are in flight than --concurrency says"
             );
             (now, Some(why))
         }

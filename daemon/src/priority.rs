@@ -21,12 +21,12 @@ pub fn lower_to(nice: i32) -> io::Result<()> {
     }
 }
 
-/// Raise this thread's scheduling priority to niceness `nice` (-20 to 0), and that of the
-/// threads and processes it starts after: the bench's load generator, which must not be
-/// starved by the hundreds of daemons it loads. Raising needs root or CAP_SYS_NICE (an error
-/// otherwise); a thread already at `nice` or below stays so.
-pub fn raise_to(nice: i32) -> io::Result<()> {
-    if current()? <= nice {
+/// Set this thread's niceness to `nice` (-20 to 19), and that of the threads and processes it
+/// starts after: the bench's load generator, which must not be starved by the hundreds of
+/// daemons it loads. A niceness below the thread's own needs root or CAP_SYS_NICE (an error
+/// otherwise); one above it needs no privilege.
+pub fn set_to(nice: i32) -> io::Result<()> {
+    if current()? == nice {
         return Ok(());
     }
     // SAFETY: setpriority takes plain integers and touches no memory of ours.
@@ -65,26 +65,32 @@ mod tests {
     }
 
     #[test]
-    fn raising_is_refused_without_the_privilege_or_takes_effect() {
+    fn setting_takes_effect_both_ways_or_is_refused_without_the_privilege() {
         // Run in a child so that the test process keeps its priority.
         let exe = std::env::current_exe().unwrap();
         if std::env::var_os("CUBEROUTE_PRIORITY_CHILD").is_some() {
             let before = current().unwrap();
-            match raise_to(before - 1) {
-                Ok(()) => assert_eq!(current().unwrap(), before - 1),
+            match set_to(before - 1) {
+                Ok(()) => {
+                    assert_eq!(current().unwrap(), before - 1);
+                    // Back up to where it was: allowed to anyone.
+                    set_to(before).unwrap();
+                    assert_eq!(current().unwrap(), before);
+                }
                 Err(e) => {
                     assert_eq!(e.kind(), io::ErrorKind::PermissionDenied, "{e}");
                     assert_eq!(current().unwrap(), before);
                 }
             }
-            // Already there: nothing to do, allowed to anyone.
-            raise_to(current().unwrap()).unwrap();
+            let higher = (before + 2).min(19);
+            set_to(higher).unwrap();
+            assert_eq!(current().unwrap(), higher);
             return;
         }
         let status = std::process::Command::new(exe)
             .args([
                 "--exact",
-                "priority::tests::raising_is_refused_without_the_privilege_or_takes_effect",
+                "priority::tests::setting_takes_effect_both_ways_or_is_refused_without_the_privilege",
                 "--nocapture",
             ])
             .env("CUBEROUTE_PRIORITY_CHILD", "1")
