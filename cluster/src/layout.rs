@@ -69,6 +69,15 @@ impl ClusterDir {
         self.node_dir(id).join(NODE_CONFIG)
     }
 
+    /// The node's certificate, and its key (`Credentials::load` takes them with the CA's).
+    pub fn node_cert(&self, id: NodeId) -> PathBuf {
+        self.node_dir(id).join(NODE_CERT)
+    }
+
+    pub fn node_key(&self, id: NodeId) -> PathBuf {
+        self.node_dir(id).join(NODE_KEY)
+    }
+
     pub fn logs(&self) -> PathBuf {
         self.root.join("logs")
     }

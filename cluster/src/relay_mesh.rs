@@ -167,8 +167,12 @@ pub struct Place {
 }
 
 impl Place {
+    /// `node`'s place in the cluster of `dir`.
     pub fn of(dir: &ClusterDir, node: NodeId) -> anyhow::Result<Place> {
-        let manifest = Manifest::load(&dir.manifest())?;
+        Place::in_manifest(&Manifest::load(&dir.manifest())?, node)
+    }
+
+    pub fn in_manifest(manifest: &Manifest, node: NodeId) -> anyhow::Result<Place> {
         anyhow::ensure!(
             manifest.topology.node_count() <= 1 << 16,
             "a mesh's routes hold node ids of 16 bits"
@@ -479,11 +483,14 @@ pub async fn run_on(
         relays.0.push(child);
     }
     let pids: Vec<u32> = relays.0.iter().map(std::process::Child::id).collect();
-    let node = |name| dir.node_dir(NodeId(0)).join(name);
-    let credentials = Credentials::load(&dir.ca_cert(), &node("node.pem"), &node("node.key"))?;
+    let credentials = Credentials::load(
+        &dir.ca_cert(),
+        &dir.node_cert(NodeId(0)),
+        &dir.node_key(NodeId(0)),
+    )?;
     let result = measure(MeshRun {
         relays: &pids,
-        place: Place::of(dir, NodeId(0))?,
+        place: Place::in_manifest(&manifest, NodeId(0))?,
         credentials: &credentials,
         frame_len,
         sequential_hops,

@@ -246,7 +246,6 @@ pub async fn run_on(
     let mut relays = Relays(Vec::with_capacity(addresses.len() - 1));
     for (i, &(id, listen)) in addresses.iter().enumerate().skip(1) {
         let (next_id, next) = addresses[(i + 1) % addresses.len()];
-        let file = |name| dir.node_dir(id).join(name);
         let child = Command::new(exe)
             .arg("bench-relay-ring")
             .args(["--listen", &listen.to_string()])
@@ -257,9 +256,9 @@ pub async fn run_on(
             .arg("--ca")
             .arg(dir.ca_cert())
             .arg("--cert")
-            .arg(file("node.pem"))
+            .arg(dir.node_cert(id))
             .arg("--key")
-            .arg(file("node.key"))
+            .arg(dir.node_key(id))
             .stdin(Stdio::null())
             .spawn()
             .context("starting a relay of the ring")?;
@@ -267,8 +266,11 @@ pub async fn run_on(
     }
     let pids: Vec<u32> = relays.0.iter().map(Child::id).collect();
     let (first_id, listen) = addresses[0];
-    let node = |name| dir.node_dir(first_id).join(name);
-    let credentials = Credentials::load(&dir.ca_cert(), &node("node.pem"), &node("node.key"))?;
+    let credentials = Credentials::load(
+        &dir.ca_cert(),
+        &dir.node_cert(first_id),
+        &dir.node_key(first_id),
+    )?;
     let result = measure(RingRun {
         relays: &pids,
         listen,

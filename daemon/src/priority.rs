@@ -12,13 +12,7 @@ pub fn lower_to(nice: i32) -> io::Result<()> {
     if nice <= 0 || current()? >= nice {
         return Ok(());
     }
-    // SAFETY: setpriority takes plain integers and touches no memory of ours.
-    let rc = unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, nice) };
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
+    set_to(nice)
 }
 
 /// Set this thread's niceness to `nice` (-20 to 19), and that of the threads and processes it

@@ -665,8 +665,7 @@ pub fn relay_mesh(args: RelayMeshArgs) -> anyhow::Result<()> {
     cuberoute_daemon::priority::lower_to(args.nice)?;
     let dir = ClusterDir::new(&args.cluster);
     let node = NodeId(args.node);
-    let file = |name| dir.node_dir(node).join(name);
-    let credentials = Credentials::load(&dir.ca_cert(), &file("node.pem"), &file("node.key"))?;
+    let credentials = Credentials::load(&dir.ca_cert(), &dir.node_cert(node), &dir.node_key(node))?;
     let place = relay_mesh::Place::of(&dir, node)?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
