@@ -53,10 +53,15 @@ use tracing::{debug, info, warn};
 
 /// Malformed frames tolerated on one connection before the peer is disconnected.
 pub const MAX_BAD_FRAMES: u32 = 16;
-/// A link whose written frames see no acknowledgement for this long is dead: the neighbour
-/// crashed, or the path to it is gone. Well below 3 s, well above a round trip and QUIC's loss
-/// recovery on a loaded machine.
+/// A link whose written frames see no acknowledgement for this long, while nothing at all has
+/// come from the neighbour for as long, is dead: the neighbour crashed, or the path to it is
+/// gone. Well below 3 s, well above a round trip and QUIC's loss recovery on a loaded machine.
 pub const SILENT_LINK: Duration = Duration::from_millis(2500);
+/// ...or this many of the connection's smoothed round trips, where that is longer. A machine
+/// loaded past saturation runs each daemon seldom, and its round trips grow to a second and
+/// more: a slow neighbour, which closing the link would only slow down further (every
+/// reconnection is a handshake and its buffer written again), not a dead one.
+pub const SILENT_ROUND_TRIPS: u32 = 8;
 /// The accepting side knocks when its link has been down this long...
 pub const KNOCK_AFTER: Duration = Duration::from_secs(1);
 /// ...and again this often (with jitter) while it stays down.
@@ -685,7 +690,7 @@ impl Link {
                 r = self.read_frames(node, frames, connection) => r,
                 r = self.write_frames(connection, &mut send, acks) => r,
                 r = self.await_acks(written) => r,
-                r = self.watch_silence() => r,
+                r = self.watch_silence(connection) => r,
             };
             connection.close(0u32.into(), b"");
             result
@@ -721,10 +726,12 @@ impl Link {
         state.waiting_since = None;
     }
 
-    /// Fail when written frames have waited [`SILENT_LINK`] for an acknowledgement. Sleeps
-    /// while nothing is outstanding, and stops its timer when an acknowledgement makes
-    /// progress: neither an idle link nor an acknowledged one costs a wake-up.
-    async fn watch_silence(&self) -> anyhow::Result<()> {
+    /// Fail when written frames have waited [`silence_limit`] for an acknowledgement and no
+    /// datagram has come from the neighbour for as long. Sleeps while nothing is outstanding,
+    /// and stops its timer when an acknowledgement makes progress: neither an idle link nor an
+    /// acknowledged one costs a wake-up.
+    async fn watch_silence(&self, connection: &quinn::Connection) -> anyhow::Result<()> {
+        let mut heard = Heard::now(connection);
         loop {
             let changed = self.outstanding.notified();
             tokio::pin!(changed);
@@ -733,12 +740,16 @@ impl Link {
                 changed.await;
                 continue;
             };
-            let deadline = since + SILENT_LINK;
-            if Instant::now() >= deadline {
+            let now = Instant::now();
+            heard.update(connection, now);
+            let limit = silence_limit(connection.rtt());
+            let deadline = since.max(heard.at) + limit;
+            if now >= deadline {
                 let waiting = self.lock().written_unacknowledged();
                 anyhow::bail!(
-                    "no acknowledgement for {} ms with {waiting} frames written",
-                    SILENT_LINK.as_millis()
+                    "no acknowledgement for {} ms with {waiting} frames written, and nothing \
+                     heard from the neighbour",
+                    limit.as_millis()
                 );
             }
             tokio::select! {
@@ -932,6 +943,36 @@ impl Link {
     }
 }
 
+/// How long written frames may wait for an acknowledgement, with nothing heard from the
+/// neighbour, before the link is taken for dead: [`SILENT_LINK`], or [`SILENT_ROUND_TRIPS`] of
+/// the connection's smoothed round trip `rtt` where that is longer.
+pub fn silence_limit(rtt: Duration) -> Duration {
+    SILENT_LINK.max(rtt.saturating_mul(SILENT_ROUND_TRIPS))
+}
+
+/// When a datagram of the connection was last seen to have arrived: its received count, as
+/// the silence watch last read it, and when that count last moved.
+struct Heard {
+    datagrams: u64,
+    at: Instant,
+}
+
+impl Heard {
+    fn now(connection: &quinn::Connection) -> Heard {
+        Heard {
+            datagrams: connection.stats().udp_rx.datagrams,
+            at: Instant::now(),
+        }
+    }
+
+    fn update(&mut self, connection: &quinn::Connection, now: Instant) {
+        let datagrams = connection.stats().udp_rx.datagrams;
+        if datagrams != self.datagrams {
+            *self = Heard { datagrams, at: now };
+        }
+    }
+}
+
 /// Data frames to write on a stream of their own.
 struct Batch {
     frames: Vec<Bytes>,
@@ -982,6 +1023,22 @@ fn display_result(result: &anyhow::Result<()>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_link_is_given_eight_round_trips_where_they_are_longer_than_the_silent_link_time() {
+        assert_eq!(silence_limit(Duration::ZERO), SILENT_LINK);
+        assert_eq!(silence_limit(Duration::from_millis(10)), SILENT_LINK);
+        assert_eq!(silence_limit(Duration::from_millis(312)), SILENT_LINK);
+        assert_eq!(
+            silence_limit(Duration::from_millis(313)),
+            Duration::from_millis(2504)
+        );
+        assert_eq!(
+            silence_limit(Duration::from_secs(2)),
+            Duration::from_secs(16)
+        );
+        assert_eq!(silence_limit(Duration::MAX), Duration::MAX);
+    }
     use cuberoute_protocol::wire::decode_frame;
 
     const ME: u64 = 77;
