@@ -83,6 +83,9 @@ fn bench_counts_what_wakes_the_daemons_and_runs_a_ring_and_a_mesh_of_their_numbe
         ] {
             assert!(number(w, counted) >= 0.0, "{window}.{counted}: {w}");
         }
+        // A live cluster under load loses no link: a slow neighbour is not a dead one.
+        assert_eq!(number(w, "links_lost"), 0.0, "{window}: {w}");
+        assert_eq!(number(w, "frames_resent"), 0.0, "{window}: {w}");
         let timers =
             number(w, "quic_timers_per_packet_hop") + number(w, "link_timers_per_packet_hop");
         assert!((number(w, "timer_wakeups_per_packet_hop") - timers).abs() < 1e-9);

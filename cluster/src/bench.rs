@@ -169,6 +169,9 @@ pub struct ClusterCounts {
     pub drops: u64,
     /// What the daemons' endpoints and timers did.
     pub io: IoCounters,
+    /// Link ends that went down, and frames written again on a new connection after it.
+    pub links_lost: u64,
+    pub frames_resent: u64,
 }
 
 /// Sum over all nodes of their counters now.
@@ -179,6 +182,8 @@ pub async fn cluster_counts(client: &ClusterClient) -> ClusterCounts {
             let c = &s.counters;
             sum.packet_hops += c.packets_forwarded + c.packets_delivered + c.dropped_total();
             sum.drops += c.dropped_total();
+            sum.links_lost += c.events.get("link_lost").copied().unwrap_or(0);
+            sum.frames_resent += s.links.iter().map(|l| l.frames_resent).sum::<u64>();
             let (io, add) = (&mut sum.io, s.io);
             io.datagrams_sent += add.datagrams_sent;
             io.send_calls += add.send_calls;
@@ -217,6 +222,10 @@ pub struct Wakeups {
     pub keepalives_per_packet_hop: f64,
     /// QUIC ACK frames on links, alone or riding on data.
     pub link_ack_frames_per_packet_hop: f64,
+    /// Link ends that went down in the window (each end of a link counts), and the frames
+    /// written again after: on a live cluster, none.
+    pub links_lost: u64,
+    pub frames_resent: u64,
 }
 
 impl Wakeups {
@@ -242,6 +251,8 @@ impl Wakeups {
             link_timers_per_packet_hop: link,
             keepalives_per_packet_hop: per_hop(a.pings_sent, b.pings_sent),
             link_ack_frames_per_packet_hop: per_hop(a.link_ack_frames_sent, b.link_ack_frames_sent),
+            links_lost: after.links_lost.saturating_sub(before.links_lost),
+            frames_resent: after.frames_resent.saturating_sub(before.frames_resent),
         }
     }
 }

@@ -781,13 +781,13 @@ fn print_scaling(f: &Figures) {
     }
     println!("\nWhat wakes the daemons, per packet-hop, one set at a time / at saturation:\n");
     println!(
-        "| cluster | daemons | wake-ups | of which preempted | datagrams sent | send calls | receive calls | timers expired (QUIC + link) | keep-alives (PINGs) | QUIC ACK frames on links |"
+        "| cluster | daemons | wake-ups | of which preempted | datagrams sent | send calls | receive calls | timers expired (QUIC + link) | keep-alives (PINGs) | QUIC ACK frames on links | link ends lost, frames resent |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|");
     for c in &f.clusters {
         let (q, s) = (&c.wakeups_sequential, &c.wakeups_saturation);
         println!(
-            "| {} | {} | {:.2} / {:.2} | {:.2} / {:.2} | {:.2} / {:.2} | {:.2} / {:.2} | {:.2} / {:.2} | {:.2} + {:.2} / {:.2} + {:.2} | {:.3} / {:.3} | {:.2} / {:.2} |",
+            "| {} | {} | {:.2} / {:.2} | {:.2} / {:.2} | {:.2} / {:.2} | {:.2} / {:.2} | {:.2} / {:.2} | {:.2} + {:.2} / {:.2} + {:.2} | {:.3} / {:.3} | {:.2} / {:.2} | {}, {} / {}, {} |",
             c.topology,
             c.nodes,
             q.wakeups_per_packet_hop,
@@ -808,6 +808,10 @@ fn print_scaling(f: &Figures) {
             s.keepalives_per_packet_hop,
             q.link_ack_frames_per_packet_hop,
             s.link_ack_frames_per_packet_hop,
+            q.links_lost,
+            q.frames_resent,
+            s.links_lost,
+            s.frames_resent,
         );
     }
 }
