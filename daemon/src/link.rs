@@ -54,14 +54,20 @@ use tracing::{debug, info, warn};
 /// Malformed frames tolerated on one connection before the peer is disconnected.
 pub const MAX_BAD_FRAMES: u32 = 16;
 /// A link whose written frames see no acknowledgement for this long, while nothing at all has
-/// come from the neighbour for as long, is dead: the neighbour crashed, or the path to it is
-/// gone. Well below 3 s, well above a round trip and QUIC's loss recovery on a loaded machine.
+/// come from the neighbour for as long (a probe halfway included), is dead: the neighbour
+/// crashed, or the path to it is gone. Well below 3 s, well above a round trip and QUIC's loss recovery on a loaded machine.
 pub const SILENT_LINK: Duration = Duration::from_millis(2500);
 /// ...or this many of the connection's smoothed round trips, where that is longer. A machine
 /// loaded past saturation runs each daemon seldom, and its round trips grow to a second and
 /// more: a slow neighbour, which closing the link would only slow down further (every
 /// reconnection is a handshake and its buffer written again), not a dead one.
 pub const SILENT_ROUND_TRIPS: u32 = 8;
+/// A silence watch woken this much after its time was not running itself: it looks again
+/// after this long before it judges the neighbour...
+pub const LATE_WAKE: Duration = Duration::from_millis(50);
+/// ...unless the neighbour has been silent this many limits: a node late at every wake-up
+/// still finds a dead neighbour.
+pub const SILENT_AT_MOST: u32 = 4;
 /// The accepting side knocks when its link has been down this long...
 pub const KNOCK_AFTER: Duration = Duration::from_secs(1);
 /// ...and again this often (with jitter) while it stays down.
@@ -727,33 +733,57 @@ impl Link {
     }
 
     /// Fail when written frames have waited [`silence_limit`] for an acknowledgement and no
-    /// datagram has come from the neighbour for as long. Sleeps while nothing is outstanding,
-    /// and stops its timer when an acknowledgement makes progress: neither an idle link nor an
-    /// acknowledged one costs a wake-up.
+    /// datagram has come from the neighbour for as long. Halfway, the link asks the neighbour
+    /// for an acknowledgement at once (a probe: what waits may not have left this node, and a
+    /// neighbour with nothing to acknowledge says nothing). A node woken late was not running
+    /// itself, and what the neighbour sent may still wait in its own socket: it judges only
+    /// after a wake-up on time ([`LATE_WAKE`]), or after [`SILENT_AT_MOST`] limits. Sleeps while
+    /// nothing is outstanding, and stops its timer when an acknowledgement makes progress:
+    /// neither an idle link nor an acknowledged one costs a wake-up.
     async fn watch_silence(&self, connection: &quinn::Connection) -> anyhow::Result<()> {
         let mut heard = Heard::now(connection);
+        let mut probed = false;
+        let mut woke_late = false;
         loop {
             let changed = self.outstanding.notified();
             tokio::pin!(changed);
             changed.as_mut().enable();
             let Some(since) = self.lock().waiting_since else {
+                probed = false;
                 changed.await;
                 continue;
             };
             let now = Instant::now();
-            heard.update(connection, now);
+            if heard.update(connection, now) {
+                probed = false;
+            }
             let limit = silence_limit(connection.rtt());
-            let deadline = since.max(heard.at) + limit;
-            if now >= deadline {
+            let silent_since = since.max(heard.at);
+            let deadline = silent_since + limit;
+            let silent_for = now.saturating_duration_since(silent_since);
+            if now >= deadline && (!woke_late || silent_for >= limit * SILENT_AT_MOST) {
                 let waiting = self.lock().written_unacknowledged();
                 anyhow::bail!(
-                    "no acknowledgement for {} ms with {waiting} frames written, and nothing \
-                     heard from the neighbour",
-                    limit.as_millis()
+                    "no acknowledgement with {waiting} frames written, and nothing heard from \
+                     the neighbour for {} ms, a probe included",
+                    silent_for.as_millis()
                 );
             }
+            let halfway = silent_since + limit / 2;
+            if now >= halfway && !probed {
+                connection.request_immediate_ack();
+                probed = true;
+            }
+            let wake_at = match (probed, woke_late) {
+                (false, _) => halfway,
+                (true, false) => deadline,
+                (true, true) => deadline.max(now + LATE_WAKE),
+            };
             tokio::select! {
-                () = tokio::time::sleep_until(deadline) => io_counts::link_timer_fired(),
+                () = tokio::time::sleep_until(wake_at) => {
+                    io_counts::link_timer_fired();
+                    woke_late = Instant::now().saturating_duration_since(wake_at) > LATE_WAKE;
+                }
                 // Acknowledged (or newly outstanding): look again.
                 () = changed => {}
             }
@@ -965,11 +995,14 @@ impl Heard {
         }
     }
 
-    fn update(&mut self, connection: &quinn::Connection, now: Instant) {
+    /// Whether a datagram came since the last look.
+    fn update(&mut self, connection: &quinn::Connection, now: Instant) -> bool {
         let datagrams = connection.stats().udp_rx.datagrams;
-        if datagrams != self.datagrams {
+        let moved = datagrams != self.datagrams;
+        if moved {
             *self = Heard { datagrams, at: now };
         }
+        moved
     }
 }
 
