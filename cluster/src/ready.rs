@@ -86,12 +86,24 @@ pub enum NotReady {
     Runners(anyhow::Error),
 }
 
+/// The dead nodes by reason, each reason once with the first few of its nodes: a cluster of
+/// 2,048 that could not start says so in a line, not in 2,048 parts.
 fn describe_dead(dead: &[(NodeId, String)]) -> String {
-    let all: Vec<String> = dead
+    let mut reasons: Vec<(&str, Vec<NodeId>)> = Vec::new();
+    for (id, why) in dead {
+        match reasons.iter_mut().find(|(w, _)| *w == why.as_str()) {
+            Some((_, nodes)) => nodes.push(*id),
+            None => reasons.push((why, vec![*id])),
+        }
+    }
+    let parts: Vec<String> = reasons
         .iter()
-        .map(|(id, why)| format!("{id} ({why})"))
+        .map(|(why, nodes)| match nodes.as_slice() {
+            [one] => format!("{one} ({why})"),
+            _ => format!("{} nodes ({why}): {}", nodes.len(), list(nodes)),
+        })
         .collect();
-    all.join(", ")
+    parts.join("; ")
 }
 
 fn list(nodes: &[NodeId]) -> String {
@@ -402,6 +414,15 @@ mod tests {
         assert_eq!(
             dead.to_string(),
             "nodes are not running: 3 (process exited)"
+        );
+        let mut many: Vec<(NodeId, String)> = (0..2048)
+            .map(|i| (NodeId(i), "process exited".into()))
+            .collect();
+        many.push((NodeId(7), "killed by signal 9".into()));
+        assert_eq!(
+            NotReady::Dead(many).to_string(),
+            "nodes are not running: 2048 nodes (process exited): 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, \
+             10, 11, 12, 13, 14, 15, 16, 17, 18, 19, and 2028 more; 7 (killed by signal 9)"
         );
     }
 }
