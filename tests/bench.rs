@@ -46,6 +46,8 @@ fn bench_counts_what_wakes_the_daemons_and_runs_a_ring_and_a_mesh_of_their_numbe
             "4",
             "--quiet",
             "1s",
+            "--sweep",
+            "8",
         ])
         .output()
         .unwrap();
@@ -94,6 +96,26 @@ fn bench_counts_what_wakes_the_daemons_and_runs_a_ring_and_a_mesh_of_their_numbe
         number(cluster, "wakeups_per_packet_hop"),
         number(&cluster["wakeups_saturation"], "wakeups_per_packet_hop")
     );
+
+    // The sweep: one more saturation run, with 8 sets in flight, on the live cluster.
+    let sweep = cluster["saturation_sweep"].as_array().expect("a sweep");
+    assert_eq!(sweep.len(), 1, "{sweep:?}");
+    let point = &sweep[0];
+    assert_eq!(point["saturation"]["concurrency"], 8, "{point}");
+    assert!(
+        number(&point["saturation"], "sets_completed") > 0.0,
+        "{point}"
+    );
+    assert!(number(&point["saturation"], "packet_hops_per_second") > 0.0);
+    assert!(
+        number(&point["cpu"], "cpu_us_per_packet_hop") > 0.0,
+        "{point}"
+    );
+    assert!(
+        number(&point["wakeups"], "wakeups_per_packet_hop") > 0.0,
+        "{point}"
+    );
+    assert_eq!(number(&point["wakeups"], "links_lost"), 0.0, "{point}");
 
     // The ring: the cluster's four nodes, this process being node 0.
     let ring = &cluster["relay_ring"];

@@ -16,7 +16,7 @@ fn stdout(out: &Output) -> String {
 
 #[test]
 fn bad_input_is_one_line_and_exit_2() {
-    let cases: [&[&str]; 19] = [
+    let cases: [&[&str]; 20] = [
         &["paths", "eh:2", "0", "1"],
         &["paths", "eh:0,3", "0", "1"],
         &["paths", "mesh:4", "0", "1"],
@@ -29,6 +29,7 @@ fn bad_input_is_one_line_and_exit_2() {
         &["bench", "--overload", "0"],
         &["bench", "--overload", "1,500"],
         &["bench", "--load-generator-nice", "20"],
+        &["bench", "--sweep", "4096,0"],
         &["bench", "--load-generator-nice", "-21"],
         &["ping", "--from", "0", "--to", "1", "--count", "0"],
         &["ping", "--from", "0", "--to", "1", "--interval", "1ms"],

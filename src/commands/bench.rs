@@ -79,6 +79,11 @@ pub struct Args {
     /// resident memory and what was refused.
     #[arg(long, value_delimiter = ',', value_name = "MULTIPLES")]
     pub overload: Vec<f64>,
+    /// After the memory after quiet, saturate again with these numbers of sets in flight
+    /// (comma-separated, e.g. 4096,8192), each for --duration: where the throughput stops
+    /// growing, and at what latency.
+    #[arg(long, value_delimiter = ',', value_name = "SETS")]
+    pub sweep: Vec<usize>,
     /// The niceness this process, the load generator, runs at (-20 to 19; below 0 needs root
     /// or CAP_SYS_NICE). The daemons run at 10.
     #[arg(long, default_value_t = bench::LOAD_GENERATOR_NICE, allow_negative_numbers = true)]
@@ -159,6 +164,8 @@ struct ClusterFigures {
     overload_reference: Option<Throughput>,
     /// ...and one open-loop run per multiple of its rate.
     overload: Vec<Overload>,
+    /// With `--sweep`: a saturation run per number of sets in flight, after the memory.
+    saturation_sweep: Vec<SweepPoint>,
     rss_kib_mean: f64,
     rss_kib_max: u64,
     /// PSS and RSS per daemon after the traffic.
@@ -178,6 +185,14 @@ struct ClusterFigures {
     /// The baseline of this graph: a mesh of raw relays on the cluster's links, with as many
     /// frames touring as the saturation run has packets in flight (local clusters only).
     relay_mesh: Option<MeshBaseline>,
+}
+
+/// One run of `--sweep`: the saturation at one number of sets in flight, and its cost.
+#[derive(Serialize, Debug)]
+struct SweepPoint {
+    saturation: Throughput,
+    cpu: HopCost,
+    wakeups: Wakeups,
 }
 
 /// One delivery mode on one cluster.
@@ -225,8 +240,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         .iter()
         .map(|t| super::parse_topology(t))
         .collect::<anyhow::Result<Vec<Topology>>>()?;
-    if args.samples == 0 || args.concurrency == 0 {
-        return Err(usage("--samples and --concurrency must be at least 1"));
+    if args.samples == 0 || args.concurrency == 0 || args.sweep.contains(&0) {
+        return Err(usage(
+            "--samples, --concurrency and every --sweep must be at least 1",
+        ));
     }
     if let Some(bad) = args
         .overload
@@ -282,6 +299,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     } else {
         print_table(&figures);
         print_scaling(&figures);
+        print_sweep(&figures);
     }
     Ok(())
 }
@@ -420,6 +438,46 @@ fn print_idle(topology: &str, nodes: u64, startup_seconds: f64, idle: &Idle) {
         m.rss_mib.mean,
         m.rss_mib.max
     );
+}
+
+/// `--sweep`: saturate the cluster in `dir` with each number of sets in flight in turn, on a
+/// client of its own (the main one is closed before the memory is read).
+fn sweep(
+    args: &Args,
+    dir: &ClusterDir,
+    runtime: &tokio::runtime::Runtime,
+) -> anyhow::Result<Vec<SweepPoint>> {
+    if args.sweep.is_empty() {
+        return Ok(Vec::new());
+    }
+    let client = ClusterClient::open(dir)?;
+    let pids = cuberoute_cluster::runner::pids(dir)?;
+    let mut points = Vec::new();
+    for &concurrency in &args.sweep {
+        let (saturation, cost) = runtime.block_on(bench::saturate_costed(
+            &client,
+            &pids,
+            args.duration,
+            concurrency,
+            args.seed,
+            Load::default(),
+        ));
+        eprintln!(
+            "{} sets in flight: {:.0} packet-hops/s at {:.1} µs each, {} sets completed, {} not within the wait",
+            concurrency,
+            saturation.packet_hops_per_second,
+            cost.cpu.cpu_us_per_packet_hop,
+            saturation.sets_completed,
+            saturation.sets_incomplete
+        );
+        points.push(SweepPoint {
+            saturation,
+            cpu: cost.cpu,
+            wakeups: cost.wakeups,
+        });
+    }
+    client.close();
+    Ok(points)
 }
 
 fn measure_running(
@@ -565,6 +623,7 @@ fn measure_running(
         &cuberoute_cluster::runner::pids(dir)?,
         args.quiet.unwrap_or(quiet::QUIET),
     );
+    let saturation_sweep = sweep(args, dir, &runtime)?;
     let all_copies: Vec<(u32, f64)> = farthest
         .copies
         .iter()
@@ -589,6 +648,7 @@ fn measure_running(
         wakeups_per_packet_hop: cost_saturation.wakeups.wakeups_per_packet_hop,
         overload: overloads,
         overload_reference,
+        saturation_sweep,
         rss_kib_mean: memory.rss_mib.mean * 1024.0,
         rss_kib_max: (memory.rss_mib.max * 1024.0) as u64,
         memory,
@@ -813,6 +873,43 @@ fn print_scaling(f: &Figures) {
             s.links_lost,
             s.frames_resent,
         );
+    }
+}
+
+/// With `--sweep`: throughput against sets in flight, the main saturation run first.
+fn print_sweep(f: &Figures) {
+    if f.clusters.iter().all(|c| c.saturation_sweep.is_empty()) {
+        return;
+    }
+    println!(
+        "\nSets in flight against throughput (a set completes when every copy arrived within the bench's wait):\n"
+    );
+    println!(
+        "| cluster | sets in flight | packet-hops/s | CPU per packet-hop (µs) | wake-ups per packet-hop | datagrams sent per packet-hop | completed: p50 / p99 (ms) | sets completed / not within the wait | link ends lost |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|");
+    for c in &f.clusters {
+        let main = (&c.saturation, &c.cpu_saturation, &c.wakeups_saturation);
+        let swept = c
+            .saturation_sweep
+            .iter()
+            .map(|p| (&p.saturation, &p.cpu, &p.wakeups));
+        for (s, cpu, w) in std::iter::once(main).chain(swept) {
+            println!(
+                "| {} | {} | {:.0} | {:.1} | {:.2} | {:.2} | {:.0} / {:.0} | {} / {} | {} |",
+                c.topology,
+                s.concurrency,
+                s.packet_hops_per_second,
+                cpu.cpu_us_per_packet_hop,
+                w.wakeups_per_packet_hop,
+                w.datagrams_sent_per_packet_hop,
+                s.completion.p50_us / 1000.0,
+                s.completion.p99_us / 1000.0,
+                s.sets_completed,
+                s.sets_incomplete,
+                w.links_lost
+            );
+        }
     }
 }
 
