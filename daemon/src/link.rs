@@ -749,7 +749,7 @@ impl Link {
             tokio::pin!(changed);
             changed.as_mut().enable();
             let Some(since) = self.lock().waiting_since else {
-                probed = false;
+                (probed, woke_late) = (false, false);
                 changed.await;
                 continue;
             };
