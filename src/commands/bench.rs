@@ -453,13 +453,15 @@ fn sweep(
     let client = ClusterClient::open(dir)?;
     let pids = cuberoute_cluster::runner::pids(dir)?;
     let mut points = Vec::new();
-    for &concurrency in &args.sweep {
+    for (run, &concurrency) in (1..).zip(&args.sweep) {
+        // Pairs of their own: the main run's would find their sealing keys agreed already.
+        let seed = args.seed.wrapping_add(run);
         let (saturation, cost) = runtime.block_on(bench::saturate_costed(
             &client,
             &pids,
             args.duration,
             concurrency,
-            args.seed,
+            seed,
             Load::default(),
         ));
         eprintln!(
