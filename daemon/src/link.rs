@@ -55,7 +55,8 @@ use tracing::{debug, info, warn};
 pub const MAX_BAD_FRAMES: u32 = 16;
 /// A link whose written frames see no acknowledgement for this long, while nothing at all has
 /// come from the neighbour for as long (a probe halfway included), is dead: the neighbour
-/// crashed, or the path to it is gone. Well below 3 s, well above a round trip and QUIC's loss recovery on a loaded machine.
+/// crashed, or the path to it is gone. Well below 3 s, well above a round trip and QUIC's loss
+/// recovery on a loaded machine.
 pub const SILENT_LINK: Duration = Duration::from_millis(2500);
 /// ...or this many of the connection's smoothed round trips, where that is longer. A machine
 /// loaded past saturation runs each daemon seldom, and its round trips grow to a second and
@@ -1056,6 +1057,7 @@ fn display_result(result: &anyhow::Result<()>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use cuberoute_protocol::wire::decode_frame;
 
     #[test]
     fn a_link_is_given_eight_round_trips_where_they_are_longer_than_the_silent_link_time() {
@@ -1072,7 +1074,6 @@ mod tests {
         );
         assert_eq!(silence_limit(Duration::MAX), Duration::MAX);
     }
-    use cuberoute_protocol::wire::decode_frame;
 
     const ME: u64 = 77;
 

@@ -445,20 +445,20 @@ fn print_idle(topology: &str, nodes: u64, startup_seconds: f64, idle: &Idle) {
 fn sweep(
     args: &Args,
     dir: &ClusterDir,
+    pids: &[u32],
     runtime: &tokio::runtime::Runtime,
 ) -> anyhow::Result<Vec<SweepPoint>> {
     if args.sweep.is_empty() {
         return Ok(Vec::new());
     }
     let client = ClusterClient::open(dir)?;
-    let pids = cuberoute_cluster::runner::pids(dir)?;
     let mut points = Vec::new();
     for (run, &concurrency) in (1..).zip(&args.sweep) {
         // Pairs of their own: the main run's would find their sealing keys agreed already.
         let seed = args.seed.wrapping_add(run);
         let (saturation, cost) = runtime.block_on(bench::saturate_costed(
             &client,
-            &pids,
+            pids,
             args.duration,
             concurrency,
             seed,
@@ -625,7 +625,7 @@ fn measure_running(
         &cuberoute_cluster::runner::pids(dir)?,
         args.quiet.unwrap_or(quiet::QUIET),
     );
-    let saturation_sweep = sweep(args, dir, &runtime)?;
+    let saturation_sweep = sweep(args, dir, &pids, &runtime)?;
     let all_copies: Vec<(u32, f64)> = farthest
         .copies
         .iter()
