@@ -62,6 +62,19 @@ fn bench_counts_what_wakes_the_daemons_and_runs_a_ring_and_a_mesh_of_their_numbe
         assert_eq!(nice, -20.0, "{cluster}");
     }
 
+    // What the start cost: every daemon read, and its CPU no more than the start's wall time
+    // on every core.
+    let start = &cluster["startup_cpu"];
+    assert_eq!(number(start, "daemons"), 4.0, "{start}");
+    let cores = number(start, "cores");
+    let daemons = number(start, "daemons_seconds");
+    assert!(daemons > 0.0, "{start}");
+    assert!(
+        daemons + number(start, "launcher_seconds")
+            <= (number(cluster, "startup_seconds") + 0.1) * cores,
+        "{start}"
+    );
+
     // Every packet-hop is a datagram some daemon received, after a wake-up.
     for window in ["wakeups_sequential", "wakeups_saturation"] {
         let w = &cluster[window];

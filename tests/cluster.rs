@@ -352,6 +352,22 @@ fn up_reports_its_phases_and_they_add_up_to_the_total() {
         "phases add up to {sum} s, the total is {total} s: {out}"
     );
     assert!(phases.iter().all(|(_, seconds)| *seconds >= 0.0));
+    // And what it cost the processors: the 8 daemons' CPU, and the least time it takes.
+    let cpu = out
+        .lines()
+        .find_map(|l| l.trim_start().strip_prefix("cpu:"))
+        .unwrap_or_else(|| panic!("no cpu line: {out}"));
+    let number_after = |what: &str| -> f64 {
+        cpu.split_once(what)
+            .and_then(|(_, rest)| rest.trim_start().split([' ', ':']).next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("no number after {what:?} in {cpu}"))
+    };
+    assert!(number_after("the daemons") > 0.0, "{cpu}");
+    assert!(
+        number_after("at least") <= total + 0.1,
+        "{cpu}: more than {total} s"
+    );
 }
 
 /// Regression: EH(4,4) started with an absolute `--dir`, then `cluster down --dir eh44` from its

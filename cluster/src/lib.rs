@@ -65,6 +65,7 @@ pub mod scenario;
 pub mod schedule;
 pub mod shaping;
 pub mod sim;
+pub mod start_cpu;
 pub mod swarm;
 pub mod testbed;
 pub mod timeline;

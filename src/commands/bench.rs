@@ -12,6 +12,7 @@ use cuberoute_cluster::overload::{self, Overload};
 use cuberoute_cluster::quiet;
 use cuberoute_cluster::relay_mesh::{self, MeshBaseline};
 use cuberoute_cluster::relay_ring::{self, RingBaseline};
+use cuberoute_cluster::start_cpu::StartCpu;
 use cuberoute_cluster::usage::{self, Idle, Memory};
 use cuberoute_cluster::{ClusterClient, ClusterDir};
 use cuberoute_daemon::tls::Credentials;
@@ -147,6 +148,8 @@ struct ClusterFigures {
     /// The niceness the load generator (this process) ran at.
     load_generator_nice: i32,
     startup_seconds: f64,
+    /// The CPU the start took (local processes started by this command only).
+    startup_cpu: Option<StartCpu>,
     farthest: PairLatency,
     adjacent: PairLatency,
     saturation: Throughput,
@@ -305,10 +308,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
 }
 
 fn measure(args: &Args, topology: Topology) -> anyhow::Result<ClusterFigures> {
-    let (dir, startup) = start(args, topology)?;
+    let (dir, startup, startup_cpu) = start(args, topology)?;
     let result = measure_running(args, topology, &dir, startup);
     eprintln!("{}", cuberoute_cluster::runner::stop(&dir)?);
     let mut figures = result?;
+    figures.startup_cpu = startup_cpu;
     if !args.docker {
         let ring = runtime()?.block_on(relay_ring::run_on(
             &dir,
@@ -360,22 +364,30 @@ fn measure(args: &Args, topology: Topology) -> anyhow::Result<ClusterFigures> {
 /// baselines send.
 const RELAY_FRAME_LEN: usize = 120;
 
-/// Start `topology` in its own directory under `--dir`; returns it and the start-up time.
-fn start(args: &Args, topology: Topology) -> anyhow::Result<(ClusterDir, Duration)> {
+/// Start `topology` in its own directory under `--dir`; returns it, the start-up time and, for
+/// local processes, the CPU the start took.
+fn start(
+    args: &Args,
+    topology: Topology,
+) -> anyhow::Result<(ClusterDir, Duration, Option<StartCpu>)> {
     let name = topology.to_string().replace([':', ','], "-");
     let dir_arg = DirArg {
         dir: args.dir.join(name),
     };
     let dir = dir_arg.cluster();
     let mut up = UpArgs::local(topology, dir_arg, BASE);
-    let startup = if args.docker {
+    if args.docker {
         up.docker.docker = true;
         up.docker.subnet = Ipv4Addr::new(10, 205, 0, 0);
-        cluster::docker::start(&up)?
-    } else {
-        cluster::up::start(&up)?.2
-    };
-    Ok((dir, startup))
+        return Ok((dir, cluster::docker::start(&up)?, None));
+    }
+    let (_, _, startup, cpu) = cluster::up::start(&up)?;
+    eprintln!(
+        "{topology}: up in {:.1} s; {}",
+        startup.as_secs_f64(),
+        cpu.line()
+    );
+    Ok((dir, startup, Some(cpu)))
 }
 
 /// How long a cluster this command started rests before its idle cost is measured: the
@@ -401,7 +413,7 @@ fn idle_only(args: &Args, topologies: &[Topology]) -> anyhow::Result<()> {
     let window = args.idle.expect("clap requires --idle");
     let mut all = Vec::new();
     for &topology in topologies {
-        let (dir, startup) = start(args, topology)?;
+        let (dir, startup, _) = start(args, topology)?;
         eprintln!("{topology}: up in {:.1} s", startup.as_secs_f64());
         std::thread::sleep(SETTLE);
         let idle = measure_idle(&dir, window);
@@ -640,6 +652,7 @@ fn measure_running(
         topology: topology.to_string(),
         nodes: topology.node_count(),
         startup_seconds: startup.as_secs_f64(),
+        startup_cpu: None,
         farthest,
         adjacent,
         saturation,
@@ -933,6 +946,9 @@ fn print_table(f: &Figures) {
             "\n{} ({} processes): all links up in {:.2} s",
             c.topology, c.nodes, c.startup_seconds
         );
+        if let Some(cpu) = &c.startup_cpu {
+            println!("  start-up CPU: {}", cpu.line());
+        }
         for (what, p) in [("farthest", &c.farthest), ("adjacent", &c.adjacent)] {
             println!(
                 "  {what:<8} {} -> {} (d {}, k {}): set p50 {:.0} µs p99 {:.0} µs; per hop p50 {:.0} µs ({:.2}x baseline)",

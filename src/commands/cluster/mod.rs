@@ -19,6 +19,7 @@ use cuberoute_cluster::client::{links_up, revoked};
 use cuberoute_cluster::phases::Phases;
 use cuberoute_cluster::ready::{self, NotReady};
 use cuberoute_cluster::runner;
+use cuberoute_cluster::start_cpu::StartCpu;
 use cuberoute_cluster::{ClusterClient, ClusterDir};
 use cuberoute_protocol::wire::control::NodeStatus;
 use cuberoute_protocol::{NodeId, Topology};
@@ -271,7 +272,7 @@ fn print_summary(
     topology: Topology,
     what: &str,
     elapsed: Duration,
-    phases: Option<&Phases>,
+    phases: Option<(&Phases, &StartCpu)>,
 ) -> anyhow::Result<()> {
     let manifest = cuberoute_daemon::manifest::Manifest::load(&dir.manifest())?;
     let links: u64 = topology
@@ -294,8 +295,9 @@ fn print_summary(
         elapsed.as_secs_f64(),
         topology.node_count()
     );
-    if let Some(phases) = phases {
+    if let Some((phases, cpu)) = phases {
         println!("  phases:  {}", phases.line());
+        println!("  cpu:     {}", cpu.line());
     }
     println!(
         "  nodes at {} .. {} (link, control and metrics ports {}, {}, {})",

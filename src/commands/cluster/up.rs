@@ -7,6 +7,7 @@ use cuberoute_cluster::generate;
 use cuberoute_cluster::local;
 use cuberoute_cluster::netns;
 use cuberoute_cluster::phases::Phases;
+use cuberoute_cluster::start_cpu::{LauncherMark, StartCpu};
 use cuberoute_cluster::{Addressing, ClusterDir, Ports};
 use cuberoute_protocol::Topology;
 use std::net::Ipv4Addr;
@@ -141,25 +142,27 @@ fn write(
 /// `cluster up`: generate, start, wait for every link, print a summary with where the time
 /// went. Returns the time from start to all links up.
 pub fn up(args: &UpArgs) -> anyhow::Result<Duration> {
-    let (dir, topology, phases) = start_timed(args)?;
+    let (dir, topology, phases, cpu) = start_timed(args)?;
     let what = match args.netns {
         true => "processes in network namespaces of their own",
         false => "processes",
     };
-    print_summary(&dir, topology, what, phases.total(), Some(&phases))?;
+    print_summary(&dir, topology, what, phases.total(), Some((&phases, &cpu)))?;
     Ok(phases.total())
 }
 
-/// Generate and start the cluster, and wait until every link is up. Returns the time that took.
-pub fn start(args: &UpArgs) -> anyhow::Result<(ClusterDir, Topology, Duration)> {
-    start_timed(args).map(|(dir, topology, phases)| (dir, topology, phases.total()))
+/// Generate and start the cluster, and wait until every link is up. Returns the time that took
+/// and the CPU it took.
+pub fn start(args: &UpArgs) -> anyhow::Result<(ClusterDir, Topology, Duration, StartCpu)> {
+    start_timed(args).map(|(dir, topology, phases, cpu)| (dir, topology, phases.total(), cpu))
 }
 
 /// [`start`], timed phase by phase: `checks`, (`network`,) `credentials`, `files`, `spawn`,
 /// `answering` (until a round of the wait found every daemon answering), `links` (until every
-/// link is up).
-pub fn start_timed(args: &UpArgs) -> anyhow::Result<(ClusterDir, Topology, Phases)> {
+/// link is up); with the CPU the daemons and this process used until then.
+pub fn start_timed(args: &UpArgs) -> anyhow::Result<(ClusterDir, Topology, Phases, StartCpu)> {
     let mut phases = Phases::start();
+    let mark = LauncherMark::now();
     if args.netns {
         netns::need_root().map_err(|e| usage(e.to_string()))?;
     }
@@ -211,5 +214,6 @@ pub fn start_timed(args: &UpArgs) -> anyhow::Result<(ClusterDir, Topology, Phase
             anyhow::bail!("interrupted while waiting for the cluster; {stopped}");
         }
     }
-    Ok((dir, topology, phases))
+    let cpu = StartCpu::measure(&cuberoute_cluster::runner::pids(&dir)?, mark);
+    Ok((dir, topology, phases, cpu))
 }
