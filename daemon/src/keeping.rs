@@ -16,10 +16,11 @@ use cuberoute_protocol::wire::control::Delivery;
 use cuberoute_protocol::{NodeId, Topology};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
+use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use tokio::sync::{mpsc, oneshot, watch};
-use tracing::warn;
+use tracing::{info, warn};
 
 /// Batches one commit takes at most.
 const MAX_BATCHES_PER_COMMIT: usize = 1024;
@@ -61,8 +62,14 @@ pub fn identity(topology: Topology, id: NodeId, ca: &[impl AsRef<[u8]>]) -> Iden
 }
 
 pub struct Keeping {
-    store: Arc<Store>,
-    writer: Writer,
+    /// The store and its writer, once there is a store: opened at start where the file (or a
+    /// simulated disk) is there, else made by the first write ([`Keeping::for_writing`]).
+    opened: OnceLock<Opened>,
+    /// Held while the store is being made, so that it is made once.
+    making: Mutex<()>,
+    /// Where the store is, and whose, to make it.
+    config: StoreConfig,
+    identity: Identity,
     written: mpsc::UnboundedSender<Written>,
     /// Reliable sets whole here whose write is not durable yet, with the latest attempt that
     /// arrived meanwhile.
@@ -81,24 +88,50 @@ pub struct Keeping {
 /// Settled sets held back at most this many before they are written on their own.
 const SETTLED_HELD: usize = 1024;
 
-impl Keeping {
-    /// Open the store `config` names for `identity` and start its writer; the receiver gets
-    /// every delivered set's write once it is done.
-    pub fn open(
-        config: &StoreConfig,
-        identity: &Identity,
-    ) -> Result<(Keeping, mpsc::UnboundedReceiver<Written>), StoreError> {
+/// A store opened, and the writer that commits to it.
+struct Opened {
+    store: Arc<Store>,
+    writer: Writer,
+}
+
+impl Opened {
+    fn open(config: &StoreConfig, identity: &Identity) -> Result<Opened, StoreError> {
         let store = Arc::new(Store::open(&config.path, identity, config.retention)?);
-        let next = store.usage()?.next_index;
-        let (written, receiver) = mpsc::unbounded_channel();
         let writer = if store.is_simulated() {
             Writer::in_line(store.clone())
         } else {
             Writer::start(store.clone(), MAX_BATCHES_PER_COMMIT)
         };
+        Ok(Opened { store, writer })
+    }
+}
+
+impl Keeping {
+    /// The store `config` names for `identity`: opened, with its writer started, if it is
+    /// there (a store a node kept before, recovered and checked now); if it is not, only
+    /// checked to be makeable, and made by the node's first write. Most nodes of a cluster
+    /// never keep a set (relays do not), and making a store costs a daemon's start about a
+    /// fifth of its CPU (BENCHMARKS.md, "Where `cluster up` spends its time"). The receiver
+    /// gets every delivered set's write once it is done.
+    pub fn open(
+        config: &StoreConfig,
+        identity: &Identity,
+    ) -> Result<(Keeping, mpsc::UnboundedReceiver<Written>), StoreError> {
+        let opened = OnceLock::new();
+        let mut next = 0;
+        if config.path.exists() || crate::disk::open(&config.path).is_some() {
+            let store = Opened::open(config, identity)?;
+            next = store.store.usage()?.next_index;
+            let _ = opened.set(store);
+        } else {
+            makeable(&config.path)?;
+        }
+        let (written, receiver) = mpsc::unbounded_channel();
         let keeping = Keeping {
-            writer,
-            store,
+            opened,
+            making: Mutex::new(()),
+            config: config.clone(),
+            identity: identity.clone(),
             written,
             writing: Mutex::new(HashMap::new()),
             next_index: watch::channel(next).0,
@@ -109,8 +142,50 @@ impl Keeping {
         Ok((keeping, receiver))
     }
 
+    /// Whether the store exists yet (reads of a store not made yet find it empty).
+    pub fn is_made(&self) -> bool {
+        self.opened.get().is_some()
+    }
+
+    /// The store to read, if it is made.
+    fn store(&self) -> Option<&Store> {
+        self.opened.get().map(|o| &*o.store)
+    }
+
+    /// The store to write to, made now if it is not yet (once: a few hundred microseconds and
+    /// three syncs, on the caller's thread). A store that cannot be made fails this write, and
+    /// the next write tries again.
+    fn for_writing(&self) -> Result<&Opened, String> {
+        if let Some(opened) = self.opened.get() {
+            return Ok(opened);
+        }
+        let _making = self.making.lock().expect("making lock");
+        if let Some(opened) = self.opened.get() {
+            return Ok(opened);
+        }
+        let opened = Opened::open(&self.config, &self.identity).map_err(|e| {
+            warn!(error = %e, "the store could not be made");
+            e.to_string()
+        })?;
+        info!(path = %self.config.path.display(), "store made for the first set kept");
+        Ok(self.opened.get_or_init(|| opened))
+    }
+
+    /// Queue `writes` on the writer, making the store first if need be; `answer` gets the
+    /// result (the reason the store could not be made, if it could not).
+    fn submit(
+        &self,
+        writes: Vec<Write>,
+        answer: impl FnOnce(Result<Vec<Outcome>, String>) + Send + 'static,
+    ) {
+        match self.for_writing() {
+            Ok(opened) => opened.writer.submit(writes, answer),
+            Err(e) => answer(Err(e)),
+        }
+    }
+
     pub fn usage(&self) -> Result<Usage, StoreError> {
-        self.store.usage()
+        self.store().map_or(Ok(Usage::default()), Store::usage)
     }
 
     /// Write the reliable set `delivery` (whole here at `now_us`, in `shape`, by a piece of
@@ -130,7 +205,7 @@ impl Keeping {
         let written = self.written.clone();
         let next_index = self.next_index.clone();
         let failed = self.failed_writes.clone();
-        self.writer.submit(
+        self.submit(
             vec![Write::Deliver {
                 set,
                 entry,
@@ -243,9 +318,14 @@ impl Keeping {
         self.failed_writes.load(Relaxed)
     }
 
+    /// Queue housekeeping `writes` (forgetting, pruning) on the store if it is made: one not
+    /// made yet holds nothing to forget or prune, and is not made for it.
     fn submit_logged(&self, writes: Vec<Write>, what: &'static str) {
+        let Some(opened) = self.opened.get() else {
+            return;
+        };
         let failed = self.failed_writes.clone();
-        self.writer.submit(writes, move |result| {
+        opened.writer.submit(writes, move |result| {
             if let Err(e) = result {
                 warn!(error = %e, "{what}");
                 failed.fetch_add(1, Relaxed);
@@ -263,15 +343,17 @@ impl Keeping {
             }])
             .await?;
         }
-        self.store.consumer(consumer).map_err(|e| e.to_string())
+        self.store()
+            .map_or(Ok(0), |store| store.consumer(consumer))
+            .map_err(|e| e.to_string())
     }
 
     /// Up to `max` entries from store index `from` on, their output index their store index.
     pub fn entries(&self, from: u64, max: usize) -> Result<Vec<Delivery>, String> {
-        let rows = self
-            .store
-            .entries_from(from, max)
-            .map_err(|e| e.to_string())?;
+        let Some(store) = self.store() else {
+            return Ok(Vec::new());
+        };
+        let rows = store.entries_from(from, max).map_err(|e| e.to_string())?;
         rows.into_iter()
             .map(|(index, bytes)| {
                 postcard::from_bytes::<Delivery>(&bytes)
@@ -291,7 +373,10 @@ impl Keeping {
 
     /// The unsettled sets this node sends, as its store kept them.
     pub fn unsettled(&self) -> Result<Vec<(SetKey, KeptSet)>, String> {
-        let rows = self.store.outbox().map_err(|e| e.to_string())?;
+        let Some(store) = self.store() else {
+            return Ok(Vec::new());
+        };
+        let rows = store.outbox().map_err(|e| e.to_string())?;
         rows.into_iter()
             .map(|(set, bytes)| {
                 postcard::from_bytes::<KeptSet>(&bytes)
@@ -308,7 +393,7 @@ impl Keeping {
     ) -> impl Future<Output = Result<Vec<Outcome>, String>> + use<> {
         let (answer, answered) = oneshot::channel();
         let failed = self.failed_writes.clone();
-        self.writer.submit(writes, move |result| {
+        self.submit(writes, move |result| {
             if result.is_err() {
                 failed.fetch_add(1, Relaxed);
             }
@@ -322,22 +407,45 @@ impl Keeping {
     }
 }
 
+/// Whether a store can be made at `path`, where there is none: its directory is there, and this
+/// process may write in it.
+fn makeable(path: &Path) -> Result<(), StoreError> {
+    let unusable = |message: &str| StoreError::Unusable {
+        path: path.to_path_buf(),
+        message: message.into(),
+    };
+    let dir = match path.parent() {
+        Some(dir) if dir.as_os_str().is_empty() => Path::new("."),
+        Some(dir) => dir,
+        None => return Err(unusable("it names no file")),
+    };
+    if !dir.is_dir() {
+        return Err(unusable(
+            "its directory does not exist (or is not a directory)",
+        ));
+    }
+    let name = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes())
+        .map_err(|_| unusable("its directory's name holds a NUL byte"))?;
+    // SAFETY: `name` is a NUL-terminated string that lives across the call.
+    if unsafe { libc::access(name.as_ptr(), libc::W_OK) } != 0 {
+        let e = std::io::Error::last_os_error();
+        return Err(unusable(&format!("its directory cannot be written: {e}")));
+    }
+    Ok(())
+}
+
 /// What `daemon --check` says of the store `config` names: opened and checked for `identity`,
 /// or in use by a running daemon (then not opened).
 pub fn check(config: &StoreConfig, identity: &Identity) -> Result<String, StoreError> {
     match Store::check(&config.path, identity) {
         Ok(None) if !config.path.exists() => {
             // None yet: the daemon will make one, if its directory is there to hold it.
-            match config.path.parent() {
-                Some(dir) if dir.as_os_str().is_empty() || dir.is_dir() => Ok(format!(
-                    "{}: none yet (made at start)",
+            makeable(&config.path).map(|()| {
+                format!(
+                    "{}: none yet (made by the first set the node keeps)",
                     config.path.display()
-                )),
-                _ => Err(StoreError::Unusable {
-                    path: config.path.clone(),
-                    message: "its directory does not exist (or is not a directory)".into(),
-                }),
-            }
+                )
+            })
         }
         Ok(None) => Ok(format!(
             "{}: to be recovered at start (a crash left it open); whose it is is checked then",
@@ -457,10 +565,47 @@ mod tests {
         assert_eq!(keeping.unsettled().unwrap().len(), 1);
     }
 
-    #[test]
-    fn check_names_a_store_of_another_node() {
+    #[tokio::test]
+    async fn a_store_is_made_by_the_first_write_and_not_before() {
         let dir = tempfile::tempdir().unwrap();
-        drop(Keeping::open(&config(dir.path()), &me()).unwrap());
+        let path = config(dir.path()).path;
+        let (keeping, _written) = Keeping::open(&config(dir.path()), &me()).unwrap();
+        assert!(
+            !path.exists() && !keeping.is_made(),
+            "nothing kept, no store"
+        );
+        assert_eq!(keeping.usage().unwrap(), Usage::default());
+        assert!(keeping.entries(0, 10).unwrap().is_empty());
+        assert!(keeping.unsettled().unwrap().is_empty());
+        assert_eq!(keeping.consume("c", None).await.unwrap(), 0);
+        assert!(!path.exists(), "reads make no store");
+        assert_eq!(keeping.consume("c", Some(0)).await.unwrap(), 0);
+        assert!(path.is_file() && keeping.is_made(), "a write makes it");
+        drop(keeping);
+        assert!(
+            check(&config(dir.path()), &me())
+                .unwrap()
+                .contains("0 entries")
+        );
+    }
+
+    #[test]
+    fn a_store_that_cannot_be_made_is_refused_at_open() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = config(&dir.path().join("missing"));
+        let e = Keeping::open(&missing, &me()).err().expect("refused");
+        assert!(e.to_string().contains("does not exist"), "{e}");
+        let file = dir.path().join("a file");
+        std::fs::write(&file, "x").unwrap();
+        assert!(Keeping::open(&config(&file), &me()).is_err());
+    }
+
+    #[tokio::test]
+    async fn check_names_a_store_of_another_node() {
+        let dir = tempfile::tempdir().unwrap();
+        let (keeping, _written) = Keeping::open(&config(dir.path()), &me()).unwrap();
+        keeping.consume("c", Some(0)).await.unwrap();
+        drop(keeping);
         let other = identity("q:3".parse().unwrap(), NodeId(3), &[b"ca".as_slice()]);
         let e = check(&config(dir.path()), &other).unwrap_err();
         assert!(e.to_string().contains("node 2"), "{e}");
