@@ -110,9 +110,9 @@ impl Keeping {
     /// The store `config` names for `identity`: opened, with its writer started, if it is
     /// there (a store a node kept before, recovered and checked now); if it is not, only
     /// checked to be makeable, and made by the node's first write. Most nodes of a cluster
-    /// never keep a set (relays do not), and making a store costs a daemon's start about a
-    /// fifth of its CPU (BENCHMARKS.md, "Where `cluster up` spends its time"). The receiver
-    /// gets every delivered set's write once it is done.
+    /// never keep a set (relays do not), and making a store cost a daemon's start a tenth to
+    /// a fifth of its CPU (BENCHMARKS.md, "`cluster up eh:5,5` with the store made on first
+    /// use"). The receiver gets every delivered set's write once it is done.
     pub fn open(
         config: &StoreConfig,
         identity: &Identity,
