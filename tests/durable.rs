@@ -447,7 +447,7 @@ fn make_store(config: &Path, store: &Path) {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    // The cluster's directory is two up from the node's configuration.
+    // The cluster's directory holds the node's configuration at nodes/ID/node.toml.
     let dir = config.ancestors().nth(3).unwrap().to_str().unwrap();
     let node = config
         .parent()
