@@ -4,7 +4,7 @@
 //! the wall time is close to it, the start waited for nothing but CPU, and only a cheaper
 //! daemon start (or more cores) makes it faster.
 
-use crate::usage::cpu_seconds;
+use crate::usage::{cpu_now, cpu_seconds};
 use serde::Serialize;
 use std::time::Duration;
 
@@ -36,10 +36,10 @@ pub struct StartCpu {
 impl StartCpu {
     /// Read the daemons `pids` and the launcher since `mark`, now.
     pub fn measure(pids: &[u32], mark: LauncherMark) -> StartCpu {
-        let read: Vec<f64> = pids.iter().filter_map(|&p| cpu_seconds(p)).collect();
+        let read = cpu_now(pids);
         let launcher = LauncherMark::now();
         StartCpu {
-            daemons_seconds: read.iter().sum(),
+            daemons_seconds: read.iter().map(|&(_, seconds)| seconds).sum(),
             daemons: read.len(),
             launcher_seconds: (launcher.0 - mark.0).max(0.0),
             cores: std::thread::available_parallelism().map_or(1, usize::from),

@@ -142,11 +142,6 @@ impl Keeping {
         Ok((keeping, receiver))
     }
 
-    /// Whether the store exists yet (reads of a store not made yet find it empty).
-    pub fn is_made(&self) -> bool {
-        self.opened.get().is_some()
-    }
-
     /// The store to read, if it is made.
     fn store(&self) -> Option<&Store> {
         self.opened.get().map(|o| &*o.store)
@@ -571,7 +566,7 @@ mod tests {
         let path = config(dir.path()).path;
         let (keeping, _written) = Keeping::open(&config(dir.path()), &me()).unwrap();
         assert!(
-            !path.exists() && !keeping.is_made(),
+            !path.exists() && !keeping.opened.get().is_some(),
             "nothing kept, no store"
         );
         assert_eq!(keeping.usage().unwrap(), Usage::default());
@@ -580,7 +575,10 @@ mod tests {
         assert_eq!(keeping.consume("c", None).await.unwrap(), 0);
         assert!(!path.exists(), "reads make no store");
         assert_eq!(keeping.consume("c", Some(0)).await.unwrap(), 0);
-        assert!(path.is_file() && keeping.is_made(), "a write makes it");
+        assert!(
+            path.is_file() && keeping.opened.get().is_some(),
+            "a write makes it"
+        );
         drop(keeping);
         assert!(
             check(&config(dir.path()), &me())

@@ -379,7 +379,9 @@ fn start(
     if args.docker {
         up.docker.docker = true;
         up.docker.subnet = Ipv4Addr::new(10, 205, 0, 0);
-        return Ok((dir, cluster::docker::start(&up)?, None));
+        let startup = cluster::docker::start(&up)?;
+        eprintln!("{topology}: up in {:.1} s", startup.as_secs_f64());
+        return Ok((dir, startup, None));
     }
     let (_, _, startup, cpu) = cluster::up::start(&up)?;
     eprintln!(
@@ -414,7 +416,6 @@ fn idle_only(args: &Args, topologies: &[Topology]) -> anyhow::Result<()> {
     let mut all = Vec::new();
     for &topology in topologies {
         let (dir, startup, _) = start(args, topology)?;
-        eprintln!("{topology}: up in {:.1} s", startup.as_secs_f64());
         std::thread::sleep(SETTLE);
         let idle = measure_idle(&dir, window);
         eprintln!("{}", cuberoute_cluster::runner::stop(&dir)?);
