@@ -566,7 +566,7 @@ mod tests {
         let path = config(dir.path()).path;
         let (keeping, _written) = Keeping::open(&config(dir.path()), &me()).unwrap();
         assert!(
-            !path.exists() && !keeping.opened.get().is_some(),
+            !path.exists() && keeping.opened.get().is_none(),
             "nothing kept, no store"
         );
         assert_eq!(keeping.usage().unwrap(), Usage::default());
