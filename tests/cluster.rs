@@ -275,6 +275,12 @@ fn lifecycle_second_up_dead_process_and_down_leaves_nothing() {
         .args(["-9", &victim.to_string()])
         .status()
         .unwrap();
+    // `kill` returns once the signal is sent, before the process has died: status asked
+    // in between found it still running (and not answering).
+    assert!(
+        within(Duration::from_secs(10), || !process_exists(victim)).is_some(),
+        "pid {victim} outlived SIGKILL"
+    );
     let out = cluster.run(&["cluster", "status"]);
     assert_eq!(out.status.code(), Some(1));
     let text = stdout(&out);
