@@ -110,6 +110,16 @@ fn bench_counts_what_wakes_the_daemons_and_runs_a_ring_and_a_mesh_of_their_numbe
         number(&cluster["wakeups_saturation"], "wakeups_per_packet_hop")
     );
 
+    // One set at a time on the farthest and the adjacent pair of Q_2: each set of either takes
+    // four packet-hops (two paths of two hops; one of one and one of three), so no line splits
+    // their CPU into a set's and a hop's.
+    for window in ["cpu_sequential", "cpu_sequential_adjacent"] {
+        let cost = &cluster[window];
+        assert_eq!(number(cost, "packet_hops"), 5.0 * 4.0, "{window}: {cost}");
+        assert!(number(cost, "cpu_seconds") > 0.0, "{window}: {cost}");
+    }
+    assert!(cluster["cpu_sequential_split"].is_null(), "{cluster}");
+
     // The sweep: one more saturation run, with 8 sets in flight, on the live cluster.
     let sweep = cluster["saturation_sweep"].as_array().expect("a sweep");
     assert_eq!(sweep.len(), 1, "{sweep:?}");

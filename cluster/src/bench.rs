@@ -386,6 +386,39 @@ impl HopCost {
     }
 }
 
+/// The daemons' CPU one set at a time, split by a line through two pairs' windows of sets:
+/// what a set costs whatever its paths' length (the source's input and sealing, the
+/// destination's opening and delivery, the client's requests) and what each packet-hop adds.
+#[derive(Clone, Copy, Debug, Serialize, PartialEq)]
+pub struct SetCost {
+    pub cpu_us_per_set: f64,
+    pub cpu_us_per_packet_hop: f64,
+}
+
+impl SetCost {
+    /// From the windows of two pairs, `(cost, sets sent)` each. `None` unless both sent sets and
+    /// their sets took different numbers of packet-hops.
+    pub fn between(far: (&HopCost, usize), near: (&HopCost, usize)) -> Option<SetCost> {
+        let per_set = |(cost, sets): (&HopCost, usize)| {
+            (sets > 0).then(|| {
+                (
+                    cost.packet_hops as f64 / sets as f64,
+                    cost.cpu_seconds * 1e6 / sets as f64,
+                )
+            })
+        };
+        let ((far_hops, far_us), (near_hops, near_us)) = (per_set(far)?, per_set(near)?);
+        if far_hops == near_hops {
+            return None;
+        }
+        let per_hop = (far_us - near_us) / (far_hops - near_hops);
+        Some(SetCost {
+            cpu_us_per_set: far_us - per_hop * far_hops,
+            cpu_us_per_packet_hop: per_hop,
+        })
+    }
+}
+
 /// Run `work`, and the CPU seconds the daemons `pids` used meanwhile (see `usage::cpu_seconds`).
 pub async fn cpu_during<T>(pids: &[u32], work: impl Future<Output = T>) -> (T, f64) {
     let cpu_before = usage::cpu_now(pids);
@@ -553,6 +586,18 @@ mod tests {
     fn a_frame_is_its_length_then_its_body() {
         assert_eq!(frame_of(b"abc"), [0, 0, 0, 3, b'a', b'b', b'c']);
         assert_eq!(frame_of(b""), [0, 0, 0, 0]);
+    }
+
+    #[test]
+    fn a_set_cost_is_the_line_through_two_windows() {
+        // 10 sets of 20 packet-hops at 100 + 5 per hop, and 10 sets of 4 at the same line.
+        let far = HopCost::new(10.0 * (100.0 + 5.0 * 20.0) / 1e6, 200);
+        let near = HopCost::new(10.0 * (100.0 + 5.0 * 4.0) / 1e6, 40);
+        let cost = SetCost::between((&far, 10), (&near, 10)).unwrap();
+        assert!((cost.cpu_us_per_set - 100.0).abs() < 1e-6);
+        assert!((cost.cpu_us_per_packet_hop - 5.0).abs() < 1e-6);
+        assert_eq!(SetCost::between((&far, 10), (&far, 10)), None);
+        assert_eq!(SetCost::between((&far, 10), (&near, 0)), None);
     }
 
     #[test]

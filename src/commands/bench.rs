@@ -5,7 +5,7 @@ use super::cluster::{self, DirArg, UpArgs};
 use super::{runtime, usage};
 use anyhow::Context;
 use cuberoute_cluster::bench::{
-    self, HopCost, Load, PairLatency, RelayBaseline, Throughput, Wakeups,
+    self, HopCost, Load, PairLatency, RelayBaseline, SetCost, Throughput, Wakeups,
 };
 use cuberoute_cluster::local::RunState;
 use cuberoute_cluster::overload::{self, Overload};
@@ -155,6 +155,10 @@ struct ClusterFigures {
     saturation: Throughput,
     /// Daemon CPU per packet-hop: the farthest pair's sequential sets (one in flight)...
     cpu_sequential: HopCost,
+    /// ...the adjacent pair's sequential sets, for the split below...
+    cpu_sequential_adjacent: HopCost,
+    /// ...and the two split by a line: what a set costs, and what each packet-hop adds.
+    cpu_sequential_split: Option<SetCost>,
     /// ...and the saturation run (`--concurrency` in flight).
     cpu_saturation: HopCost,
     /// What woke the daemons per packet-hop: the farthest pair's sequential sets...
@@ -520,20 +524,24 @@ fn measure_running(
         .expect("nodes");
     let near = topology.neighbours(src).last().expect("a neighbour");
     let pids = cuberoute_cluster::runner::pids(dir)?;
-    let (farthest, cost_sequential, adjacent, saturation, cost_saturation) =
-        runtime.block_on(async {
+    let (farthest, cost_sequential, adjacent, cost_adjacent, saturation, cost_saturation) = runtime
+        .block_on(async {
             // Warm up: connections, and every daemon's first packets. Reading every node's
             // counters opens the control connection to each; their handshakes and path MTU
             // probes are over before the first window.
             let plain = Load::default();
             bench::pair_latency(&client, src, far, 20, plain).await?;
+            bench::pair_latency(&client, src, near, 20, plain).await?;
             bench::cluster_counts(&client).await;
             tokio::time::sleep(Duration::from_secs(2)).await;
             let (farthest, cpu_sequential) = bench::window_cost(&client, &pids, async {
                 bench::pair_latency(&client, src, far, args.samples, plain).await
             })
             .await;
-            let adjacent = bench::pair_latency(&client, src, near, args.samples, plain).await?;
+            let (adjacent, cost_adjacent) = bench::window_cost(&client, &pids, async {
+                bench::pair_latency(&client, src, near, args.samples, plain).await
+            })
+            .await;
             let (saturation, cost_saturation) = bench::saturate_costed(
                 &client,
                 &pids,
@@ -546,7 +554,8 @@ fn measure_running(
             anyhow::Ok((
                 farthest?,
                 cpu_sequential,
-                adjacent,
+                adjacent?,
+                cost_adjacent,
                 saturation,
                 cost_saturation,
             ))
@@ -658,6 +667,11 @@ fn measure_running(
         adjacent,
         saturation,
         cpu_sequential: cost_sequential.cpu,
+        cpu_sequential_adjacent: cost_adjacent.cpu,
+        cpu_sequential_split: SetCost::between(
+            (&cost_sequential.cpu, args.samples),
+            (&cost_adjacent.cpu, args.samples),
+        ),
         cpu_saturation: cost_saturation.cpu,
         wakeups_sequential: cost_sequential.wakeups,
         wakeups_saturation: cost_saturation.wakeups,
@@ -988,6 +1002,12 @@ fn print_table(f: &Figures) {
             b.cpu_us_per_frame_hop_pipelined,
             b.window
         );
+        if let Some(split) = c.cpu_sequential_split {
+            println!(
+                "  one set at a time, the daemons' CPU is {:.0} µs a set plus {:.1} µs a packet-hop (a line through the farthest and adjacent pairs)",
+                split.cpu_us_per_set, split.cpu_us_per_packet_hop
+            );
+        }
         let w = &c.wakeups_saturation;
         println!(
             "  daemon wake-ups per packet-hop: {:.2} one set at a time, {:.2} at {} in flight (per packet-hop there: {:.2} datagrams sent, {:.2} receive calls, {:.2} timers expired, {:.3} keep-alives)",
