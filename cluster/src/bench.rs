@@ -389,6 +389,7 @@ impl HopCost {
 /// The daemons' CPU one set at a time, split by a line through two pairs' windows of sets:
 /// what a set costs whatever its paths' length (the source's input and sealing, the
 /// destination's opening and delivery, the client's requests) and what each packet-hop adds.
+/// A line through two points: it holds only if a hop costs the same in the sets of both pairs.
 #[derive(Clone, Copy, Debug, Serialize, PartialEq)]
 pub struct SetCost {
     pub cpu_us_per_set: f64,

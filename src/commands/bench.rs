@@ -157,7 +157,11 @@ struct ClusterFigures {
     cpu_sequential: HopCost,
     /// ...the adjacent pair's sequential sets, for the split below...
     cpu_sequential_adjacent: HopCost,
-    /// ...and the two split by a line: what a set costs, and what each packet-hop adds.
+    /// ...and the two split by a line: what a set costs, and what each packet-hop adds. The line
+    /// holds only where a hop costs the same in both pairs' sets: on 32 daemons it does; from
+    /// 128 up the farthest pair's hops cost more each than the adjacent pair's (k long copies
+    /// keep more processes running at once), and the set's share comes out at or below zero
+    /// (BENCHMARKS.md, "One set at a time, split").
     cpu_sequential_split: Option<SetCost>,
     /// ...and the saturation run (`--concurrency` in flight).
     cpu_saturation: HopCost,
