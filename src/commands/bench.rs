@@ -161,7 +161,7 @@ struct ClusterFigures {
     /// holds only where a hop costs the same in both pairs' sets: on 32 daemons it does; from
     /// 128 up the farthest pair's hops cost more each than the adjacent pair's (k long copies
     /// keep more processes running at once), and the set's share comes out at or below zero
-    /// (BENCHMARKS.md, "One set at a time, split").
+    /// (BENCHMARKS.md, "The scaling table again, and one set at a time split").
     cpu_sequential_split: Option<SetCost>,
     /// ...and the saturation run (`--concurrency` in flight).
     cpu_saturation: HopCost,
