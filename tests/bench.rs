@@ -140,6 +140,38 @@ fn bench_counts_what_wakes_the_daemons_and_runs_a_ring_and_a_mesh_of_their_numbe
     );
     assert_eq!(number(&point["wakeups"], "links_lost"), 0.0, "{point}");
 
+    // Key agreements: Q_2 has 12 ordered pairs, and the warm-up met two of them (node 0 to the
+    // farthest and to the adjacent node), so the random pairs of both runs set up at most ten,
+    // each at both ends: every set completed, so every pair sealed to was opened.
+    let runs = [
+        (
+            &cluster["key_agreements_saturation"],
+            &cluster["cpu_saturation"],
+        ),
+        (&point["key_agreements"], &point["cpu"]),
+    ];
+    let mut agreed = 0.0;
+    for (k, cpu) in runs {
+        assert_eq!(number(k, "to_seal"), number(k, "to_open"), "{k}");
+        agreed += number(k, "to_seal");
+        let share = number(k, "share_of_cpu");
+        assert!((0.0..=1.0).contains(&share), "{k}");
+        assert_eq!(
+            number(k, "cpu_seconds") > 0.0,
+            number(k, "to_seal") > 0.0,
+            "{k}"
+        );
+        assert!(
+            number(k, "cpu_us_per_packet_hop_besides") <= number(cpu, "cpu_us_per_packet_hop"),
+            "{k} {cpu}"
+        );
+    }
+    let first = number(&cluster["key_agreements_saturation"], "to_seal");
+    assert!(
+        first >= 1.0 && agreed <= 10.0,
+        "{first} then {agreed} in all"
+    );
+
     // The ring: the cluster's four nodes, this process being node 0.
     let ring = &cluster["relay_ring"];
     assert_eq!(ring["processes"], 4, "{ring}");

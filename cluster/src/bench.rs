@@ -9,7 +9,7 @@ use cuberoute_daemon::client::ClientError;
 use cuberoute_daemon::link::codec;
 use cuberoute_daemon::tls::{self, ALPN_LINK, Credentials};
 use cuberoute_protocol::delivery::Mode;
-use cuberoute_protocol::wire::control::IoCounters;
+use cuberoute_protocol::wire::control::{IoCounters, KeyAgreements};
 use cuberoute_protocol::{NodeId, SendRequest, Topology};
 use futures_util::StreamExt;
 use rand::{Rng, SeedableRng};
@@ -172,6 +172,8 @@ pub struct ClusterCounts {
     /// Link ends that went down, and frames written again on a new connection after it.
     pub links_lost: u64,
     pub frames_resent: u64,
+    /// The sealing's key agreements, at both ends of pairs.
+    pub key_agreements: KeyAgreements,
 }
 
 /// Sum over all nodes of their counters now.
@@ -184,6 +186,10 @@ pub async fn cluster_counts(client: &ClusterClient) -> ClusterCounts {
             sum.drops += c.dropped_total();
             sum.links_lost += c.events.get("link_lost").copied().unwrap_or(0);
             sum.frames_resent += s.links.iter().map(|l| l.frames_resent).sum::<u64>();
+            let (agreed, add) = (&mut sum.key_agreements, c.key_agreements);
+            agreed.to_seal += add.to_seal;
+            agreed.to_open += add.to_open;
+            agreed.cpu_us += add.cpu_us;
             let (io, add) = (&mut sum.io, s.io);
             io.datagrams_sent += add.datagrams_sent;
             io.send_calls += add.send_calls;
@@ -262,8 +268,45 @@ impl Wakeups {
 pub struct WindowCost {
     pub cpu: HopCost,
     pub wakeups: Wakeups,
+    /// Of the CPU, the sealing's key agreements: each pair of nodes that met for the first
+    /// time in the window.
+    pub key_agreements: KeyAgreementCost,
     /// Packets the cluster dropped in the window.
     pub packets_dropped: u64,
+}
+
+/// The sealing's key agreements in a window (an HPKE setup at each end of a pair that had not
+/// met), as the daemons measured their CPU around each, against the window's CPU.
+#[derive(Clone, Copy, Debug, Default, Serialize, PartialEq)]
+pub struct KeyAgreementCost {
+    /// Setups at senders and at receivers.
+    pub to_seal: u64,
+    pub to_open: u64,
+    /// Their CPU, and its share of the daemons' CPU in the window.
+    pub cpu_seconds: f64,
+    pub share_of_cpu: f64,
+    /// The daemons' CPU per packet-hop besides them: what the window cost with every pair
+    /// already agreed.
+    pub cpu_us_per_packet_hop_besides: f64,
+}
+
+impl KeyAgreementCost {
+    /// Between the counts `before` and `after` of a window whose cost is `cpu`.
+    pub fn between(before: &KeyAgreements, after: &KeyAgreements, cpu: &HopCost) -> Self {
+        let cpu_seconds = after.cpu_us.saturating_sub(before.cpu_us) as f64 / 1e6;
+        KeyAgreementCost {
+            to_seal: after.to_seal.saturating_sub(before.to_seal),
+            to_open: after.to_open.saturating_sub(before.to_open),
+            cpu_seconds,
+            share_of_cpu: if cpu.cpu_seconds > 0.0 {
+                cpu_seconds / cpu.cpu_seconds
+            } else {
+                0.0
+            },
+            cpu_us_per_packet_hop_besides: (cpu.cpu_seconds - cpu_seconds).max(0.0) * 1e6
+                / cpu.packet_hops.max(1) as f64,
+        }
+    }
 }
 
 /// Run `work` and measure what it cost the daemons `pids` per packet-hop of the cluster. The
@@ -280,9 +323,15 @@ pub async fn window_cost<T>(
     let runs = usage::runs_since(&runs_before);
     let after = cluster_counts(client).await;
     let wakeups = Wakeups::between(&before, &after, runs);
+    let cpu = HopCost::new(cpu_seconds, wakeups.packet_hops);
     let cost = WindowCost {
-        cpu: HopCost::new(cpu_seconds, wakeups.packet_hops),
+        cpu,
         wakeups,
+        key_agreements: KeyAgreementCost::between(
+            &before.key_agreements,
+            &after.key_agreements,
+            &cpu,
+        ),
         packets_dropped: after.drops.saturating_sub(before.drops),
     };
     (result, cost)
@@ -599,6 +648,33 @@ mod tests {
         assert!((cost.cpu_us_per_packet_hop - 5.0).abs() < 1e-6);
         assert_eq!(SetCost::between((&far, 10), (&far, 10)), None);
         assert_eq!(SetCost::between((&far, 10), (&near, 0)), None);
+    }
+
+    #[test]
+    fn key_agreements_are_taken_out_of_the_window_they_happened_in() {
+        let before = KeyAgreements {
+            to_seal: 5,
+            to_open: 4,
+            cpu_us: 1_000,
+        };
+        let after = KeyAgreements {
+            to_seal: 15,
+            to_open: 14,
+            cpu_us: 1_000 + 3_000_000,
+        };
+        // 12 CPU-s over a million packet-hops, 3 of them key agreements.
+        let cpu = HopCost::new(12.0, 1_000_000);
+        let cost = KeyAgreementCost::between(&before, &after, &cpu);
+        assert_eq!((cost.to_seal, cost.to_open), (10, 10));
+        assert!((cost.cpu_seconds - 3.0).abs() < 1e-9);
+        assert!((cost.share_of_cpu - 0.25).abs() < 1e-9);
+        assert!((cost.cpu_us_per_packet_hop_besides - 9.0).abs() < 1e-9);
+        // A window with no CPU measured shares nothing, and never goes below zero.
+        let none = KeyAgreementCost::between(&before, &after, &HopCost::new(0.0, 0));
+        assert_eq!(
+            (none.share_of_cpu, none.cpu_us_per_packet_hop_besides),
+            (0.0, 0.0)
+        );
     }
 
     #[test]

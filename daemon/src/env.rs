@@ -3,7 +3,9 @@
 //!
 //! * [`now_us`]: the wall clock, for send times that two processes compare (latency);
 //! * [`Instant`]: tokio's monotonic clock, for timeouts, windows and uptime;
-//! * [`random`], [`random_range`], [`rng`]: random values and seeded generators.
+//! * [`random`], [`random_range`], [`rng`]: random values and seeded generators;
+//! * [`thread_cpu_ns`]: the CPU time of the calling thread, to measure what a computation cost
+//!   (no decision reads it).
 //!
 //! Inside a turmoil simulation ([`crate::net::simulated`]) the wall clock is the simulation's
 //! and the random values come from one generator seeded by [`seed_simulation`]: a run is a
@@ -62,4 +64,20 @@ pub fn random_range<T: SampleUniform, R: SampleRange<T>>(range: R) -> T {
 /// A generator seeded from `seed`: the same seed gives the same values.
 pub fn rng(seed: u64) -> StdRng {
     StdRng::seed_from_u64(seed)
+}
+
+/// The CPU time the calling thread has used, in ns (`CLOCK_THREAD_CPUTIME_ID`; 0 if the
+/// system cannot tell). A measurement of this process's own work, simulated or not.
+pub fn thread_cpu_ns() -> u64 {
+    let mut t = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `t` is a valid timespec for the call to write.
+    if unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) } != 0 {
+        return 0;
+    }
+    (t.tv_sec as u64)
+        .saturating_mul(1_000_000_000)
+        .saturating_add(t.tv_nsec as u64)
 }

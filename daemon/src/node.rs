@@ -19,7 +19,7 @@ use crate::link::{Link, LinkOwner, NotQueued};
 use crate::output::{Output, Pushed};
 use crate::relay::Forwarding;
 use crate::reload::Settings;
-use crate::stats::{Drop, Event, Stats};
+use crate::stats::{Drop, Event, Side, Stats};
 use crate::store::Outcome;
 use cuberoute_protocol::delivery::{
     Envelope, Failure as DeliveryFailure, InboxLimits, Mode, OutboxFull, OutboxLimits, Received,
@@ -423,13 +423,7 @@ impl Node {
                     return;
                 }
                 packet.message.record_hop(self.id);
-                let seal = |bound: &Bound, plaintext: &[u8]| {
-                    self.sealer
-                        .lock()
-                        .expect("sealer lock")
-                        .seal(&*self.keys, bound, now_us(), plaintext, env::random)
-                        .ok()
-                };
+                let seal = |bound: &Bound, plaintext: &[u8]| self.seal(bound, plaintext).ok();
                 let forwarding = Forwarding {
                     topology: self.topology,
                     me: self.id,
@@ -464,14 +458,7 @@ impl Node {
         let message = &mut packet.message;
         message.sealed = true;
         let bound = message.bound(src, dst, packet.route.index());
-        let sealed = self.sealer.lock().expect("sealer lock").seal(
-            &*self.keys,
-            &bound,
-            now_us(),
-            &message.payload,
-            env::random,
-        );
-        match sealed {
+        match self.seal(&bound, &message.payload) {
             Ok(bytes) => {
                 message.payload = bytes;
                 true
@@ -482,6 +469,16 @@ impl Node {
                 false
             }
         }
+    }
+
+    /// Seal `plaintext` to `bound.dst` in this node's name; the first message to a destination
+    /// sets the pair up, a key agreement counted with its cost.
+    fn seal(&self, bound: &Bound, plaintext: &[u8]) -> Result<Vec<u8>, SealError> {
+        let mut sealer = self.sealer.lock().expect("sealer lock");
+        let agrees = !sealer.has_pair(bound.dst);
+        self.stats.key_agreement(Side::Seal, agrees, || {
+            sealer.seal(&*self.keys, bound, now_us(), plaintext, env::random)
+        })
     }
 
     /// Send again a packet this node forwarded before, unchanged, to the neighbour it went to
@@ -572,12 +569,13 @@ impl Node {
         let mut message = packet.message;
         if message.sealed {
             let bound = message.bound(src, self.id, index);
-            let opened = self.opener.lock().expect("opener lock").open(
-                &*self.keys,
-                &bound,
-                now_us(),
-                &message.payload,
-            );
+            let opened = {
+                let mut opener = self.opener.lock().expect("opener lock");
+                let agrees = !opener.has_pair_for(&message.payload);
+                self.stats.key_agreement(Side::Open, agrees, || {
+                    opener.open(&*self.keys, &bound, now_us(), &message.payload)
+                })
+            };
             match opened {
                 Ok(plaintext) => message.payload = plaintext,
                 Err(why) => {

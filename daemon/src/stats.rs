@@ -4,11 +4,12 @@
 //! Every packet the daemon accepted ends in exactly one of: forwarded, delivered, or dropped
 //! with a [`Drop`] reason. Nothing is lost silently.
 
+use crate::env;
 use crate::journal::Journal;
 use cuberoute_protocol::delivery::Failure as DeliveryFailure;
 use cuberoute_protocol::seal::pair::OpenError;
-use cuberoute_protocol::wire::control::Counters;
 use cuberoute_protocol::wire::control::Happening;
+use cuberoute_protocol::wire::control::{Counters, KeyAgreements};
 use cuberoute_protocol::{DropReason, NodeId};
 use std::collections::BTreeMap;
 use std::sync::Mutex;
@@ -194,6 +195,8 @@ pub struct Stats {
     /// many times activity was noted.
     burst: tokio::sync::Notify,
     touches: AtomicU64,
+    key_agreements: [AtomicU64; 2],
+    key_agreement_cpu_ns: AtomicU64,
     /// Every drop and event counted here is noted there too, with what else is worth
     /// following (deliveries, faults, reloads).
     pub journal: Journal,
@@ -287,6 +290,28 @@ impl Stats {
         counter.fetch_add(1, Relaxed);
     }
 
+    /// Run `work`, a seal or an open, which sets a pair up (a key agreement) if `agrees`: then
+    /// it is counted, with the CPU time it took.
+    pub fn key_agreement<T>(&self, side: Side, agrees: bool, work: impl FnOnce() -> T) -> T {
+        if !agrees {
+            return work();
+        }
+        let started = env::thread_cpu_ns();
+        let done = work();
+        let took = env::thread_cpu_ns().saturating_sub(started);
+        self.key_agreements[side as usize].fetch_add(1, Relaxed);
+        self.key_agreement_cpu_ns.fetch_add(took, Relaxed);
+        done
+    }
+
+    pub fn key_agreements(&self) -> KeyAgreements {
+        KeyAgreements {
+            to_seal: self.key_agreements[Side::Seal as usize].load(Relaxed),
+            to_open: self.key_agreements[Side::Open as usize].load(Relaxed),
+            cpu_us: self.key_agreement_cpu_ns.load(Relaxed) / 1_000,
+        }
+    }
+
     pub fn drops(&self) -> BTreeMap<Drop, u64> {
         self.drops.lock().expect("stats lock").clone()
     }
@@ -312,8 +337,16 @@ impl Stats {
                 .into_iter()
                 .map(|(k, v)| (k.as_str().to_string(), v))
                 .collect(),
+            key_agreements: self.key_agreements(),
         }
     }
+}
+
+/// Which end of a pair a key agreement set up.
+#[derive(Clone, Copy, Debug)]
+pub enum Side {
+    Seal = 0,
+    Open = 1,
 }
 
 #[cfg(test)]
@@ -375,5 +408,18 @@ mod tests {
         assert_eq!(c.dropped_total(), 4);
         assert_eq!(c.events["link_up"], 1);
         assert_eq!(c.packets_forwarded, 1);
+    }
+
+    #[test]
+    fn key_agreements_are_counted_with_their_cpu_only_when_they_happen() {
+        let stats = Stats::default();
+        let busy = || (0..2_000_000u64).fold(0u64, |a, i| a.wrapping_mul(31).wrapping_add(i));
+        std::hint::black_box(stats.key_agreement(Side::Seal, false, busy));
+        assert_eq!(stats.key_agreements(), KeyAgreements::default());
+        std::hint::black_box(stats.key_agreement(Side::Seal, true, busy));
+        std::hint::black_box(stats.key_agreement(Side::Open, true, busy));
+        let k = stats.counters().key_agreements;
+        assert_eq!((k.to_seal, k.to_open), (1, 1));
+        assert!(k.cpu_us > 0, "two million steps take some CPU: {k:?}");
     }
 }

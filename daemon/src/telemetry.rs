@@ -77,6 +77,9 @@ fn publish(node: &Node) {
     for (event, n) in s.events() {
         counter!("cuberoute_events_total", "event" => event.as_str()).absolute(n);
     }
+    let agreed = s.key_agreements();
+    counter!("cuberoute_key_agreements_total", "side" => "seal").absolute(agreed.to_seal);
+    counter!("cuberoute_key_agreements_total", "side" => "open").absolute(agreed.to_open);
     gauge!(
         "cuberoute_build_info",
         "version" => env!("CARGO_PKG_VERSION"),

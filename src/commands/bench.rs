@@ -5,7 +5,7 @@ use super::cluster::{self, DirArg, UpArgs};
 use super::{runtime, usage};
 use anyhow::Context;
 use cuberoute_cluster::bench::{
-    self, HopCost, Load, PairLatency, RelayBaseline, SetCost, Throughput, Wakeups,
+    self, HopCost, KeyAgreementCost, Load, PairLatency, RelayBaseline, SetCost, Throughput, Wakeups,
 };
 use cuberoute_cluster::local::RunState;
 use cuberoute_cluster::overload::{self, Overload};
@@ -163,8 +163,11 @@ struct ClusterFigures {
     /// keep more processes running at once), and the set's share comes out at or below zero
     /// (BENCHMARKS.md, "The scaling table again, and one set at a time split").
     cpu_sequential_split: Option<SetCost>,
-    /// ...and the saturation run (`--concurrency` in flight).
+    /// ...and the saturation run (`--concurrency` in flight)...
     cpu_saturation: HopCost,
+    /// ...of which the sealing's key agreements: the pairs of nodes its random pairs met for
+    /// the first time (on large clusters, nearly every set's).
+    key_agreements_saturation: KeyAgreementCost,
     /// What woke the daemons per packet-hop: the farthest pair's sequential sets...
     wakeups_sequential: Wakeups,
     /// ...and the saturation run.
@@ -204,6 +207,7 @@ struct SweepPoint {
     saturation: Throughput,
     cpu: HopCost,
     wakeups: Wakeups,
+    key_agreements: KeyAgreementCost,
 }
 
 /// One delivery mode on one cluster.
@@ -497,6 +501,7 @@ fn sweep(
             saturation,
             cpu: cost.cpu,
             wakeups: cost.wakeups,
+            key_agreements: cost.key_agreements,
         });
     }
     client.close();
@@ -677,6 +682,7 @@ fn measure_running(
             (&cost_adjacent.cpu, args.samples),
         ),
         cpu_saturation: cost_saturation.cpu,
+        key_agreements_saturation: cost_saturation.key_agreements,
         wakeups_sequential: cost_sequential.wakeups,
         wakeups_saturation: cost_saturation.wakeups,
         wakeups_per_packet_hop: cost_saturation.wakeups.wakeups_per_packet_hop,
@@ -919,22 +925,30 @@ fn print_sweep(f: &Figures) {
         "\nSets in flight against throughput (a set completes when every copy arrived within the bench's wait):\n"
     );
     println!(
-        "| cluster | sets in flight | packet-hops/s | CPU per packet-hop (µs) | wake-ups per packet-hop | datagrams sent per packet-hop | completed: p50 / p99 (ms) | sets completed / not within the wait | link ends lost |"
+        "| cluster | sets in flight | packet-hops/s | CPU per packet-hop (µs) | of it key agreements: setups, share of CPU | CPU per packet-hop besides them (µs) | wake-ups per packet-hop | datagrams sent per packet-hop | completed: p50 / p99 (ms) | sets completed / not within the wait | link ends lost |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|");
     for c in &f.clusters {
-        let main = (&c.saturation, &c.cpu_saturation, &c.wakeups_saturation);
+        let main = (
+            &c.saturation,
+            &c.cpu_saturation,
+            &c.wakeups_saturation,
+            &c.key_agreements_saturation,
+        );
         let swept = c
             .saturation_sweep
             .iter()
-            .map(|p| (&p.saturation, &p.cpu, &p.wakeups));
-        for (s, cpu, w) in std::iter::once(main).chain(swept) {
+            .map(|p| (&p.saturation, &p.cpu, &p.wakeups, &p.key_agreements));
+        for (s, cpu, w, k) in std::iter::once(main).chain(swept) {
             println!(
-                "| {} | {} | {:.0} | {:.1} | {:.2} | {:.2} | {:.0} / {:.0} | {} / {} | {} |",
+                "| {} | {} | {:.0} | {:.1} | {}, {:.0}% | {:.1} | {:.2} | {:.2} | {:.0} / {:.0} | {} / {} | {} |",
                 c.topology,
                 s.concurrency,
                 s.packet_hops_per_second,
                 cpu.cpu_us_per_packet_hop,
+                k.to_seal + k.to_open,
+                k.share_of_cpu * 100.0,
+                k.cpu_us_per_packet_hop_besides,
                 w.wakeups_per_packet_hop,
                 w.datagrams_sent_per_packet_hop,
                 s.completion.p50_us / 1000.0,

@@ -124,6 +124,12 @@ impl Sealer {
         Ok(sealed.expect("ChaCha20-Poly1305 seals any length a frame holds"))
     }
 
+    /// Whether a message to `to` would be sealed with a pair set up already: if not, sealing
+    /// it sets one up, a key agreement.
+    pub fn has_pair(&self, to: NodeId) -> bool {
+        self.pairs.contains_key(&to)
+    }
+
     /// Destinations this node has a pair with.
     pub fn pairs(&self) -> usize {
         self.pairs.len()
@@ -310,6 +316,13 @@ impl Opener {
         );
     }
 
+    /// Whether opening `payload` would need no key agreement: it names a pair kept here, or
+    /// its header does not even parse (refused before any). If not, opening it derives the
+    /// pair's key first.
+    pub fn has_pair_for(&self, payload: &[u8]) -> bool {
+        Sealed::pair_of(payload).is_none_or(|id| self.pairs.contains_key(&id))
+    }
+
     /// Pairs kept.
     pub fn pairs(&self) -> usize {
         self.pairs.len()
@@ -429,6 +442,35 @@ mod tests {
         );
         assert_eq!(alice.pairs(), 1);
         assert_eq!(bob.pairs(), 1);
+    }
+
+    #[test]
+    fn both_ends_say_beforehand_whether_a_message_sets_its_pair_up() {
+        let dir = keys();
+        let mut alice = Sealer::new(NodeId(0), secret(0));
+        let mut bob = opener(1);
+        let b = bound(0, 1, 7);
+        assert!(!alice.has_pair(NodeId(1)));
+        let first = alice.seal(&dir, &b, NOW, b"one", || [9; 32]).unwrap();
+        assert!(alice.has_pair(NodeId(1)) && !alice.has_pair(NodeId(2)));
+        assert_eq!(
+            Sealed::pair_of(&first),
+            Sealed::from_bytes(&first).map(|s| (s.sealer, s.enc))
+        );
+        assert!(!bob.has_pair_for(&first));
+        bob.open(&dir, &b, NOW, &first).unwrap();
+        let second = alice
+            .seal(&dir, &bound(0, 1, 8), NOW, b"two", || [9; 32])
+            .unwrap();
+        assert!(bob.has_pair_for(&second));
+        // Another sender's first message, and bytes that are no sealed message (refused
+        // before any key agreement).
+        let mut carol = Sealer::new(NodeId(2), secret(2));
+        let hers = carol
+            .seal(&dir, &bound(2, 1, 1), NOW, b"three", || [3; 32])
+            .unwrap();
+        assert!(!bob.has_pair_for(&hers));
+        assert!(bob.has_pair_for(&[0xff; 3]));
     }
 
     #[test]

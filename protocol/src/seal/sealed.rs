@@ -99,6 +99,14 @@ impl Sealed {
             _ => None,
         }
     }
+
+    /// The pair a sealed payload belongs to, its sealer and encapsulated key, read from the
+    /// clear header alone (the ciphertext is not copied): what an opener keeps a pair under.
+    pub fn pair_of(bytes: &[u8]) -> Option<(NodeId, [u8; 32])> {
+        postcard::take_from_bytes::<(NodeId, [u8; 32])>(bytes)
+            .ok()
+            .map(|(pair, _)| pair)
+    }
 }
 
 /// The length of a seal's associated data: source, destination, index, sequence, send time,

@@ -687,6 +687,22 @@ pub struct Counters {
     /// Events that are not packet drops, by kind: links up and lost, peers and clients refused,
     /// malformed frames, output entries overwritten.
     pub events: BTreeMap<String, u64>,
+    /// The end-to-end sealing's key agreements, each the first message of a pair of nodes at
+    /// one of its ends.
+    pub key_agreements: KeyAgreements,
+}
+
+/// Key agreements of the sealing since the process started: an HPKE setup for each
+/// destination this node seals to, and for each sealer's pair it opens (again, if it had
+/// forgotten the pair). What they cost is measured around each, on the thread that did it.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default, Serialize, Deserialize)]
+pub struct KeyAgreements {
+    /// Pairs set up to seal (the sender's setup)...
+    pub to_seal: u64,
+    /// ...and to open (the receiver's), whether the message then opened or not.
+    pub to_open: u64,
+    /// The CPU time they took, in µs.
+    pub cpu_us: u64,
 }
 
 impl Counters {

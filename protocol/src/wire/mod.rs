@@ -14,7 +14,8 @@ pub mod packet;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-/// The wire format version this build speaks. 10: single-path sends (`SendRequest::single`;
+/// The wire format version this build speaks. 11: a node's counters give its key agreements
+/// (`KeyAgreements`). 10: single-path sends (`SendRequest::single`;
 /// a message says it is the one copy of its set, under its flags). 9: the shaping faults (`Fault::Shape`,
 /// `Fault::Unshape`) and the shaper's counters in a node's status. 8: a message says which
 /// attempt of its set it is; `Settled` answers for a set not yet settled too. 7: a node's configuration gives its niceness.
@@ -26,7 +27,7 @@ use serde::de::DeserializeOwned;
 /// (`Send` with a `SendRequest`; `Accepted` names each copy's destination), and one packet type
 /// (a route that is a guarded header or a source route). 2: a source-routed copy's checksum
 /// covers its route.
-pub const VERSION: u8 = 10;
+pub const VERSION: u8 = 11;
 
 /// The largest body accepted, version byte included.
 pub const MAX_FRAME_LEN: usize = 1 << 20;
