@@ -290,18 +290,24 @@ impl Stats {
         counter.fetch_add(1, Relaxed);
     }
 
-    /// Run `work`, a seal or an open, which sets a pair up (a key agreement) if `agrees`: then
-    /// it is counted, with the CPU time it took.
-    pub fn key_agreement<T>(&self, side: Side, agrees: bool, work: impl FnOnce() -> T) -> T {
-        if !agrees {
-            return work();
+    /// Count the key agreements a seal or an open ran (`ran`: the sealer's or the opener's own
+    /// count moved by that much), with the thread's CPU time since `started`, read before the
+    /// call when one could run (see [`Stats::cpu_if`]).
+    pub fn key_agreements_ran(&self, side: Side, ran: u64, started: Option<u64>) {
+        if ran == 0 {
+            return;
         }
-        let started = env::thread_cpu_ns();
-        let done = work();
-        let took = env::thread_cpu_ns().saturating_sub(started);
-        self.key_agreements[side as usize].fetch_add(1, Relaxed);
-        self.key_agreement_cpu_ns.fetch_add(took, Relaxed);
-        done
+        self.key_agreements[side as usize].fetch_add(ran, Relaxed);
+        if let Some(started) = started {
+            let took = env::thread_cpu_ns().saturating_sub(started);
+            self.key_agreement_cpu_ns.fetch_add(took, Relaxed);
+        }
+    }
+
+    /// The thread's CPU time now if `may` (a key agreement may follow), to pass to
+    /// [`Stats::key_agreements_ran`]: read only then, as it costs a system call.
+    pub fn cpu_if(may: bool) -> Option<u64> {
+        may.then(env::thread_cpu_ns)
     }
 
     pub fn key_agreements(&self) -> KeyAgreements {
@@ -411,13 +417,24 @@ mod tests {
     }
 
     #[test]
-    fn key_agreements_are_counted_with_their_cpu_only_when_they_happen() {
+    fn key_agreements_are_counted_with_their_cpu_only_when_they_ran() {
         let stats = Stats::default();
-        let busy = || (0..2_000_000u64).fold(0u64, |a, i| a.wrapping_mul(31).wrapping_add(i));
-        std::hint::black_box(stats.key_agreement(Side::Seal, false, busy));
+        let busy = || {
+            std::hint::black_box(
+                (0..2_000_000u64).fold(0u64, |a, i| a.wrapping_mul(31).wrapping_add(i)),
+            );
+        };
+        // One may have run, and none did.
+        let started = Stats::cpu_if(true);
+        busy();
+        stats.key_agreements_ran(Side::Seal, 0, started);
         assert_eq!(stats.key_agreements(), KeyAgreements::default());
-        std::hint::black_box(stats.key_agreement(Side::Seal, true, busy));
-        std::hint::black_box(stats.key_agreement(Side::Open, true, busy));
+        assert_eq!(Stats::cpu_if(false), None);
+        for side in [Side::Seal, Side::Open] {
+            let started = Stats::cpu_if(true);
+            busy();
+            stats.key_agreements_ran(side, 1, started);
+        }
         let k = stats.counters().key_agreements;
         assert_eq!((k.to_seal, k.to_open), (1, 1));
         assert!(k.cpu_us > 0, "two million steps take some CPU: {k:?}");

@@ -52,6 +52,7 @@ pub struct Sealer {
     me: NodeId,
     secret: SecretKey,
     pairs: HashMap<NodeId, SendPair>,
+    key_agreements: u64,
 }
 
 impl Sealer {
@@ -60,6 +61,7 @@ impl Sealer {
             me,
             secret,
             pairs: HashMap::new(),
+            key_agreements: 0,
         }
     }
 
@@ -81,6 +83,7 @@ impl Sealer {
                 .ok_or(SealError::UnknownNode(to))?;
             let mode = OpModeS::Auth((self.secret.kem_secret().clone(), self.secret.kem_public()));
             let mut rng = ChaCha20Rng::from_seed(fresh());
+            self.key_agreements += 1;
             let (encapped, context) = hpke::setup_sender_with_rng::<
                 ChaCha20Poly1305,
                 HkdfSha256,
@@ -125,9 +128,14 @@ impl Sealer {
     }
 
     /// Whether a message to `to` would be sealed with a pair set up already: if not, sealing
-    /// it sets one up, a key agreement.
+    /// it sets one up, a key agreement (unless `to` has no key).
     pub fn has_pair(&self, to: NodeId) -> bool {
         self.pairs.contains_key(&to)
+    }
+
+    /// Key agreements run so far: HPKE sender setups, one per destination sealed to.
+    pub fn key_agreements(&self) -> u64 {
+        self.key_agreements
     }
 
     /// Destinations this node has a pair with.
@@ -202,6 +210,7 @@ pub struct Opener {
     limits: OpenLimits,
     pairs: HashMap<(NodeId, [u8; 32]), ReceivePair>,
     uses: u64,
+    key_agreements: u64,
 }
 
 impl Opener {
@@ -213,6 +222,7 @@ impl Opener {
             limits,
             pairs: HashMap::new(),
             uses: 0,
+            key_agreements: 0,
         }
     }
 
@@ -253,6 +263,7 @@ impl Opener {
         match self.pairs.get(&id) {
             Some(pair) => open(&pair.key, &mut text)?,
             None => {
+                self.key_agreements += 1;
                 let key = self.derive(sealed.sealer, sealer_key, &sealed.enc)?;
                 open(&key, &mut text)?;
                 // Authentic: only now is a new pair kept.
@@ -316,11 +327,17 @@ impl Opener {
         );
     }
 
-    /// Whether opening `payload` would need no key agreement: it names a pair kept here, or
-    /// its header does not even parse (refused before any). If not, opening it derives the
-    /// pair's key first.
+    /// Whether opening `payload` surely needs no key agreement: it names a pair kept here, or
+    /// its header does not even parse. If not, opening it derives the pair's key first, unless
+    /// a cheaper check refuses it before.
     pub fn has_pair_for(&self, payload: &[u8]) -> bool {
         Sealed::pair_of(payload).is_none_or(|id| self.pairs.contains_key(&id))
+    }
+
+    /// Key agreements run so far: HPKE receiver setups, for each sealer's pair not kept here
+    /// (again for a pair forgotten), whether the message then opened or not.
+    pub fn key_agreements(&self) -> u64 {
+        self.key_agreements
     }
 
     /// Pairs kept.
@@ -458,7 +475,9 @@ mod tests {
             Sealed::from_bytes(&first).map(|s| (s.sealer, s.enc))
         );
         assert!(!bob.has_pair_for(&first));
+        assert_eq!((alice.key_agreements(), bob.key_agreements()), (1, 0));
         bob.open(&dir, &b, NOW, &first).unwrap();
+        assert_eq!(bob.key_agreements(), 1);
         let second = alice
             .seal(&dir, &bound(0, 1, 8), NOW, b"two", || [9; 32])
             .unwrap();
@@ -471,6 +490,16 @@ mod tests {
             .unwrap();
         assert!(!bob.has_pair_for(&hers));
         assert!(bob.has_pair_for(&[0xff; 3]));
+        // Only a key agreement that ran is counted: the second message of a pair is none, and
+        // a message too old is refused before any.
+        bob.open(&dir, &bound(0, 1, 8), NOW, &second).unwrap();
+        assert_eq!(
+            bob.open(&dir, &bound(2, 1, 1), NOW + 3_600_000_000, &hers),
+            Err(OpenError::Replayed)
+        );
+        assert_eq!((alice.key_agreements(), bob.key_agreements()), (1, 1));
+        bob.open(&dir, &bound(2, 1, 1), NOW, &hers).unwrap();
+        assert_eq!((carol.key_agreements(), bob.key_agreements()), (1, 2));
     }
 
     #[test]
