@@ -475,14 +475,14 @@ impl Node {
     /// sets the pair up, a key agreement counted with its CPU time.
     fn seal(&self, bound: &Bound, plaintext: &[u8]) -> Result<Vec<u8>, SealError> {
         let mut sealer = self.sealer.lock().expect("sealer lock");
-        let (before, started) = (
-            sealer.key_agreements(),
-            Stats::cpu_if(!sealer.has_pair(bound.dst)),
-        );
-        let sealed = sealer.seal(&*self.keys, bound, now_us(), plaintext, env::random);
-        let ran = sealer.key_agreements() - before;
-        self.stats.key_agreements_ran(Side::Seal, ran, started);
-        sealed
+        let may = !sealer.has_pair(bound.dst);
+        self.stats.key_agreements_around(
+            Side::Seal,
+            &mut *sealer,
+            may,
+            Sealer::key_agreements,
+            |s| s.seal(&*self.keys, bound, now_us(), plaintext, env::random),
+        )
     }
 
     /// Send again a packet this node forwarded before, unchanged, to the neighbour it went to
@@ -575,14 +575,14 @@ impl Node {
             let bound = message.bound(src, self.id, index);
             let opened = {
                 let mut opener = self.opener.lock().expect("opener lock");
-                let (before, started) = (
-                    opener.key_agreements(),
-                    Stats::cpu_if(!opener.has_pair_for(&message.payload)),
-                );
-                let opened = opener.open(&*self.keys, &bound, now_us(), &message.payload);
-                let ran = opener.key_agreements() - before;
-                self.stats.key_agreements_ran(Side::Open, ran, started);
-                opened
+                let may = !opener.has_pair_for(&message.payload);
+                self.stats.key_agreements_around(
+                    Side::Open,
+                    &mut *opener,
+                    may,
+                    Opener::key_agreements,
+                    |o| o.open(&*self.keys, &bound, now_us(), &message.payload),
+                )
             };
             match opened {
                 Ok(plaintext) => message.payload = plaintext,

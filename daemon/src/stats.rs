@@ -290,10 +290,25 @@ impl Stats {
         counter.fetch_add(1, Relaxed);
     }
 
-    /// Count the key agreements a seal or an open ran (`ran`: the sealer's or the opener's own
-    /// count moved by that much), with the thread's CPU time since `started`, read before the
-    /// call when one could run (see [`Stats::cpu_if`]).
-    pub fn key_agreements_ran(&self, side: Side, ran: u64, started: Option<u64>) {
+    /// Run `work`, a seal or an open on `end` (the sealer or the opener), and count the key
+    /// agreements it ran, as `end`'s own `count` of them moved, with the CPU time they took.
+    /// `may`: whether one may run; only then is the thread's CPU time read (a system call).
+    pub fn key_agreements_around<E, T>(
+        &self,
+        side: Side,
+        end: &mut E,
+        may: bool,
+        count: impl Fn(&E) -> u64,
+        work: impl FnOnce(&mut E) -> T,
+    ) -> T {
+        let (before, started) = (count(end), Self::cpu_if(may));
+        let done = work(end);
+        self.key_agreements_ran(side, count(end) - before, started);
+        done
+    }
+
+    /// Count `ran` key agreements, with the thread's CPU time since `started` (if read).
+    fn key_agreements_ran(&self, side: Side, ran: u64, started: Option<u64>) {
         if ran == 0 {
             return;
         }
@@ -304,9 +319,8 @@ impl Stats {
         }
     }
 
-    /// The thread's CPU time now if `may` (a key agreement may follow), to pass to
-    /// [`Stats::key_agreements_ran`]: read only then, as it costs a system call.
-    pub fn cpu_if(may: bool) -> Option<u64> {
+    /// The thread's CPU time now if `may` (a key agreement may follow).
+    fn cpu_if(may: bool) -> Option<u64> {
         may.then(env::thread_cpu_ns)
     }
 
