@@ -64,15 +64,8 @@ impl WireError {
 
 /// Encode `value` as a whole frame, length prefix included.
 pub fn encode_frame<T: Serialize>(value: &T) -> Result<Vec<u8>, WireError> {
-    let mut frame = vec![0; PREFIX_LEN];
-    frame.push(VERSION);
-    let frame =
-        postcard::to_extend(value, frame).map_err(|e| WireError::Malformed(e.to_string()))?;
+    let mut frame = encode_after(&[0; PREFIX_LEN], value)?;
     let body_len = frame.len() - PREFIX_LEN;
-    if body_len > MAX_FRAME_LEN {
-        return Err(WireError::TooLarge(body_len));
-    }
-    let mut frame = frame;
     frame[..PREFIX_LEN].copy_from_slice(&(body_len as u32).to_be_bytes());
     Ok(frame)
 }
@@ -80,12 +73,23 @@ pub fn encode_frame<T: Serialize>(value: &T) -> Result<Vec<u8>, WireError> {
 /// Encode `value` as a frame body: the version byte and the value, without a length prefix.
 /// A packet travels as such a body inside a [`link::LinkFrame::Data`].
 pub fn encode_body<T: Serialize>(value: &T) -> Result<Vec<u8>, WireError> {
-    let body = postcard::to_extend(value, vec![VERSION])
-        .map_err(|e| WireError::Malformed(e.to_string()))?;
-    if body.len() > MAX_FRAME_LEN {
-        return Err(WireError::TooLarge(body.len()));
+    encode_after(&[], value)
+}
+
+/// `prefix`, the version byte and `value`, in a vector allocated once at its final length:
+/// postcard extends a vector as it goes, a reallocation and a copy at each doubling, which one
+/// set at a time was about 2% of a daemon's CPU (BENCHMARKS.md, "Another machine of the same
+/// kind"). Refused as [`WireError::TooLarge`] before the allocation.
+fn encode_after<T: Serialize>(prefix: &[u8], value: &T) -> Result<Vec<u8>, WireError> {
+    let malformed = |e: postcard::Error| WireError::Malformed(e.to_string());
+    let body_len = 1 + postcard::experimental::serialized_size(value).map_err(malformed)?;
+    if body_len > MAX_FRAME_LEN {
+        return Err(WireError::TooLarge(body_len));
     }
-    Ok(body)
+    let mut out = Vec::with_capacity(prefix.len() + body_len);
+    out.extend_from_slice(prefix);
+    out.push(VERSION);
+    postcard::to_extend(value, out).map_err(malformed)
 }
 
 /// The body length announced by a length prefix, checked against [`MAX_FRAME_LEN`].
@@ -171,6 +175,35 @@ mod tests {
             decode_frame::<Header>(&frame),
             Err(WireError::Malformed(_))
         ));
+    }
+
+    #[test]
+    fn a_frame_is_allocated_once_at_its_length_and_is_postcard_after_its_head() {
+        // Longer than any step postcard's growing vector would stop at exactly.
+        let payload = vec![7u8; 3000];
+        let frame = encode_frame(&payload).unwrap();
+        let body = encode_body(&payload).unwrap();
+        assert_eq!(frame.capacity(), frame.len());
+        assert_eq!(body.capacity(), body.len());
+        assert_eq!(&frame[PREFIX_LEN..], &body[..]);
+        assert_eq!(body[0], VERSION);
+        assert_eq!(body[1..], postcard::to_allocvec(&payload).unwrap()[..]);
+        assert_eq!(decode_frame::<Vec<u8>>(&frame), Ok(payload));
+    }
+
+    #[test]
+    fn a_value_beyond_a_frame_is_refused_by_both_encoders() {
+        let just_fits = vec![0u8; MAX_FRAME_LEN - 1 - 3];
+        assert_eq!(encode_body(&just_fits).unwrap().len(), MAX_FRAME_LEN);
+        let over = vec![0u8; MAX_FRAME_LEN - 3];
+        assert_eq!(
+            encode_body(&over),
+            Err(WireError::TooLarge(MAX_FRAME_LEN + 1))
+        );
+        assert_eq!(
+            encode_frame(&over),
+            Err(WireError::TooLarge(MAX_FRAME_LEN + 1))
+        );
     }
 
     proptest! {
