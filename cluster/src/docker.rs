@@ -413,7 +413,13 @@ pub fn build_image(workspace: &Path, version: &str) -> anyhow::Result<Vec<String
         workspace.display()
     );
     let target = "x86_64-unknown-linux-gnu";
-    let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+    let mut cargo = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+    for (name, _) in std::env::vars_os() {
+        if name.to_str().is_some_and(set_by_cargo_for_a_crate) {
+            cargo.env_remove(name);
+        }
+    }
+    let status = cargo
         .current_dir(workspace)
         // RUSTFLAGS replaces .cargo/config.toml's flags: repeat them.
         .env(
@@ -466,6 +472,25 @@ pub fn build_image(workspace: &Path, version: &str) -> anyhow::Result<Vec<String
     Ok(tags)
 }
 
+/// Whether `name` is one of the variables cargo sets for a crate's program it runs (`cargo run`,
+/// `cargo test`). The image's build leaves them out: ring's build script asks to run again when
+/// `CARGO_MANIFEST_DIR` changes, so the same build from a test and from a shell would otherwise
+/// each make the other's stale, from ring up to the binary.
+fn set_by_cargo_for_a_crate(name: &str) -> bool {
+    name.starts_with("CARGO_PKG_")
+        || name.starts_with("CARGO_BIN_")
+        || matches!(
+            name,
+            "CARGO_MANIFEST_DIR"
+                | "CARGO_MANIFEST_PATH"
+                | "CARGO_CRATE_NAME"
+                | "CARGO_PRIMARY_PACKAGE"
+                | "CARGO_TARGET_TMPDIR"
+                | "CARGO_RUSTC_CURRENT_DIR"
+                | "OUT_DIR"
+        )
+}
+
 /// The pid (on this machine) of each running node container of `run`: its network namespace is
 /// `/proc/PID/ns/net`, which is where the network faults of `crate::netfault` are applied.
 pub fn node_pids(run: &DockerRun) -> anyhow::Result<Vec<(NodeId, u32)>> {
@@ -495,4 +520,34 @@ pub fn node_pids(run: &DockerRun) -> anyhow::Result<Vec<(NodeId, u32)>> {
             Some((NodeId(id), pid))
         })
         .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::set_by_cargo_for_a_crate;
+
+    #[test]
+    fn the_image_build_leaves_out_what_cargo_set_for_its_caller_only() {
+        for name in [
+            "CARGO_MANIFEST_DIR",
+            "CARGO_PKG_NAME",
+            "CARGO_PKG_VERSION_MAJOR",
+            "CARGO_BIN_EXE_cuberoute",
+            "CARGO_CRATE_NAME",
+            "CARGO_TARGET_TMPDIR",
+            "OUT_DIR",
+        ] {
+            assert!(set_by_cargo_for_a_crate(name), "{name}");
+        }
+        // What configures cargo itself, or the machine, stays.
+        for name in [
+            "CARGO_HOME",
+            "CARGO_TARGET_DIR",
+            "CARGO",
+            "PATH",
+            "RUSTFLAGS",
+        ] {
+            assert!(!set_by_cargo_for_a_crate(name), "{name}");
+        }
+    }
 }
