@@ -120,6 +120,19 @@ fn bench_counts_what_wakes_the_daemons_and_runs_a_ring_and_a_mesh_of_their_numbe
     }
     assert!(cluster["cpu_sequential_split"].is_null(), "{cluster}");
 
+    // The client's two requests per set, measured apart: each costs the daemons something,
+    // and less than a whole set (four packet-hops and the same two requests) does.
+    let requests = &cluster["cpu_sequential_requests"];
+    assert_eq!(number(requests, "requests_per_set"), 2.0, "{requests}");
+    let per_request = number(requests, "cpu_us_per_request");
+    let per_set = number(&cluster["cpu_sequential"], "cpu_seconds") * 1e6 / 5.0;
+    assert!(per_request > 0.0 && per_request < per_set, "{requests}");
+    let besides = number(requests, "cpu_us_per_packet_hop_besides");
+    assert!(
+        besides < number(&cluster["cpu_sequential"], "cpu_us_per_packet_hop"),
+        "{requests}"
+    );
+
     // The sweep: one more saturation run, with 8 sets in flight, on the live cluster.
     let sweep = cluster["saturation_sweep"].as_array().expect("a sweep");
     assert_eq!(sweep.len(), 1, "{sweep:?}");

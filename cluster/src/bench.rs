@@ -9,7 +9,7 @@ use cuberoute_daemon::client::ClientError;
 use cuberoute_daemon::link::codec;
 use cuberoute_daemon::tls::{self, ALPN_LINK, Credentials};
 use cuberoute_protocol::delivery::Mode;
-use cuberoute_protocol::wire::control::{IoCounters, KeyAgreements};
+use cuberoute_protocol::wire::control::{IoCounters, KeyAgreements, Request};
 use cuberoute_protocol::{NodeId, SendRequest, Topology};
 use futures_util::StreamExt;
 use rand::{Rng, SeedableRng};
@@ -469,6 +469,78 @@ impl SetCost {
     }
 }
 
+/// The client's share of one set at a time. A set sent and waited for is two control requests,
+/// each a stream of its own: the send at the source and the wait for the copies at the
+/// destination. What a request costs the daemons whatever it asks is measured apart, by a window
+/// of waits for a set the destination holds complete already, each answered at once.
+#[derive(Clone, Copy, Debug, Serialize, PartialEq)]
+pub struct RequestCost {
+    pub requests_per_set: u32,
+    pub cpu_us_per_request: f64,
+    /// The sets' CPU per packet-hop less their requests' cost.
+    pub cpu_us_per_packet_hop_besides: f64,
+}
+
+/// Control requests a set costs when it is sent and waited for: [`ClusterClient::send`] asks
+/// its source, then its destination.
+pub const REQUESTS_PER_SET: u32 = 2;
+
+impl RequestCost {
+    /// From a window of `sets` sets sent one at a time, and the CPU of one request.
+    pub fn of((window, sets): (&HopCost, usize), cpu_us_per_request: f64) -> RequestCost {
+        let requests_us = sets as f64 * f64::from(REQUESTS_PER_SET) * cpu_us_per_request;
+        RequestCost {
+            requests_per_set: REQUESTS_PER_SET,
+            cpu_us_per_request,
+            cpu_us_per_packet_hop_besides: (window.cpu_seconds * 1e6 - requests_us).max(0.0)
+                / window.packet_hops.max(1) as f64,
+        }
+    }
+}
+
+/// The daemons' CPU per control request: send one set from `from` to `to` and wait for it,
+/// then ask `to` for it `n` times, a request at a time, in a window of CPU. Each is answered
+/// at once from what the destination holds, so the window is the requests' own cost: the
+/// stream, its task, the request's decoding and the answer's encoding. `None` if no copy of
+/// the set arrived within the bench's wait: there is nothing to ask for.
+pub async fn cpu_per_request(
+    client: &ClusterClient,
+    pids: &[u32],
+    (from, to): (NodeId, NodeId),
+    n: usize,
+) -> Result<Option<f64>, ClientError> {
+    let load = Load::default();
+    let set = client
+        .send(
+            from,
+            SendRequest::to(to),
+            vec![0; load.payload_bytes],
+            load.options(),
+        )
+        .await?;
+    let held = set.copies_delivered() as u32;
+    if held == 0 {
+        return Ok(None);
+    }
+    let ask = Request::Await {
+        src: from,
+        seq: set.seq,
+        sent_at_us: set.sent_at_us,
+        copies: held,
+        timeout_ms: 0,
+        sealed: set.sealed,
+        mode: set.mode,
+    };
+    let (answers, cpu_seconds) = cpu_during(pids, async {
+        for _ in 0..n {
+            client.request(to, &ask).await?;
+        }
+        Ok(())
+    })
+    .await;
+    answers.map(|()| Some(cpu_seconds * 1e6 / n.max(1) as f64))
+}
+
 /// Run `work`, and the CPU seconds the daemons `pids` used meanwhile (see `usage::cpu_seconds`).
 pub async fn cpu_during<T>(pids: &[u32], work: impl Future<Output = T>) -> (T, f64) {
     let cpu_before = usage::cpu_now(pids);
@@ -648,6 +720,20 @@ mod tests {
         assert!((cost.cpu_us_per_packet_hop - 5.0).abs() < 1e-6);
         assert_eq!(SetCost::between((&far, 10), (&far, 10)), None);
         assert_eq!(SetCost::between((&far, 10), (&near, 0)), None);
+    }
+
+    #[test]
+    fn a_sets_requests_are_taken_out_of_its_window() {
+        // 10 sets of 18 packet-hops at 50 µs each, and two requests of 40 µs per set.
+        let window = HopCost::new(10.0 * (18.0 * 50.0 + 2.0 * 40.0) / 1e6, 180);
+        let cost = RequestCost::of((&window, 10), 40.0);
+        assert_eq!(cost.requests_per_set, 2);
+        assert!((cost.cpu_us_per_packet_hop_besides - 50.0).abs() < 1e-6);
+        // Requests dearer than the whole window leave nothing, not less.
+        assert_eq!(
+            RequestCost::of((&window, 10), 1e6).cpu_us_per_packet_hop_besides,
+            0.0
+        );
     }
 
     #[test]

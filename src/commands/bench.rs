@@ -5,7 +5,8 @@ use super::cluster::{self, DirArg, UpArgs};
 use super::{runtime, usage};
 use anyhow::Context;
 use cuberoute_cluster::bench::{
-    self, HopCost, KeyAgreementCost, Load, PairLatency, RelayBaseline, SetCost, Throughput, Wakeups,
+    self, HopCost, KeyAgreementCost, Load, PairLatency, RelayBaseline, RequestCost, SetCost,
+    Throughput, Wakeups,
 };
 use cuberoute_cluster::local::RunState;
 use cuberoute_cluster::overload::{self, Overload};
@@ -163,6 +164,10 @@ struct ClusterFigures {
     /// keep more processes running at once), and the set's share comes out at or below zero
     /// (BENCHMARKS.md, "The scaling table again, and one set at a time split").
     cpu_sequential_split: Option<SetCost>,
+    /// ...and the farthest pair's sets less their client's two control requests, whose cost
+    /// is measured apart in the same run: what a set costs that a raw relay's frame does not.
+    /// (`null` if the set whose wait is asked for again never arrived.)
+    cpu_sequential_requests: Option<RequestCost>,
     /// ...and the saturation run (`--concurrency` in flight)...
     cpu_saturation: HopCost,
     /// ...of which the sealing's key agreements: the pairs of nodes its random pairs met for
@@ -533,42 +538,52 @@ fn measure_running(
         .expect("nodes");
     let near = topology.neighbours(src).last().expect("a neighbour");
     let pids = cuberoute_cluster::runner::pids(dir)?;
-    let (farthest, cost_sequential, adjacent, cost_adjacent, saturation, cost_saturation) = runtime
-        .block_on(async {
-            // Warm up: connections, and every daemon's first packets. Reading every node's
-            // counters opens the control connection to each; their handshakes and path MTU
-            // probes are over before the first window.
-            let plain = Load::default();
-            bench::pair_latency(&client, src, far, 20, plain).await?;
-            bench::pair_latency(&client, src, near, 20, plain).await?;
-            bench::cluster_counts(&client).await;
-            tokio::time::sleep(Duration::from_secs(2)).await;
-            let (farthest, cpu_sequential) = bench::window_cost(&client, &pids, async {
-                bench::pair_latency(&client, src, far, args.samples, plain).await
-            })
-            .await;
-            let (adjacent, cost_adjacent) = bench::window_cost(&client, &pids, async {
-                bench::pair_latency(&client, src, near, args.samples, plain).await
-            })
-            .await;
-            let (saturation, cost_saturation) = bench::saturate_costed(
-                &client,
-                &pids,
-                args.duration,
-                args.concurrency,
-                args.seed,
-                plain,
-            )
-            .await;
-            anyhow::Ok((
-                farthest?,
-                cpu_sequential,
-                adjacent?,
-                cost_adjacent,
-                saturation,
-                cost_saturation,
-            ))
-        })?;
+    let (
+        farthest,
+        cost_sequential,
+        adjacent,
+        cost_adjacent,
+        cpu_per_request,
+        saturation,
+        cost_saturation,
+    ) = runtime.block_on(async {
+        // Warm up: connections, and every daemon's first packets. Reading every node's
+        // counters opens the control connection to each; their handshakes and path MTU
+        // probes are over before the first window.
+        let plain = Load::default();
+        bench::pair_latency(&client, src, far, 20, plain).await?;
+        bench::pair_latency(&client, src, near, 20, plain).await?;
+        bench::cluster_counts(&client).await;
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        let (farthest, cpu_sequential) = bench::window_cost(&client, &pids, async {
+            bench::pair_latency(&client, src, far, args.samples, plain).await
+        })
+        .await;
+        let (adjacent, cost_adjacent) = bench::window_cost(&client, &pids, async {
+            bench::pair_latency(&client, src, near, args.samples, plain).await
+        })
+        .await;
+        let cpu_per_request =
+            bench::cpu_per_request(&client, &pids, (src, far), args.samples).await?;
+        let (saturation, cost_saturation) = bench::saturate_costed(
+            &client,
+            &pids,
+            args.duration,
+            args.concurrency,
+            args.seed,
+            plain,
+        )
+        .await;
+        anyhow::Ok((
+            farthest?,
+            cpu_sequential,
+            adjacent?,
+            cost_adjacent,
+            cpu_per_request,
+            saturation,
+            cost_saturation,
+        ))
+    })?;
     let mut overloads = Vec::new();
     let overload_load = Load {
         mode: Mode::PLAIN,
@@ -681,6 +696,8 @@ fn measure_running(
             (&cost_sequential.cpu, args.samples),
             (&cost_adjacent.cpu, args.samples),
         ),
+        cpu_sequential_requests: cpu_per_request
+            .map(|per_request| RequestCost::of((&cost_sequential.cpu, args.samples), per_request)),
         cpu_saturation: cost_saturation.cpu,
         key_agreements_saturation: cost_saturation.key_agreements,
         wakeups_sequential: cost_sequential.wakeups,
@@ -828,9 +845,9 @@ fn print_scaling(f: &Figures) {
         "\nAgainst a ring of as many raw relay processes, run after the cluster in the same run:\n"
     );
     println!(
-        "| cluster | daemons | ring hop p50 (µs) | CPU per hop, one at a time: cluster / ring (µs) | CPU per hop at saturation: cluster / ring (µs) | wake-ups per hop, one at a time: cluster / ring | wake-ups per hop at saturation: cluster / ring | farthest pair p50 / two-core bound (µs) |"
+        "| cluster | daemons | ring hop p50 (µs) | CPU per hop, one at a time: cluster / ring (µs) | one at a time, the cluster besides its client's requests (µs per hop; per request) | CPU per hop at saturation: cluster / ring (µs) | wake-ups per hop, one at a time: cluster / ring | wake-ups per hop at saturation: cluster / ring | farthest pair p50 / two-core bound (µs) |"
     );
-    println!("|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|");
     for c in &f.clusters {
         let Some(r) = &c.relay_ring else { continue };
         // k x d hop-handlings at the ring's CPU per frame-hop, over two cores.
@@ -839,12 +856,17 @@ fn print_scaling(f: &Figures) {
             * r.relay.cpu_us_per_frame_hop_sequential
             / 2.0;
         println!(
-            "| {} | {} | {:.0} | {:.1} / {:.1} | {:.1} / {:.1} | {:.2} / {:.2} | {:.2} / {:.2} | {:.0} / {:.0} |",
+            "| {} | {} | {:.0} | {:.1} / {:.1} | {} | {:.1} / {:.1} | {:.2} / {:.2} | {:.2} / {:.2} | {:.0} / {:.0} |",
             c.topology,
             c.nodes,
             r.relay.per_hop.p50_us,
             c.cpu_sequential.cpu_us_per_packet_hop,
             r.relay.cpu_us_per_frame_hop_sequential,
+            c.cpu_sequential_requests
+                .map_or("-".to_string(), |q| format!(
+                    "{:.1}; {:.0}",
+                    q.cpu_us_per_packet_hop_besides, q.cpu_us_per_request
+                )),
             c.cpu_saturation.cpu_us_per_packet_hop,
             r.relay.cpu_us_per_frame_hop_pipelined,
             c.wakeups_sequential.wakeups_per_packet_hop,
@@ -1024,6 +1046,12 @@ fn print_table(f: &Figures) {
             println!(
                 "  one set at a time, the daemons' CPU is {:.0} µs a set plus {:.1} µs a packet-hop (a line through the farthest and adjacent pairs)",
                 split.cpu_us_per_set, split.cpu_us_per_packet_hop
+            );
+        }
+        if let Some(r) = c.cpu_sequential_requests {
+            println!(
+                "  one set at a time, the client's {} control requests per set cost {:.0} µs each; besides them {:.1} µs a packet-hop",
+                r.requests_per_set, r.cpu_us_per_request, r.cpu_us_per_packet_hop_besides
             );
         }
         let w = &c.wakeups_saturation;
