@@ -601,7 +601,7 @@ fn the_operators_commands_work_on_a_compose_cluster() {
             .unwrap()
             .trim_end_matches('/')
             .to_string();
-        let state = within(Duration::from_secs(10), || {
+        let state = within(Duration::from_secs(30), || {
             http_get(&addr, "/state.json").is_some_and(|s| s.contains("\"nodes_up\":16"))
         });
         assert!(state.is_some(), "the view sees all 16 containers");
