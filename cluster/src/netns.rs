@@ -639,6 +639,7 @@ pub fn remove(run: &NetnsRun) -> anyhow::Result<()> {
         );
     }
     kill_inside(run);
+    kill_rule_writers(&run.comment());
     for spec in rule_specs(&output("iptables", &["-w", "-S"])?, &run.comment()) {
         run_ok(Command::new("iptables").arg("-w").args(&spec))?;
     }
@@ -702,6 +703,36 @@ pub(crate) fn force(lines: &[String]) -> anyhow::Result<()> {
 
 /// SIGKILL every process in one of `run`'s namespaces (a daemon a killed launcher started but
 /// never recorded), and wait up to 2 s for them to go.
+/// SIGKILL the processes whose command line names the rules' comment, again until none is left
+/// (2 s at most): an `iptables` of an `up` killed outright may still wait on the xtables lock,
+/// and would add its rule after [`remove`] listed them.
+fn kill_rule_writers(comment: &str) {
+    let writers = || -> Vec<i32> {
+        names("/proc")
+            .iter()
+            .filter_map(|p| p.parse::<i32>().ok())
+            .filter(|pid| {
+                fs::read(format!("/proc/{pid}/cmdline"))
+                    .is_ok_and(|c| c.split(|&b| b == 0).any(|w| w == comment.as_bytes()))
+            })
+            .collect()
+    };
+    let deadline = Instant::now() + Duration::from_secs(2);
+    loop {
+        let pids = writers();
+        if pids.is_empty() || Instant::now() >= deadline {
+            return;
+        }
+        for pid in pids {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 fn kill_inside(run: &NetnsRun) {
     let owned: Vec<String> = names(NETNS_DIR)
         .into_iter()
