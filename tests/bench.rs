@@ -282,3 +282,60 @@ fn killed_while_running(relay_command: &str) {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
 }
+
+/// Ctrl-C or SIGTERM while a bench's cluster runs stops the cluster: its daemons, each in a
+/// process group of their own, are not left running, and the bench ends with status 130.
+#[test]
+fn an_interrupted_bench_stops_its_cluster() {
+    for signal in [
+        nix::sys::signal::Signal::SIGINT,
+        nix::sys::signal::Signal::SIGTERM,
+    ] {
+        interrupted_while_its_cluster_runs(signal);
+    }
+}
+
+fn interrupted_while_its_cluster_runs(signal: nix::sys::signal::Signal) {
+    let _one = ONE_BENCH.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let dir_arg = dir.path().to_str().unwrap().to_string();
+    let mut bench = Command::new(env!("CARGO_BIN_EXE_cuberoute"))
+        .args(["bench", "q:2", "--dir", &dir_arg, "--json"])
+        .args(["--samples", "200", "--duration", "3s", "--concurrency", "4"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let daemons = || {
+        processes_mentioning(&dir_arg)
+            .into_iter()
+            .filter(|&pid| {
+                std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| {
+                    c.starts_with(env!("CARGO_BIN_EXE_cuberoute").as_bytes())
+                        && String::from_utf8_lossy(&c).contains("\0daemon\0")
+                })
+            })
+            .count()
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while daemons() < 4 {
+        assert!(std::time::Instant::now() < deadline, "no cluster started");
+        assert!(bench.try_wait().unwrap().is_none(), "the bench ended first");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    // Into the measurement, past the start.
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(bench.id() as i32), signal).unwrap();
+    let out = bench.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{signal}: {stderr}");
+    assert!(
+        stderr.contains("interrupted: cluster in") && stderr.contains("stopped"),
+        "{signal}: {stderr}"
+    );
+    assert_eq!(daemons(), 0, "{signal}: daemons left after the bench ended");
+    assert!(
+        !dir.path().join("q-2").join("run.toml").exists(),
+        "{signal}: the run state is left"
+    );
+}

@@ -48,6 +48,7 @@ pub mod monitor;
 pub mod netfault;
 pub mod netns;
 pub mod overload;
+pub mod owned;
 pub mod percentiles;
 pub mod phases;
 pub mod ping;

@@ -306,9 +306,12 @@ const SAVE_EVERY: usize = 16;
 /// SIGINT and SIGTERM, caught for the length of a start.
 pub mod interrupt {
     use nix::sys::signal::{SaFlags, SigAction, SigHandler, SigSet, Signal, sigaction};
-    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
     static CAUGHT: AtomicBool = AtomicBool::new(false);
+    /// Catches in force: one inside another (a start inside a bench) keeps what the outer one
+    /// caught, so that a signal caught just before the inner one is installed is not lost.
+    static DEPTH: AtomicUsize = AtomicUsize::new(0);
 
     extern "C" fn on_signal(_: nix::libc::c_int) {
         CAUGHT.store(true, Ordering::SeqCst);
@@ -321,7 +324,9 @@ pub mod interrupt {
 
     impl Catch {
         pub fn install() -> Catch {
-            CAUGHT.store(false, Ordering::SeqCst);
+            if DEPTH.fetch_add(1, Ordering::SeqCst) == 0 {
+                CAUGHT.store(false, Ordering::SeqCst);
+            }
             let action = SigAction::new(
                 SigHandler::Handler(on_signal),
                 SaFlags::empty(),
@@ -357,6 +362,7 @@ pub mod interrupt {
                 // SAFETY: restores the handler that was in force before `install`.
                 let _ = unsafe { sigaction(*signal, action) };
             }
+            DEPTH.fetch_sub(1, Ordering::SeqCst);
         }
     }
 }

@@ -10,6 +10,7 @@ use cuberoute_cluster::bench::{
 };
 use cuberoute_cluster::local::RunState;
 use cuberoute_cluster::overload::{self, Overload};
+use cuberoute_cluster::owned::OwnedClusters;
 use cuberoute_cluster::quiet;
 use cuberoute_cluster::relay_mesh::{self, MeshBaseline};
 use cuberoute_cluster::relay_ring::{self, RingBaseline};
@@ -134,6 +135,9 @@ pub struct RelayMeshArgs {
 pub struct RelayPeerArgs {
     #[arg(long)]
     pub listen: SocketAddr,
+    /// The bench process that started this peer: the peer ends with it.
+    #[arg(long)]
+    pub parent: u32,
     #[arg(long)]
     pub ca: PathBuf,
     #[arg(long)]
@@ -294,8 +298,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         return Ok(());
     }
     std::fs::create_dir_all(&args.dir)?;
+    let owned = OwnedClusters::watch();
     if args.idle_only {
-        return idle_only(&args, &topologies);
+        return idle_only(&args, &topologies, &owned);
     }
     let baseline = baseline(&args)?;
     eprintln!(
@@ -304,7 +309,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     );
     let mut clusters = Vec::new();
     for topology in topologies {
-        let figures = measure(&args, topology)?;
+        let figures = measure(&args, topology, &owned)?;
         eprintln!(
             "{topology}: up in {:.1} s, farthest p50 {:.0} µs, {:.0} packet-hops/s",
             figures.startup_seconds,
@@ -324,10 +329,14 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn measure(args: &Args, topology: Topology) -> anyhow::Result<ClusterFigures> {
-    let (dir, startup, startup_cpu) = start(args, topology)?;
+fn measure(
+    args: &Args,
+    topology: Topology,
+    owned: &OwnedClusters,
+) -> anyhow::Result<ClusterFigures> {
+    let (dir, startup, startup_cpu) = start(args, topology, owned)?;
     let result = measure_running(args, topology, &dir, startup);
-    eprintln!("{}", cuberoute_cluster::runner::stop(&dir)?);
+    eprintln!("{}", owned.stop(&dir)?);
     let mut figures = result?;
     figures.startup_cpu = startup_cpu;
     if !args.docker {
@@ -386,6 +395,7 @@ const RELAY_FRAME_LEN: usize = 120;
 fn start(
     args: &Args,
     topology: Topology,
+    owned: &OwnedClusters,
 ) -> anyhow::Result<(ClusterDir, Duration, Option<StartCpu>)> {
     let name = topology.to_string().replace([':', ','], "-");
     let dir_arg = DirArg {
@@ -396,11 +406,11 @@ fn start(
     if args.docker {
         up.docker.docker = true;
         up.docker.subnet = Ipv4Addr::new(10, 205, 0, 0);
-        let startup = cluster::docker::start(&up)?;
+        let startup = owned.start(&dir, || cluster::docker::start(&up))?;
         eprintln!("{topology}: up in {:.1} s", startup.as_secs_f64());
         return Ok((dir, startup, None));
     }
-    let (_, _, startup, cpu) = cluster::up::start(&up)?;
+    let (_, _, startup, cpu) = owned.start(&dir, || cluster::up::start(&up))?;
     eprintln!(
         "{topology}: up in {:.1} s; {}",
         startup.as_secs_f64(),
@@ -428,14 +438,14 @@ fn measure_idle(dir: &ClusterDir, window: Duration) -> anyhow::Result<Idle> {
     Ok(idle)
 }
 
-fn idle_only(args: &Args, topologies: &[Topology]) -> anyhow::Result<()> {
+fn idle_only(args: &Args, topologies: &[Topology], owned: &OwnedClusters) -> anyhow::Result<()> {
     let window = args.idle.expect("clap requires --idle");
     let mut all = Vec::new();
     for &topology in topologies {
-        let (dir, startup, _) = start(args, topology)?;
+        let (dir, startup, _) = start(args, topology, owned)?;
         std::thread::sleep(SETTLE);
         let idle = measure_idle(&dir, window);
-        eprintln!("{}", cuberoute_cluster::runner::stop(&dir)?);
+        eprintln!("{}", owned.stop(&dir)?);
         all.push(IdleFigures {
             topology: topology.to_string(),
             nodes: topology.node_count(),
@@ -733,6 +743,7 @@ fn baseline(args: &Args) -> anyhow::Result<RelayBaseline> {
     let node = |id: u64, file| dir.node_dir(NodeId(id)).join(file);
     let mut peer = Command::new(std::env::current_exe()?)
         .args(["bench-relay-peer", "--listen", &listen.to_string()])
+        .args(["--parent", &std::process::id().to_string()])
         .arg("--ca")
         .arg(dir.ca_cert())
         .arg("--cert")
@@ -791,6 +802,7 @@ pub fn relay_mesh(args: RelayMeshArgs) -> anyhow::Result<()> {
 }
 
 pub fn relay_peer(args: RelayPeerArgs) -> anyhow::Result<()> {
+    relay_ring::end_with(args.parent)?;
     let credentials = Credentials::load(&args.ca, &args.cert, &args.key)?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
