@@ -295,6 +295,13 @@ fn an_interrupted_bench_stops_its_cluster() {
     }
 }
 
+/// Killed outright, a bench cannot stop its cluster; the kernel ends its daemons for it (each
+/// started to end with the bench).
+#[test]
+fn a_killed_bench_takes_its_daemons_with_it() {
+    interrupted_while_its_cluster_runs(nix::sys::signal::Signal::SIGKILL);
+}
+
 fn interrupted_while_its_cluster_runs(signal: nix::sys::signal::Signal) {
     let _one = ONE_BENCH.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
@@ -328,6 +335,19 @@ fn interrupted_while_its_cluster_runs(signal: nix::sys::signal::Signal) {
     nix::sys::signal::kill(nix::unistd::Pid::from_raw(bench.id() as i32), signal).unwrap();
     let out = bench.wait_with_output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
+    if signal == nix::sys::signal::Signal::SIGKILL {
+        use std::os::unix::process::ExitStatusExt;
+        assert_eq!(out.status.signal(), Some(9), "{stderr}");
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while daemons() > 0 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "daemons left running 30 s after their bench was killed"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        return;
+    }
     assert_eq!(out.status.code(), Some(130), "{signal}: {stderr}");
     assert!(
         stderr.contains("interrupted: cluster in") && stderr.contains("stopped"),

@@ -189,6 +189,20 @@ pub fn is_running(p: &NodeProcess, config: &Path) -> bool {
     }
 }
 
+/// How long the daemons of a cluster live.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Lifetime {
+    /// Until they are stopped (`cluster down`): a cluster outlives the `cluster up` that
+    /// started it.
+    #[default]
+    UntilStopped,
+    /// No longer than the process that started them (a bench's clusters): however that process
+    /// ends, killed outright included, the kernel sends each daemon SIGTERM, and it drains and
+    /// exits. The starting thread must be the process's main thread, whose end is what the
+    /// kernel watches.
+    WithLauncher,
+}
+
 /// Start one daemon per node of the generated cluster in `dir`, with `binary` (the cuberoute
 /// executable), each in its namespace of `netns` if there is one ([`make_network`] made it).
 /// `interrupt`, installed by the caller for the whole start (readiness wait included), ends the
@@ -199,6 +213,7 @@ pub fn start(
     binary: &Path,
     interrupt: &interrupt::Catch,
     netns: Option<NetnsRun>,
+    lifetime: Lifetime,
 ) -> anyhow::Result<RunState> {
     let mut state = RunState {
         topology,
@@ -215,7 +230,7 @@ pub fn start(
                 "interrupted while starting the cluster; every daemon started was stopped"
             ))
         } else {
-            spawn(dir, binary, id, namespace.as_deref())
+            spawn(dir, binary, id, namespace.as_deref(), lifetime)
         };
         match spawned {
             Ok(process) => {
@@ -386,7 +401,13 @@ pub fn restart_node(dir: &ClusterDir, binary: &Path, id: NodeId) -> anyhow::Resu
         ),
         None => None,
     };
-    let process = spawn(dir, binary, id, namespace.as_deref())?;
+    let process = spawn(
+        dir,
+        binary,
+        id,
+        namespace.as_deref(),
+        Lifetime::UntilStopped,
+    )?;
     state.processes.retain(|p| p.id != id);
     state.processes.push(process);
     if state.boot.is_none() {
@@ -403,6 +424,7 @@ fn spawn(
     binary: &Path,
     id: NodeId,
     namespace: Option<&str>,
+    lifetime: Lifetime,
 ) -> anyhow::Result<NodeProcess> {
     use std::os::unix::process::CommandExt;
     let log_path = dir.log(id);
@@ -427,6 +449,20 @@ fn spawn(
         // SAFETY: between fork and exec the hook makes one syscall (setns) on a file opened
         // before the fork; it allocates nothing.
         unsafe { command.pre_exec(move || netns::enter(&ns)) };
+    }
+    if lifetime == Lifetime::WithLauncher {
+        let launcher = nix::unistd::getpid();
+        // SAFETY: between fork and exec the hook makes two syscalls (prctl, getppid); it
+        // allocates nothing. A launcher gone before the prctl took effect is seen by getppid.
+        unsafe {
+            command.pre_exec(move || {
+                nix::sys::prctl::set_pdeathsig(Signal::SIGTERM)?;
+                if nix::unistd::getppid() != launcher {
+                    return Err(std::io::Error::other("the launcher is gone"));
+                }
+                Ok(())
+            })
+        };
     }
     let child = command
         .spawn()

@@ -8,7 +8,7 @@ use cuberoute_cluster::bench::{
     self, HopCost, KeyAgreementCost, Load, PairLatency, RelayBaseline, RequestCost, SetCost,
     Throughput, Wakeups,
 };
-use cuberoute_cluster::local::RunState;
+use cuberoute_cluster::local::{Lifetime, RunState};
 use cuberoute_cluster::overload::{self, Overload};
 use cuberoute_cluster::owned::OwnedClusters;
 use cuberoute_cluster::quiet;
@@ -403,6 +403,8 @@ fn start(
     };
     let dir = dir_arg.cluster();
     let mut up = UpArgs::local(topology, dir_arg, BASE);
+    // Killed outright, the bench takes its local daemons with it all the same.
+    up.lifetime = Lifetime::WithLauncher;
     if args.docker {
         up.docker.docker = true;
         up.docker.subnet = Ipv4Addr::new(10, 205, 0, 0);

@@ -45,6 +45,9 @@ pub struct UpArgs {
     /// docs/daemon.md, "Hosts with a network of their own").
     #[arg(long)]
     pub netns: bool,
+    /// Local daemons end with this process (a bench's clusters); not a flag.
+    #[arg(skip)]
+    pub lifetime: local::Lifetime,
 }
 
 impl UpArgs {
@@ -61,6 +64,7 @@ impl UpArgs {
             timeout: None,
             docker: super::docker::DockerArgs::none(),
             netns: false,
+            lifetime: local::Lifetime::UntilStopped,
         }
     }
 
@@ -194,7 +198,7 @@ pub fn start_timed(args: &UpArgs) -> anyhow::Result<(ClusterDir, Topology, Phase
         let (dir, topology) = init_timed(&args.init, &mut phases)?;
         (dir, topology, None, local::interrupt::Catch::install())
     };
-    local::start(&dir, topology, &binary, &interrupt, network)?;
+    local::start(&dir, topology, &binary, &interrupt, network, args.lifetime)?;
     phases.end("spawn");
     let started = phases.started();
     let ready = runtime()?.block_on(async {
