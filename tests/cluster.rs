@@ -369,7 +369,8 @@ fn up_reports_its_phases_and_they_add_up_to_the_total() {
             .and_then(|n| n.parse().ok())
             .unwrap_or_else(|| panic!("no number after {what:?} in {cpu}"))
     };
-    assert!(number_after("the daemons") > 0.0, "{cpu}");
+    // Per daemon, in ms: 8 fast starts' CPU-s can print as 0.0.
+    assert!(number_after("(") > 0.0, "{cpu}");
     assert!(
         number_after("at least") <= total + 0.1,
         "{cpu}: more than {total} s"
