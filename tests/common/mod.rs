@@ -193,8 +193,22 @@ impl Cluster {
 }
 
 impl Drop for Cluster {
+    /// Take the cluster down, trying again twice a second apart if that fails (Docker has
+    /// refused to remove a compose network whose containers were all gone, "active
+    /// endpoints"); each failure is printed, for the test's output, since a drop cannot fail.
     fn drop(&mut self) {
-        let _ = cuberoute(&["cluster", "down", "--dir", self.path_str()]);
+        for attempt in 1..=3 {
+            let out = cuberoute(&["cluster", "down", "--dir", self.path_str()]);
+            if out.status.success() {
+                return;
+            }
+            eprintln!(
+                "cluster down --dir {} failed (attempt {attempt} of 3): {}",
+                self.path_str(),
+                stderr(&out).trim()
+            );
+            std::thread::sleep(std::time::Duration::from_secs(1));
+        }
     }
 }
 
