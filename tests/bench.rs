@@ -24,6 +24,17 @@ fn processes_mentioning(needle: &str) -> Vec<u32> {
     found
 }
 
+/// How many processes' command lines mention both `needle` and `word`.
+fn processes_mentioning_both(needle: &str, word: &str) -> usize {
+    processes_mentioning(needle)
+        .into_iter()
+        .filter(|&pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|c| String::from_utf8_lossy(&c).contains(word))
+        })
+        .count()
+}
+
 fn number(v: &Value, key: &str) -> f64 {
     v[key]
         .as_f64()
@@ -253,15 +264,7 @@ fn killed_while_running(relay_command: &str) {
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    let relays = || {
-        processes_mentioning(&dir_arg)
-            .into_iter()
-            .filter(|&pid| {
-                std::fs::read(format!("/proc/{pid}/cmdline"))
-                    .is_ok_and(|c| String::from_utf8_lossy(&c).contains(relay_command))
-            })
-            .count()
-    };
+    let relays = || processes_mentioning_both(&dir_arg, relay_command);
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
     while relays() < 3 {
         assert!(
@@ -313,17 +316,7 @@ fn interrupted_while_its_cluster_runs(signal: nix::sys::signal::Signal) {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    let daemons = || {
-        processes_mentioning(&dir_arg)
-            .into_iter()
-            .filter(|&pid| {
-                std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| {
-                    c.starts_with(env!("CARGO_BIN_EXE_cuberoute").as_bytes())
-                        && String::from_utf8_lossy(&c).contains("\0daemon\0")
-                })
-            })
-            .count()
-    };
+    let daemons = || processes_mentioning_both(&dir_arg, "\0daemon\0");
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
     while daemons() < 4 {
         assert!(std::time::Instant::now() < deadline, "no cluster started");

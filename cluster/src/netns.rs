@@ -701,13 +701,11 @@ pub(crate) fn force(lines: &[String]) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// SIGKILL every process in one of `run`'s namespaces (a daemon a killed launcher started but
-/// never recorded), and wait up to 2 s for them to go.
 /// SIGKILL the processes whose command line names the rules' comment, again until none is left
 /// (2 s at most): an `iptables` of an `up` killed outright may still wait on the xtables lock,
 /// and would add its rule after [`remove`] listed them.
 fn kill_rule_writers(comment: &str) {
-    let writers = || -> Vec<i32> {
+    let naming = || -> Vec<i32> {
         names("/proc")
             .iter()
             .filter_map(|p| p.parse::<i32>().ok())
@@ -717,22 +715,11 @@ fn kill_rule_writers(comment: &str) {
             })
             .collect()
     };
-    let deadline = Instant::now() + Duration::from_secs(2);
-    loop {
-        let pids = writers();
-        if pids.is_empty() || Instant::now() >= deadline {
-            return;
-        }
-        for pid in pids {
-            let _ = nix::sys::signal::kill(
-                nix::unistd::Pid::from_raw(pid),
-                nix::sys::signal::Signal::SIGKILL,
-            );
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    kill_until_gone(naming, Duration::from_secs(2));
 }
 
+/// SIGKILL every process in one of `run`'s namespaces (a daemon a killed launcher started but
+/// never recorded), and wait up to 2 s for them to go.
 fn kill_inside(run: &NetnsRun) {
     let owned: Vec<String> = names(NETNS_DIR)
         .into_iter()
@@ -766,10 +753,16 @@ pub(crate) fn pids_in_namespaces(namespaces: &[String]) -> Vec<i32> {
 /// SIGKILL every process in one of the network namespaces `namespaces`, again until none is
 /// left or `within` has passed. How many were signalled.
 pub(crate) fn kill_in_namespaces(namespaces: &[String], within: Duration) -> usize {
+    kill_until_gone(|| pids_in_namespaces(namespaces), within)
+}
+
+/// SIGKILL the processes `pids` finds, again until it finds none or `within` has passed. How
+/// many were signalled.
+fn kill_until_gone(pids: impl Fn() -> Vec<i32>, within: Duration) -> usize {
     let deadline = Instant::now() + within;
     let mut killed = std::collections::BTreeSet::new();
     loop {
-        let pids = pids_in_namespaces(namespaces);
+        let pids = pids();
         if pids.is_empty() || Instant::now() > deadline {
             return killed.len();
         }

@@ -207,7 +207,9 @@ impl Drop for Cluster {
                 self.path_str(),
                 stderr(&out).trim()
             );
-            std::thread::sleep(std::time::Duration::from_secs(1));
+            if attempt < 3 {
+                std::thread::sleep(std::time::Duration::from_secs(1));
+            }
         }
     }
 }
