@@ -4,7 +4,7 @@ set -u
 cd "$(dirname "$0")"
 SECONDS_EACH=${1:-600}
 FAN=${2:-4}
-targets=(link_frame data_packet neighbour_data envelope control_request control_response frame_prefix)
+targets=(link_frame data_packet neighbour_data envelope sealed_open control_request control_response frame_prefix)
 mkdir -p logs
 i=0
 for t in "${targets[@]}"; do

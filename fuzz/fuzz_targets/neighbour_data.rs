@@ -1,8 +1,8 @@
-//! A node's handling of a neighbour's data frame, as the daemon does it (node.rs
-//! `handle_data`): decode the packet, run the front door's `hop` through a process, then at
-//! the destination check the checksum and hand an envelope to the inbox; on a forward, record
-//! the hop and encode the packet into a link frame again (where a frame that grew past the
-//! limit must be refused, not panic).
+//! A node's handling of a neighbour's data frame, as the daemon does it (daemon/src/node/:
+//! `handle_data` in mod.rs, `deliver` in destination.rs): decode the packet, run the front
+//! door's `hop` through a process, then at the destination check the checksum and hand an
+//! envelope to the inbox; on a forward, record the hop and encode the packet into a link frame
+//! again (where a frame that grew past the limit must be refused, not panic).
 #![no_main]
 use cuberoute_protocol::delivery::{Envelope, Inbox, InboxLimits, SetKey};
 use cuberoute_protocol::wire::link::LinkFrame;

@@ -1,7 +1,8 @@
 //! The layers of `protocol/src`, checked: every file lies in one of the folders `topology`,
-//! `paths`, `routing`, `delivery` and `wire`, in that order from the bottom, and imports only from its own
-//! layer and the layers below; and no two files import each other, directly or round a longer
-//! loop. The compiler enforces neither (the layers are folders of one crate), so this test does.
+//! `paths`, `routing`, `delivery`, `seal` and `wire`, in that order from the bottom, and imports
+//! only from its own layer and the layers below; and no two files import each other, directly or
+//! round a longer loop. The compiler enforces neither (the layers are folders of one crate), so
+//! this test does.
 //!
 //! A file *imports* a module when it names a path `crate::...`, `super::...` or `self::...` (in a
 //! `use`, nested `use` groups included, or inline) that resolves to that module's file: the

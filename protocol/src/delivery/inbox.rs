@@ -5,10 +5,36 @@
 //! payload in the output, acknowledge a reliable set, count a failure). Memory is bounded by
 //! [`InboxLimits`]; a set pushed out to make room is reported by [`Inbox::expire`], never
 //! dropped silently.
+//!
+//! **Fair shares.** The inbox is shared by every source, and a source may be hostile: a
+//! certified node can send as many sets as it likes in its own name, whole or never to be
+//! completed. So room is shared out by source, max-min: a source may use all the room nobody
+//! else needs, and when the inbox is full (more than `max_sets` sets waiting, or `max_bytes`
+//! of their pieces) the set pushed out is the oldest of the source that holds the most
+//! (sets or bytes, whichever is over), the source whose set just came in first among equals.
+//! A source therefore pushes out another's sets only while that other holds more than it does:
+//! one that floods pushes out its own, and a source within its fair share (the limit divided
+//! by the sources that hold anything) loses nothing to it. The memory of delivered sets (at
+//! most ten times `max_sets`) is shared the same way, and what it forgets to stay within its
+//! bound makes only that source's older sets stale (each source has its own "forgotten until"
+//! send time, see [`Failure::Stale`]), so a source cannot flush the memory that refuses the
+//! copies and resends of another's sets. Sealed, the source is the sealer (authenticated);
+//! clear, it is whatever a relay claims, and a relay that spreads made-up sets over many source
+//! names gets as many shares (the daemon keeps sealed and clear sets in separate inboxes).
+//!
+//! **Acknowledgements.** Every message carries the number of its set's send (`attempt`), but
+//! the inbox believes no number: with sealing off a relay can rewrite it, to `u32::MAX` or
+//! anything. A delivered reliable set is acknowledged for the piece that completed it, then for
+//! a piece of another attempt than the one last acknowledged (a resend: its source has not
+//! heard), never for late pieces of the attempt last acknowledged; and at most
+//! [`MAX_ACKS_PER_SET`] times in all, whatever attempts arrive. A rewritten attempt thus draws
+//! at most an acknowledgement of its own (which the source hears like any), and the next
+//! genuine resend, of another number, is acknowledged again.
 
 use super::encode::{RebuildError, is_well_formed, rebuild};
 use super::envelope::{Piece, SetKey, Shape};
-use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use crate::NodeId;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 /// How much the inbox holds and for how long.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -34,6 +60,15 @@ impl Default for InboxLimits {
         }
     }
 }
+
+/// The most acknowledgements one delivered set draws, whatever attempts arrive: more than a
+/// source sends while the set is remembered (its waits grow to 3.2 s: about a hundred sends in
+/// the 5 minutes of `remember_for_us`), so a genuine resend is not refused one for want of
+/// room, and a bound on what rewritten or replayed pieces can draw.
+pub const MAX_ACKS_PER_SET: u32 = 128;
+
+/// The memory of delivered sets holds at most this many times `max_sets`.
+const REMEMBERED_PER_WAITING: usize = 10;
 
 /// What the destination does with a piece that arrived.
 #[derive(Clone, PartialEq, Eq, Debug)]
@@ -66,11 +101,12 @@ pub enum Failure {
     Unrecoverable,
     /// The set waited longer than `pending_for_us`.
     Expired,
-    /// The set was pushed out to make room for newer ones.
+    /// The set was pushed out to make room: it was the oldest of the source that held the
+    /// most of the inbox (sets or bytes) when the inbox was full.
     Evicted,
-    /// The set was sent before what this inbox still remembers of its deliveries: it may have
-    /// been delivered and forgotten since, so it is refused rather than risk handing it over
-    /// twice (a piece that waited out a long outage in a link buffer, or a replay).
+    /// The set was sent before what this inbox still remembers of its source's deliveries: it
+    /// may have been delivered and forgotten since, so it is refused rather than risk handing
+    /// it over twice (a piece that waited out a long outage in a link buffer, or a replay).
     Stale,
 }
 
@@ -93,6 +129,8 @@ impl Failure {
 type Key = (SetKey, Shape);
 
 struct PendingSet {
+    /// Its place in the order of arrival.
+    ticket: u64,
     first_us: u64,
     pieces: BTreeMap<u8, Piece>,
     /// Paths that brought two different pieces or a piece of another shape: one of them is
@@ -104,23 +142,62 @@ struct PendingSet {
 /// A set delivered here, remembered for a while.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 struct Delivered {
+    /// Its place in the order of deliveries.
+    ticket: u64,
     at_us: u64,
-    /// The latest attempt of the set acknowledged (0: none yet).
-    acknowledged: u32,
+    /// The attempt the last acknowledgement was for (meaningful once `acks` > 0).
+    last_acked: u32,
+    /// Acknowledgements drawn so far.
+    acks: u32,
 }
+
+/// What one source holds of the inbox.
+#[derive(Clone, Copy, Default, PartialEq, Eq, Debug)]
+struct Holding {
+    pending: usize,
+    bytes: usize,
+    delivered: usize,
+}
+
+/// Which share of the inbox a count is.
+#[derive(Clone, Copy)]
+enum Share {
+    Pending,
+    Bytes,
+    Delivered,
+}
+
+/// The sources by what they hold of one share, to find the largest holder.
+type Ranking = BTreeSet<(usize, NodeId)>;
 
 /// The destination's delivery state.
 pub struct Inbox {
     limits: InboxLimits,
     pending: HashMap<Key, PendingSet>,
-    /// Pending sets by arrival, oldest first (entries of sets gone since are skipped).
-    arrivals: VecDeque<(u64, Key)>,
+    /// Pending sets by arrival, oldest first, and the same per source.
+    arrivals: BTreeMap<u64, Key>,
+    arrivals_by_source: BTreeSet<(NodeId, u64)>,
     bytes: usize,
     delivered: HashMap<Key, Delivered>,
-    deliveries: VecDeque<(u64, Key)>,
-    /// The latest send time of a set forgotten to keep the memory of deliveries within its
-    /// bound: sets sent until then may have been delivered and forgotten.
-    forgot_sent_until_us: u64,
+    /// Delivered sets by delivery, oldest first, and the same per source.
+    deliveries: BTreeMap<u64, Key>,
+    deliveries_by_source: BTreeSet<(NodeId, u64)>,
+    next_ticket: u64,
+    /// What each source holds (sources that hold nothing are not here), and the sources
+    /// ranked by each share.
+    holdings: HashMap<NodeId, Holding>,
+    by_pending: Ranking,
+    by_bytes: Ranking,
+    by_delivered: Ranking,
+    /// Per source, the latest send time of a set of its forgotten to keep the memory of
+    /// deliveries within its bound: its sets sent until then may have been delivered and
+    /// forgotten. Dropped once the send time is older than `remember_for_us` (the age rule
+    /// then refuses those sets anyway), and kept to the memory's bound: beyond it, the entry
+    /// with the earliest time is folded into `forgot_all_until_us`.
+    forgot_until_us: HashMap<NodeId, u64>,
+    forgot_order: BTreeSet<(u64, NodeId)>,
+    /// Sets of every source sent until then may have been delivered and forgotten.
+    forgot_all_until_us: u64,
     /// Sets given up since the last [`Inbox::expire`].
     given_up: Vec<(SetKey, Failure)>,
 }
@@ -130,11 +207,20 @@ impl Inbox {
         Inbox {
             limits,
             pending: HashMap::new(),
-            arrivals: VecDeque::new(),
+            arrivals: BTreeMap::new(),
+            arrivals_by_source: BTreeSet::new(),
             bytes: 0,
             delivered: HashMap::new(),
-            deliveries: VecDeque::new(),
-            forgot_sent_until_us: 0,
+            deliveries: BTreeMap::new(),
+            deliveries_by_source: BTreeSet::new(),
+            next_ticket: 0,
+            holdings: HashMap::new(),
+            by_pending: Ranking::new(),
+            by_bytes: Ranking::new(),
+            by_delivered: Ranking::new(),
+            forgot_until_us: HashMap::new(),
+            forgot_order: BTreeSet::new(),
+            forgot_all_until_us: 0,
             given_up: Vec::new(),
         }
     }
@@ -147,6 +233,11 @@ impl Inbox {
     /// Bytes of the pieces they hold.
     pub fn bytes(&self) -> usize {
         self.bytes
+    }
+
+    /// Delivered sets remembered.
+    pub fn remembered(&self) -> usize {
+        self.delivered.len()
     }
 
     /// Take the piece that arrived on path `path` for `set` at `now_us`.
@@ -164,34 +255,37 @@ impl Inbox {
         if piece.index != path || !is_well_formed(&piece) {
             return Received::Failed(Failure::Misshapen);
         }
-        let entry = self.pending.entry(key).or_insert_with(|| {
-            self.arrivals.push_back((now_us, key));
-            PendingSet {
-                first_us: now_us,
-                pieces: BTreeMap::new(),
-                conflicted: BTreeSet::new(),
-                bytes: 0,
-            }
-        });
+        let Shape { mode, k, .. } = shape;
+        let Some(entry) = self.pending.get_mut(&key) else {
+            // The set's first piece: whole alone (a copy of a reliable set), or kept waiting.
+            return match rebuild_counting(mode, usize::from(k), &[&piece], 0) {
+                Ok((payload, rejected)) => self.complete(now_us, key, payload, rejected, 1),
+                Err(RebuildError::NotYet { .. }) => {
+                    self.start(now_us, key, piece);
+                    self.trim(now_us, set.src);
+                    Received::Pending
+                }
+                Err(RebuildError::Impossible(_)) => Received::Failed(Failure::Unrecoverable),
+            };
+        };
         let index = piece.index;
         if entry.conflicted.contains(&index) {
             return Received::Pending;
         }
-        match entry.pieces.get(&index) {
+        let (added, removed) = match entry.pieces.get(&index) {
             Some(known) if *known == piece => return Received::Pending,
             Some(_) => {
                 let old = entry.pieces.remove(&index).expect("just seen");
-                entry.bytes -= old.data.len();
-                self.bytes -= old.data.len();
                 entry.conflicted.insert(index);
+                (0, old.data.len())
             }
             None => {
-                entry.bytes += piece.data.len();
-                self.bytes += piece.data.len();
+                let len = piece.data.len();
                 entry.pieces.insert(index, piece);
+                (len, 0)
             }
-        }
-        let Shape { mode, k, .. } = shape;
+        };
+        entry.bytes = entry.bytes + added - removed;
         let pieces: Vec<&Piece> = entry.pieces.values().collect();
         let outcome = rebuild_counting(mode, usize::from(k), &pieces, entry.conflicted.len()).map(
             |(payload, mut rejected)| {
@@ -202,26 +296,15 @@ impl Inbox {
                 (payload, rejected, arrived)
             },
         );
+        self.hold(set.src, Share::Bytes, added, true);
+        self.hold(set.src, Share::Bytes, removed, false);
         match outcome {
             Ok((payload, rejected, arrived)) => {
                 self.remove_pending(&key);
-                self.delivered.insert(
-                    key,
-                    Delivered {
-                        at_us: now_us,
-                        acknowledged: 0,
-                    },
-                );
-                self.deliveries.push_back((now_us, key));
-                self.trim(now_us);
-                Received::Complete {
-                    payload,
-                    rejected,
-                    pieces: arrived,
-                }
+                self.complete(now_us, key, payload, rejected, arrived)
             }
             Err(RebuildError::NotYet { .. }) => {
-                self.trim(now_us);
+                self.trim(now_us, set.src);
                 Received::Pending
             }
             Err(RebuildError::Impossible(_)) => {
@@ -231,31 +314,104 @@ impl Inbox {
         }
     }
 
+    /// Keep `piece` as the first of the set `key`, waiting for more.
+    fn start(&mut self, now_us: u64, key: Key, piece: Piece) {
+        let ticket = self.ticket();
+        let src = key.0.src;
+        let bytes = piece.data.len();
+        self.pending.insert(
+            key,
+            PendingSet {
+                ticket,
+                first_us: now_us,
+                pieces: BTreeMap::from([(piece.index, piece)]),
+                conflicted: BTreeSet::new(),
+                bytes,
+            },
+        );
+        self.arrivals.insert(ticket, key);
+        self.arrivals_by_source.insert((src, ticket));
+        self.hold(src, Share::Pending, 1, true);
+        self.hold(src, Share::Bytes, bytes, true);
+    }
+
+    /// The set `key` is whole at `now_us`: remember it delivered, and hand over its payload.
+    fn complete(
+        &mut self,
+        now_us: u64,
+        key: Key,
+        payload: Vec<u8>,
+        rejected: Vec<u8>,
+        pieces: u8,
+    ) -> Received {
+        let ticket = self.ticket();
+        let src = key.0.src;
+        self.delivered.insert(
+            key,
+            Delivered {
+                ticket,
+                at_us: now_us,
+                last_acked: 0,
+                acks: 0,
+            },
+        );
+        self.deliveries.insert(ticket, key);
+        self.deliveries_by_source.insert((src, ticket));
+        self.hold(src, Share::Delivered, 1, true);
+        self.trim(now_us, src);
+        Received::Complete {
+            payload,
+            rejected,
+            pieces,
+        }
+    }
+
+    fn ticket(&mut self) -> u64 {
+        self.next_ticket += 1;
+        self.next_ticket
+    }
+
     /// Whether `set` was sent before what this inbox remembers: a set delivered is remembered
     /// `remember_for_us` from its delivery, which comes after its send, so a set sent less
-    /// than that ago is remembered if it was delivered, unless the memory's bound forgot it.
+    /// than that ago is remembered if it was delivered, unless the memory's bound forgot it
+    /// (or one of its source's sent later).
     /// (The send time is the source's clock: a source whose clock is ahead or behind by S
-    /// shifts this window by S.)
+    /// shifts this window by S, for its own sets only.)
     fn is_stale(&self, now_us: u64, set: &SetKey) -> bool {
-        set.sent_at_us <= self.forgot_sent_until_us
+        let forgot_until = self
+            .forgot_until_us
+            .get(&set.src)
+            .copied()
+            .unwrap_or(0)
+            .max(self.forgot_all_until_us);
+        set.sent_at_us <= forgot_until
             || now_us.saturating_sub(set.sent_at_us) >= self.limits.remember_for_us
     }
 
     /// When [`Inbox::expire`] may next give up a waiting set.
     pub fn next_wakeup(&self) -> Option<u64> {
-        self.arrivals
-            .front()
-            .map(|&(at, _)| at.saturating_add(self.limits.pending_for_us))
+        self.arrivals.values().next().map(|key| {
+            self.pending[key]
+                .first_us
+                .saturating_add(self.limits.pending_for_us)
+        })
     }
 
     /// Whether a delivered reliable `set` is to be acknowledged for the piece of `attempt` that
-    /// just arrived: yes for the piece that completed it and for the first piece of every later
-    /// attempt (a resend: the source has not heard), no for late pieces of an attempt already
-    /// acknowledged. A set not delivered here is not acknowledged.
+    /// just arrived: yes for the piece that completed it and for a piece of another attempt
+    /// than the one last acknowledged (a resend: the source has not heard), no for late pieces
+    /// of the attempt last acknowledged, and no once the set drew [`MAX_ACKS_PER_SET`]. No
+    /// attempt number is believed (a relay can rewrite a clear one): one rewritten to
+    /// `u32::MAX` draws one acknowledgement, and the next genuine resend another. A set not
+    /// delivered here is not acknowledged.
     pub fn acknowledge(&mut self, set: &SetKey, shape: Shape, attempt: u32) -> bool {
         match self.delivered.get_mut(&(*set, shape)) {
-            Some(delivered) if attempt > delivered.acknowledged => {
-                delivered.acknowledged = attempt;
+            Some(delivered)
+                if delivered.acks < MAX_ACKS_PER_SET
+                    && (delivered.acks == 0 || attempt != delivered.last_acked) =>
+            {
+                delivered.acks += 1;
+                delivered.last_acked = attempt;
                 true
             }
             _ => false,
@@ -265,60 +421,158 @@ impl Inbox {
     /// Forget that `set` was delivered (the output refused it): its next piece or resend starts
     /// it again.
     pub fn forget(&mut self, set: &SetKey, shape: Shape) {
-        self.delivered.remove(&(*set, shape));
+        self.remove_delivered(&(*set, shape));
     }
 
     /// Give up the sets that waited longer than `pending_for_us`, forget delivered sets older
     /// than `remember_for_us`, and report every set given up since the last call.
     pub fn expire(&mut self, now_us: u64) -> Vec<(SetKey, Failure)> {
-        while let Some(&(at, key)) = self.arrivals.front() {
-            if now_us.saturating_sub(at) < self.limits.pending_for_us {
+        while let Some((_, &key)) = self.arrivals.first_key_value() {
+            if now_us.saturating_sub(self.pending[&key].first_us) < self.limits.pending_for_us {
                 break;
             }
-            self.arrivals.pop_front();
-            if self.pending.get(&key).is_some_and(|p| p.first_us == at) {
-                self.remove_pending(&key);
-                self.given_up.push((key.0, Failure::Expired));
-            }
+            self.remove_pending(&key);
+            self.given_up.push((key.0, Failure::Expired));
         }
-        while let Some(&(at, key)) = self.deliveries.front() {
-            if now_us.saturating_sub(at) < self.limits.remember_for_us {
+        while let Some((_, &key)) = self.deliveries.first_key_value() {
+            if now_us.saturating_sub(self.delivered[&key].at_us) < self.limits.remember_for_us {
                 break;
             }
-            self.deliveries.pop_front();
-            if self.delivered.get(&key).is_some_and(|d| d.at_us == at) {
-                self.delivered.remove(&key);
+            self.remove_delivered(&key);
+        }
+        // A source's "forgotten until" older than the memory is covered by the age rule.
+        while let Some(&(until, src)) = self.forgot_order.first() {
+            if now_us.saturating_sub(until) < self.limits.remember_for_us {
+                break;
             }
+            self.forgot_order.remove(&(until, src));
+            self.forgot_until_us.remove(&src);
         }
         std::mem::take(&mut self.given_up)
     }
 
-    fn remove_pending(&mut self, key: &Key) {
-        if let Some(p) = self.pending.remove(key) {
-            self.bytes -= p.bytes;
+    /// Add (or take away) `n` of `share` to what `src` holds, keeping the rankings and the
+    /// totals right, and forgetting a source that holds nothing.
+    fn hold(&mut self, src: NodeId, share: Share, n: usize, add: bool) {
+        if n == 0 {
+            return;
+        }
+        let holding = self.holdings.entry(src).or_default();
+        let (count, ranking) = match share {
+            Share::Pending => (&mut holding.pending, &mut self.by_pending),
+            Share::Bytes => (&mut holding.bytes, &mut self.by_bytes),
+            Share::Delivered => (&mut holding.delivered, &mut self.by_delivered),
+        };
+        let before = *count;
+        *count = if add { before + n } else { before - n };
+        if before > 0 {
+            ranking.remove(&(before, src));
+        }
+        if *count > 0 {
+            ranking.insert((*count, src));
+        }
+        if matches!(share, Share::Bytes) {
+            self.bytes = if add { self.bytes + n } else { self.bytes - n };
+        }
+        if *holding == Holding::default() {
+            self.holdings.remove(&src);
         }
     }
 
-    /// Keep within the limits: push out the oldest pending sets, and the oldest remembered
-    /// deliveries beyond ten times `max_sets`.
-    fn trim(&mut self, _now_us: u64) {
-        while self.pending.len() > self.limits.max_sets || self.bytes > self.limits.max_bytes {
-            let Some((at, key)) = self.arrivals.pop_front() else {
-                break;
-            };
-            if self.pending.get(&key).is_some_and(|p| p.first_us == at) {
-                self.remove_pending(&key);
-                self.given_up.push((key.0, Failure::Evicted));
-            }
+    fn remove_pending(&mut self, key: &Key) {
+        if let Some(p) = self.pending.remove(key) {
+            let src = key.0.src;
+            self.arrivals.remove(&p.ticket);
+            self.arrivals_by_source.remove(&(src, p.ticket));
+            self.hold(src, Share::Pending, 1, false);
+            self.hold(src, Share::Bytes, p.bytes, false);
         }
-        while self.delivered.len() > 10 * self.limits.max_sets {
-            let Some((at, key)) = self.deliveries.pop_front() else {
+    }
+
+    fn remove_delivered(&mut self, key: &Key) {
+        if let Some(d) = self.delivered.remove(key) {
+            let src = key.0.src;
+            self.deliveries.remove(&d.ticket);
+            self.deliveries_by_source.remove(&(src, d.ticket));
+            self.hold(src, Share::Delivered, 1, false);
+        }
+    }
+
+    /// The source to take room from when a share is over its limit, after a set of `arrived`
+    /// came in: `arrived` itself if it holds at least as much as any other, else the source
+    /// that holds the most.
+    fn victim(&self, share: Share, arrived: NodeId) -> Option<NodeId> {
+        let (ranking, held): (&Ranking, fn(&Holding) -> usize) = match share {
+            Share::Pending => (&self.by_pending, |h| h.pending),
+            Share::Bytes => (&self.by_bytes, |h| h.bytes),
+            Share::Delivered => (&self.by_delivered, |h| h.delivered),
+        };
+        let &(most, largest) = ranking.last()?;
+        let own = self.holdings.get(&arrived).map_or(0, held);
+        Some(if own >= most { arrived } else { largest })
+    }
+
+    /// The oldest entry of `src` in a per-source order.
+    fn oldest_of(order: &BTreeSet<(NodeId, u64)>, src: NodeId) -> Option<u64> {
+        order
+            .range((src, 0)..=(src, u64::MAX))
+            .next()
+            .map(|&(_, ticket)| ticket)
+    }
+
+    /// Keep within the limits after a set of `arrived` came in, taking room from the largest
+    /// holder of each share that is over (see the module doc): push out its oldest pending
+    /// sets while more than `max_sets` sets or `max_bytes` bytes wait, and forget its oldest
+    /// deliveries while more than ten times `max_sets` are remembered.
+    fn trim(&mut self, _now_us: u64, arrived: NodeId) {
+        loop {
+            let share = if self.pending.len() > self.limits.max_sets {
+                Share::Pending
+            } else if self.bytes > self.limits.max_bytes {
+                Share::Bytes
+            } else {
                 break;
             };
-            if self.delivered.get(&key).is_some_and(|d| d.at_us == at) {
-                self.delivered.remove(&key);
-                self.forgot_sent_until_us = self.forgot_sent_until_us.max(key.0.sent_at_us);
-            }
+            let Some(ticket) = self
+                .victim(share, arrived)
+                .and_then(|src| Self::oldest_of(&self.arrivals_by_source, src))
+            else {
+                break;
+            };
+            let key = self.arrivals[&ticket];
+            self.remove_pending(&key);
+            self.given_up.push((key.0, Failure::Evicted));
+        }
+        while self.delivered.len() > REMEMBERED_PER_WAITING * self.limits.max_sets {
+            let Some(ticket) = self
+                .victim(Share::Delivered, arrived)
+                .and_then(|src| Self::oldest_of(&self.deliveries_by_source, src))
+            else {
+                break;
+            };
+            let key = self.deliveries[&ticket];
+            self.remove_delivered(&key);
+            self.forgot(key.0.src, key.0.sent_at_us);
+        }
+    }
+
+    /// `src`'s sets sent until `sent_at_us` may have been delivered and forgotten. The record is
+    /// bounded like the memory of deliveries: beyond it, the earliest is folded into the
+    /// record of every source.
+    fn forgot(&mut self, src: NodeId, sent_at_us: u64) {
+        let until = self.forgot_until_us.entry(src).or_insert(0);
+        if *until >= sent_at_us {
+            return;
+        }
+        self.forgot_order.remove(&(*until, src));
+        *until = sent_at_us;
+        self.forgot_order.insert((sent_at_us, src));
+        while self.forgot_until_us.len() > REMEMBERED_PER_WAITING * self.limits.max_sets.max(1) {
+            let Some((until, src)) = self.forgot_order.pop_first() else {
+                break;
+            };
+            self.forgot_until_us.remove(&src);
+            self.forgot_all_until_us = self.forgot_all_until_us.max(until);
         }
     }
 }
@@ -343,9 +597,9 @@ fn rebuild_counting(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::NodeId;
     use crate::delivery::encode::pieces;
     use crate::delivery::mode::Mode;
+    use proptest::prelude::*;
 
     fn key(seq: u64) -> SetKey {
         SetKey {
@@ -453,7 +707,7 @@ mod tests {
     }
 
     #[test]
-    fn each_attempt_of_a_delivered_set_is_acknowledged_once() {
+    fn each_attempt_of_a_delivered_set_is_acknowledged_once_in_a_row() {
         let mut inbox = Inbox::new(InboxLimits::default());
         let (_, all) = set("reliable", 3, b"once");
         let shape = all[0].shape();
@@ -472,14 +726,310 @@ mod tests {
             "a resend: the source has not heard"
         );
         assert!(!inbox.acknowledge(&key(1), shape, 3));
-        assert!(
-            !inbox.acknowledge(&key(1), shape, 2),
-            "a late piece of an older attempt"
-        );
+        // No number is believed: a piece of attempt 2 now is another attempt than the last
+        // one acknowledged (a late piece, or a resend after the source restarted and counts
+        // from 1 again), acknowledged once.
+        assert!(inbox.acknowledge(&key(1), shape, 2));
+        assert!(!inbox.acknowledge(&key(1), shape, 2));
         assert!(
             !inbox.acknowledge(&key(2), shape, 5),
             "another set, never delivered"
         );
+    }
+
+    /// A relay that rewrites `attempt` (clear, it can) to the largest number, on the piece that
+    /// completes the set or on a later one, draws one acknowledgement of its own; the source's
+    /// later resends are acknowledged all the same.
+    #[test]
+    fn a_forged_huge_attempt_does_not_stop_later_resends_from_being_acknowledged() {
+        for forged_completes in [false, true] {
+            let mut inbox = Inbox::new(InboxLimits::default());
+            let (_, all) = set("reliable", 3, b"resent");
+            let shape = all[0].shape();
+            assert!(matches!(
+                inbox.receive(0, key(1), 0, all[0].clone()),
+                Received::Complete { .. }
+            ));
+            if !forged_completes {
+                assert!(
+                    inbox.acknowledge(&key(1), shape, 1),
+                    "attempt 1 completes it"
+                );
+            }
+            assert!(inbox.acknowledge(&key(1), shape, u32::MAX), "forged");
+            assert!(
+                !inbox.acknowledge(&key(1), shape, u32::MAX),
+                "its late pieces draw none"
+            );
+            for resend in 2..=5 {
+                assert!(
+                    inbox.acknowledge(&key(1), shape, resend),
+                    "genuine resend {resend} after a forged u32::MAX"
+                );
+                assert!(!inbox.acknowledge(&key(1), shape, resend));
+            }
+        }
+    }
+
+    /// Attempts, most of them few and repeated (late pieces), some anything a relay makes up.
+    fn attempts() -> impl Strategy<Value = u32> {
+        prop_oneof![1u32..5, any::<u32>()]
+    }
+
+    proptest! {
+        /// Whatever attempts arrive for a delivered set, in any order, it draws at most
+        /// MAX_ACKS_PER_SET acknowledgements, and a piece of the attempt last acknowledged
+        /// (a late piece) draws none.
+        #[test]
+        fn acknowledgements_per_set_are_bounded_whatever_attempts_arrive(
+            arrivals in proptest::collection::vec(attempts(), 0..1000),
+        ) {
+            let mut inbox = Inbox::new(InboxLimits::default());
+            let (_, all) = set("reliable", 3, b"bounded");
+            let shape = all[0].shape();
+            let complete = matches!(
+                inbox.receive(0, key(1), 0, all[0].clone()),
+                Received::Complete { .. }
+            );
+            prop_assert!(complete);
+            let mut acks = 0u32;
+            let mut last = None;
+            for attempt in arrivals {
+                if inbox.acknowledge(&key(1), shape, attempt) {
+                    prop_assert_ne!(last, Some(attempt), "a late piece of the attempt acknowledged");
+                    acks += 1;
+                    last = Some(attempt);
+                }
+            }
+            prop_assert!(acks <= MAX_ACKS_PER_SET, "{} acknowledgements", acks);
+        }
+
+        /// Whatever a relay rewrote before (any attempts, short of the bound), the source's
+        /// next resends are acknowledged: each one whose number is not the last acknowledged,
+        /// so of two resends in a row at least one.
+        #[test]
+        fn a_relay_rewriting_attempts_cannot_stop_the_next_resends(
+            forged in proptest::collection::vec(attempts(), 0..(MAX_ACKS_PER_SET as usize - 2)),
+            completing in attempts(),
+            next in 2u32..1000,
+        ) {
+            let mut inbox = Inbox::new(InboxLimits::default());
+            let (_, all) = set("reliable", 3, b"resent");
+            let shape = all[0].shape();
+            let complete = matches!(
+                inbox.receive(0, key(1), 0, all[0].clone()),
+                Received::Complete { .. }
+            );
+            prop_assert!(complete);
+            let mut last = None;
+            for attempt in std::iter::once(completing).chain(forged) {
+                if inbox.acknowledge(&key(1), shape, attempt) {
+                    last = Some(attempt);
+                }
+            }
+            let first = inbox.acknowledge(&key(1), shape, next);
+            prop_assert!(first || last == Some(next), "resend {} after {:?}", next, last);
+            prop_assert!(
+                inbox.acknowledge(&key(1), shape, next + 1),
+                "resend {} after {}", next + 1, next
+            );
+        }
+    }
+
+    fn from(src: u64, seq: u64, sent_at_us: u64) -> SetKey {
+        SetKey {
+            src: NodeId(src),
+            seq,
+            sent_at_us,
+        }
+    }
+
+    /// A certified source that sends many sets whose pieces never complete fills the inbox; it
+    /// pushes out its own sets, never another source's, which completes.
+    #[test]
+    fn a_source_flooding_the_inbox_pushes_out_only_its_own_sets() {
+        let limits = InboxLimits {
+            max_sets: 4,
+            max_bytes: 1 << 20,
+            pending_for_us: 1000,
+            remember_for_us: 10_000,
+        };
+        let mut inbox = Inbox::new(limits);
+        let (_, all) = set("code:1", 3, b"half a set");
+        let honest = from(9, 1, 5);
+        assert_eq!(
+            inbox.receive(5, honest, 0, all[0].clone()),
+            Received::Pending
+        );
+        for seq in 0..20 {
+            assert_eq!(
+                inbox.receive(10 + seq, from(4, seq, 10 + seq), 0, all[0].clone()),
+                Received::Pending
+            );
+            assert!(inbox.pending() <= limits.max_sets);
+        }
+        let given_up = inbox.expire(50);
+        assert_eq!(given_up.len(), 17, "{given_up:?}");
+        assert!(
+            given_up
+                .iter()
+                .all(|(set, why)| set.src == NodeId(4) && *why == Failure::Evicted),
+            "{given_up:?}"
+        );
+        assert_eq!(
+            given_up.first(),
+            Some(&(from(4, 0, 10), Failure::Evicted)),
+            "the flooder's oldest first"
+        );
+        assert!(matches!(
+            inbox.receive(60, honest, 1, all[1].clone()),
+            Received::Complete { .. }
+        ));
+
+        // The same with bytes: big pieces of one source push out its own, not a small set of
+        // another's.
+        let limits = InboxLimits {
+            max_bytes: 3000,
+            ..limits
+        };
+        let mut inbox = Inbox::new(limits);
+        let (_, big) = set("code:1", 3, &[7; 2000]);
+        assert_eq!(
+            inbox.receive(5, honest, 0, all[0].clone()),
+            Received::Pending
+        );
+        for seq in 0..10 {
+            inbox.receive(10 + seq, from(4, seq, 10 + seq), 0, big[0].clone());
+            assert!(inbox.bytes() <= limits.max_bytes);
+        }
+        assert!(inbox.expire(50).iter().all(|(set, _)| set.src == NodeId(4)));
+        assert!(matches!(
+            inbox.receive(60, honest, 1, all[1].clone()),
+            Received::Complete { .. }
+        ));
+    }
+
+    proptest! {
+        /// A source that holds at most half of the inbox (sets and bytes) never loses a set to
+        /// another, whatever that other sends and in whatever order; the inbox stays within its
+        /// limits all along.
+        #[test]
+        fn a_source_within_its_share_never_loses_a_set_to_another(
+            arrivals in proptest::collection::vec((any::<bool>(), 1usize..400), 0..200),
+        ) {
+            let limits = InboxLimits {
+                max_sets: 8,
+                max_bytes: 1000,
+                pending_for_us: 1 << 40,
+                remember_for_us: 1 << 41,
+            };
+            let mut inbox = Inbox::new(limits);
+            let mut honest_sets = 0;
+            for (seq, (honest, size)) in (1..).zip(arrivals) {
+                // The honest source: at most 3 sets of at most 150 bytes a piece.
+                let (src, size) = if honest && honest_sets < 3 {
+                    honest_sets += 1;
+                    (9, size.min(300))
+                } else {
+                    (4, size)
+                };
+                let (_, pieces) = set("code:1", 3, &vec![seq as u8; size]);
+                inbox.receive(seq, from(src, seq, seq), 0, pieces[0].clone());
+                prop_assert!(inbox.pending() <= limits.max_sets);
+                prop_assert!(inbox.bytes() <= limits.max_bytes);
+                for (set, why) in inbox.expire(seq) {
+                    prop_assert_eq!(set.src, NodeId(4), "{:?}", why);
+                }
+            }
+        }
+    }
+
+    /// A source that completes many sets cannot flush the memory of another's deliveries: the
+    /// other's set is known again (its resend acknowledged, not refused as stale), and the
+    /// other's later sets are taken, even when the flooder's sets claim a send time far ahead.
+    #[test]
+    fn a_source_cannot_flush_the_memory_of_another_sources_deliveries() {
+        let limits = InboxLimits {
+            max_sets: 1,
+            max_bytes: 1 << 20,
+            pending_for_us: 100,
+            remember_for_us: 1_000_000,
+        };
+        let mut inbox = Inbox::new(limits);
+        let (_, all) = set("reliable", 3, b"x");
+        let shape = all[0].shape();
+        assert!(matches!(
+            inbox.receive(100, from(9, 1, 100), 0, all[0].clone()),
+            Received::Complete { .. }
+        ));
+        assert!(inbox.acknowledge(&from(9, 1, 100), shape, 1));
+        for seq in 0..30 {
+            assert!(matches!(
+                inbox.receive(
+                    200 + seq,
+                    from(4, seq, u64::MAX / 2 + seq),
+                    0,
+                    all[0].clone()
+                ),
+                Received::Complete { .. }
+            ));
+            assert!(inbox.remembered() <= 10 * limits.max_sets);
+        }
+        assert_eq!(
+            inbox.receive(300, from(9, 1, 100), 1, all[1].clone()),
+            Received::AlreadyDelivered {
+                delivered_at_us: 100
+            },
+            "the other source's set is still known"
+        );
+        assert!(
+            inbox.acknowledge(&from(9, 1, 100), shape, 2),
+            "and its resend acknowledged"
+        );
+        assert!(matches!(
+            inbox.receive(300, from(9, 2, 250), 0, all[0].clone()),
+            Received::Complete { .. }
+        ));
+        // The flooder's forgotten sets, and any it sent before them, are refused as stale.
+        assert_eq!(
+            inbox.receive(300, from(4, 0, u64::MAX / 2), 1, all[1].clone()),
+            Received::Failed(Failure::Stale)
+        );
+        assert_eq!(
+            inbox.receive(300, from(4, 99, 290), 0, all[0].clone()),
+            Received::Failed(Failure::Stale)
+        );
+    }
+
+    /// What the inbox keeps of forgotten sends is bounded like its memory of deliveries, and
+    /// dropped once the age rule covers it.
+    #[test]
+    fn the_record_of_forgotten_sends_is_bounded() {
+        let limits = InboxLimits {
+            max_sets: 1,
+            max_bytes: 1 << 20,
+            pending_for_us: 100,
+            remember_for_us: 1_000_000,
+        };
+        let mut inbox = Inbox::new(limits);
+        let (_, all) = set("reliable", 3, b"x");
+        // Sources 1..=40, each with two sets; 10 remembered in all.
+        for round in 0..2 {
+            for src in 1..=40 {
+                let sent = 1000 * round + src;
+                inbox.receive(sent, from(src, round, sent), 0, all[0].clone());
+                assert!(inbox.remembered() <= 10);
+                assert!(inbox.forgot_until_us.len() <= 10);
+                assert_eq!(inbox.forgot_until_us.len(), inbox.forgot_order.len());
+            }
+        }
+        assert!(inbox.forgot_all_until_us > 0, "some were folded");
+        inbox.expire(10_000_000);
+        assert!(inbox.forgot_until_us.is_empty() && inbox.forgot_order.is_empty());
+        assert_eq!(inbox.remembered(), 0);
+        assert!(inbox.holdings.is_empty());
+        assert!(inbox.by_pending.is_empty() && inbox.by_bytes.is_empty());
+        assert!(inbox.by_delivered.is_empty());
     }
 
     #[test]

@@ -14,7 +14,8 @@
 //! **Id width.** m = 5 needs 32 + 5 = 37 bits and a cube level Q_32; m = 6 would need 70 bits
 //! and a Q_64 cube level. Node ids are `u64` and the Q_n algorithms (`crate::paths::cube`) work on
 //! `u64` addresses of at most 63 dimensions, so this crate stops at m = 5 ([`Hhc::MAX_M`]); the
-//! study of appendix A (m = 3..9) is reproduced for m = 3..5 (BENCHMARKS.md).
+//! study of appendix A (m = 3..9) is reproduced for m = 3..5
+//! (docs/notes/2026-11-23-study-hhc-metacube.md).
 
 use super::node::NodeId;
 use super::tour::{Walk, shortest_walk};

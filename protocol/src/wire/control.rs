@@ -92,12 +92,18 @@ pub enum Request {
     /// given, every entry before store index `taken` is taken for good (durably, before the
     /// answer); then up to `max` entries from the first not taken, waiting up to `wait_ms` for
     /// one. Answered with [`Response::Output`], whose indices are store indices. Asking again
-    /// with the same `taken` is harmless: a consumer only moves forward.
+    /// with the same `taken` is harmless: a consumer only moves forward. Entries that came
+    /// clear are handed over if `clear` (by default: if the node itself does not seal), else
+    /// passed over: the answer's `next` is past them, and an answer that hands over nothing
+    /// but passed over entries moves the consumer's place past them itself (nothing was
+    /// handed over, so nothing is lost to a client that dies). They stay in the store for a
+    /// consumer that asks for clear entries.
     Consume {
         consumer: String,
         taken: Option<u64>,
         max: u32,
         wait_ms: u32,
+        clear: Option<bool>,
     },
 }
 
@@ -237,7 +243,18 @@ pub struct ForgeWhat {
     pub source: bool,
     /// Messages it forwarded, sent again unchanged a second later.
     pub replay: bool,
+    /// The attempt number (which send of its set a message is): set to the largest, as a
+    /// relay that would stop a reliable set's later resends from being acknowledged.
+    pub attempt: bool,
+    /// Besides each packet it forwards, [`FLOOD_PER_PACKET`] sealed messages on the same route
+    /// that cannot open: handshakes in the source's name with fresh encapsulated keys, and
+    /// messages under the packet's session or made-up ones with broken tags. Not part of `all`
+    /// (it adds traffic rather than rewriting it): asked for by name.
+    pub flood: bool,
 }
+
+/// How many messages a flooding relay sends beside each packet it forwards.
+pub const FLOOD_PER_PACKET: usize = 16;
 
 impl ForgeWhat {
     pub const PAYLOAD: ForgeWhat = ForgeWhat {
@@ -245,14 +262,20 @@ impl ForgeWhat {
         header: false,
         source: false,
         replay: false,
+        attempt: false,
+        flood: false,
     };
+    /// Every way of rewriting what is forwarded (not `flood`, which adds to it).
     pub const ALL: ForgeWhat = ForgeWhat {
         payload: true,
         header: true,
         source: true,
         replay: true,
+        attempt: true,
+        flood: false,
     };
-    pub const NAMES: [&'static str; 4] = ["payload", "header", "source", "replay"];
+    pub const NAMES: [&'static str; 6] =
+        ["payload", "header", "source", "replay", "attempt", "flood"];
 
     /// From names such as `payload,header`; the unknown name if one is.
     pub fn parse(names: &str) -> Result<ForgeWhat, String> {
@@ -263,7 +286,14 @@ impl ForgeWhat {
                 "header" => what.header = true,
                 "source" => what.source = true,
                 "replay" => what.replay = true,
-                "all" => what = ForgeWhat::ALL,
+                "attempt" => what.attempt = true,
+                "flood" => what.flood = true,
+                "all" => {
+                    what = ForgeWhat {
+                        flood: what.flood,
+                        ..ForgeWhat::ALL
+                    }
+                }
                 other => {
                     return Err(format!(
                         "{other:?} is not something to forge: {} or all",
@@ -282,7 +312,14 @@ impl ForgeWhat {
 
 impl std::fmt::Display for ForgeWhat {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let on = [self.payload, self.header, self.source, self.replay];
+        let on = [
+            self.payload,
+            self.header,
+            self.source,
+            self.replay,
+            self.attempt,
+            self.flood,
+        ];
         let names: Vec<&str> = ForgeWhat::NAMES
             .iter()
             .zip(on)
@@ -513,6 +550,33 @@ pub struct NodeStatus {
     pub revocation_serial: u64,
     /// What the process's QUIC endpoints and timers did since it started.
     pub io: IoCounters,
+    /// End-to-end sealing's sessions.
+    pub sealing: SealingStatus,
+}
+
+/// A node's sealing sessions now, and what they did since it started.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default, Serialize, Deserialize)]
+pub struct SealingStatus {
+    /// Sessions held (keys in memory), handshakes in flight, sets waiting for a session.
+    pub sessions: u64,
+    pub handshakes_in_flight: u64,
+    pub waiting_sets: u64,
+    /// How long a session seals, and when its keys are erased, in ms (`[seal]`).
+    pub rekey_after_ms: u64,
+    pub erase_after_ms: u64,
+    /// Sessions made as initiator and as responder, erased with age, pushed out by memory;
+    /// handshakes given up.
+    pub initiated: u64,
+    pub answered: u64,
+    pub erased: u64,
+    pub evicted: u64,
+    pub handshakes_failed: u64,
+    /// Sets sealed again under a new session because their destination restarted after they
+    /// were sealed and asked for them (its recovery handshake).
+    pub sets_sealed_again: u64,
+    /// Answers sent again, unchanged, to an initiator's next attempt of a handshake answered
+    /// already (no key agreement, no second session).
+    pub answers_sent_again: u64,
 }
 
 /// What a daemon's process did on the network and on its timers since it started: the causes
@@ -559,16 +623,20 @@ pub struct ChaosCounters {
     pub max_us_after: u64,
     /// Payloads this node kept as a curious relay.
     pub captured: u64,
-    /// Packets this node rewrote as a Byzantine relay (payload, header or source)...
+    /// Packets this node rewrote as a Byzantine relay (payload, header, source or attempt)...
     pub forged: u64,
     /// ... of which, by what it rewrote: the payload ...
     pub forged_payload: u64,
     /// ... the clear fields (and a clear piece's mode) ...
     pub forged_header: u64,
-    /// ... or the source, claiming another node's.
+    /// ... or the source, claiming another node's ...
     pub forged_source: u64,
+    /// ... or the attempt number, set to the largest.
+    pub forged_attempt: u64,
     /// Packets it forwarded and sent again later, unchanged (a replay).
     pub replayed: u64,
+    /// Messages a flooding relay sent beside what it forwarded.
+    pub flooded: u64,
     /// What the shaper of its link socket did ([`Fault::Shape`]).
     pub shaper: ShaperCounters,
 }

@@ -2,6 +2,11 @@
 //! [`LinkFrame::Hello`] each way on a new connection's first stream, then data frames in
 //! batches, one QUIC stream each, read in the order they were opened.
 //!
+//! Each hello gives the serial of the sender's revocation list; a side whose list is newer
+//! hands it over on the hello stream ([`LinkFrame::Revocations`]), and so does a node that
+//! takes a newer list later, to every neighbour not known to hold it. The list is the CA-signed
+//! file as is: the receiver checks the signature, as it would a pushed one.
+//!
 //! The link makes the paper's channel real: reliable and FIFO between two processes, even across
 //! reconnections. Every data frame has a sequence number per (sender, incarnation). Within a
 //! connection QUIC's acknowledgement of a batch's stream acknowledges its frames; on a new
@@ -31,6 +36,13 @@ pub enum LinkFrame {
     /// incarnation) has been handled. Sent on the hello stream to answer a knock: anything sent
     /// on a stale connection makes it draw a reset.
     Ack { upto: u64 },
+    /// The sender's revocation list, signed by the cluster CA (the bytes of the daemon's
+    /// `keys::SignedFile`), sent on the hello stream when the sender knows the receiver holds an
+    /// older one. Read from the network: the receiver checks it before anything else.
+    Revocations {
+        #[serde(with = "serde_bytes")]
+        signed: Vec<u8>,
+    },
 }
 
 /// Where and when a packet was corrupted, and how far it has gone since.
@@ -53,6 +65,9 @@ pub struct Hello {
     pub incarnation: u64,
     /// What the sender of this hello has handled from the peer, if it knows the peer.
     pub received: Option<Received>,
+    /// The serial of the revocation list in force at the sender (0: none): the peer hands its
+    /// own over only if it is newer.
+    pub revocation_serial: u64,
 }
 
 /// The last data frame handled from one incarnation of a peer.
@@ -78,6 +93,7 @@ mod tests {
                     incarnation: 7,
                     upto: 99,
                 }),
+                revocation_serial: 3,
             }),
             LinkFrame::Data {
                 seq: 1,
@@ -93,6 +109,9 @@ mod tests {
                 }),
             },
             LinkFrame::Ack { upto: 1 << 40 },
+            LinkFrame::Revocations {
+                signed: vec![0xca; 300],
+            },
         ];
         for frame in frames {
             let bytes = encode_frame(&frame).unwrap();

@@ -30,9 +30,10 @@ pub struct Message {
     pub single: bool,
     /// The source's wall clock at `input`, in microseconds since the Unix epoch.
     pub sent_at_us: u64,
-    /// Which send of its set this is: 1 for the first, more for a reliable set's resends. The
-    /// destination acknowledges a delivered reliable set again only for a later attempt than
-    /// the one it last acknowledged, so late pieces of one attempt draw no more acknowledgements.
+    /// Which send of its set this is: 1 for the first, more for a reliable set's resends (for a
+    /// handshake message, which of its handshake's Inits). The destination believes no attempt
+    /// number: it acknowledges a piece of another attempt than the last it acknowledged, at most
+    /// 128 times per set (`delivery/inbox.rs`). A seal binds it.
     pub attempt: u32,
     /// Hops made so far. Not covered by the checksum: it changes at every hop.
     pub hops: u16,
@@ -93,6 +94,7 @@ impl Message {
             seq: self.seq,
             sent_at_us: self.sent_at_us,
             flags: self.flags(),
+            attempt: self.attempt,
         }
     }
 

@@ -14,7 +14,13 @@ pub mod packet;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-/// The wire format version this build speaks. 11: a node's counters give its key agreements
+/// The wire format version this build speaks. 15: a recovery Init names the sessions its
+/// initiator still holds, and a node's sealing status the answers it sent again. 14: a recovery Init gives its initiator's
+/// start, and a node's sealing status the sets it sealed again for a restarted destination. 13: a hello gives the sender's revocation serial,
+/// and a link carries a revocation list (`LinkFrame::Revocations`); a consumer asks for clear
+/// sets or not; the attempt forgery. 12: sealed payloads under sessions (a message under a
+/// session, a handshake's Init and Resp; the attempt bound by the seal), the flood forgery and
+/// a node's sealing status. 11: a node's counters give its key agreements
 /// (`KeyAgreements`). 10: single-path sends (`SendRequest::single`;
 /// a message says it is the one copy of its set, under its flags). 9: the shaping faults (`Fault::Shape`,
 /// `Fault::Unshape`) and the shaper's counters in a node's status. 8: a message says which
@@ -27,7 +33,7 @@ use serde::de::DeserializeOwned;
 /// (`Send` with a `SendRequest`; `Accepted` names each copy's destination), and one packet type
 /// (a route that is a guarded header or a source route). 2: a source-routed copy's checksum
 /// covers its route.
-pub const VERSION: u8 = 11;
+pub const VERSION: u8 = 15;
 
 /// The largest body accepted, version byte included.
 pub const MAX_FRAME_LEN: usize = 1 << 20;
@@ -78,8 +84,8 @@ pub fn encode_body<T: Serialize>(value: &T) -> Result<Vec<u8>, WireError> {
 
 /// `prefix`, the version byte and `value`, in a vector allocated once at its final length:
 /// postcard extends a vector as it goes, a reallocation and a copy at each doubling, which one
-/// set at a time was about 2% of a daemon's CPU (BENCHMARKS.md, "Another machine of the same
-/// kind"). Refused as [`WireError::TooLarge`] before the allocation.
+/// set at a time was about 2% of a daemon's CPU (docs/notes/2026-11-28-intel-xeon.md). Refused
+/// as [`WireError::TooLarge`] before the allocation.
 fn encode_after<T: Serialize>(prefix: &[u8], value: &T) -> Result<Vec<u8>, WireError> {
     let malformed = |e: postcard::Error| WireError::Malformed(e.to_string());
     let body_len = 1 + postcard::experimental::serialized_size(value).map_err(malformed)?;

@@ -35,7 +35,8 @@
 //!   the invariant; a sub-instance that fails sends the search to the next plan. The length bound
 //!   holds for whatever plan succeeds. Departure: the time is not Gu, Okawa and Peng's
 //!   O(kn log k); each plan costs about O(kn) to build, the measured times are microseconds
-//!   (BENCHMARKS.md), but the number of plans tried is exponential in k at worst. We have no
+//!   (docs/notes/2026-11-22-study-q-n.md), but the number of plans tried is exponential in k
+//!   at worst. We have no
 //!   proof that some plan always works; the tests check it
 //!   on every instance of Q_1..Q_4 with every fault set, and on random and crowded instances up
 //!   to Q_32. Should it fail, the function returns [`PathError::Internal`], never a wrong path.

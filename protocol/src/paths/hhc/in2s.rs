@@ -18,7 +18,8 @@
 //! 1 = 3 there). Case I is HHC-N2S's, with SPR-Gray for its cube-level path.
 //!
 //! Pitfall 000-5 (docs/family-algorithms.md): the bound is worse than HHC-N2S's at m = 3 (48
-//! against 42); it wins from m = 4 on. The study in BENCHMARKS.md measures both.
+//! against 42); it wins from m = 4 on. The study measures both (BENCHMARKS.md, "The papers'
+//! studies"; docs/notes/2026-11-23-study-hhc-metacube.md).
 
 use super::distrib::distribute;
 use super::n2s::{

@@ -1,0 +1,2352 @@
+//! A node's sessions with other nodes: what it seals under, what it opens with, the handshakes
+//! that make them, and when each key is erased.
+//!
+//! A session is made by a handshake (`handshake.rs`): the node that wants to seal to a peer and
+//! has no session sends an Init; the peer answers with a Resp and keeps the session; the
+//! initiator keeps it when the Resp opens. An Init not answered in time goes again, the same
+//! bytes while younger than the skew: the responder that took it sends its answer again, so a
+//! slow answer costs no second key agreement and makes no second session. Either end then seals to the other under it (one key
+//! per direction) with a counter nonce, and opens under it with a replay window. The receiver's
+//! memory of a session is what makes a message openable at all: a session the receiver
+//! forgot (erased with age, pushed out when memory is full, lost in a restart) opens nothing
+//! again, so no message is ever taken twice, whatever fills the memory.
+//!
+//! Times, all from [`SessionLimits`]:
+//! - a session seals nothing once `rekey_after` old (2 minutes by default), and the sender starts
+//!   a new handshake when one it seals under is three quarters of that old;
+//! - both ends erase its keys (zeroized) once it is `erase_after` old (3 minutes);
+//! - an Init is taken only within `init_max_age` of its time, never from before this node
+//!   started (less `skew`), never at or below the greatest time taken from its sender, never from
+//!   more than `skew` in the future; a data message sealed more than `skew` in the future is
+//!   refused too.
+//!
+//! A responder does not seal under a session it answered until the initiator has sealed a
+//! message under it (its key confirmation, as WireGuard's responder waits for the first data):
+//! an Init whose answer was lost, or one of an attempt the initiator no longer waits for, makes
+//! a session only the responder holds. Unconfirmed, such a session is erased after
+//! `init_max_age`. An Init flagged `recovery` (its initiator restarted, or forgot its sessions)
+//! ends the responder's older sessions with that peer: those it initiated, and those it made
+//! from Inits older than the recovering handshake's first (another Init of the same handshake
+//! may have made the session its initiator holds), but not those the Init names as still held
+//! (a message under an unknown session may be a relay's, made up: what it ends is only what the
+//! initiator lost). Made within `erase_after` (and the skew) of its initiator's start, it
+//! carries that start: if it ended a session, the responder may send again under a new
+//! session what it sealed since under the older ones (what its caller kept of it), which the
+//! restarted initiator could not open.
+//!
+//! Bounds: at most [`SessionLimits::per_peer`] confirmed sessions and as many unconfirmed ones
+//! as a handshake has attempts per peer (a new one replaces that peer's oldest of its kind: a peer can only push out its
+//! own), at most `max_sessions` in all (the oldest goes first). Key agreements run for others are limited per (sealer, path) and in all
+//! ([`HandshakeLimits`]); whatever is refused before a key agreement costs a lookup.
+//!
+//! Pure state, like the rest of this crate: the caller passes the time and fresh random bytes.
+
+use super::handshake::{self, Ephemeral, InitFlags, SessionKeys};
+use super::keys::{PublicKey, SecretKey};
+use super::limit::{Bucket, Rate};
+use super::replay::ReplayWindow;
+use super::sealed::{Bound, Init, Resp, SealError, Sealed, SealedData, TAG_LEN, associated_data};
+use crate::NodeId;
+use chacha20poly1305::aead::AeadInOut;
+use chacha20poly1305::{ChaCha20Poly1305, KeyInit};
+use std::collections::{BTreeSet, HashMap};
+
+/// Where a node finds the public key bound to another node's id.
+pub trait Directory {
+    fn public_key(&self, node: NodeId) -> Option<PublicKey>;
+}
+
+/// How often key agreements are run for others.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct HandshakeLimits {
+    /// Inits opened per (claimed sealer, path index): a relay on one path that forges Inits in a
+    /// sealer's name uses up that path's tokens only.
+    pub per_path: Rate,
+    /// Inits opened in all.
+    pub all: Rate,
+}
+
+/// How long keys live, and how much a node remembers.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct SessionLimits {
+    /// A session seals nothing once this old.
+    pub rekey_after_us: u64,
+    /// A session's keys are erased once this old.
+    pub erase_after_us: u64,
+    /// How far another node's clock may be ahead of this one's, or behind it at this node's
+    /// start.
+    pub skew_us: u64,
+    /// An Init older than this is refused.
+    pub init_max_age_us: u64,
+    /// How long an Init waits for its answer before the next is sent: the first four this long,
+    /// then each twice the last ([`SessionLimits::wait_after_us`]), or as many times the
+    /// smoothed round trip and four deviations of handshakes answered at their first Init (at
+    /// most 16 times this) if that is longer. On a path that loses most of
+    /// what it carries a handshake needs several tries, each a round trip both ways.
+    pub handshake_timeout_us: u64,
+    /// Inits sent for one handshake before it is given up.
+    pub handshake_attempts: u32,
+    /// Sessions kept per peer.
+    pub per_peer: usize,
+    /// Sessions kept in all.
+    pub max_sessions: usize,
+    pub handshakes: HandshakeLimits,
+    /// A node that receives a message under a session it does not know (it restarted, or the
+    /// session was pushed out) starts a handshake with the sealer, so that the sealer moves to a
+    /// new session; at most once this often per sealer.
+    pub recover_after_us: u64,
+}
+
+impl Default for SessionLimits {
+    fn default() -> SessionLimits {
+        SessionLimits {
+            rekey_after_us: 120_000_000,
+            erase_after_us: 180_000_000,
+            skew_us: 1_000_000,
+            init_max_age_us: 30_000_000,
+            handshake_timeout_us: 250_000,
+            handshake_attempts: 8,
+            per_peer: 3,
+            max_sessions: 4096,
+            handshakes: HandshakeLimits {
+                per_path: Rate {
+                    burst: 8,
+                    every_us: 500_000,
+                },
+                all: Rate {
+                    burst: 512,
+                    every_us: 5_000,
+                },
+            },
+            recover_after_us: 5_000_000,
+        }
+    }
+}
+
+impl SessionLimits {
+    /// How long the Init of attempt `attempt` (from 1) waits for its answer.
+    pub fn wait_after_us(&self, attempt: u32) -> u64 {
+        self.handshake_timeout_us
+            .saturating_mul(1 << attempt.saturating_sub(4).min(16))
+    }
+
+    /// When a session in use starts to be renewed: three quarters of `rekey_after`.
+    pub fn renew_at_us(&self) -> u64 {
+        self.rekey_after_us - self.rekey_after_us / 4
+    }
+
+    /// Why these limits cannot work, if they cannot.
+    pub fn check(&self) -> Result<(), String> {
+        if self.rekey_after_us == 0 {
+            return Err("rekey_after must be more than 0".into());
+        }
+        if self.erase_after_us <= self.rekey_after_us {
+            return Err(format!(
+                "erase_after ({} s) must be more than rekey_after ({} s): a message sealed just before the rekey must still open",
+                self.erase_after_us as f64 / 1e6,
+                self.rekey_after_us as f64 / 1e6
+            ));
+        }
+        if self.per_peer < 2 || self.max_sessions < self.per_peer {
+            return Err("at least 2 sessions per peer, and as many in all".into());
+        }
+        if self.handshake_attempts == 0 || self.handshake_timeout_us == 0 {
+            return Err("a handshake needs at least one attempt and a timeout".into());
+        }
+        Ok(())
+    }
+}
+
+/// Why a sealed message was refused.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Debug, thiserror::Error)]
+pub enum OpenError {
+    #[error("the payload is not a sealed message")]
+    Malformed,
+    #[error("no public key is known for the sealer, node {0}")]
+    UnknownSealer(NodeId),
+    #[error("the seal does not open: the message was altered, or not sealed by its sealer")]
+    Broken,
+    #[error("node {sealer} sealed a message in the name of another node")]
+    ForgedSource { sealer: NodeId },
+    #[error("the message was taken before, or was made before this node started or too long ago")]
+    Replayed,
+    #[error(
+        "the message was sealed under a session this node does not hold (erased, or before a restart)"
+    )]
+    NoSession,
+    #[error("the message was sealed further in the future than the allowed clock skew")]
+    Future,
+    #[error("key agreements for this sealer and path, or in all, are at their limit")]
+    Limited,
+    #[error("the handshake answer names no handshake this node has in flight")]
+    Unexpected,
+    #[error("a copy of a handshake message taken already (it travels on every path)")]
+    Duplicate,
+    #[error(
+        "a handshake message of an attempt a later one replaced: an Init older than one taken from its sealer, or an answer to an Init of ours older than one answered"
+    )]
+    Superseded,
+    #[error(
+        "an Init made before this node started (less the skew): a replay, or an Init its initiator made while this node was down"
+    )]
+    BeforeStart,
+}
+
+impl OpenError {
+    /// The label counters use.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OpenError::Malformed => "seal_malformed",
+            OpenError::UnknownSealer(_) => "seal_unknown_node",
+            OpenError::Broken => "seal_broken",
+            OpenError::ForgedSource { .. } => "forged_source",
+            OpenError::Replayed => "replayed",
+            OpenError::NoSession => "seal_no_session",
+            OpenError::Future => "seal_future",
+            OpenError::Limited => "handshake_limited",
+            OpenError::Unexpected => "handshake_unexpected",
+            OpenError::Duplicate => "handshake_duplicate",
+            OpenError::Superseded => "handshake_superseded",
+            OpenError::BeforeStart => "handshake_before_start",
+        }
+    }
+}
+
+/// What opening a sealed message gave.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub enum Opened {
+    /// A message's plaintext.
+    Payload(Vec<u8>),
+    /// An Init, taken: send `resp` back to its sealer. With `lost_since_us`, the sealer
+    /// restarted then (its clock) and asks for what this node sealed to it under the older
+    /// sessions since then, which it could not open: sent again under the new session, it
+    /// will.
+    Answer {
+        resp: Vec<u8>,
+        lost_since_us: Option<u64>,
+    },
+    /// A Resp, taken: the session with this peer is ready.
+    Established(NodeId),
+}
+
+/// A message sealed, and whether its session is old enough that a new handshake should start
+/// ([`Sessions::start`]).
+#[derive(Debug)]
+pub struct Sealing {
+    pub bytes: Vec<u8>,
+    pub renew: bool,
+}
+
+/// A handshake message to send (on every path: a dead node or a relay on one cannot stop it):
+/// to whom, its bytes, and which attempt of its handshake it is.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct Outgoing {
+    pub to: NodeId,
+    pub bytes: Vec<u8>,
+    pub attempt: u32,
+}
+
+/// What the passing of time did.
+#[derive(Debug, Default)]
+pub struct Tick {
+    /// Inits to send again.
+    pub inits: Vec<Outgoing>,
+    /// Peers whose handshake was given up: what waits for a session with them cannot go.
+    pub failed: Vec<NodeId>,
+    /// Sessions erased with age.
+    pub erased: usize,
+    /// When to tick next, if anything is due.
+    pub next_us: Option<u64>,
+}
+
+/// What the sessions did so far.
+#[derive(Clone, Copy, Default, PartialEq, Eq, Debug)]
+pub struct SessionCounters {
+    /// HPKE sender setups (an Init made, a Resp made).
+    pub agreements_sealing: u64,
+    /// HPKE receiver setups (an Init or a Resp opened, or tried).
+    pub agreements_opening: u64,
+    /// Sessions made as initiator and as responder.
+    pub initiated: u64,
+    pub answered: u64,
+    /// Handshakes given up.
+    pub failed: u64,
+    /// Answers sent again, unchanged, to an Init sent again (no key agreement).
+    pub answered_again: u64,
+    /// Sessions erased with age, and pushed out by memory.
+    pub erased: u64,
+    pub evicted: u64,
+}
+
+struct SendKey {
+    aead: ChaCha20Poly1305,
+    next_nonce: u64,
+}
+
+struct Session {
+    id: u64,
+    created_us: u64,
+    /// Whether the peer holds it too: made by a Resp here, or a message from the peer opened
+    /// under it. Only a confirmed session seals.
+    confirmed: bool,
+    /// The time of the peer's Init it was made from, if this node answered it.
+    init_us: Option<u64>,
+    /// `None` once the session is past `rekey_after` (erased then).
+    send: Option<SendKey>,
+    recv: ChaCha20Poly1305,
+    window: ReplayWindow,
+}
+
+/// Answers tried against an Init, per path index.
+type Tries = Vec<(u8, u8)>;
+
+struct Pending {
+    /// One per Init made, newest last (the last [`SessionLimits::handshake_attempts`]): its
+    /// time, its ephemeral key pair (zeroized when dropped), and how many answers were tried
+    /// against it per path index. An attempt sends the newest again ([`Sessions::retry`]).
+    inits: Vec<(u64, Ephemeral, Tries)>,
+    /// The newest Init's bytes.
+    bytes: Vec<u8>,
+    flags: InitFlags,
+    attempt: u32,
+    due_us: u64,
+    /// When an Init was last sent.
+    sent_us: u64,
+}
+
+/// An answer made, kept to be sent again.
+struct Answer {
+    bytes: Vec<u8>,
+    /// When it was last sent, for which attempt of the Init (as its message says), and how
+    /// often sent again.
+    sent_us: u64,
+    attempt: u32,
+    again: u32,
+}
+
+#[derive(Default)]
+struct Peer {
+    /// Newest last.
+    sessions: Vec<Session>,
+    pending: Option<Pending>,
+    /// The greatest Init time taken from this peer, and that Init's encapsulated key (its
+    /// copies on the other paths are duplicates, not replays).
+    greatest_init_us: Option<u64>,
+    greatest_init_enc: [u8; 32],
+    /// The answer to that Init, for its initiator's next attempts (the same Init again).
+    answer: Option<Answer>,
+    /// The greatest Init time of ours this peer answered...
+    answered_us: Option<u64>,
+    /// ...and of ours made for it.
+    made_us: Option<u64>,
+    /// Key agreement tokens per path index.
+    buckets: Vec<(u8, Bucket)>,
+    /// When a handshake was last started because this peer sealed under an unknown session.
+    recovered_at_us: Option<u64>,
+    /// When this peer last started, as its recovery said: an Init of ours made before (less
+    /// the skew) it refuses.
+    restarted_us: Option<u64>,
+}
+
+impl Peer {
+    fn is_idle(&mut self, limits: &SessionLimits, now_us: u64) -> bool {
+        self.sessions.is_empty()
+            && self.pending.is_none()
+            && self
+                .greatest_init_us
+                .is_none_or(|g| now_us.saturating_sub(g) >= limits.init_max_age_us)
+            && self
+                .recovered_at_us
+                .is_none_or(|r| now_us.saturating_sub(r) >= limits.recover_after_us)
+            && self
+                .buckets
+                .iter_mut()
+                .all(|(_, b)| b.is_full(limits.handshakes.per_path, now_us))
+    }
+}
+
+fn aead(key: &[u8; 32]) -> ChaCha20Poly1305 {
+    ChaCha20Poly1305::new_from_slice(key).expect("a 32-byte key")
+}
+
+fn nonce(counter: u64) -> chacha20poly1305::Nonce {
+    let mut bytes = [0; 12];
+    bytes[4..].copy_from_slice(&counter.to_le_bytes());
+    bytes.into()
+}
+
+/// A node's sessions.
+pub struct Sessions {
+    me: NodeId,
+    secret: SecretKey,
+    /// This node's clock when it started: Inits made before (less the skew) are refused.
+    started_at_us: u64,
+    limits: SessionLimits,
+    peers: HashMap<NodeId, Peer>,
+    /// Every session kept, by (creation, peer, id): the order they are erased in, and pushed
+    /// out in when memory is full.
+    by_age: BTreeSet<(u64, NodeId, u64)>,
+    /// The sessions that still seal, in the same order: when each sending key is erased.
+    sealing: BTreeSet<(u64, NodeId, u64)>,
+    /// The sessions not confirmed yet, in the same order: erased at `init_max_age`.
+    unconfirmed: BTreeSet<(u64, NodeId, u64)>,
+    /// Handshakes in flight, by when the next Init is due (or the handshake given up).
+    due: BTreeSet<(u64, NodeId)>,
+    all_handshakes: Bucket,
+    /// The time of the last Init made: each is made later than the last.
+    last_init_us: u64,
+    /// The smoothed round trip of handshakes answered at their only sending, and its mean
+    /// deviation (µs): a loaded machine answers late, and Inits sent again sooner only add
+    /// messages.
+    srtt_us: Option<(u64, u64)>,
+    /// When idle peers' records are next dropped.
+    prune_at_us: u64,
+    counters: SessionCounters,
+}
+
+impl Sessions {
+    pub fn new(me: NodeId, secret: SecretKey, started_at_us: u64, limits: SessionLimits) -> Self {
+        Sessions {
+            me,
+            secret,
+            started_at_us,
+            limits,
+            peers: HashMap::new(),
+            by_age: BTreeSet::new(),
+            sealing: BTreeSet::new(),
+            unconfirmed: BTreeSet::new(),
+            due: BTreeSet::new(),
+            all_handshakes: Bucket::full(limits.handshakes.all, started_at_us),
+            last_init_us: 0,
+            srtt_us: None,
+            prune_at_us: started_at_us.saturating_add(limits.init_max_age_us),
+            counters: SessionCounters::default(),
+        }
+    }
+
+    pub fn limits(&self) -> &SessionLimits {
+        &self.limits
+    }
+
+    /// Whether a set to `to` can be sealed at `now_us` under a session held already, with
+    /// `skew` to spare (a set's copies are sealed one after the other).
+    pub fn can_seal(&self, to: NodeId, now_us: u64) -> bool {
+        let until = now_us.saturating_add(self.limits.skew_us);
+        self.peers.get(&to).is_some_and(|p| {
+            p.sessions.iter().any(|s| {
+                s.confirmed
+                    && s.send.is_some()
+                    && until < s.created_us.saturating_add(self.limits.rekey_after_us)
+            })
+        })
+    }
+
+    /// Seal `plaintext` for `bound.dst` under the newest session with it that still seals, at
+    /// `now_us`, binding `bound`. [`SealError::NoSession`] if there is none: [`Sessions::start`]
+    /// makes one.
+    pub fn seal(
+        &mut self,
+        bound: &Bound,
+        now_us: u64,
+        plaintext: &[u8],
+    ) -> Result<Sealing, SealError> {
+        let rekey_after = self.limits.rekey_after_us;
+        let renew_at = self.limits.renew_at_us();
+        let peer = self
+            .peers
+            .get_mut(&bound.dst)
+            .ok_or(SealError::NoSession(bound.dst))?;
+        let pending = peer.pending.is_some();
+        let session = peer
+            .sessions
+            .iter_mut()
+            .rev()
+            .find(|s| {
+                s.confirmed && s.send.is_some() && now_us < s.created_us.saturating_add(rekey_after)
+            })
+            .ok_or(SealError::NoSession(bound.dst))?;
+        let send = session.send.as_mut().expect("found sealing");
+        let counter = send.next_nonce;
+        send.next_nonce += 1;
+        let aad = associated_data(bound, self.me, session.id, now_us, counter);
+        let bytes =
+            Sealed::encode_data_in_place(self.me, session.id, counter, now_us, plaintext, |text| {
+                let tag = send
+                    .aead
+                    .encrypt_inout_detached(&nonce(counter), &aad, text.into())?;
+                let mut bytes = [0; TAG_LEN];
+                bytes.copy_from_slice(&tag);
+                Ok::<_, chacha20poly1305::Error>(bytes)
+            })
+            .expect("ChaCha20-Poly1305 seals any length a frame holds");
+        let renew = !pending && now_us >= session.created_us.saturating_add(renew_at);
+        Ok(Sealing { bytes, renew })
+    }
+
+    /// How long the Init of attempt `attempt` waits for its answer: the limits' wait, or twice
+    /// the smoothed round trip of handshakes, doubling as the limits' wait does, if longer.
+    fn wait_after_us(&self, attempt: u32) -> u64 {
+        let limits = self.limits.wait_after_us(attempt);
+        let timeout = self.limits.handshake_timeout_us.max(1);
+        let measured = self.srtt_us.map_or(0, |(srtt, var)| {
+            // At most 16 times the limits' wait: one slow answer does not stall the rest.
+            srtt.saturating_add(var.saturating_mul(4))
+                .min(timeout.saturating_mul(16))
+                * limits
+                / timeout
+        });
+        limits.max(measured)
+    }
+
+    /// Start a handshake with `peer` unless one is in flight: the Init to send (its first
+    /// attempt). `fresh` is 32 random bytes.
+    pub fn start(
+        &mut self,
+        directory: &dyn Directory,
+        peer: NodeId,
+        now_us: u64,
+        fresh: [u8; 32],
+    ) -> Result<Option<Outgoing>, SealError> {
+        self.start_with(directory, peer, now_us, InitFlags::PLAIN, fresh)
+    }
+
+    /// This node's start, while peers may still seal under sessions made before it (within
+    /// `erase_after` and the skew of it).
+    fn lost_since(&self, now_us: u64) -> Option<u64> {
+        let window = self
+            .limits
+            .erase_after_us
+            .saturating_add(self.limits.skew_us);
+        (now_us.saturating_sub(self.started_at_us) < window).then_some(self.started_at_us)
+    }
+
+    fn start_with(
+        &mut self,
+        directory: &dyn Directory,
+        peer: NodeId,
+        now_us: u64,
+        flags: InitFlags,
+        fresh: [u8; 32],
+    ) -> Result<Option<Outgoing>, SealError> {
+        if self.peers.get(&peer).is_some_and(|p| p.pending.is_some()) {
+            return Ok(None);
+        }
+        let (bytes, ts, ephemeral) = self.make_init(directory, peer, now_us, flags, fresh)?;
+        let due_us = now_us.saturating_add(self.wait_after_us(1));
+        self.peers.entry(peer).or_default().pending = Some(Pending {
+            inits: vec![(ts, ephemeral, Vec::new())],
+            bytes: bytes.clone(),
+            flags,
+            attempt: 1,
+            due_us,
+            sent_us: now_us,
+        });
+        self.due.insert((due_us, peer));
+        Ok(Some(Outgoing {
+            to: peer,
+            bytes,
+            attempt: 1,
+        }))
+    }
+
+    fn make_init(
+        &mut self,
+        directory: &dyn Directory,
+        peer: NodeId,
+        now_us: u64,
+        flags: InitFlags,
+        fresh: [u8; 32],
+    ) -> Result<(Vec<u8>, u64, Ephemeral), SealError> {
+        let key = directory
+            .public_key(peer)
+            .ok_or(SealError::UnknownNode(peer))?;
+        let ts = now_us.max(self.last_init_us.saturating_add(1));
+        self.counters.agreements_sealing += 1;
+        let (init, ephemeral) =
+            handshake::init(self.me, &self.secret, peer, key, ts, flags, fresh)?;
+        self.last_init_us = ts;
+        self.peers.entry(peer).or_default().made_us = Some(ts);
+        Ok((Sealed::Init(init).to_bytes(), ts, ephemeral))
+    }
+
+    /// Whether an Init made at `ts_us` may go again at `now_us`: younger than half
+    /// `init_max_age` (the responder takes it until `init_max_age`), and not from before the
+    /// peer's start as its recovery told (less the skew: it refuses those).
+    fn init_holds(&self, ts_us: u64, restarted_us: Option<u64>, now_us: u64) -> bool {
+        now_us.saturating_sub(ts_us) < self.limits.init_max_age_us / 2
+            && restarted_us.is_none_or(|r| ts_us.saturating_add(self.limits.skew_us) >= r)
+    }
+
+    /// The next attempt of the handshake with `peer` in flight, due again after its wait: the
+    /// newest Init sent again while it holds ([`Sessions::init_holds`]), so that a responder
+    /// that took it answers with the answer it made (no key agreement at either end, no second
+    /// session); else a new Init.
+    fn retry(
+        &mut self,
+        directory: &dyn Directory,
+        peer: NodeId,
+        now_us: u64,
+        fresh: [u8; 32],
+    ) -> Result<Outgoing, SealError> {
+        let (flags, newest_us, restarted_us) = self
+            .peers
+            .get(&peer)
+            .and_then(|p| Some((p.pending.as_ref()?, p.restarted_us)))
+            .map(|(p, r)| (p.flags, p.inits.last().map_or(0, |i| i.0), r))
+            .ok_or(SealError::NoSession(peer))?;
+        let made = if self.init_holds(newest_us, restarted_us, now_us) {
+            None
+        } else {
+            Some(self.make_init(directory, peer, now_us, flags, fresh)?)
+        };
+        let keep = self.limits.handshake_attempts.max(1) as usize;
+        let next = self.peers[&peer]
+            .pending
+            .as_ref()
+            .map_or(1, |p| p.attempt + 1);
+        let wait = self.wait_after_us(next.min(self.limits.handshake_attempts));
+        let pending = self
+            .peers
+            .get_mut(&peer)
+            .and_then(|p| p.pending.as_mut())
+            .expect("found above");
+        self.due.remove(&(pending.due_us, peer));
+        pending.attempt = next;
+        pending.due_us = now_us.saturating_add(wait);
+        pending.sent_us = now_us;
+        if let Some((bytes, ts, ephemeral)) = made {
+            pending.inits.push((ts, ephemeral, Vec::new()));
+            pending.bytes = bytes;
+            if pending.inits.len() > keep {
+                pending.inits.remove(0);
+            }
+        }
+        let attempt = pending.attempt;
+        let bytes = pending.bytes.clone();
+        self.due.insert((pending.due_us, peer));
+        Ok(Outgoing {
+            to: peer,
+            bytes,
+            attempt,
+        })
+    }
+
+    /// A set waiting for the handshake with `peer` was sent again by its source's delivery
+    /// layer (its resend was due): another Init now, unless one went within half the
+    /// handshake's timeout. On a path that loses most of what it carries, a handshake so gets
+    /// as many tries as the set it carries; each counts towards its attempts.
+    pub fn hurry(
+        &mut self,
+        directory: &dyn Directory,
+        peer: NodeId,
+        now_us: u64,
+        fresh: [u8; 32],
+    ) -> Result<Option<Outgoing>, SealError> {
+        let gap = (self.wait_after_us(1) / 2).max(1);
+        match self.peers.get(&peer).and_then(|p| p.pending.as_ref()) {
+            Some(p) if now_us.saturating_sub(p.sent_us) >= gap => {
+                self.retry(directory, peer, now_us, fresh).map(Some)
+            }
+            _ => Ok(None),
+        }
+    }
+
+    /// A message from `sealer` named a session this node does not hold (or this node restarted
+    /// and held sessions with it before): start a handshake flagged `recovery` with it, so that
+    /// it ends its older sessions with this node but those this node still holds (the Init
+    /// names them: the message may be a relay's, made up), unless this node has a handshake
+    /// with it in flight or did this within `recover_after` already. Within `erase_after` (and
+    /// the skew) of this node's start, the Init carries the start: the sealer may seal again
+    /// what it sealed to this node since, if the recovery ended a session.
+    pub fn recover(
+        &mut self,
+        directory: &dyn Directory,
+        sealer: NodeId,
+        now_us: u64,
+        fresh: [u8; 32],
+    ) -> Result<Option<Outgoing>, SealError> {
+        let recent = self.limits.recover_after_us;
+        // A session made lately is no reason to wait: the sealer sealed under another.
+        if let Some(peer) = self.peers.get(&sealer)
+            && (peer.pending.is_some()
+                || peer
+                    .recovered_at_us
+                    .is_some_and(|r| now_us.saturating_sub(r) < recent))
+        {
+            return Ok(None);
+        }
+        // Lately restarted, the sealer may still hold sessions of before: what it sealed under
+        // them since then is lost here.
+        let held: Vec<u64> = self.peers.get(&sealer).map_or(Vec::new(), |p| {
+            p.sessions.iter().rev().map(|s| s.id).collect()
+        });
+        let flags = InitFlags::recovery(now_us, self.lost_since(now_us), &held);
+        let out = self.start_with(directory, sealer, now_us, flags, fresh)?;
+        self.peers.entry(sealer).or_default().recovered_at_us = Some(now_us);
+        Ok(out)
+    }
+
+    /// Open the sealed `payload` of a message whose clear fields are `bound`, at `now_us`.
+    /// `fresh` gives random bytes if an answer must be made.
+    pub fn open(
+        &mut self,
+        directory: &dyn Directory,
+        bound: &Bound,
+        now_us: u64,
+        payload: &[u8],
+        fresh: impl FnOnce() -> [u8; 32],
+    ) -> Result<Opened, OpenError> {
+        let sealed = Sealed::from_bytes(payload).ok_or(OpenError::Malformed)?;
+        if bound.dst != self.me {
+            return Err(OpenError::Broken);
+        }
+        match sealed {
+            Sealed::Data(data) => self.open_data(bound, now_us, data).map(Opened::Payload),
+            Sealed::Init(init) => self.take_init(directory, bound, now_us, init, fresh),
+            Sealed::Resp(resp) => self.take_resp(directory, bound, now_us, resp),
+        }
+    }
+
+    fn open_data(
+        &mut self,
+        bound: &Bound,
+        now_us: u64,
+        data: SealedData,
+    ) -> Result<Vec<u8>, OpenError> {
+        let erase_after = self.limits.erase_after_us;
+        let session = self
+            .peers
+            .get_mut(&data.sealer)
+            .and_then(|p| p.sessions.iter_mut().find(|s| s.id == data.session))
+            .filter(|s| now_us < s.created_us.saturating_add(erase_after))
+            .ok_or(OpenError::NoSession)?;
+        // Cheap refusals before the AEAD: the seal time is bound, so it cannot be made earlier.
+        if data.sealed_at_us > now_us.saturating_add(self.limits.skew_us) {
+            return Err(OpenError::Future);
+        }
+        let aad = associated_data(
+            bound,
+            data.sealer,
+            data.session,
+            data.sealed_at_us,
+            data.nonce,
+        );
+        let mut text = data.ciphertext;
+        let Some(len) = text.len().checked_sub(TAG_LEN) else {
+            return Err(OpenError::Broken);
+        };
+        let (body, tag) = text.split_at_mut(len);
+        let tag = chacha20poly1305::Tag::try_from(&tag[..]).map_err(|_| OpenError::Broken)?;
+        session
+            .recv
+            .decrypt_inout_detached(&nonce(data.nonce), &aad, body.into(), &tag)
+            .map_err(|_| OpenError::Broken)?;
+        text.truncate(len);
+        if data.sealer != bound.src {
+            return Err(OpenError::ForgedSource {
+                sealer: data.sealer,
+            });
+        }
+        if !session.window.accept(data.nonce) {
+            return Err(OpenError::Replayed);
+        }
+        if !session.confirmed {
+            // The initiator holds it: from now on it seals here too.
+            session.confirmed = true;
+            let key = (session.created_us, data.sealer, session.id);
+            self.unconfirmed.remove(&key);
+            self.bound_confirmed(data.sealer);
+        }
+        Ok(text)
+    }
+
+    fn take_init(
+        &mut self,
+        directory: &dyn Directory,
+        bound: &Bound,
+        now_us: u64,
+        init: Init,
+        fresh: impl FnOnce() -> [u8; 32],
+    ) -> Result<Opened, OpenError> {
+        if init.sealer != bound.src {
+            return Err(OpenError::ForgedSource {
+                sealer: init.sealer,
+            });
+        }
+        let key = directory
+            .public_key(init.sealer)
+            .ok_or(OpenError::UnknownSealer(init.sealer))?;
+        let limits = self.limits;
+        if init.ts_us > now_us.saturating_add(limits.skew_us) {
+            return Err(OpenError::Future);
+        }
+        if now_us.saturating_sub(init.ts_us) >= limits.init_max_age_us {
+            return Err(OpenError::Replayed);
+        }
+        if init.ts_us.saturating_add(limits.skew_us) < self.started_at_us {
+            // This node has no memory of the Inits it took before: a replay, or an Init made
+            // while it was down (its caller recovers with the sealer, whose next is new).
+            return Err(OpenError::BeforeStart);
+        }
+        let peer = self.peers.entry(init.sealer).or_default();
+        if let Some(greatest) = peer.greatest_init_us
+            && init.ts_us <= greatest
+        {
+            if init.ts_us != greatest || init.enc != peer.greatest_init_enc {
+                // Within `init_max_age` (checked above): an earlier attempt, late.
+                return Err(OpenError::Superseded);
+            }
+            // A copy from another path, or the initiator's next attempt (its answer was lost
+            // or late): for another attempt than the one last answered (its copies on the
+            // other paths say the same), once a retry's gap has passed since, the answer
+            // again, unchanged, at most as often as a handshake has attempts. Its bytes are
+            // public; a replayed Init earns a copy of them, no key agreement.
+            let gap = (self.wait_after_us(1) / 2).max(1);
+            let attempts = self.limits.handshake_attempts;
+            let peer = self.peers.get_mut(&init.sealer).expect("entered above");
+            return match peer.answer.as_mut() {
+                Some(answer)
+                    if bound.attempt != answer.attempt
+                        && now_us.saturating_sub(answer.sent_us) >= gap
+                        && answer.again + 1 < attempts =>
+                {
+                    answer.sent_us = now_us;
+                    answer.attempt = bound.attempt;
+                    answer.again += 1;
+                    self.counters.answered_again += 1;
+                    Ok(Opened::Answer {
+                        resp: answer.bytes.clone(),
+                        lost_since_us: None,
+                    })
+                }
+                _ => Err(OpenError::Duplicate),
+            };
+        }
+        // The limits, both checked before either token is taken.
+        let bucket = match peer.buckets.iter().position(|(i, _)| *i == bound.index) {
+            Some(at) => &mut peer.buckets[at].1,
+            None => {
+                peer.buckets.push((
+                    bound.index,
+                    Bucket::full(limits.handshakes.per_path, now_us),
+                ));
+                &mut peer.buckets.last_mut().expect("pushed").1
+            }
+        };
+        if !bucket.has(limits.handshakes.per_path, now_us)
+            || !self.all_handshakes.has(limits.handshakes.all, now_us)
+        {
+            return Err(OpenError::Limited);
+        }
+        bucket.take(limits.handshakes.per_path, now_us);
+        self.all_handshakes.take(limits.handshakes.all, now_us);
+        self.counters.agreements_opening += 1;
+        let (ephemeral, flags) = handshake::open_init(self.me, &self.secret, &init, key)
+            .map_err(|_| OpenError::Broken)?;
+        peer.greatest_init_us = Some(init.ts_us);
+        peer.greatest_init_enc = init.enc;
+        let fresh = fresh();
+        let mut id = u64::from_le_bytes(fresh[..8].try_into().expect("8 bytes"));
+        while peer.sessions.iter().any(|s| s.id == id) {
+            id = id.wrapping_add(1);
+        }
+        self.counters.agreements_sealing += 1;
+        let (resp, keys) = handshake::respond(
+            self.me,
+            &self.secret,
+            init.sealer,
+            init.ts_us,
+            &ephemeral,
+            id,
+            fresh,
+        )
+        .map_err(|_| OpenError::Broken)?;
+        let SessionKeys {
+            initiator_to_responder,
+            responder_to_initiator,
+        } = keys;
+        self.counters.answered += 1;
+        let mut ended = 0;
+        if flags.recovery {
+            // Its initiator lost the sessions made before this handshake but those it names:
+            // the others are of no use. Those made from this handshake's other Inits it may
+            // hold.
+            let old: Vec<_> = self.peers[&init.sealer]
+                .sessions
+                .iter()
+                .filter(|s| {
+                    s.init_us.is_none_or(|t| t < flags.since_us) && !flags.held().contains(&s.id)
+                })
+                .map(|s| (s.created_us, init.sealer, s.id))
+                .collect();
+            ended = old.len();
+            for key in old {
+                self.by_age.remove(&key);
+                self.forget(key);
+            }
+        }
+        self.keep(
+            init.sealer,
+            Session {
+                id,
+                created_us: now_us,
+                confirmed: false,
+                init_us: Some(init.ts_us),
+                send: Some(SendKey {
+                    aead: aead(&responder_to_initiator),
+                    next_nonce: 0,
+                }),
+                recv: aead(&initiator_to_responder),
+                window: ReplayWindow::default(),
+            },
+        );
+        let resp = Sealed::Resp(resp).to_bytes();
+        let peer = self.peers.entry(init.sealer).or_default();
+        peer.answer = Some(Answer {
+            bytes: resp.clone(),
+            sent_us: now_us,
+            attempt: bound.attempt,
+            again: 0,
+        });
+        if let Some(started) = flags.lost_since_us.filter(|_| flags.recovery) {
+            // It restarted: an Init of ours in flight made before, it refuses. A new one goes
+            // at once (the timer's next tick).
+            peer.restarted_us = Some(started);
+            let stale = peer.pending.as_ref().and_then(|p| {
+                let newest = p.inits.last().map_or(0, |i| i.0);
+                (newest.saturating_add(self.limits.skew_us) < started).then_some(p.due_us)
+            });
+            if let Some(due) = stale {
+                self.due.remove(&(due, init.sealer));
+                self.due.insert((now_us, init.sealer));
+                let pending = self
+                    .peers
+                    .get_mut(&init.sealer)
+                    .and_then(|p| p.pending.as_mut());
+                pending.expect("found above").due_us = now_us;
+            }
+        }
+        Ok(Opened::Answer {
+            resp,
+            // Nothing sealed under a session it holds was lost.
+            lost_since_us: flags.lost_since_us.filter(|_| flags.recovery && ended > 0),
+        })
+    }
+
+    fn take_resp(
+        &mut self,
+        directory: &dyn Directory,
+        bound: &Bound,
+        now_us: u64,
+        resp: Resp,
+    ) -> Result<Opened, OpenError> {
+        if resp.sealer != bound.src {
+            return Err(OpenError::ForgedSource {
+                sealer: resp.sealer,
+            });
+        }
+        let key = directory
+            .public_key(resp.sealer)
+            .ok_or(OpenError::UnknownSealer(resp.sealer))?;
+        let max_age = self.limits.init_max_age_us;
+        let peer = self.peers.get_mut(&resp.sealer);
+        // An answer to an Init answered already: a copy from another path if it names the
+        // session that answer made, else a replay.
+        let seen = |p: &Peer| {
+            if p.answered_us == Some(resp.init_ts_us)
+                && p.sessions.iter().any(|s| s.id == resp.session)
+            {
+                OpenError::Duplicate
+            } else if now_us.saturating_sub(resp.init_ts_us) >= max_age
+                && p.answered_us.is_some_and(|a| resp.init_ts_us <= a)
+            {
+                OpenError::Replayed
+            } else if p.answered_us.is_some() && p.made_us.is_some_and(|m| resp.init_ts_us <= m) {
+                // An Init of ours, lately, of a handshake another attempt's answer completed.
+                OpenError::Superseded
+            } else {
+                OpenError::Unexpected
+            }
+        };
+        let Some(peer) = peer else {
+            return Err(OpenError::Unexpected);
+        };
+        let Some(pending) = peer.pending.as_mut() else {
+            return Err(seen(peer));
+        };
+        let Some((_, ephemeral, tried)) = pending
+            .inits
+            .iter_mut()
+            .find(|(ts, _, _)| *ts == resp.init_ts_us)
+        else {
+            return Err(seen(peer));
+        };
+        // A relay on the answer's path could send many made-up answers: two tries per Init and
+        // path index, so that it uses up its own path's and the true answer opens from another;
+        // a relay claiming other indices, at most 16 of them (32 key agreements an Init).
+        let tried = match tried.iter().position(|(i, _)| *i == bound.index) {
+            Some(at) => &mut tried[at].1,
+            None if tried.len() >= 16 => return Err(OpenError::Limited),
+            None => {
+                tried.push((bound.index, 0));
+                &mut tried.last_mut().expect("pushed").1
+            }
+        };
+        if *tried >= 2 {
+            return Err(OpenError::Limited);
+        }
+        *tried += 1;
+        self.counters.agreements_opening += 1;
+        let keys =
+            handshake::open_resp(self.me, ephemeral, &resp, key).map_err(|_| OpenError::Broken)?;
+        let pending = peer.pending.take().expect("found above");
+        peer.answered_us = Some(resp.init_ts_us.max(peer.answered_us.unwrap_or(0)));
+        if pending.attempt == 1 {
+            // Answered at its only sending: a round trip of its own (Karn's rule). An answer to
+            // an Init sent again could answer any of its sendings; timed from the first, a
+            // handshake with a node that was down would count the whole outage.
+            let sample = now_us.saturating_sub(pending.sent_us);
+            self.srtt_us = Some(match self.srtt_us {
+                None => (sample, sample / 2),
+                Some((srtt, var)) => (
+                    srtt - srtt / 8 + sample / 8,
+                    var - var / 4 + srtt.abs_diff(sample) / 4,
+                ),
+            });
+        }
+        self.due.remove(&(pending.due_us, resp.sealer));
+        // The ephemeral secrets go with `pending`, zeroized.
+        drop(pending);
+        let SessionKeys {
+            initiator_to_responder,
+            responder_to_initiator,
+        } = keys;
+        self.counters.initiated += 1;
+        self.keep(
+            resp.sealer,
+            Session {
+                id: resp.session,
+                created_us: now_us,
+                confirmed: true,
+                init_us: None,
+                send: Some(SendKey {
+                    aead: aead(&initiator_to_responder),
+                    next_nonce: 0,
+                }),
+                recv: aead(&responder_to_initiator),
+                window: ReplayWindow::default(),
+            },
+        );
+        Ok(Opened::Established(resp.sealer))
+    }
+
+    /// Keep a new session with `peer`, pushing out that peer's oldest of its kind (confirmed or
+    /// not) beyond `per_peer` and the oldest of all beyond `max_sessions`.
+    fn keep(&mut self, peer: NodeId, session: Session) {
+        let entry = self.peers.entry(peer).or_default();
+        // Same name from the same peer: the new one replaces it.
+        if let Some(old) = entry.sessions.iter().find(|s| s.id == session.id) {
+            let key = (old.created_us, peer, old.id);
+            self.by_age.remove(&key);
+            self.forget(key);
+        }
+        let confirmed = session.confirmed;
+        let oldest_of_kind = {
+            let entry = self.peers.entry(peer).or_default();
+            let of_kind: Vec<_> = entry
+                .sessions
+                .iter()
+                .filter(|s| s.confirmed == confirmed)
+                .map(|s| (s.created_us, peer, s.id))
+                .collect();
+            // Unconfirmed: one per Init of a handshake the initiator may still finish.
+            let cap = if confirmed {
+                self.limits.per_peer
+            } else {
+                self.limits
+                    .per_peer
+                    .max(self.limits.handshake_attempts as usize)
+            };
+            (of_kind.len() >= cap).then(|| of_kind[0])
+        };
+        if let Some(oldest) = oldest_of_kind {
+            self.by_age.remove(&oldest);
+            self.forget(oldest);
+            self.counters.evicted += 1;
+        }
+        while self.by_age.len() >= self.limits.max_sessions {
+            let Some(oldest) = self.by_age.pop_first() else {
+                break;
+            };
+            self.forget(oldest);
+            self.counters.evicted += 1;
+        }
+        let key = (session.created_us, peer, session.id);
+        self.by_age.insert(key);
+        self.sealing.insert(key);
+        if !confirmed {
+            self.unconfirmed.insert(key);
+        }
+        self.peers.entry(peer).or_default().sessions.push(session);
+    }
+
+    /// A session of `peer` was confirmed: the oldest confirmed one goes beyond `per_peer`.
+    fn bound_confirmed(&mut self, peer: NodeId) {
+        let Some(entry) = self.peers.get(&peer) else {
+            return;
+        };
+        let confirmed: Vec<_> = entry
+            .sessions
+            .iter()
+            .filter(|s| s.confirmed)
+            .map(|s| (s.created_us, peer, s.id))
+            .collect();
+        if confirmed.len() > self.limits.per_peer {
+            let oldest = *confirmed.iter().min().expect("more than per_peer");
+            self.by_age.remove(&oldest);
+            self.forget(oldest);
+            self.counters.evicted += 1;
+        }
+    }
+
+    /// Drop the session `key` names (its keys zeroized as they drop); the caller takes it out
+    /// of `by_age`.
+    fn forget(&mut self, key: (u64, NodeId, u64)) {
+        self.sealing.remove(&key);
+        self.unconfirmed.remove(&key);
+        if let Some(peer) = self.peers.get_mut(&key.1) {
+            peer.sessions.retain(|s| s.id != key.2);
+        }
+    }
+
+    /// What is due at `now_us`: sending keys past `rekey_after` and sessions past `erase_after`
+    /// erased, Inits sent again or handshakes given up, idle peers' records dropped. `fresh`
+    /// gives random bytes for each Init made.
+    pub fn tick(
+        &mut self,
+        directory: &dyn Directory,
+        now_us: u64,
+        mut fresh: impl FnMut() -> [u8; 32],
+    ) -> Tick {
+        let mut tick = Tick::default();
+        let (rekey_after, erase_after) = (self.limits.rekey_after_us, self.limits.erase_after_us);
+        while let Some(&key) = self.sealing.first()
+            && key.0.saturating_add(rekey_after) <= now_us
+        {
+            self.sealing.pop_first();
+            if let Some(s) = self
+                .peers
+                .get_mut(&key.1)
+                .and_then(|p| p.sessions.iter_mut().find(|s| s.id == key.2))
+            {
+                s.send = None;
+            }
+        }
+        while let Some(&key) = self.by_age.first()
+            && key.0.saturating_add(erase_after) <= now_us
+        {
+            self.by_age.pop_first();
+            self.forget(key);
+            tick.erased += 1;
+        }
+        let unconfirmed_for = self.limits.init_max_age_us;
+        while let Some(&key) = self.unconfirmed.first()
+            && key.0.saturating_add(unconfirmed_for) <= now_us
+        {
+            self.by_age.remove(&key);
+            self.forget(key);
+            tick.erased += 1;
+        }
+        self.counters.erased += tick.erased as u64;
+        while let Some(&(due, peer)) = self.due.first()
+            && due <= now_us
+        {
+            self.due.pop_first();
+            let attempts = self.limits.handshake_attempts;
+            let Some(pending) = self.peers.get_mut(&peer).and_then(|p| p.pending.as_mut()) else {
+                continue;
+            };
+            if pending.attempt >= attempts {
+                self.peers.get_mut(&peer).expect("found").pending = None;
+                self.counters.failed += 1;
+                tick.failed.push(peer);
+                continue;
+            }
+            match self.retry(directory, peer, now_us, fresh()) {
+                Ok(out) => tick.inits.push(out),
+                Err(_) => {
+                    self.peers.get_mut(&peer).expect("found").pending = None;
+                    self.counters.failed += 1;
+                    tick.failed.push(peer);
+                }
+            }
+        }
+        if now_us >= self.prune_at_us {
+            let limits = self.limits;
+            self.peers.retain(|_, p| !p.is_idle(&limits, now_us));
+            self.prune_at_us = now_us.saturating_add(limits.init_max_age_us);
+        }
+        tick.next_us = [
+            self.sealing
+                .first()
+                .map(|k| k.0.saturating_add(rekey_after)),
+            self.by_age.first().map(|k| k.0.saturating_add(erase_after)),
+            self.unconfirmed
+                .first()
+                .map(|k| k.0.saturating_add(unconfirmed_for)),
+            self.due.first().map(|d| d.0),
+            (!self.peers.is_empty()).then_some(self.prune_at_us),
+        ]
+        .into_iter()
+        .flatten()
+        .min();
+        tick
+    }
+
+    pub fn counters(&self) -> SessionCounters {
+        self.counters
+    }
+
+    /// Sessions kept, and peers with a handshake in flight.
+    pub fn len(&self) -> usize {
+        self.by_age.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.by_age.is_empty()
+    }
+
+    pub fn handshakes_in_flight(&self) -> usize {
+        self.due.len()
+    }
+
+    /// The peers this node holds a session with.
+    pub fn peers(&self) -> Vec<NodeId> {
+        let mut peers: Vec<NodeId> = self
+            .peers
+            .iter()
+            .filter(|(_, p)| !p.sessions.is_empty())
+            .map(|(id, _)| *id)
+            .collect();
+        peers.sort();
+        peers
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    struct Keys(BTreeMap<NodeId, PublicKey>);
+
+    impl Directory for Keys {
+        fn public_key(&self, node: NodeId) -> Option<PublicKey> {
+            self.0.get(&node).copied()
+        }
+    }
+
+    fn secret(id: u64) -> SecretKey {
+        SecretKey::from_seed([id as u8 + 1; 32])
+    }
+
+    fn keys() -> Keys {
+        Keys(
+            (0..8)
+                .map(|i| (NodeId(i), secret(i).public_key()))
+                .collect(),
+        )
+    }
+
+    const START: u64 = 1_000_000_000;
+
+    fn node(id: u64) -> Sessions {
+        Sessions::new(NodeId(id), secret(id), START, SessionLimits::default())
+    }
+
+    fn bound(src: u64, dst: u64, seq: u64) -> Bound {
+        Bound {
+            src: NodeId(src),
+            dst: NodeId(dst),
+            index: 0,
+            seq,
+            sent_at_us: START,
+            flags: 4,
+            attempt: 1,
+        }
+    }
+
+    fn on_path(src: u64, dst: u64, index: u8) -> Bound {
+        Bound {
+            index,
+            ..bound(src, dst, 0)
+        }
+    }
+
+    /// Random bytes that differ at every call.
+    fn fresh() -> impl FnMut() -> [u8; 32] {
+        let mut n = 0u8;
+        move || {
+            n = n.wrapping_add(1);
+            [n; 32]
+        }
+    }
+
+    /// A handshake from `a` to `b` at `now`, carried whole: both hold the session after it.
+    fn handshake(a: &mut Sessions, b: &mut Sessions, now: u64) {
+        let dir = keys();
+        let (ia, ib) = (a.me.0, b.me.0);
+        let init = a
+            .start(&dir, b.me, now, [ia as u8 ^ 0x33; 32])
+            .unwrap()
+            .unwrap();
+        let Opened::Answer { resp, .. } = b
+            .open(&dir, &bound(ia, ib, 0), now, &init.bytes, || {
+                [ib as u8 ^ 0x44; 32]
+            })
+            .unwrap()
+        else {
+            panic!("an Init is answered")
+        };
+        assert_eq!(
+            a.open(&dir, &bound(ib, ia, 0), now, &resp, || unreachable!()),
+            Ok(Opened::Established(b.me))
+        );
+    }
+
+    fn seal(a: &mut Sessions, b: &Bound, now: u64, text: &[u8]) -> Vec<u8> {
+        a.seal(b, now, text).unwrap().bytes
+    }
+
+    #[test]
+    fn a_handshake_makes_a_session_both_ends_seal_under_once() {
+        let dir = keys();
+        let (mut a, mut b) = (node(0), node(1));
+        let b01 = bound(0, 1, 7);
+        assert_eq!(
+            a.seal(&b01, START, b"x").err(),
+            Some(SealError::NoSession(NodeId(1)))
+        );
+        assert!(!a.can_seal(NodeId(1), START));
+        let init = a.start(&dir, NodeId(1), START, [1; 32]).unwrap().unwrap();
+        assert_eq!(init.attempt, 1);
+        // A handshake in flight is not started twice.
+        assert_eq!(a.start(&dir, NodeId(1), START, [2; 32]), Ok(None));
+        let Ok(Opened::Answer { resp, .. }) =
+            b.open(&dir, &bound(0, 1, 0), START, &init.bytes, || [3; 32])
+        else {
+            panic!()
+        };
+        // The Init taken again (its copy on another path, or a relay's replay): refused.
+        assert_eq!(
+            b.open(&dir, &bound(0, 1, 0), START, &init.bytes, || [3; 32]),
+            Err(OpenError::Duplicate)
+        );
+        assert_eq!(
+            a.open(&dir, &bound(1, 0, 0), START, &resp, || unreachable!()),
+            Ok(Opened::Established(NodeId(1)))
+        );
+        assert_eq!(
+            a.open(&dir, &bound(1, 0, 0), START, &resp, || unreachable!()),
+            Err(OpenError::Duplicate)
+        );
+        // An older Init of the same node: refused. Within `init_max_age` it cannot be told
+        // from an earlier attempt of its handshake arriving late, and is counted so.
+        let mut a_again = node(0);
+        let older = a_again
+            .start(&dir, NodeId(1), START - 1, [4; 32])
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            b.open(&dir, &bound(0, 1, 0), START, &older.bytes, || [3; 32]),
+            Err(OpenError::Superseded)
+        );
+        // The initiator seals at once; the responder once the initiator used the session.
+        assert!(a.can_seal(NodeId(1), START) && !b.can_seal(NodeId(0), START));
+
+        let sealed = seal(&mut a, &b01, START, b"pay 10 to carol");
+        assert!(
+            !sealed
+                .windows(8)
+                .any(|w| b"pay 10 to carol".windows(8).any(|p| p == w)),
+            "nothing of the payload in the clear"
+        );
+        assert_eq!(
+            b.open(&dir, &b01, START, &sealed, || unreachable!()),
+            Ok(Opened::Payload(b"pay 10 to carol".to_vec()))
+        );
+        assert_eq!(
+            b.open(&dir, &b01, START, &sealed, || unreachable!()),
+            Err(OpenError::Replayed)
+        );
+        // The other way, under the same session, now confirmed.
+        assert!(b.can_seal(NodeId(0), START));
+        let b10 = bound(1, 0, 8);
+        let back = seal(&mut b, &b10, START, b"ack");
+        assert_eq!(
+            a.open(&dir, &b10, START, &back, || unreachable!()),
+            Ok(Opened::Payload(b"ack".to_vec()))
+        );
+        // Every bound field is checked, the attempt included.
+        for changed in [
+            Bound { seq: 8, ..b01 },
+            Bound { index: 2, ..b01 },
+            Bound {
+                sent_at_us: 1,
+                ..b01
+            },
+            Bound { flags: 0, ..b01 },
+            Bound {
+                attempt: u32::MAX,
+                ..b01
+            },
+        ] {
+            let again = seal(&mut a, &b01, START, b"x");
+            assert_eq!(
+                b.open(&dir, &changed, START, &again, || unreachable!()),
+                Err(OpenError::Broken),
+                "{changed:?}"
+            );
+        }
+        let again = seal(&mut a, &b01, START, b"payload");
+        for at in 0..again.len() {
+            let mut bytes = again.clone();
+            bytes[at] ^= 0x10;
+            assert!(
+                b.open(&dir, &b01, START, &bytes, || [0; 32]).is_err(),
+                "byte {at}"
+            );
+        }
+        assert_eq!(
+            b.open(&dir, &b01, START, &again, || unreachable!()),
+            Ok(Opened::Payload(b"payload".to_vec()))
+        );
+        // Another node holds no session: nothing opens there.
+        let mut c = node(2);
+        let fresh_one = seal(&mut a, &b01, START, b"x");
+        assert_eq!(
+            c.open(
+                &dir,
+                &Bound {
+                    dst: NodeId(2),
+                    ..b01
+                },
+                START,
+                &fresh_one,
+                || [0; 32]
+            ),
+            Err(OpenError::NoSession)
+        );
+        assert_eq!(
+            c.open(&dir, &b01, START, &fresh_one, || [0; 32]),
+            Err(OpenError::Broken),
+            "not for this node"
+        );
+        let counters = a.counters();
+        assert_eq!(
+            (
+                counters.agreements_sealing,
+                counters.agreements_opening,
+                counters.initiated
+            ),
+            (1, 1, 1)
+        );
+        let counters = b.counters();
+        assert_eq!(
+            (
+                counters.agreements_sealing,
+                counters.agreements_opening,
+                counters.answered
+            ),
+            (1, 1, 1)
+        );
+    }
+
+    #[test]
+    fn a_node_that_seals_in_another_name_is_caught() {
+        let dir = keys();
+        let (mut mallory, mut b) = (node(2), node(1));
+        handshake(&mut mallory, &mut b, START);
+        let claimed = bound(0, 1, 7);
+        let sealed = seal(&mut mallory, &claimed, START, b"x");
+        assert_eq!(
+            b.open(&dir, &claimed, START, &sealed, || unreachable!()),
+            Err(OpenError::ForgedSource { sealer: NodeId(2) })
+        );
+        // Rewriting the sealer to the claimed source: no such session of node 0.
+        let Some(Sealed::Data(mut data)) = Sealed::from_bytes(&sealed) else {
+            panic!()
+        };
+        data.sealer = NodeId(0);
+        assert_eq!(
+            b.open(
+                &dir,
+                &claimed,
+                START,
+                &Sealed::Data(data).to_bytes(),
+                || [0; 32]
+            ),
+            Err(OpenError::NoSession)
+        );
+        // An Init in another's name, and one from a node the directory does not know.
+        let init = mallory
+            .start(&dir, NodeId(3), START, [9; 32])
+            .unwrap()
+            .unwrap();
+        let mut d = node(3);
+        assert_eq!(
+            d.open(&dir, &bound(0, 3, 0), START, &init.bytes, || [0; 32]),
+            Err(OpenError::ForgedSource { sealer: NodeId(2) })
+        );
+        let Some(Sealed::Init(mut unknown)) = Sealed::from_bytes(&init.bytes) else {
+            panic!()
+        };
+        unknown.sealer = NodeId(99);
+        assert_eq!(
+            d.open(
+                &dir,
+                &bound(99, 3, 0),
+                START,
+                &Sealed::Init(unknown).to_bytes(),
+                || [0; 32]
+            ),
+            Err(OpenError::UnknownSealer(NodeId(99)))
+        );
+        assert_eq!(
+            d.open(&dir, &bound(0, 3, 0), START, b"junk", || [0; 32]),
+            Err(OpenError::Malformed)
+        );
+    }
+
+    /// The audit's first attack: a certified node fills the receiver's memory with sessions of
+    /// its own, then a relay replays a captured message. Pushed out or not, the captured
+    /// message's session opens it at most once.
+    #[test]
+    fn filling_the_memory_never_opens_a_message_twice() {
+        let dir = keys();
+        let limits = SessionLimits {
+            max_sessions: 12,
+            handshakes: HandshakeLimits {
+                per_path: Rate {
+                    burst: u32::MAX,
+                    every_us: 1,
+                },
+                all: Rate {
+                    burst: u32::MAX,
+                    every_us: 1,
+                },
+            },
+            ..SessionLimits::default()
+        };
+        let mut b = Sessions::new(NodeId(1), secret(1), START, limits);
+        let mut a = node(0);
+        handshake(&mut a, &mut b, START);
+        let captured = seal(&mut a, &bound(0, 1, 1), START, b"once");
+        assert_eq!(
+            b.open(&dir, &bound(0, 1, 1), START, &captured, || unreachable!()),
+            Ok(Opened::Payload(b"once".to_vec()))
+        );
+        // One attacker makes many sessions in its own name: it pushes out only its own.
+        let mut mallory = node(2);
+        for i in 0..100 {
+            let mut m = Sessions::new(NodeId(2), secret(2), START, SessionLimits::default());
+            m.last_init_us = START + i;
+            handshake(&mut m, &mut b, START + 1 + i);
+            // Its unconfirmed sessions: at most one per attempt of a handshake.
+            assert!(b.peers[&NodeId(2)].sessions.len() <= limits.handshake_attempts as usize);
+            assert_eq!(
+                b.open(&dir, &bound(0, 1, 1), START + 1 + i, &captured, || [0; 32]),
+                Err(OpenError::Replayed)
+            );
+        }
+        assert!(b.can_seal(NodeId(0), START + 200));
+        // Many attackers push it out: then it opens nothing, never the captured message again.
+        for id in 3..8 {
+            let mut m = node(id);
+            handshake(&mut m, &mut b, START + 200);
+            handshake(&mut m, &mut b, START + 201);
+        }
+        handshake(&mut mallory, &mut b, START + 300);
+        assert!(b.len() <= limits.max_sessions);
+        assert!(
+            !b.can_seal(NodeId(0), START + 300),
+            "node 0's session was pushed out"
+        );
+        assert_eq!(
+            b.open(&dir, &bound(0, 1, 1), START + 300, &captured, || [0; 32]),
+            Err(OpenError::NoSession)
+        );
+        assert!(b.counters().evicted > 0);
+    }
+
+    /// A relay that makes up messages under sessions the destination does not hold draws a
+    /// recovery handshake (once per `recover_after`): it names the sessions the destination
+    /// holds, and the sealer keeps sealing under them; nothing is asked to be sealed again.
+    #[test]
+    fn a_recovery_drawn_by_a_made_up_message_ends_no_session_held() {
+        let dir = keys();
+        let (mut a, mut b) = (node(0), node(1));
+        let now = START + 10_000_000;
+        handshake(&mut a, &mut b, now);
+        let held = seal(&mut a, &bound(0, 1, 0), now + 1, b"confirms");
+        b.open(&dir, &bound(0, 1, 0), now + 2, &held, || unreachable!())
+            .unwrap();
+        // `b` started lately: a recovery Init carries its start.
+        let init = b
+            .recover(&dir, NodeId(0), now + 3, [7; 32])
+            .unwrap()
+            .unwrap();
+        let Ok(Opened::Answer {
+            resp,
+            lost_since_us,
+        }) = a.open(&dir, &bound(1, 0, 0), now + 4, &init.bytes, || [8; 32])
+        else {
+            panic!("answered")
+        };
+        assert_eq!(lost_since_us, None, "nothing was lost");
+        // `a` still seals under the session both hold, and `b` opens it.
+        let m = seal(&mut a, &bound(0, 1, 1), now + 5, b"still");
+        assert_eq!(
+            b.open(&dir, &bound(0, 1, 1), now + 6, &m, || unreachable!()),
+            Ok(Opened::Payload(b"still".to_vec()))
+        );
+        assert_eq!(
+            b.open(&dir, &bound(0, 1, 0), now + 7, &resp, || unreachable!()),
+            Ok(Opened::Established(NodeId(0)))
+        );
+        // A restart forgets: the next recovery names nothing, ends the old session, and asks
+        // for what was sealed since the start.
+        let restart = now + 1_000_000;
+        let mut b = Sessions::new(NodeId(1), secret(1), restart, SessionLimits::default());
+        let init = b
+            .recover(&dir, NodeId(0), restart, [9; 32])
+            .unwrap()
+            .unwrap();
+        let Ok(Opened::Answer { lost_since_us, .. }) =
+            a.open(&dir, &bound(1, 0, 0), restart + 1, &init.bytes, || [10; 32])
+        else {
+            panic!("answered")
+        };
+        assert_eq!(lost_since_us, Some(restart));
+        assert!(!a.can_seal(NodeId(1), restart + 2));
+    }
+
+    /// An Init made while its responder was down goes again as it was, and the restarted
+    /// responder refuses it (`BeforeStart`) and recovers with its initiator (the daemon does on
+    /// that refusal): the recovery tells the initiator the start, and its next Init, due at
+    /// once, is a new one, which opens.
+    #[test]
+    fn an_init_made_while_its_responder_was_down_is_made_again_when_it_recovers() {
+        let dir = keys();
+        let mut a = node(0);
+        let first = a.start(&dir, NodeId(1), START, [1; 32]).unwrap().unwrap();
+        let restart = START + 3_000_000;
+        let mut b = Sessions::new(NodeId(1), secret(1), restart, SessionLimits::default());
+        let retry = a
+            .hurry(&dir, NodeId(1), restart + 1, [2; 32])
+            .unwrap()
+            .unwrap();
+        assert_eq!(retry.bytes, first.bytes);
+        assert_eq!(
+            b.open(&dir, &bound(0, 1, 0), restart + 2, &retry.bytes, || [3; 32]),
+            Err(OpenError::BeforeStart)
+        );
+        let recovery = b
+            .recover(&dir, NodeId(0), restart + 3, [4; 32])
+            .unwrap()
+            .unwrap();
+        let Ok(Opened::Answer { .. }) =
+            a.open(&dir, &bound(1, 0, 0), restart + 4, &recovery.bytes, || {
+                [5; 32]
+            })
+        else {
+            panic!("answered")
+        };
+        let tick = a.tick(&dir, restart + 4, fresh());
+        let [renewed] = &tick.inits[..] else {
+            panic!("{tick:?}")
+        };
+        assert_ne!(renewed.bytes, first.bytes);
+        assert!(matches!(
+            b.open(&dir, &bound(0, 1, 1), restart + 5, &renewed.bytes, || [6;
+                32]),
+            Ok(Opened::Answer { .. })
+        ));
+    }
+
+    /// The audit's second attack: a message taken, the receiver restarted, the message sent
+    /// again. A restarted node holds no session: nothing sealed before opens. And an Init made
+    /// before the restart is refused, so a replayed handshake makes no session either.
+    #[test]
+    fn a_restarted_receiver_opens_nothing_sealed_before() {
+        let dir = keys();
+        let (mut a, mut b) = (node(0), node(1));
+        handshake(&mut a, &mut b, START);
+        let init = a
+            .start(&dir, NodeId(1), START + 10, [7; 32])
+            .unwrap()
+            .unwrap();
+        let m = seal(&mut a, &bound(0, 1, 1), START + 10, b"once");
+        assert!(
+            b.open(&dir, &bound(0, 1, 1), START + 10, &m, || [0; 32])
+                .is_ok()
+        );
+        // Restarted 0.19 s later (as the audit did).
+        let later = START + 10 + 190_000;
+        let mut restarted = Sessions::new(NodeId(1), secret(1), later, SessionLimits::default());
+        assert_eq!(
+            restarted.open(&dir, &bound(0, 1, 1), later, &m, || [0; 32]),
+            Err(OpenError::NoSession)
+        );
+        // An Init within the skew of the start is taken (its answer reaches only its maker)...
+        let mut beyond = Sessions::new(
+            NodeId(1),
+            secret(1),
+            START + 10 + SessionLimits::default().skew_us + 1,
+            SessionLimits::default(),
+        );
+        assert_eq!(
+            beyond.open(
+                &dir,
+                &bound(0, 1, 0),
+                later + 2_000_000,
+                &init.bytes,
+                || [0; 32]
+            ),
+            Err(OpenError::BeforeStart),
+            "an Init made before the start, beyond the skew"
+        );
+        // The receiver starts a handshake back, once, so that the sealer moves on...
+        let back = restarted
+            .recover(&dir, NodeId(0), later, [8; 32])
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            restarted.recover(&dir, NodeId(0), later + 1, [8; 32]),
+            Ok(None)
+        );
+        // ...and asks for what was sealed to it since it started.
+        let Ok(Opened::Answer { lost_since_us, .. }) =
+            a.open(&dir, &bound(1, 0, 0), later + 5, &back.bytes, || [9; 32])
+        else {
+            panic!("the recovery Init is answered");
+        };
+        assert_eq!(lost_since_us, Some(later));
+        // Long after its start, a node that lost a session asks for nothing again: what was
+        // sealed to it went to a node that held its sessions.
+        let limits = SessionLimits::default();
+        let much_later = later + limits.erase_after_us + limits.skew_us;
+        let mut c = node(2);
+        let init = restarted
+            .recover(&dir, NodeId(2), much_later, [10; 32])
+            .unwrap()
+            .unwrap();
+        let Ok(Opened::Answer { lost_since_us, .. }) =
+            c.open(&dir, &bound(1, 2, 0), much_later, &init.bytes, || [11; 32])
+        else {
+            panic!("the recovery Init is answered");
+        };
+        assert_eq!(lost_since_us, None);
+    }
+
+    /// A restarted node's recovery sent again (its first Init's answer slow): within the skew
+    /// the same Init, which the responder answers with the same answer, making nothing new;
+    /// after it a new Init, which makes a second session at the responder without ending the
+    /// first, the one the initiator took. The sessions of before the restart end.
+    #[test]
+    fn the_inits_of_one_recovery_do_not_end_each_others_sessions() {
+        let dir = keys();
+        let (mut a, mut b) = (node(0), node(1));
+        handshake(&mut b, &mut a, START);
+        assert!(b.can_seal(NodeId(0), START));
+        // `a` restarts, and recovers when `b`'s first message does not open.
+        let later = START + 1_000_000;
+        let mut a = Sessions::new(NodeId(0), secret(0), later, SessionLimits::default());
+        let first = a.recover(&dir, NodeId(1), later, [1; 32]).unwrap().unwrap();
+        let limits = SessionLimits::default();
+        let gap = limits.handshake_timeout_us;
+        let second = a
+            .hurry(&dir, NodeId(1), later + gap, [2; 32])
+            .unwrap()
+            .unwrap();
+        assert_eq!((second.attempt, &second.bytes), (2, &first.bytes));
+        let third = a
+            .hurry(&dir, NodeId(1), later + limits.init_max_age_us / 2, [3; 32])
+            .unwrap()
+            .unwrap();
+        assert_eq!(third.attempt, 3);
+        assert_ne!(
+            third.bytes, first.bytes,
+            "half as old as a responder takes: a new Init"
+        );
+        let agreements = |s: &Sessions| {
+            let c = s.counters();
+            c.agreements_sealing + c.agreements_opening
+        };
+        // Each Init's copies carry its attempt, as the daemon sends them.
+        let answer = |b: &mut Sessions, init: &Outgoing, now, r| {
+            let copy = Bound {
+                attempt: init.attempt,
+                ..bound(0, 1, 0)
+            };
+            b.open(&dir, &copy, now, &init.bytes, || [r; 32])
+        };
+        let t = later + limits.init_max_age_us / 2 + 1;
+        let Ok(Opened::Answer {
+            resp,
+            lost_since_us,
+        }) = answer(&mut b, &first, t, 4)
+        else {
+            panic!("a recovery is answered");
+        };
+        assert_eq!(lost_since_us, Some(later), "it asks for what it lost");
+        // The session of before the restart no longer seals; the new one, until `a` uses it,
+        // not yet either.
+        assert!(!b.can_seal(NodeId(0), t));
+        // A copy of the first from another path, then the second attempt: before a retry's
+        // gap nothing, after it the answer again, as it was, for no key agreement.
+        let before = agreements(&b);
+        assert_eq!(answer(&mut b, &first, t + 1, 5), Err(OpenError::Duplicate));
+        assert_eq!(answer(&mut b, &second, t + 1, 5), Err(OpenError::Duplicate));
+        assert_eq!(
+            answer(&mut b, &second, t + gap / 2, 5),
+            Ok(Opened::Answer {
+                resp: resp.clone(),
+                lost_since_us: None
+            })
+        );
+        assert_eq!(agreements(&b), before);
+        assert_eq!(b.counters().answered_again, 1);
+        assert_eq!(b.peers[&NodeId(0)].sessions.len(), 1);
+        let Ok(Opened::Answer { lost_since_us, .. }) = answer(&mut b, &third, t + gap, 6) else {
+            panic!("a new Init is answered");
+        };
+        assert_eq!(lost_since_us, None, "the first Init's answer asked already");
+        assert_eq!(b.peers[&NodeId(0)].sessions.len(), 2);
+        // `a` takes the first answer (twice: the second is a copy) and seals under it: `b`
+        // opens it.
+        let now = t + gap + 1;
+        assert_eq!(
+            a.open(&dir, &bound(1, 0, 0), now, &resp, || unreachable!()),
+            Ok(Opened::Established(NodeId(1)))
+        );
+        assert_eq!(
+            a.open(&dir, &bound(1, 0, 1), now, &resp, || unreachable!()),
+            Err(OpenError::Duplicate)
+        );
+        let m = seal(&mut a, &bound(0, 1, 5), now + 1, b"after");
+        assert_eq!(
+            b.open(&dir, &bound(0, 1, 5), now + 2, &m, || unreachable!()),
+            Ok(Opened::Payload(b"after".to_vec()))
+        );
+        assert!(b.can_seal(NodeId(0), now + 3));
+    }
+
+    /// Handshakes answered slowly (a loaded machine) make the next ones wait longer before
+    /// their Init goes again: a retry that comes before the answer only adds key agreements.
+    #[test]
+    fn the_wait_for_an_answer_follows_the_round_trips_measured() {
+        let dir = keys();
+        let (mut a, mut b) = (node(0), node(1));
+        let timeout = SessionLimits::default().handshake_timeout_us;
+        let init = a.start(&dir, NodeId(1), START, [1; 32]).unwrap().unwrap();
+        let Ok(Opened::Answer { resp, .. }) =
+            b.open(&dir, &bound(0, 1, 0), START, &init.bytes, || [2; 32])
+        else {
+            panic!("answered");
+        };
+        // Answered after 1 s, at its first Init.
+        let slow = 1_000_000;
+        assert_eq!(
+            a.open(&dir, &bound(1, 0, 0), START + slow, &resp, || [3; 32]),
+            Ok(Opened::Established(NodeId(1)))
+        );
+        let now = START + slow + 1;
+        assert!(a.start(&dir, NodeId(2), now, [4; 32]).unwrap().is_some());
+        let at_timeout = a.tick(&dir, now + timeout + 1, || [5; 32]);
+        assert!(at_timeout.inits.is_empty(), "no retry at the fixed timeout");
+        // The first sample sets the deviation to half of it: the wait is the smoothed round
+        // trip and four deviations, 3 times the sample.
+        let before = a.tick(&dir, now + 3 * slow - 1, || [6; 32]);
+        assert!(before.inits.is_empty(), "{before:?}");
+        let after = a.tick(&dir, now + 3 * slow, || [6; 32]);
+        assert_eq!(
+            after.inits.len(),
+            1,
+            "a retry after the round trip and its deviations"
+        );
+    }
+
+    #[test]
+    fn times_in_the_future_beyond_the_skew_are_refused() {
+        let dir = keys();
+        let (mut a, mut b) = (node(0), node(1));
+        handshake(&mut a, &mut b, START);
+        let skew = SessionLimits::default().skew_us;
+        let ahead = seal(&mut a, &bound(0, 1, 1), START + skew + 1, b"x");
+        assert_eq!(
+            b.open(&dir, &bound(0, 1, 1), START, &ahead, || [0; 32]),
+            Err(OpenError::Future)
+        );
+        let within = seal(&mut a, &bound(0, 1, 2), START + skew, b"x");
+        assert!(
+            b.open(&dir, &bound(0, 1, 2), START, &within, || [0; 32])
+                .is_ok()
+        );
+        let mut c = node(2);
+        let init = c
+            .start(&dir, NodeId(1), START + skew + 1, [4; 32])
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            b.open(&dir, &bound(2, 1, 0), START, &init.bytes, || [0; 32]),
+            Err(OpenError::Future)
+        );
+        // Too old.
+        let old = node(2)
+            .start(&dir, NodeId(3), START, [4; 32])
+            .unwrap()
+            .unwrap();
+        let mut d = node(3);
+        let age = SessionLimits::default().init_max_age_us;
+        assert_eq!(
+            d.open(&dir, &bound(2, 3, 0), START + age, &old.bytes, || [0; 32]),
+            Err(OpenError::Replayed)
+        );
+    }
+
+    #[test]
+    fn sessions_are_renewed_then_erased_at_both_ends() {
+        let dir = keys();
+        let (mut a, mut b) = (node(0), node(1));
+        let limits = SessionLimits::default();
+        handshake(&mut a, &mut b, START);
+        let early = a.seal(&bound(0, 1, 1), START + 1, b"x").unwrap();
+        assert!(!early.renew);
+        assert!(
+            b.open(&dir, &bound(0, 1, 1), START + 1, &early.bytes, || [0; 32])
+                .is_ok()
+        );
+        let renew = a
+            .seal(&bound(0, 1, 2), START + limits.renew_at_us(), b"x")
+            .unwrap();
+        assert!(
+            renew.renew,
+            "three quarters of rekey_after: start a new handshake"
+        );
+        let last = START + limits.rekey_after_us - 1;
+        let late = seal(&mut a, &bound(0, 1, 3), last, b"late");
+        // Past rekey_after nothing seals under it, at either end, and its sending keys go.
+        let rekeyed = START + limits.rekey_after_us;
+        assert!(!a.can_seal(NodeId(1), rekeyed) && !b.can_seal(NodeId(0), rekeyed));
+        assert_eq!(
+            a.seal(&bound(0, 1, 4), rekeyed, b"x").err(),
+            Some(SealError::NoSession(NodeId(1)))
+        );
+        let tick = a.tick(&dir, rekeyed, fresh());
+        assert!(
+            tick.next_us
+                .is_some_and(|t| t <= START + limits.erase_after_us)
+        );
+        assert!(a.peers[&NodeId(1)].sessions[0].send.is_none());
+        // What was sealed before still opens until erase_after...
+        assert_eq!(
+            b.open(
+                &dir,
+                &bound(0, 1, 3),
+                START + limits.erase_after_us - 1,
+                &late,
+                || [0; 32]
+            ),
+            Ok(Opened::Payload(b"late".to_vec()))
+        );
+        // ...and nothing after, even before a tick ran.
+        let m = seal(&mut b, &bound(1, 0, 9), last, b"y");
+        let erased = START + limits.erase_after_us;
+        assert_eq!(
+            a.open(&dir, &bound(1, 0, 9), erased, &m, || [0; 32]),
+            Err(OpenError::NoSession)
+        );
+        for s in [&mut a, &mut b] {
+            let tick = s.tick(&dir, erased, fresh());
+            assert_eq!(tick.erased, 1);
+            assert!(s.is_empty());
+            assert_eq!(s.counters().erased, 1);
+        }
+        // Once idle, the peers' records go too, and nothing is due any more.
+        let pruned = erased + limits.init_max_age_us;
+        for s in [&mut a, &mut b] {
+            let tick = s.tick(&dir, pruned, fresh());
+            assert!(s.peers.is_empty(), "{:?}", tick.next_us);
+            assert_eq!(s.tick(&dir, pruned, fresh()).next_us, None);
+        }
+    }
+
+    #[test]
+    fn an_unanswered_handshake_is_sent_again_then_given_up() {
+        let dir = keys();
+        let mut a = node(0);
+        let limits = SessionLimits::default();
+        a.start(&dir, NodeId(1), START, [1; 32]).unwrap().unwrap();
+        let mut now = START;
+        let mut sent = vec![];
+        loop {
+            let tick = a.tick(&dir, now, fresh());
+            sent.extend(tick.inits.iter().map(|o| (o.attempt, now - START)));
+            if !tick.failed.is_empty() {
+                assert_eq!(tick.failed, vec![NodeId(1)]);
+                break;
+            }
+            now = tick.next_us.expect("a handshake in flight is due");
+        }
+        let t = limits.handshake_timeout_us;
+        assert_eq!(
+            sent,
+            vec![
+                (2, t),
+                (3, 2 * t),
+                (4, 3 * t),
+                (5, 4 * t),
+                (6, 6 * t),
+                (7, 10 * t),
+                (8, 18 * t)
+            ]
+        );
+        assert_eq!(now - START, 34 * t);
+        assert_eq!(a.counters().failed, 1);
+        assert_eq!(a.handshakes_in_flight(), 0);
+        // A late answer to any of them is one to nothing in flight.
+        let mut b = node(1);
+        let init = a.start(&dir, NodeId(1), now, [2; 32]).unwrap().unwrap();
+        let Ok(Opened::Answer { resp, .. }) =
+            b.open(&dir, &bound(0, 1, 0), now, &init.bytes, || [3; 32])
+        else {
+            panic!()
+        };
+        let mut a2 = Sessions::new(NodeId(0), secret(0), now, limits);
+        assert_eq!(
+            a2.open(&dir, &bound(1, 0, 0), now, &resp, || [0; 32]),
+            Err(OpenError::Unexpected)
+        );
+    }
+
+    #[test]
+    fn a_resend_hurries_a_handshake_in_flight() {
+        let dir = keys();
+        let mut a = node(0);
+        let t = SessionLimits::default().handshake_timeout_us;
+        assert_eq!(
+            a.hurry(&dir, NodeId(1), START, [1; 32]),
+            Ok(None),
+            "none in flight"
+        );
+        a.start(&dir, NodeId(1), START, [1; 32]).unwrap().unwrap();
+        assert_eq!(
+            a.hurry(&dir, NodeId(1), START + t / 2 - 1, [2; 32]),
+            Ok(None)
+        );
+        let hurried = a
+            .hurry(&dir, NodeId(1), START + t / 2, [2; 32])
+            .unwrap()
+            .unwrap();
+        assert_eq!(hurried.attempt, 2);
+        // The timer's next Init waits from the hurried one, and any answer opens.
+        let tick = a.tick(&dir, START + t, fresh());
+        assert!(tick.inits.is_empty(), "{tick:?}");
+        let mut b = node(1);
+        let Ok(Opened::Answer { resp, .. }) =
+            b.open(&dir, &bound(0, 1, 0), START + t, &hurried.bytes, || [3; 32])
+        else {
+            panic!()
+        };
+        assert_eq!(
+            a.open(&dir, &bound(1, 0, 0), START + t, &resp, || [4; 32]),
+            Ok(Opened::Established(NodeId(1)))
+        );
+    }
+
+    /// The audit's fourth attack: messages that make the receiver run a key agreement before
+    /// any tag is checked. Data under unknown sessions costs a lookup; Inits are limited per
+    /// (sealer, path) and in all, and counted.
+    #[test]
+    fn key_agreements_for_others_are_limited_per_sealer_and_path() {
+        let dir = keys();
+        let mut b = node(1);
+        let limits = SessionLimits::default();
+        let garbage = |ts: u64, sealer: u64| {
+            Sealed::Init(Init {
+                sealer: NodeId(sealer),
+                ts_us: ts,
+                enc: [9; 32],
+                ciphertext: vec![1; 48],
+            })
+            .to_bytes()
+        };
+        let mut refused = BTreeMap::<OpenError, u32>::new();
+        for i in 0..100 {
+            let e = b
+                .open(
+                    &dir,
+                    &bound(0, 1, 0),
+                    START + i,
+                    &garbage(START + i, 0),
+                    || [0; 32],
+                )
+                .unwrap_err();
+            *refused.entry(e).or_default() += 1;
+        }
+        let burst = limits.handshakes.per_path.burst;
+        assert_eq!(refused[&OpenError::Broken], burst);
+        assert_eq!(refused[&OpenError::Limited], 100 - burst);
+        assert_eq!(b.counters().agreements_opening, u64::from(burst));
+        // Another path of the same sealer, and another sealer, have their own tokens: a relay
+        // on one path cannot stop a handshake sent on all of them.
+        let other_path = Bound {
+            index: 1,
+            ..bound(0, 1, 0)
+        };
+        assert_eq!(
+            b.open(
+                &dir,
+                &other_path,
+                START + 200,
+                &garbage(START + 200, 0),
+                || [0; 32]
+            ),
+            Err(OpenError::Broken)
+        );
+        let mut a = node(0);
+        let init = a
+            .start(&dir, NodeId(1), START + 300, [5; 32])
+            .unwrap()
+            .unwrap();
+        assert!(matches!(
+            b.open(&dir, &other_path, START + 300, &init.bytes, || [6; 32]),
+            Ok(Opened::Answer { .. })
+        ));
+        // Data naming sessions that do not exist: refused without a key agreement.
+        let before = b.counters();
+        for s in 0..100 {
+            let data = Sealed::Data(SealedData {
+                sealer: NodeId(3),
+                session: s,
+                nonce: 0,
+                sealed_at_us: START,
+                ciphertext: vec![0; 40],
+            });
+            assert_eq!(
+                b.open(&dir, &bound(3, 1, 0), START + 400, &data.to_bytes(), || [0;
+                    32]),
+                Err(OpenError::NoSession)
+            );
+        }
+        assert_eq!(b.counters(), before);
+        // The limit in all: many sealers, each within its own tokens.
+        let mut limited = Sessions::new(
+            NodeId(1),
+            secret(1),
+            START,
+            SessionLimits {
+                handshakes: HandshakeLimits {
+                    all: Rate {
+                        burst: 5,
+                        every_us: 1_000_000,
+                    },
+                    ..limits.handshakes
+                },
+                ..limits
+            },
+        );
+        let results: Vec<_> = (0..8)
+            .map(|s| {
+                let b = Bound {
+                    index: s as u8,
+                    ..bound(2, 1, 0)
+                };
+                limited.open(&dir, &b, START, &garbage(START + s, 2), || [0; 32])
+            })
+            .collect();
+        assert_eq!(
+            results
+                .iter()
+                .filter(|r| **r == Err(OpenError::Broken))
+                .count(),
+            5
+        );
+        assert_eq!(
+            results
+                .iter()
+                .filter(|r| **r == Err(OpenError::Limited))
+                .count(),
+            3
+        );
+    }
+
+    /// An answer to `init` in its responder's name that no key made: it names the Init's time.
+    fn made_up_answer(init: &Outgoing) -> Vec<u8> {
+        let Some(Sealed::Init(sent)) = Sealed::from_bytes(&init.bytes) else {
+            panic!("an Init")
+        };
+        Sealed::Resp(Resp {
+            sealer: init.to,
+            init_ts_us: sent.ts_us,
+            session: 5,
+            enc: [9; 32],
+            ciphertext: vec![0; 16],
+        })
+        .to_bytes()
+    }
+
+    #[test]
+    fn a_made_up_answer_costs_at_most_two_agreements_per_init() {
+        let dir = keys();
+        let mut a = node(0);
+        let init = a.start(&dir, NodeId(1), START, [1; 32]).unwrap().unwrap();
+        let fake = made_up_answer(&init);
+        let results: Vec<_> = (0..5)
+            .map(|_| a.open(&dir, &bound(1, 0, 0), START, &fake, || [0; 32]))
+            .collect();
+        assert_eq!(
+            results,
+            [
+                Err(OpenError::Broken),
+                Err(OpenError::Broken),
+                Err(OpenError::Limited),
+                Err(OpenError::Limited),
+                Err(OpenError::Limited)
+            ]
+        );
+        assert_eq!(a.counters().agreements_opening, 2);
+        // Those were one path's tries: the true answer opens from another.
+        let mut b = node(1);
+        let Ok(Opened::Answer { resp, .. }) =
+            b.open(&dir, &on_path(0, 1, 1), START, &init.bytes, || [2; 32])
+        else {
+            panic!("answered")
+        };
+        assert_eq!(
+            a.open(&dir, &bound(1, 0, 0), START, &resp, || [0; 32]),
+            Err(OpenError::Limited)
+        );
+        assert_eq!(
+            a.open(&dir, &on_path(1, 0, 1), START, &resp, || [0; 32]),
+            Ok(Opened::Established(NodeId(1)))
+        );
+        // Claimed indices are bounded too: 16 of them, 32 agreements an Init.
+        let init = a.start(&dir, NodeId(2), START, [3; 32]).unwrap().unwrap();
+        let fake = made_up_answer(&init);
+        let before = a.counters().agreements_opening;
+        for index in 0..=255u8 {
+            for _ in 0..3 {
+                let _ = a.open(&dir, &on_path(2, 0, index), START, &fake, || [0; 32]);
+            }
+        }
+        assert_eq!(a.counters().agreements_opening - before, 32);
+    }
+
+    /// An Init replayed (or its copies on every path, or its initiator's attempts) draws the
+    /// answer it had, a retry's gap apart and at most `handshake_attempts - 1` times: no key
+    /// agreement, no session.
+    #[test]
+    fn a_replayed_init_earns_a_bounded_number_of_copies_of_its_answer() {
+        let dir = keys();
+        let (mut a, mut b) = (node(0), node(1));
+        let limits = SessionLimits::default();
+        let init = a.start(&dir, NodeId(1), START, [1; 32]).unwrap().unwrap();
+        let Ok(Opened::Answer { resp, .. }) =
+            b.open(&dir, &bound(0, 1, 0), START, &init.bytes, || [2; 32])
+        else {
+            panic!("answered")
+        };
+        let agreements = b.counters().agreements_opening + b.counters().agreements_sealing;
+        let gap = limits.handshake_timeout_us / 2;
+        // The same attempt, as its copies on the other paths say: nothing again.
+        for step in 1..=10u64 {
+            let now = START + step * gap;
+            assert_eq!(
+                b.open(&dir, &bound(0, 1, 0), now, &init.bytes, || unreachable!()),
+                Err(OpenError::Duplicate)
+            );
+        }
+        // Other attempts (the initiator's, or a relay's rewrites): a retry's gap apart, and
+        // at most `handshake_attempts - 1` times.
+        let mut again = 0;
+        for step in 1..=100u64 {
+            let now = START + 10 * gap + step * gap / 3;
+            let copy = Bound {
+                attempt: 1 + step as u32,
+                ..bound(0, 1, 0)
+            };
+            match b.open(&dir, &copy, now, &init.bytes, || unreachable!()) {
+                Ok(Opened::Answer {
+                    resp: r,
+                    lost_since_us,
+                }) => {
+                    assert_eq!((&r, lost_since_us), (&resp, None));
+                    again += 1;
+                }
+                Err(OpenError::Duplicate) => {}
+                other => panic!("{other:?}"),
+            }
+        }
+        assert_eq!(again, limits.handshake_attempts - 1);
+        assert_eq!(b.counters().answered_again, u64::from(again));
+        assert_eq!(
+            b.counters().agreements_opening + b.counters().agreements_sealing,
+            agreements
+        );
+        assert_eq!(b.peers[&NodeId(0)].sessions.len(), 1);
+    }
+
+    #[test]
+    fn bad_limits_are_refused() {
+        let ok = SessionLimits::default();
+        assert_eq!(ok.check(), Ok(()));
+        for bad in [
+            SessionLimits {
+                rekey_after_us: 0,
+                ..ok
+            },
+            SessionLimits {
+                erase_after_us: ok.rekey_after_us,
+                ..ok
+            },
+            SessionLimits { per_peer: 1, ..ok },
+            SessionLimits {
+                handshake_attempts: 0,
+                ..ok
+            },
+        ] {
+            assert!(bad.check().is_err(), "{bad:?}");
+        }
+    }
+
+    proptest::proptest! {
+        /// Whatever a network does to the messages of a session (duplicates, reorders, drops,
+        /// and a restart of the receiver at any point), the receiver takes each at most once.
+        #[test]
+        fn no_message_is_taken_twice(
+            order in proptest::collection::vec((0usize..40, proptest::bool::ANY), 1..200),
+            restart_at in 0usize..200,
+        ) {
+            let dir = keys();
+            let (mut a, mut b) = (node(0), node(1));
+            handshake(&mut a, &mut b, START);
+            let sent: Vec<Vec<u8>> = (0..40)
+                .map(|i| seal(&mut a, &bound(0, 1, i), START, &i.to_le_bytes()))
+                .collect();
+            let mut taken = std::collections::BTreeSet::new();
+            for (step, (i, _dup)) in order.into_iter().enumerate() {
+                if step == restart_at {
+                    b = Sessions::new(NodeId(1), secret(1), START + 1, SessionLimits::default());
+                }
+                if let Ok(Opened::Payload(p)) =
+                    b.open(&dir, &bound(0, 1, i as u64), START + 2, &sent[i], || [0; 32])
+                {
+                    proptest::prop_assert_eq!(p, (i as u64).to_le_bytes().to_vec());
+                    proptest::prop_assert!(taken.insert(i), "message {} taken twice", i);
+                }
+            }
+        }
+    }
+}
