@@ -31,7 +31,7 @@ pub async fn accept_each<F, Fut>(
             match incoming.await {
                 Ok(connection) => serve(node, connection, remote).await,
                 Err(e) => {
-                    node.stats.event(refused);
+                    node.stats().event(refused);
                     warn!(%remote, error = %e, "{what} handshake refused");
                 }
             }
@@ -48,13 +48,13 @@ pub async fn accept_links(node: Arc<Node>, endpoint: quinn::Endpoint) {
 /// Admit an authenticated connection to its link, or refuse it, counted and logged.
 async fn admit(node: Arc<Node>, connection: quinn::Connection, remote: std::net::SocketAddr) {
     let refuse = |event, why: &str| {
-        node.stats.event(event);
+        node.stats().event(event);
         warn!(%remote, why, "link refused");
         connection.close(close::REFUSED.into(), why.as_bytes());
     };
     let peer = match tls::peer_identity(&connection) {
         Ok(tls::Identity::Node(peer)) => peer,
-        Ok(tls::Identity::Client) => {
+        Ok(tls::Identity::Client(_)) => {
             return refuse(
                 Event::PeerRefusedNotANode,
                 "a client certificate on the link port",
@@ -62,7 +62,7 @@ async fn admit(node: Arc<Node>, connection: quinn::Connection, remote: std::net:
         }
         Err(e) => return refuse(Event::PeerRefusedNotANode, &e.to_string()),
     };
-    let Some(link) = node.links.get(&peer) else {
+    let Some(link) = node.link(peer) else {
         return refuse(
             Event::PeerRefusedNotNeighbour,
             &format!("node {peer} is not a neighbour"),
@@ -76,7 +76,7 @@ async fn admit(node: Arc<Node>, connection: quinn::Connection, remote: std::net:
     }
     if link.dials() {
         // The rule says this node dials: the neighbour knocks because it has no connection.
-        node.stats.event(Event::KnockReceived);
+        node.stats().event(Event::KnockReceived);
         connection.close(close::KNOCKED.into(), b"knock: this node dials");
         link.knock(remote);
         return;

@@ -65,7 +65,9 @@ impl Chaos {
             forged_payload: self.relay.forged_payload.load(Relaxed),
             forged_header: self.relay.forged_header.load(Relaxed),
             forged_source: self.relay.forged_source.load(Relaxed),
+            forged_attempt: self.relay.forged_attempt.load(Relaxed),
             replayed: self.relay.replayed.load(Relaxed),
+            flooded: self.relay.flooded.load(Relaxed),
             shaper: self.shaper.counters(),
         }
     }

@@ -13,6 +13,12 @@
 //! log_level = "info"              # a tracing filter; RUST_LOG when this is not set
 //!
 //! seal = true                     # seal every set end to end (a client's --clear sends one clear)
+//! # or, with sealing's times (these are the defaults):
+//! # [seal]
+//! # on = true
+//! # rekey_after = "2m"            # a session seals nothing once this old: keys renewed
+//! # erase_after = "3m"            # both ends erase a session's keys once this old
+//! # skew = "1s"                   # how far other nodes' clocks may be ahead of this one's
 //!
 //! [tls]
 //! ca = "ca.pem"
@@ -32,7 +38,7 @@
 //! memory_mib = 64                 # bytes all buffers hold together (crate::budget)
 //!
 //! [chaos]
-//! allow = true                    # whether clients may inject faults
+//! allow = true                    # whether clients of role chaos may inject faults
 //!
 //! [store]                         # optional: without it reliable sets are kept in memory only
 //! path = "store.redb"             # delivered reliable sets and unsettled sends (crate::store)
@@ -52,11 +58,13 @@ use crate::keys::{KeyPaths, Keys};
 use crate::manifest::Manifest;
 use crate::store::Retention;
 use crate::tls::Credentials;
+use cuberoute_protocol::seal::session::SessionLimits;
 use cuberoute_protocol::{NodeId, Topology};
 use serde::Deserialize;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 /// A configuration problem, with the key it concerns.
 #[derive(Debug, thiserror::Error)]
@@ -162,6 +170,16 @@ pub struct DaemonArgs {
     /// clear set).
     #[arg(long, value_name = "BOOL")]
     pub seal: Option<bool>,
+    /// How old a sealing session may get before it seals nothing more and a new one is made
+    /// (`seal.rekey_after`, e.g. `2m`).
+    #[arg(long, value_name = "DURATION")]
+    pub seal_rekey_after: Option<String>,
+    /// How old a sealing session gets before both ends erase its keys (`seal.erase_after`).
+    #[arg(long, value_name = "DURATION")]
+    pub seal_erase_after: Option<String>,
+    /// How far other nodes' clocks may be ahead of this one's (`seal.skew`).
+    #[arg(long, value_name = "DURATION")]
+    pub seal_skew: Option<String>,
     /// The cluster's key directory (signed by the CA).
     #[arg(long, value_name = "FILE")]
     pub keys_directory: Option<PathBuf>,
@@ -193,7 +211,7 @@ pub struct DaemonArgs {
     /// not given here or in the file, else `info`.
     #[arg(long, value_name = "FILTER")]
     pub log_level: Option<String>,
-    /// Whether clients may inject faults (the chaos tooling).
+    /// Whether clients of role chaos may inject faults (the chaos tooling; `daemon::roles`).
     #[arg(long, value_name = "BOOL")]
     pub chaos_allowed: Option<bool>,
     /// The process's niceness, 0 to 19: how much lower than a client's its scheduling priority
@@ -225,7 +243,8 @@ struct FileConfig {
     log_format: Option<LogFormat>,
     log_level: Option<String>,
     nice: Option<i32>,
-    seal: Option<bool>,
+    /// `seal = BOOL`, or a `[seal]` table (see [`seal_config`]).
+    seal: Option<toml::Value>,
     #[serde(default)]
     tls: FileTls,
     #[serde(default)]
@@ -306,6 +325,8 @@ pub struct NodeConfig {
     pub credentials: Credentials,
     /// Whether this node seals what it sends.
     pub seal: bool,
+    /// Sealing's sessions: how long their keys live.
+    pub sessions: SessionLimits,
     /// Where its keys are, and the keys, loaded and checked.
     pub key_paths: KeyPaths,
     pub keys: Arc<Keys>,
@@ -346,6 +367,21 @@ impl NodeConfig {
             ("manifest", self.manifest.fingerprint()),
             ("tls", format!("digest {:016x}", self.credentials.digest)),
             ("seal", self.seal.to_string()),
+            (
+                "seal.rekey_after",
+                humantime::format_duration(Duration::from_micros(self.sessions.rekey_after_us))
+                    .to_string(),
+            ),
+            (
+                "seal.erase_after",
+                humantime::format_duration(Duration::from_micros(self.sessions.erase_after_us))
+                    .to_string(),
+            ),
+            (
+                "seal.skew",
+                humantime::format_duration(Duration::from_micros(self.sessions.skew_us))
+                    .to_string(),
+            ),
             (
                 "keys",
                 format!(
@@ -614,6 +650,7 @@ impl NodeConfig {
         };
 
         let store = store_config(args.store.clone(), file.store, &relative, &with_id)?;
+        let (seal, sessions) = seal_config(args, file.seal)?;
 
         Ok(NodeConfig {
             topology,
@@ -623,7 +660,8 @@ impl NodeConfig {
             metrics_listen,
             manifest,
             credentials,
-            seal: args.seal.or(file.seal).unwrap_or(true),
+            seal,
+            sessions,
             key_paths,
             keys: Arc::new(keys),
             buffers,
@@ -699,6 +737,103 @@ fn store_config(
             seen_for_us,
         },
     }))
+}
+
+/// The longest `seal.rekey_after` and `seal.erase_after`: a day.
+const SEAL_MAX: Duration = Duration::from_secs(86_400);
+/// The longest `seal.skew`: a minute.
+const SKEW_MAX: Duration = Duration::from_secs(60);
+
+/// Whether the node seals, and its sessions' times: `seal = BOOL` and the `--seal` flag, or a
+/// `[seal]` table (`on`, `rekey_after`, `erase_after`, `skew`) and their flags.
+fn seal_config(
+    args: &DaemonArgs,
+    file: Option<toml::Value>,
+) -> Result<(bool, SessionLimits), ConfigError> {
+    let mut on = None;
+    let mut times: [Option<String>; 3] = [None, None, None];
+    const KEYS: [&str; 3] = ["seal.rekey_after", "seal.erase_after", "seal.skew"];
+    match file {
+        None => {}
+        Some(toml::Value::Boolean(b)) => on = Some(b),
+        Some(toml::Value::Table(table)) => {
+            for (key, value) in table {
+                let at = match key.as_str() {
+                    "on" => {
+                        on = Some(
+                            value
+                                .as_bool()
+                                .ok_or_else(|| error("seal.on", "must be true or false"))?,
+                        );
+                        continue;
+                    }
+                    "rekey_after" => 0,
+                    "erase_after" => 1,
+                    "skew" => 2,
+                    _ => {
+                        return Err(error(
+                            "seal",
+                            format!(
+                                "unknown key `seal.{key}` (known: on, rekey_after, erase_after, skew)"
+                            ),
+                        ));
+                    }
+                };
+                times[at] = Some(
+                    value
+                        .as_str()
+                        .ok_or_else(|| error(KEYS[at], "must be a duration such as \"2m\""))?
+                        .to_string(),
+                );
+            }
+        }
+        Some(_) => {
+            return Err(error("seal", "must be true, false or a [seal] table"));
+        }
+    }
+    let flags = [
+        &args.seal_rekey_after,
+        &args.seal_erase_after,
+        &args.seal_skew,
+    ];
+    let defaults = SessionLimits::default();
+    let default_us = [
+        defaults.rekey_after_us,
+        defaults.erase_after_us,
+        defaults.skew_us,
+    ];
+    let mut us = [0u64; 3];
+    for at in 0..3 {
+        us[at] = match flags[at].clone().or(times[at].take()) {
+            None => default_us[at],
+            Some(text) => {
+                let d = humantime::parse_duration(&text)
+                    .map_err(|e| error(KEYS[at], format!("{text:?} is not a duration: {e}")))?;
+                let max = if at == 2 { SKEW_MAX } else { SEAL_MAX };
+                if d > max {
+                    return Err(error(
+                        KEYS[at],
+                        format!(
+                            "{text}: must be at most {}",
+                            humantime::format_duration(max)
+                        ),
+                    ));
+                }
+                if at < 2 && d < Duration::from_secs(1) {
+                    return Err(error(KEYS[at], format!("{text}: must be at least 1s")));
+                }
+                d.as_micros() as u64
+            }
+        };
+    }
+    let sessions = SessionLimits {
+        rekey_after_us: us[0],
+        erase_after_us: us[1],
+        skew_us: us[2],
+        ..defaults
+    };
+    sessions.check().map_err(|e| error("seal.erase_after", e))?;
+    Ok((args.seal.or(on).unwrap_or(true), sessions))
 }
 
 /// The niceness a daemon may take: lowering its own priority needs no privilege.

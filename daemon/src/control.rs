@@ -1,24 +1,30 @@
-//! The control API server: clients with a client certificate open one stream per request. The
-//! node's own certificate (its container healthcheck, `cuberoute status --local`) may ask for
-//! the status and nothing else.
-//! Requests are checked here (ids in the topology, payload size, wait limits) and answered from
-//! the node; nothing a client sends can panic the daemon.
+//! The control API server: clients with a client certificate open one stream per request, and
+//! each request is answered only if the certificate's role allows it ([`crate::roles`]; a
+//! refusal is counted `request_refused_role` and names the role needed). The node's own
+//! certificate (its container healthcheck, `cuberoute status --local`) may ask for the status
+//! and nothing else.
+//! Requests are read and checked here (frame size, wait and batch limits, a source's id), mapped
+//! to the node's calls and their results back to responses; what sending a set decides (its
+//! destinations, routes, envelopes, deadline, sealing, revocation) is the node's
+//! ([`Node::send`]). Nothing a client sends can panic the daemon.
 
 use crate::accept::accept_each;
-use crate::env::{self, Instant, now_us};
+use crate::env::Instant;
 use crate::io_counts;
-use crate::node::{Keep, Node, Payload, Refusal};
-use crate::output::{ANSWER_BYTES, SetId, entry_bytes};
+use crate::keys::Origin;
+use crate::node::Node;
+use crate::node::source::{NotSent, Order, Refusal};
+use crate::output::{ANSWER_BYTES, SetId};
+use crate::roles::ClientRole;
 use crate::stats::Event;
 use crate::tls;
-use cuberoute_protocol::delivery::{EncodeError, Envelope, Mode, Scheme, SetKey, Shape, pieces};
-use cuberoute_protocol::seal::sealed::SEAL_OVERHEAD;
+use cuberoute_protocol::NodeId;
+use cuberoute_protocol::delivery::{EncodeError, SetKey};
 use cuberoute_protocol::wire::control::{
-    ControlError, ControlErrorKind, Delivery, MAX_CONSUMER_LEN, MAX_PAYLOAD_LEN, MAX_RECV_BATCH,
-    MAX_WAIT_MS, Request, Response, is_consumer_name,
+    ControlError, ControlErrorKind, MAX_CONSUMER_LEN, MAX_RECV_BATCH, MAX_WAIT_MS, Request,
+    Response, is_consumer_name,
 };
 use cuberoute_protocol::wire::{MAX_FRAME_LEN, PREFIX_LEN, decode_frame, encode_frame};
-use cuberoute_protocol::{NodeId, Routes, SendRequest};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -36,27 +42,50 @@ pub async fn serve(node: Arc<Node>, endpoint: quinn::Endpoint) {
     .await
 }
 
+/// What a control connection may ask for.
+#[derive(Clone, Debug)]
+enum Access {
+    /// A client: what its role allows.
+    Client(ClientRole),
+    /// The node's own certificate (its healthcheck): its status only.
+    StatusOnly,
+}
+
+impl Access {
+    /// Whether `request` may be made of node `at`; if not, the one line saying why.
+    fn allows(&self, at: NodeId, request: &Request) -> Result<(), String> {
+        match self {
+            Access::Client(role) => role.allows(at, request),
+            Access::StatusOnly if *request == Request::Status => Ok(()),
+            Access::StatusOnly => {
+                Err("a node's own certificate may only ask for its status".into())
+            }
+        }
+    }
+}
+
 /// One client connection: check who it is, then answer each stream.
 async fn serve_client(node: Arc<Node>, connection: quinn::Connection, remote: SocketAddr) {
-    // A client may ask anything; the node itself (its healthcheck) only for its status.
-    let status_only = match tls::peer_identity(&connection) {
-        Ok(tls::Identity::Client) => false,
-        Ok(tls::Identity::Node(id)) if id == node.id => true,
+    // A client may ask what its role allows; the node itself (its healthcheck) only for its
+    // status.
+    let access = match tls::peer_identity(&connection) {
+        Ok(tls::Identity::Client(role)) => Access::Client(role),
+        Ok(tls::Identity::Node(id)) if id == node.id() => Access::StatusOnly,
         other => {
-            node.stats.event(Event::ClientRefused);
+            node.stats().event(Event::ClientRefused);
             warn!(%remote, identity = ?other, "control connection refused: not a client certificate");
             connection.close(3u32.into(), b"a client certificate is required");
             return;
         }
     };
     while let Ok((send, recv)) = connection.accept_bi().await {
-        match node.settings.requests.clone().try_acquire_owned() {
+        match node.settings().requests.clone().try_acquire_owned() {
             Ok(permit) => {
-                tokio::spawn(answer(node.clone(), send, recv, status_only, permit));
+                tokio::spawn(answer(node.clone(), send, recv, access.clone(), permit));
             }
             Err(_) => {
-                node.stats.event(Event::RequestRefusedBusy);
-                tokio::spawn(refuse_busy(node.settings.requests_limit(), send, recv));
+                node.stats().event(Event::RequestRefusedBusy);
+                tokio::spawn(refuse_busy(node.settings().requests_limit(), send, recv));
             }
         }
     }
@@ -90,28 +119,28 @@ async fn answer(
     node: Arc<Node>,
     mut send: quinn::SendStream,
     mut recv: quinn::RecvStream,
-    status_only: bool,
+    access: Access,
     _permit: tokio::sync::OwnedSemaphorePermit,
 ) {
     let mut answer_bytes = None;
     let response = match read_request(&node, &mut recv).await {
         Ok((bytes, _request_bytes)) => match decode_frame::<Request>(&bytes) {
-            Ok(request) if status_only && request != Request::Status => {
-                node.stats.event(Event::ClientRefused);
-                Response::Error(ControlError::new(
-                    ControlErrorKind::Forbidden,
-                    "a node's own certificate may only ask for its status",
-                ))
-            }
-            Ok(request) => handle(&node, request, &mut answer_bytes).await,
+            Ok(request) => match access.allows(node.id(), &request) {
+                Ok(()) => handle(&node, request, &mut answer_bytes).await,
+                Err(why) => {
+                    node.stats().event(Event::RequestRefusedRole);
+                    debug!(?access, why, "control request refused");
+                    Response::Error(ControlError::new(ControlErrorKind::Forbidden, why))
+                }
+            },
             Err(e) => {
-                node.stats.event(Event::RequestMalformed);
+                node.stats().event(Event::RequestMalformed);
                 debug!(error = %e, "malformed control request");
                 Response::Error(bad(format!("malformed request: {e}")))
             }
         },
         Err(message) => {
-            node.stats.event(Event::RequestMalformed);
+            node.stats().event(Event::RequestMalformed);
             Response::Error(bad(message))
         }
     };
@@ -140,7 +169,7 @@ async fn read_request(
             "malformed request: a frame of {len} bytes exceeds the limit of {MAX_FRAME_LEN}"
         ));
     }
-    let held = hold_control_bytes(node, PREFIX_LEN + len).await;
+    let held = node.hold_control_bytes(PREFIX_LEN + len).await;
     let rest = recv
         .read_to_end(len)
         .await
@@ -151,43 +180,35 @@ async fn read_request(
     Ok((bytes, held))
 }
 
-/// Wait until `bytes` of the node's control bytes are free, and hold them (at most all of
-/// them: one frame larger than the whole share waits for everything else to finish).
-async fn hold_control_bytes(node: &Node, bytes: usize) -> tokio::sync::OwnedSemaphorePermit {
-    let bytes = bytes.min(node.control_bytes_limit).max(1);
-    node.control_bytes
-        .clone()
-        .acquire_many_owned(bytes as u32)
-        .await
-        .expect("the control bytes are never closed")
-}
-
-fn too_large(len: usize) -> ControlError {
-    ControlError::new(
-        ControlErrorKind::PayloadTooLarge,
-        format!("payload of {len} bytes exceeds the limit of {MAX_PAYLOAD_LEN}"),
-    )
-}
-
 fn bad(message: String) -> ControlError {
     ControlError::new(ControlErrorKind::BadRequest, message)
 }
 
 /// A node id of the topology other than this node.
-fn other_node(node: &Node, id: NodeId, role: &str) -> Result<(), ControlError> {
-    if !node.topology.contains(id) {
-        return Err(ControlError::new(
-            ControlErrorKind::UnknownNode,
-            format!("{role} {id} is not a node of {}", node.topology),
-        ));
-    }
-    if id == node.id {
-        return Err(ControlError::new(
-            ControlErrorKind::UnknownNode,
-            format!("{role} {id} is this node itself"),
-        ));
-    }
-    Ok(())
+fn other_node(node: &Node, id: NodeId, role: &'static str) -> Result<(), ControlError> {
+    node.other_node(id, role)
+        .map_err(|e| ControlError::new(ControlErrorKind::UnknownNode, e.to_string()))
+}
+
+/// Why a set was not sent, as the client is told.
+fn not_sent(refused: NotSent) -> ControlError {
+    let kind = match &refused {
+        NotSent::NotOther(_) | NotSent::DestinationRevoked(_) => ControlErrorKind::UnknownNode,
+        NotSent::Revoked(_) => ControlErrorKind::Forbidden,
+        NotSent::TooLarge(_) | NotSent::Pieces(EncodeError::TooLarge { .. }) => {
+            ControlErrorKind::PayloadTooLarge
+        }
+        NotSent::SingleSpread(_)
+        | NotSent::NoRoutes(_)
+        | NotSent::NotNodeToNode(_)
+        | NotSent::Pieces(_) => ControlErrorKind::BadRequest,
+        NotSent::Refused(Refusal::Draining(_)) => ControlErrorKind::ShuttingDown,
+        NotSent::Refused(Refusal::OutboxFull(_) | Refusal::MemoryBound { .. }) => {
+            ControlErrorKind::Busy
+        }
+        NotSent::Refused(Refusal::NotKept(_)) => ControlErrorKind::Store,
+    };
+    ControlError::new(kind, refused.to_string())
 }
 
 /// Answer `request`. An answer that carries payloads holds its bytes in `answer_bytes` before
@@ -205,8 +226,8 @@ async fn handle(
         Request::Status => Response::Status(Box::new(node.status())),
         Request::Captured { after, max } => {
             let max = max.clamp(1, MAX_RECV_BATCH) as usize;
-            *answer_bytes = Some(hold_control_bytes(node, MAX_FRAME_LEN).await);
-            let (entries, next) = node.chaos.relay.since(after, max);
+            *answer_bytes = Some(node.hold_control_bytes(MAX_FRAME_LEN).await);
+            let (entries, next) = node.chaos().relay.since(after, max);
             Response::Captured { entries, next }
         }
         Request::Send {
@@ -217,84 +238,24 @@ async fn handle(
             deadline_ms,
             clear,
         } => {
-            for &to in &request.to {
-                if let Err(e) = other_node(node, to, "destination") {
-                    return Response::Error(e);
-                }
-                if node.keys.is_revoked(to) {
-                    return Response::Error(ControlError::new(
-                        ControlErrorKind::UnknownNode,
-                        format!("destination {to} is revoked: it is out of the cluster"),
-                    ));
-                }
-            }
-            if node.keys.is_revoked(node.id) {
-                return Response::Error(ControlError::new(
-                    ControlErrorKind::Forbidden,
-                    format!("node {} is revoked: the others refuse its sets", node.id),
-                ));
-            }
-            let sealed = node.seal && !clear;
-            if mode.is_plain() && payload.len() > MAX_PAYLOAD_LEN {
-                return Response::Error(too_large(payload.len()));
-            }
-            if request.single && mode.scheme != Scheme::Copies {
-                return Response::Error(bad(format!(
-                    "delivery mode {mode} spreads a set over its k paths; a single-path send is one copy on one path: plain or reliable only"
-                )));
-            }
-            let routes = match request.routes(node.topology, node.id) {
-                Ok(routes) => routes,
-                Err(e) => return Response::Error(bad(e.to_string())),
+            let order = Order {
+                request,
+                payload,
+                trace,
+                mode,
+                deadline_ms,
+                clear,
             };
-            let (k, to) = (routes.k() as u32, routes.destinations());
-            let (payload, wire_bytes, keep) = if mode.is_plain() {
-                let bytes = routes.parts(&payload).iter().map(Vec::len).sum::<usize>();
-                (Payload::Plain(payload), bytes, None)
-            } else {
-                match enveloped(node, &request, &routes, mode, &payload) {
-                    Ok((envelopes, shape)) => {
-                        let bytes = envelopes.iter().map(Vec::len).sum();
-                        let keep = mode.reliable.then(|| Keep {
-                            deadline_us: now_us()
-                                + 1000 * u64::from(deadline_ms.clamp(1, MAX_DEADLINE_MS)),
-                            shape,
-                        });
-                        (Payload::Enveloped(envelopes), bytes, keep)
-                    }
-                    Err(e) => return Response::Error(e),
-                }
-            };
-            // A seal adds its fields and tag to every message.
-            let wire_bytes = wire_bytes
-                + if sealed {
-                    k as usize * SEAL_OVERHEAD
-                } else {
-                    0
-                };
-            match node.submit(routes, payload, trace, keep, sealed).await {
-                Ok((seq, sent_at_us)) => Response::Accepted {
-                    seq,
-                    k,
-                    sent_at_us,
-                    to,
-                    wire_bytes: wire_bytes as u64,
-                    sealed,
+            match node.send(order).await {
+                Ok(taken) => Response::Accepted {
+                    seq: taken.seq,
+                    k: taken.k,
+                    sent_at_us: taken.sent_at_us,
+                    to: taken.to,
+                    wire_bytes: taken.wire_bytes,
+                    sealed: taken.sealed,
                 },
-                Err(Refusal::Draining(e)) => Response::Error(ControlError::new(
-                    ControlErrorKind::ShuttingDown,
-                    e.to_string(),
-                )),
-                Err(Refusal::OutboxFull(e)) => {
-                    Response::Error(ControlError::new(ControlErrorKind::Busy, e.to_string()))
-                }
-                Err(e @ Refusal::NotKept(_)) => {
-                    Response::Error(ControlError::new(ControlErrorKind::Store, e.to_string()))
-                }
-                Err(e @ Refusal::MemoryBound { .. }) => {
-                    node.stats.event(Event::SendRefusedMemoryBound);
-                    Response::Error(ControlError::new(ControlErrorKind::Busy, e.to_string()))
-                }
+                Err(e) => Response::Error(not_sent(e)),
             }
         }
         Request::Settled {
@@ -303,15 +264,15 @@ async fn handle(
             wait_ms,
         } => {
             let key = SetKey {
-                src: node.id,
+                src: node.id(),
                 seq,
                 sent_at_us,
             };
             let deadline = Instant::now() + wait_limit(wait_ms);
-            let watch = node.delivery.watch_settlement(key);
+            let watch = node.delivery().watch_settlement(key);
             loop {
                 let settling = watch.notified();
-                let settled = node.delivery.settlement(&key);
+                let settled = node.delivery().settlement(&key);
                 if settled.is_some() || tokio::time::timeout_at(deadline, settling).await.is_err() {
                     return Response::Settled(settled);
                 }
@@ -332,7 +293,7 @@ async fn handle(
             let k = if copies > 0 {
                 copies as usize
             } else {
-                node.topology.local_connectivity(src, node.id) as usize
+                node.topology().local_connectivity(src, node.id()) as usize
             };
             let deadline = Instant::now() + wait_limit(timeout_ms);
             let set = SetId {
@@ -344,15 +305,15 @@ async fn handle(
             };
             // Woken by this set's copies only: a waiting client costs nothing per delivery
             // that does not concern it.
-            let watch = node.output.watch_set(set);
+            let watch = node.output().watch_set(set);
             loop {
                 let next_copy = watch.notified();
-                if node.output.copy_count(set) >= k
+                if node.output().copy_count(set) >= k
                     || tokio::time::timeout_at(deadline, next_copy).await.is_err()
                 {
-                    let bytes = node.output.copies_bytes(set);
-                    *answer_bytes = Some(hold_control_bytes(node, bytes).await);
-                    return Response::Copies(node.output.copies(set));
+                    let bytes = node.output().copies_bytes(set);
+                    *answer_bytes = Some(node.hold_control_bytes(bytes).await);
+                    return Response::Copies(node.output().copies(set));
                 }
             }
         }
@@ -363,14 +324,14 @@ async fn handle(
             clear,
         } => {
             let max = max.clamp(1, MAX_RECV_BATCH) as usize;
-            let clear = clear.unwrap_or(!node.seal);
+            let clear = clear.unwrap_or(!node.seals());
             let deadline = Instant::now() + wait_limit(wait_ms);
-            let mut changes = node.output.subscribe();
+            let mut changes = node.output().subscribe();
             // Wait for an entry at `after` or later (the channel holds the next output index),
             // then hold the answer's bytes and build it.
             wait_past(&mut changes, after, deadline).await;
-            *answer_bytes = Some(hold_control_bytes(node, ANSWER_BYTES).await);
-            let (entries, next) = node.output.since(after, max, clear);
+            *answer_bytes = Some(node.hold_control_bytes(ANSWER_BYTES).await);
+            let (entries, next) = node.output().since(after, max, clear);
             Response::Output { entries, next }
         }
         Request::Notices {
@@ -379,7 +340,7 @@ async fn handle(
             wait_ms,
         } => {
             let max = max.clamp(1, MAX_RECV_BATCH) as usize;
-            let journal = &node.stats.journal;
+            let journal = &node.stats().journal;
             let deadline = Instant::now() + wait_limit(wait_ms);
             let mut changes = journal.subscribe();
             let after = after.min(*changes.borrow_and_update());
@@ -388,7 +349,7 @@ async fn handle(
                     .await
                     .is_ok()
             {}
-            *answer_bytes = Some(hold_control_bytes(node, ANSWER_BYTES).await);
+            *answer_bytes = Some(node.hold_control_bytes(ANSWER_BYTES).await);
             let (notices, next, missed) = journal.since(after, max);
             Response::Notices {
                 notices,
@@ -396,20 +357,11 @@ async fn handle(
                 missed,
             }
         }
-        Request::Revoke { signed } => match node.keys.revoke(&signed) {
-            Ok(adopted) => {
-                if let Some(e) = &adopted.not_kept {
-                    // In force all the same; only a restart would forget it.
-                    warn!(error = %e, "revocation list not kept");
-                }
-                for &revoked in &adopted.newly {
-                    node.revoked(revoked);
-                }
-                Response::Revoked {
-                    serial: adopted.serial,
-                    newly: adopted.newly,
-                }
-            }
+        Request::Revoke { signed } => match node.take_revocations(&signed, Origin::Push) {
+            Ok(adopted) => Response::Revoked {
+                serial: adopted.serial,
+                newly: adopted.newly,
+            },
             Err(e) => Response::Error(ControlError::new(
                 ControlErrorKind::BadRequest,
                 e.to_string(),
@@ -420,7 +372,11 @@ async fn handle(
             taken,
             max,
             wait_ms,
-        } => consume(node, &consumer, taken, max, wait_ms, answer_bytes).await,
+            clear,
+        } => {
+            let clear = clear.unwrap_or(!node.seals());
+            consume(node, &consumer, taken, max, wait_ms, clear, answer_bytes).await
+        }
         Request::Reload => match node.reload() {
             Ok(reload) => Response::Reloaded(reload),
             Err(e) => Response::Error(ControlError::new(
@@ -432,21 +388,25 @@ async fn handle(
 }
 
 /// `Request::Consume`: record what `consumer` took, then answer the entries from the first it
-/// has not taken, waiting up to `wait_ms` for one.
+/// has not taken, waiting up to `wait_ms` for one. Entries that came clear are passed over
+/// unless `clear`: when all an answer looked at was passed over, the consumer's place moves past
+/// it here (nothing was handed over, so a client that dies loses nothing), and the wait goes on
+/// for an entry it asked for.
 async fn consume(
     node: &Arc<Node>,
     consumer: &str,
     taken: Option<u64>,
     max: u32,
     wait_ms: u32,
+    clear: bool,
     answer_bytes: &mut Option<tokio::sync::OwnedSemaphorePermit>,
 ) -> Response {
     let store_error =
         |message: String| Response::Error(ControlError::new(ControlErrorKind::Store, message));
-    let Some(keeping) = &node.keeping else {
+    let Some(keeping) = node.keeping() else {
         return store_error(format!(
             "node {} keeps no store (its configuration has no [store]): its reliable sets are in its output buffer only (recv without --consume)",
-            node.id
+            node.id()
         ));
     };
     if !is_consumer_name(consumer) {
@@ -465,59 +425,27 @@ async fn consume(
             "taken {taken} is past the store's next index {next_index}: a consumer takes only what it was given"
         )));
     }
-    let from = match keeping.consume(consumer, taken).await {
+    let mut from = match keeping.consume(consumer, taken).await {
         Ok(from) => from,
         Err(e) => return store_error(format!("the consumer's place was not kept: {e}")),
     };
-    wait_past(&mut changes, from, deadline).await;
-    *answer_bytes = Some(hold_control_bytes(node, ANSWER_BYTES).await);
-    let mut bytes = 0;
-    match keeping.entries(from, max) {
-        Ok(entries) => {
-            let entries: Vec<Delivery> = entries
-                .into_iter()
-                .take_while(|d| {
-                    let first = bytes == 0;
-                    bytes += entry_bytes(d);
-                    first || bytes <= ANSWER_BYTES
-                })
-                .collect();
-            let next = entries.last().map_or(from, |d| d.output_index + 1);
-            Response::Output { entries, next }
+    loop {
+        wait_past(&mut changes, from, deadline).await;
+        *answer_bytes = Some(node.hold_control_bytes(ANSWER_BYTES).await);
+        let (entries, next) = match keeping.take(from, max, clear, ANSWER_BYTES) {
+            Ok(taken) => taken,
+            Err(e) => return store_error(e),
+        };
+        if !entries.is_empty() || next == from {
+            return Response::Output { entries, next };
         }
-        Err(e) => store_error(e),
+        // Only entries this consumer did not ask for: it passes over them for good.
+        *answer_bytes = None;
+        from = match keeping.consume(consumer, Some(next)).await {
+            Ok(from) => from,
+            Err(e) => return store_error(format!("the consumer's place was not kept: {e}")),
+        };
     }
-}
-
-/// The longest a source keeps a reliable set: 10 minutes.
-const MAX_DEADLINE_MS: u32 = 600_000;
-
-/// The envelopes of a set in a delivery `mode`: one destination, not split, a mode that fits
-/// its k paths and a payload the mode takes.
-fn enveloped(
-    node: &Node,
-    request: &SendRequest,
-    routes: &Routes,
-    mode: Mode,
-    payload: &[u8],
-) -> Result<(Vec<Vec<u8>>, Shape), ControlError> {
-    if request.split || !request.is_node_to_node(node.topology) {
-        return Err(bad(format!(
-            "delivery mode {mode} needs one destination and no --split: the mode spreads the payload over the k paths to that destination itself"
-        )));
-    }
-    let pieces = pieces(mode, routes.k(), payload, env::random()).map_err(|e| match e {
-        EncodeError::TooLarge { .. } => {
-            ControlError::new(ControlErrorKind::PayloadTooLarge, e.to_string())
-        }
-        e => bad(e.to_string()),
-    })?;
-    let shape = pieces[0].shape();
-    let envelopes = pieces
-        .into_iter()
-        .map(|p| Envelope::Piece(p).to_bytes())
-        .collect();
-    Ok((envelopes, shape))
 }
 
 /// Wait until the index `changes` holds (the next one to be written) is past `index`, or until

@@ -64,8 +64,8 @@ pub fn corrupt_state(node: &Node, rng: &mut impl RngCore) {
         }),
     };
     node.overwrite_state(vars, rng.random());
-    node.chaos.state_corruptions.fetch_add(1, Relaxed);
-    node.stats.fault(
+    node.chaos().state_corruptions.fetch_add(1, Relaxed);
+    node.stats().fault(
         Event::ChaosCorruptState,
         "protocol variables overwritten with random values",
     );
@@ -83,19 +83,19 @@ pub fn inject(node: &Arc<Node>, fault: Fault) -> Result<String, ControlError> {
             | Fault::Forge { on: false, .. }
             | Fault::Unshape
     );
-    if !ends_a_fault && !node.settings.chaos_allowed() {
+    if !ends_a_fault && !node.settings().chaos_allowed() {
         return Err(ControlError::new(
             ControlErrorKind::Forbidden,
             format!(
                 "node {} does not allow fault injection (chaos.allow = false)",
-                node.id
+                node.id()
             ),
         ));
     }
     let noted_by_itself = matches!(fault, Fault::CorruptState { .. });
     let done = apply(node, fault)?;
     if !noted_by_itself {
-        node.stats.journal.note(Happening::Fault {
+        node.stats().journal.note(Happening::Fault {
             fault: done.clone(),
         });
     }
@@ -113,7 +113,7 @@ fn apply(node: &Arc<Node>, fault: Fault) -> Result<String, ControlError> {
             // The schedule is the caller's (reproducible by its seed); the garbage is fresh each
             // time, as a real fault's would be: a sequence id overwritten with the same values
             // in two runs would name two sets alike.
-            let mut rng = env::rng(seed ^ node.incarnation ^ now_us());
+            let mut rng = env::rng(seed ^ node.incarnation() ^ now_us());
             corrupt_state(node, &mut rng);
             warn!(
                 every_ms,
@@ -153,14 +153,13 @@ fn apply(node: &Arc<Node>, fault: Fault) -> Result<String, ControlError> {
             }
             let mut rng = env::rng(seed);
             let corrupted: usize = node
-                .links
-                .values()
-                .map(|link| link.corrupt_queued(&node.chaos, fraction_ppm, &mut rng))
+                .links()
+                .map(|link| link.corrupt_queued(node.chaos(), fraction_ppm, &mut rng))
                 .sum();
             if for_ms > 0 {
-                node.chaos.open_window(fraction_ppm, for_ms, rng.random());
+                node.chaos().open_window(fraction_ppm, for_ms, rng.random());
             }
-            node.stats.count_event(Event::ChaosCorruptBuffers);
+            node.stats().count_event(Event::ChaosCorruptBuffers);
             warn!(
                 corrupted,
                 fraction_ppm, for_ms, "chaos: bits flipped in queued packets"
@@ -175,8 +174,8 @@ fn apply(node: &Arc<Node>, fault: Fault) -> Result<String, ControlError> {
             ))
         }
         Fault::Capture { on } => {
-            node.chaos.relay.set_capture(on);
-            node.stats.count_event(Event::ChaosCapture);
+            node.chaos().relay.set_capture(on);
+            node.stats().count_event(Event::ChaosCapture);
             warn!(on, "chaos: capturing forwarded payloads");
             Ok(format!(
                 "capture {}: {}",
@@ -189,13 +188,14 @@ fn apply(node: &Arc<Node>, fault: Fault) -> Result<String, ControlError> {
             ))
         }
         Fault::Forge { on, what } => {
-            node.chaos.relay.set_forge(on, what);
-            node.stats.count_event(Event::ChaosForge);
+            node.chaos().relay.set_forge(on, what);
+            node.stats().count_event(Event::ChaosForge);
             warn!(on, %what, "chaos: forging forwarded packets");
             Ok(if !on {
                 "forge off".to_string()
             } else if what.is_empty() {
-                "forge on: nothing to forge (no payload, header, source or replay)".to_string()
+                "forge on: nothing to forge (no payload, header, source, replay or attempt)"
+                    .to_string()
             } else {
                 format!(
                     "forge on ({what}): every packet this node forwards is forged one of these ways in turn, its checksum recomputed"
@@ -210,8 +210,8 @@ fn apply(node: &Arc<Node>, fault: Fault) -> Result<String, ControlError> {
                         .to_string(),
                 ));
             }
-            let rules = node.chaos.shaper.shape(&rule);
-            node.stats.count_event(Event::ChaosShape);
+            let rules = node.chaos().shaper.shape(&rule);
+            node.stats().count_event(Event::ChaosShape);
             let to = if rule.to.is_empty() {
                 "every destination".to_string()
             } else {
@@ -227,9 +227,9 @@ fn apply(node: &Arc<Node>, fault: Fault) -> Result<String, ControlError> {
             ))
         }
         Fault::Unshape => {
-            let removed = node.chaos.shaper.unshape();
-            node.stats.count_event(Event::ChaosUnshape);
-            let queued = node.chaos.shaper.counters().queued;
+            let removed = node.chaos().shaper.unshape();
+            node.stats().count_event(Event::ChaosUnshape);
+            let queued = node.chaos().shaper.counters().queued;
             warn!(removed, queued, "chaos: shaping removed");
             Ok(format!(
                 "removed {removed} shaping rule(s) of the daemon socket (user space); {queued} datagram(s) held back go out when due"
@@ -237,20 +237,20 @@ fn apply(node: &Arc<Node>, fault: Fault) -> Result<String, ControlError> {
         }
         Fault::Cut { neighbour } | Fault::Heal { neighbour } => {
             let cut = matches!(fault, Fault::Cut { .. });
-            let link = node.links.get(&neighbour).ok_or_else(|| {
+            let link = node.link(neighbour).ok_or_else(|| {
                 bad(format!(
                     "node {neighbour} is not a neighbour of node {}",
-                    node.id
+                    node.id()
                 ))
             })?;
             if cut {
                 link.cut();
-                node.stats.count_event(Event::ChaosCut);
+                node.stats().count_event(Event::ChaosCut);
                 warn!(%neighbour, "chaos: link cut");
                 Ok(format!("link to {neighbour} cut"))
             } else {
                 link.heal();
-                node.stats.count_event(Event::ChaosHeal);
+                node.stats().count_event(Event::ChaosHeal);
                 if link.is_revoked() {
                     warn!(%neighbour, "chaos: heal of a revoked link: it stays refused");
                     return Ok(format!(

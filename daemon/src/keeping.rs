@@ -10,6 +10,7 @@
 //! ([`Keeping::holds_ack`]) and the latest attempt is acknowledged once the write is durable.
 
 use crate::config::StoreConfig;
+use crate::output::entry_bytes;
 use crate::store::{Identity, Outcome, Store, StoreError, Usage, Write, Writer};
 use cuberoute_protocol::delivery::{SetKey, Shape};
 use cuberoute_protocol::wire::control::Delivery;
@@ -85,6 +86,9 @@ pub struct Keeping {
     settled_waiting: tokio::sync::Notify,
 }
 
+/// The most store entries one [`Keeping::take`] looks at, handed over or passed over.
+pub const SCAN_LIMIT: usize = 16 * 1024;
+
 /// Settled sets held back at most this many before they are written on their own.
 const SETTLED_HELD: usize = 1024;
 
@@ -111,8 +115,8 @@ impl Keeping {
     /// there (a store a node kept before, recovered and checked now); if it is not, only
     /// checked to be makeable, and made by the node's first write. Most nodes of a cluster
     /// never keep a set (relays do not), and making a store cost a daemon's start a tenth to
-    /// a fifth of its CPU (BENCHMARKS.md, "`cluster up eh:5,5` with the store made on first
-    /// use"). The receiver gets every delivered set's write once it is done.
+    /// a fifth of its CPU (docs/notes/2026-11-28-store-made-on-first-use.md). The receiver
+    /// gets every delivered set's write once it is done.
     pub fn open(
         config: &StoreConfig,
         identity: &Identity,
@@ -303,6 +307,35 @@ impl Keeping {
         self.submit_logged(writes, "settled sets not forgotten in the store");
     }
 
+    /// Keep the nodes this node holds sealing sessions with, making the store if it is not
+    /// made yet (not waited for: a list lost in a crash only leaves those nodes to find out
+    /// later, with a set lost, that their sessions are gone).
+    pub fn keep_sealing_peers(&self, peers: &[NodeId]) {
+        let ids: Vec<u64> = peers.iter().map(|p| p.0).collect();
+        let peers = postcard::to_allocvec(&ids).expect("ids encode");
+        let failed = self.failed_writes.clone();
+        self.submit(vec![Write::SealingPeers { peers }], move |result| {
+            if let Err(e) = result {
+                warn!(error = %e, "sealing peers not kept");
+                failed.fetch_add(1, Relaxed);
+            }
+        });
+    }
+
+    /// The nodes this node held sealing sessions with when it last kept them.
+    pub fn sealing_peers(&self) -> Result<Vec<NodeId>, String> {
+        let Some(store) = self.store() else {
+            return Ok(Vec::new());
+        };
+        let bytes = store.sealing_peers().map_err(|e| e.to_string())?;
+        if bytes.is_empty() {
+            return Ok(Vec::new());
+        }
+        postcard::from_bytes::<Vec<u64>>(&bytes)
+            .map(|ids| ids.into_iter().map(NodeId).collect())
+            .map_err(|e| format!("the store's sealing peers do not decode: {e}"))
+    }
+
     /// Drop what retention no longer keeps, as of `now_us`.
     pub fn prune(&self, now_us: u64) {
         self.submit_logged(vec![Write::Prune { now_us }], "store not pruned");
@@ -359,6 +392,45 @@ impl Keeping {
                     .map_err(|e| format!("store entry {index} does not decode: {e}"))
             })
             .collect()
+    }
+
+    /// What a consumer is handed from store index `from` on: up to `max` entries, together at
+    /// most `max_bytes` ([`entry_bytes`]; one entry however large), the entries that came
+    /// clear passed over unless `clear`; and the index after the last entry looked at, past
+    /// the entries passed over. At most [`SCAN_LIMIT`] entries are looked at: an answer may
+    /// hand over nothing and still move on.
+    pub fn take(
+        &self,
+        from: u64,
+        max: usize,
+        clear: bool,
+        max_bytes: usize,
+    ) -> Result<(Vec<Delivery>, u64), String> {
+        let mut taken: Vec<Delivery> = Vec::new();
+        let mut next = from;
+        let mut bytes = 0;
+        let mut looked = 0;
+        while looked < SCAN_LIMIT {
+            let rows = self.entries(next, max.min(SCAN_LIMIT - looked))?;
+            if rows.is_empty() {
+                break;
+            }
+            looked += rows.len();
+            for d in rows {
+                if !clear && !d.sealed {
+                    next = d.output_index + 1;
+                    continue;
+                }
+                let size = entry_bytes(&d);
+                if taken.len() >= max || (!taken.is_empty() && bytes + size > max_bytes) {
+                    return Ok((taken, next));
+                }
+                bytes += size;
+                next = d.output_index + 1;
+                taken.push(d);
+            }
+        }
+        Ok((taken, next))
     }
 
     /// The next store index, changing whenever a set is kept.
@@ -558,6 +630,63 @@ mod tests {
             "only forward"
         );
         assert_eq!(keeping.unsettled().unwrap().len(), 1);
+    }
+
+    /// A consumer that does not ask for clear entries is handed the sealed ones only, and its
+    /// answer's next index is past the clear ones it passed over; one that asks gets them all.
+    #[tokio::test]
+    async fn take_passes_over_clear_entries_unless_asked() {
+        let dir = tempfile::tempdir().unwrap();
+        let (keeping, mut written) = Keeping::open(&config(dir.path()), &me()).unwrap();
+        // Store indices 0..6: sealed, clear, clear, sealed, clear, clear.
+        for seq in 0..6u64 {
+            let sealed = seq % 3 == 0;
+            keeping.deliver(
+                Delivery {
+                    sealed,
+                    ..delivery(seq)
+                },
+                shape(),
+                1,
+                100 + seq,
+            );
+            written.recv().await.unwrap().result.unwrap();
+        }
+        let seqs = |entries: &[Delivery]| entries.iter().map(|d| d.seq).collect::<Vec<_>>();
+        let (entries, next) = keeping.take(0, 10, false, usize::MAX).unwrap();
+        assert_eq!(
+            (seqs(&entries), next),
+            (vec![0, 3], 6),
+            "past the clear ones"
+        );
+        let (entries, next) = keeping.take(0, 1, false, usize::MAX).unwrap();
+        assert_eq!(
+            (seqs(&entries), next),
+            (vec![0], 3),
+            "up to max, and past the clear ones that follow"
+        );
+        let (entries, next) = keeping.take(1, 1, false, usize::MAX).unwrap();
+        assert_eq!((seqs(&entries), next), (vec![3], 6), "two passed over");
+        let (entries, next) = keeping.take(4, 10, false, usize::MAX).unwrap();
+        assert_eq!(
+            (seqs(&entries), next),
+            (vec![], 6),
+            "nothing handed, yet past"
+        );
+        let (entries, next) = keeping.take(6, 10, false, usize::MAX).unwrap();
+        assert_eq!((seqs(&entries), next), (vec![], 6), "the end");
+        let (entries, next) = keeping.take(0, 10, true, usize::MAX).unwrap();
+        assert_eq!(
+            (seqs(&entries), next),
+            ((0..6).collect(), 6),
+            "asked for clear"
+        );
+        let (entries, next) = keeping.take(0, 10, true, 1).unwrap();
+        assert_eq!(
+            (seqs(&entries), next),
+            (vec![0], 1),
+            "one at least, within bytes"
+        );
     }
 
     #[tokio::test]

@@ -2,6 +2,14 @@
 //! to its id by the CA's signature), the revocation list (signed likewise), and this node's own
 //! secret key. The sealing itself is `cuberoute_protocol::seal`.
 //!
+//! A revocation list comes from the node's file at start, from a push (`cluster revoke`), or
+//! from a neighbour at link up ([`Origin`]); all three go through one check, `Keys::adopt`
+//! (pushes and neighbours' lists through [`Keys::take`], which also keeps them): a list is
+//! taken only if the CA signed it and it follows the one in force ([`Revocations::follows`]),
+//! so the serial in force only rises, whatever comes in whatever order; a list taken is kept
+//! in the node's file, which a restart reads back. What a node with no list can and cannot
+//! know is in docs/security.md ("Revocation: what a node can know of the newest list").
+//!
 //! Both signed files have one shape, [`SignedFile`]: what it is, its body (postcard), and the
 //! CA's ECDSA P-256 signature over the two. The directory is one file for the whole cluster
 //! (40 bytes a node: 80 KiB at 2,048 nodes), shared by every node (hard links in a cluster
@@ -11,13 +19,13 @@
 
 use cuberoute_protocol::NodeId;
 use cuberoute_protocol::seal::keys::{PublicKey, SecretKey};
-use cuberoute_protocol::seal::pair::Directory;
+use cuberoute_protocol::seal::session::Directory;
 use rustls_pki_types::CertificateDer;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::sync::RwLock;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::{Arc, Mutex, RwLock};
 
 /// What a key directory's [`SignedFile`] says it is.
 pub const DIRECTORY: &str = "cuberoute key directory 1";
@@ -182,11 +190,44 @@ pub struct Keys {
     /// Every node's public key, in id order.
     directory: Vec<(NodeId, PublicKey)>,
     pub secret: SecretKey,
-    revocations: RwLock<Revocations>,
+    in_force: RwLock<InForce>,
     /// Whether any node is revoked: the per-packet check is one load while none is.
     any_revoked: AtomicBool,
     ca: Vec<CertificateDer<'static>>,
     revoked_path: Option<PathBuf>,
+    /// Held while a list taken is written to `revoked_path`, so that two lists taken at once
+    /// leave the later in the file ([`keep`] never overwrites a later one).
+    keeping: Mutex<()>,
+}
+
+/// The revocation list in force, and the CA-signed bytes it came in (none while no list was
+/// taken): what a neighbour is handed, as it was signed.
+#[derive(Debug, Default)]
+struct InForce {
+    list: Revocations,
+    signed: Option<Arc<[u8]>>,
+}
+
+/// Where a revocation list comes from.
+#[derive(Clone, Copy, Debug)]
+pub enum Origin<'a> {
+    /// The node's own file, read at start.
+    File(&'a Path),
+    /// A client's `Request::Revoke` (`cluster revoke`).
+    Push,
+    /// A neighbour, on a link.
+    Neighbour(NodeId),
+}
+
+impl Origin<'_> {
+    /// What errors name as the list's path.
+    fn path(&self) -> PathBuf {
+        match self {
+            Origin::File(path) => path.to_path_buf(),
+            Origin::Push => "the pushed list".into(),
+            Origin::Neighbour(node) => format!("the list from neighbour {node}").into(),
+        }
+    }
 }
 
 impl Keys {
@@ -231,15 +272,16 @@ impl Keys {
         let keys = Keys {
             directory,
             secret,
-            revocations: RwLock::new(Revocations::default()),
+            in_force: RwLock::new(InForce::default()),
             any_revoked: AtomicBool::new(false),
             ca: ca.to_vec(),
             revoked_path: paths.revoked.clone(),
+            keeping: Mutex::new(()),
         };
         if let Some(path) = &paths.revoked
             && path.exists()
         {
-            keys.adopt(&read(path)?, path)?;
+            keys.adopt(&read(path)?, Origin::File(path))?;
         }
         Ok(keys)
     }
@@ -255,65 +297,131 @@ impl Keys {
 
     /// Whether `node` was taken out of the cluster.
     pub fn is_revoked(&self, node: NodeId) -> bool {
-        self.any_revoked.load(Relaxed)
-            && self
-                .revocations
-                .read()
-                .expect("revocations lock")
-                .revoked
-                .contains(&node)
+        self.any_revoked.load(Relaxed) && self.lock_read().list.revoked.contains(&node)
     }
 
     /// The revocation list in force.
     pub fn revocations(&self) -> Revocations {
-        self.revocations.read().expect("revocations lock").clone()
+        self.lock_read().list.clone()
     }
 
-    /// Take a signed revocation list (from a client) if the CA signed it and it follows the one
-    /// in force ([`Revocations::follows`]); keep it in the node's file for the next start.
-    pub fn revoke(&self, signed: &[u8]) -> Result<Adopted, KeyError> {
-        let (serial, newly) = self.adopt(signed, Path::new("the pushed list"))?;
+    /// The serial of the revocation list in force (0: none).
+    pub fn serial(&self) -> u64 {
+        self.lock_read().list.serial
+    }
+
+    /// The revocation list in force as the CA signed it, with its serial; `None` while no list
+    /// was taken.
+    pub fn signed(&self) -> Option<(u64, Arc<[u8]>)> {
+        let in_force = self.lock_read();
+        in_force
+            .signed
+            .clone()
+            .map(|signed| (in_force.list.serial, signed))
+    }
+
+    fn lock_read(&self) -> std::sync::RwLockReadGuard<'_, InForce> {
+        self.in_force.read().expect("revocations lock")
+    }
+
+    /// Take a signed revocation list, pushed or handed over by a neighbour, if the CA signed it
+    /// and it follows the one in force ([`Revocations::follows`]); keep a newer one in the
+    /// node's file for the next start (a push is kept even when it is the list in force: it
+    /// writes a removed file again).
+    pub fn take(&self, signed: &[u8], origin: Origin) -> Result<Adopted, KeyError> {
+        let adopted = self.adopt(signed, origin)?;
         let not_kept = match &self.revoked_path {
-            Some(path) => keep(&self.ca, path, signed, serial).err(),
-            None => None,
+            Some(path) if adopted.raised || matches!(origin, Origin::Push) => {
+                let _keeping = self.keeping.lock().expect("keeping lock");
+                keep(&self.ca, path, signed, adopted.serial).err()
+            }
+            _ => None,
         };
         Ok(Adopted {
-            serial,
-            newly,
             not_kept,
+            ..adopted
         })
     }
 
-    /// Adopt a signed list: its serial, and the nodes it newly revokes.
-    fn adopt(&self, signed: &[u8], path: &Path) -> Result<(u64, Vec<NodeId>), KeyError> {
-        let list = read_list(&self.ca, path, signed)?;
-        let mut current = self.revocations.write().expect("revocations lock");
-        list.follows(&current)?;
-        let newly = list.revoked.difference(&current.revoked).copied().collect();
+    /// Adopt a signed list: its serial, the nodes it newly revokes, and whether the serial in
+    /// force rose. A neighbour's list is looked at before its signature is checked: one that is
+    /// older than the list in force is refused, and the list in force again changes nothing,
+    /// without trusting it, so a neighbour cannot make the node check a signature for a list
+    /// that would not change anything. A pushed list, or a file, is always checked first.
+    fn adopt(&self, signed: &[u8], origin: Origin) -> Result<Adopted, KeyError> {
+        let path = origin.path();
+        let taken = |serial, newly, raised| Adopted {
+            serial,
+            newly,
+            raised,
+            not_kept: None,
+        };
+        let list = if let Origin::Neighbour(_) = origin {
+            let offered = read_list_unchecked(&path, signed)?;
+            let current = self.lock_read();
+            if offered.serial < current.list.serial {
+                return Err(KeyError::Older {
+                    got: offered.serial,
+                    have: current.list.serial,
+                });
+            }
+            if offered == current.list {
+                return Ok(taken(offered.serial, Vec::new(), false));
+            }
+            drop(current);
+            verify(&self.ca, REVOCATIONS, &path, signed)?;
+            offered
+        } else {
+            read_list(&self.ca, &path, signed)?
+        };
+        let mut current = self.in_force.write().expect("revocations lock");
+        list.follows(&current.list)?;
+        let newly = list
+            .revoked
+            .difference(&current.list.revoked)
+            .copied()
+            .collect();
+        let raised = list.serial > current.list.serial;
         self.any_revoked.store(!list.revoked.is_empty(), Relaxed);
         let serial = list.serial;
-        *current = list;
-        Ok((serial, newly))
+        if raised || current.signed.is_none() {
+            *current = InForce {
+                list,
+                signed: Some(signed.into()),
+            };
+        }
+        Ok(taken(serial, newly, raised))
     }
 }
 
-/// A revocation list taken: its serial, the nodes it newly revoked, and why it could not be
-/// kept in the node's file if it could not (it is in force all the same, until a restart).
+/// A revocation list taken: its serial, the nodes it newly revoked, whether it raised the
+/// serial in force (a newer list, not the one in force again), and why it could not be kept in
+/// the node's file if it could not (it is in force all the same, until a restart).
 #[derive(Debug)]
 pub struct Adopted {
     pub serial: u64,
     pub newly: Vec<NodeId>,
+    pub raised: bool,
     pub not_kept: Option<KeyError>,
+}
+
+impl KeyError {
+    /// Whether a list was refused for what it is (malformed, or not signed by the CA), rather
+    /// than for what it says (older than the list in force, a fork, an un-revocation).
+    pub fn is_invalid(&self) -> bool {
+        matches!(
+            self,
+            KeyError::Malformed { .. } | KeyError::NotSigned { .. } | KeyError::Read { .. }
+        )
+    }
 }
 
 impl Revocations {
     /// Whether this list may replace `current`: a higher serial that revokes every node
     /// `current` revokes (a revocation is for good), or the same list again (a push repeated).
+    /// A node that holds no list holds the empty list of serial 0, which every list the CA signs
+    /// (serial 1 and up) follows: there is no exception for a first list.
     pub fn follows(&self, current: &Revocations) -> Result<(), KeyError> {
-        if *current == Revocations::default() {
-            // No list yet: any list is the first.
-            return Ok(());
-        }
         if self.serial < current.serial {
             return Err(KeyError::Older {
                 got: self.serial,
@@ -342,7 +450,26 @@ pub fn read_list(
     signed: &[u8],
 ) -> Result<Revocations, KeyError> {
     let body = verify(ca, REVOCATIONS, path, signed)?;
-    postcard::from_bytes(&body).map_err(|e| KeyError::Malformed {
+    list_body(path, &body)
+}
+
+/// Read a signed revocation list's body without checking the signature: only to refuse it, or
+/// to find it changes nothing.
+fn read_list_unchecked(path: &Path, signed: &[u8]) -> Result<Revocations, KeyError> {
+    let malformed = |message: String| KeyError::Malformed {
+        path: path.into(),
+        what: REVOCATIONS,
+        message,
+    };
+    let file: SignedFile = postcard::from_bytes(signed).map_err(|e| malformed(e.to_string()))?;
+    if file.what != REVOCATIONS {
+        return Err(malformed(format!("it says it is a {:?}", file.what)));
+    }
+    list_body(path, &file.body)
+}
+
+fn list_body(path: &Path, body: &[u8]) -> Result<Revocations, KeyError> {
+    postcard::from_bytes(body).map_err(|e| KeyError::Malformed {
         path: path.into(),
         what: REVOCATIONS,
         message: e.to_string(),
@@ -444,10 +571,11 @@ mod tests {
         Keys {
             directory: Vec::new(),
             secret: SecretKey::from_seed([7; 32]),
-            revocations: RwLock::new(Revocations::default()),
+            in_force: RwLock::new(InForce::default()),
             any_revoked: AtomicBool::new(false),
             ca: vec![ca.cert.clone()],
             revoked_path,
+            keeping: Mutex::new(()),
         }
     }
 
@@ -482,11 +610,23 @@ mod tests {
         ));
     }
 
+    impl Keys {
+        fn take_pushed(&self, signed: &[u8]) -> Result<Adopted, KeyError> {
+            self.take(signed, Origin::Push)
+        }
+    }
+
     #[test]
     fn a_list_follows_only_an_older_one_it_contains_or_itself() {
         let none = Revocations::default();
         let one = list(1, &[4]);
         assert!(one.follows(&none).is_ok());
+        assert!(none.follows(&none).is_ok());
+        // Serial 0 is the floor of a node with no list, not a list the CA signs.
+        assert!(matches!(
+            list(0, &[4]).follows(&none),
+            Err(KeyError::Forked { serial: 0 })
+        ));
         assert!(list(2, &[4, 6]).follows(&one).is_ok());
         assert!(one.follows(&one).is_ok(), "a push repeated");
         assert!(matches!(
@@ -514,20 +654,29 @@ mod tests {
         let keys = keys(&ca, Some(path.clone()));
         assert!(!keys.is_revoked(NodeId(4)));
 
+        assert!(keys.signed().is_none());
         let first = signed(&ca, 1, &[4]);
-        let adopted = keys.revoke(&first).unwrap();
-        assert_eq!((adopted.serial, adopted.newly), (1, vec![NodeId(4)]));
+        let adopted = keys.take_pushed(&first).unwrap();
+        assert_eq!(
+            (adopted.serial, adopted.newly, adopted.raised),
+            (1, vec![NodeId(4)], true)
+        );
         assert!(adopted.not_kept.is_none());
+        assert_eq!(keys.signed(), Some((1, first.as_slice().into())));
         assert!(keys.is_revoked(NodeId(4)) && !keys.is_revoked(NodeId(6)));
         assert_eq!(std::fs::read(&path).unwrap(), first);
 
         // The same list again: nothing new, nothing rewritten.
-        let again = keys.revoke(&signed(&ca, 1, &[4])).unwrap();
-        assert_eq!((again.serial, again.newly), (1, vec![]));
+        let again = keys.take_pushed(&signed(&ca, 1, &[4])).unwrap();
+        assert_eq!(
+            (again.serial, again.newly, again.raised),
+            (1, vec![], false)
+        );
         assert_eq!(std::fs::read(&path).unwrap(), first);
+        assert_eq!(keys.signed(), Some((1, first.as_slice().into())));
 
         let second = signed(&ca, 2, &[4, 6]);
-        assert_eq!(keys.revoke(&second).unwrap().newly, vec![NodeId(6)]);
+        assert_eq!(keys.take_pushed(&second).unwrap().newly, vec![NodeId(6)]);
         assert_eq!(std::fs::read(&path).unwrap(), second);
         assert_eq!(keys.revocations(), list(2, &[4, 6]));
 
@@ -538,10 +687,117 @@ mod tests {
             signed(&ca, 2, &[4, 7]),
             signed(&self::ca(), 9, &[4, 6, 7]),
         ] {
-            assert!(keys.revoke(&refused).is_err());
+            assert!(keys.take_pushed(&refused).is_err());
         }
         assert_eq!(keys.revocations(), list(2, &[4, 6]));
         assert_eq!(std::fs::read(&path).unwrap(), second);
+        assert_eq!(keys.signed(), Some((2, second.as_slice().into())));
+    }
+
+    /// What a node does with the lists its neighbours hand it: it takes the newest, in whatever
+    /// order they come (a newer list after an older, never an older after a newer), keeps it
+    /// for its next start, and a node that started with none refuses an older push afterwards.
+    #[test]
+    fn a_node_with_no_list_takes_the_newest_its_neighbours_hand_it_and_keeps_it() {
+        let ca = ca();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("revoked.bin");
+        let keys = keys(&ca, Some(path.clone()));
+        let (one, two, three) = (
+            signed(&ca, 1, &[4]),
+            signed(&ca, 2, &[4, 6]),
+            signed(&ca, 3, &[4, 6, 9]),
+        );
+        let from = |node| Origin::Neighbour(NodeId(node));
+        let taken = keys.take(&two, from(1)).unwrap();
+        assert_eq!((taken.serial, taken.raised), (2, true));
+        assert_eq!(taken.newly, vec![NodeId(4), NodeId(6)]);
+        assert_eq!(
+            std::fs::read(&path).unwrap(),
+            two,
+            "kept for the next start"
+        );
+        // An older list handed by another neighbour is refused.
+        assert!(matches!(
+            keys.take(&one, from(2)),
+            Err(KeyError::Older { got: 1, have: 2 })
+        ));
+        // The list in force again, from a third: nothing new, nothing refused.
+        let again = keys.take(&two, from(3)).unwrap();
+        assert_eq!(
+            (again.serial, again.raised, again.newly),
+            (2, false, vec![])
+        );
+        // A newer one follows.
+        let taken = keys.take(&three, from(2)).unwrap();
+        assert_eq!((taken.serial, taken.newly), (3, vec![NodeId(9)]));
+        // The pushed list that is older than the one a neighbour handed over is refused.
+        assert!(matches!(
+            keys.take_pushed(&two),
+            Err(KeyError::Older { got: 2, have: 3 })
+        ));
+        assert_eq!(keys.revocations(), list(3, &[4, 6, 9]));
+        assert_eq!(std::fs::read(&path).unwrap(), three);
+
+        // Restarted: the file is its floor.
+        let restarted = keys_read_back(&ca, &path);
+        assert_eq!(restarted.revocations(), list(3, &[4, 6, 9]));
+        assert!(restarted.take(&two, from(1)).is_err());
+    }
+
+    /// Keys whose revocation list is read from `path`, as [`Keys::load`] reads it.
+    fn keys_read_back(ca: &Ca, path: &Path) -> Keys {
+        let keys = keys(ca, Some(path.to_path_buf()));
+        keys.adopt(&std::fs::read(path).unwrap(), Origin::File(path))
+            .unwrap();
+        keys
+    }
+
+    /// A neighbour's list is read from the network: malformed or not signed by the CA, it is
+    /// refused for what it is and changes nothing; one no newer than the list in force is
+    /// refused, or changes nothing, without its signature being checked.
+    #[test]
+    fn a_neighbours_list_is_checked_and_one_that_changes_nothing_costs_no_check() {
+        let (ours, theirs) = (ca(), ca());
+        let keys = keys(&ours, None);
+        let from = Origin::Neighbour(NodeId(5));
+        for bad in [
+            b"garbage".to_vec(),
+            Vec::new(),
+            signed(&theirs, 7, &[4]),
+            sign(&ours, DIRECTORY, list(7, &[4]).to_bytes()),
+            sign(&ours, REVOCATIONS, b"\xff\xff".to_vec()),
+        ] {
+            let refused = keys.take(&bad, from).unwrap_err();
+            assert!(refused.is_invalid(), "{refused}");
+        }
+        assert_eq!(keys.revocations(), Revocations::default());
+        let two = signed(&ours, 2, &[4, 6]);
+        assert!(keys.take(&two, from).unwrap().raised);
+        // Older, or the list in force, signed by another CA: no signature is checked, and
+        // nothing is taken.
+        let older = keys.take(&signed(&theirs, 1, &[4]), from).unwrap_err();
+        assert!(matches!(older, KeyError::Older { got: 1, have: 2 }));
+        assert!(!older.is_invalid());
+        let same = keys.take(&signed(&theirs, 2, &[4, 6]), from).unwrap();
+        assert!(!same.raised && same.newly.is_empty());
+        assert_eq!(keys.signed(), Some((2, two.as_slice().into())));
+        // Newer but not signed by our CA: refused for what it is.
+        let forged = keys
+            .take(&signed(&theirs, 3, &[4, 6, 8]), from)
+            .unwrap_err();
+        assert!(matches!(forged, KeyError::NotSigned { .. }), "{forged}");
+        assert!(forged.to_string().contains("the list from neighbour 5"));
+        // A fork (the serial in force, other nodes) is checked, and refused.
+        assert!(matches!(
+            keys.take(&signed(&ours, 2, &[4, 7]), from),
+            Err(KeyError::Forked { serial: 2 })
+        ));
+        assert!(matches!(
+            keys.take(&signed(&ours, 3, &[6]), from),
+            Err(KeyError::Unrevokes { serial: 3, .. })
+        ));
+        assert_eq!(keys.revocations(), list(2, &[4, 6]));
     }
 
     #[test]
@@ -549,7 +805,7 @@ mod tests {
         let ca = ca();
         let dir = tempfile::tempdir().unwrap();
         let keys = keys(&ca, Some(dir.path().join("gone").join("revoked.bin")));
-        let adopted = keys.revoke(&signed(&ca, 1, &[4])).unwrap();
+        let adopted = keys.take_pushed(&signed(&ca, 1, &[4])).unwrap();
         assert_eq!(adopted.newly, vec![NodeId(4)]);
         assert!(matches!(adopted.not_kept, Some(KeyError::Keep { .. })));
         assert!(keys.is_revoked(NodeId(4)), "in force all the same");

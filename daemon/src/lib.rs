@@ -5,7 +5,8 @@
 //! * [`config`]: the TOML file and flags, checked into a [`config::NodeConfig`]; [`reload`]:
 //!   the configuration in force, read again on SIGHUP;
 //! * [`manifest`]: where every node of the cluster listens;
-//! * [`tls`]: identities in certificates, mutual TLS under the cluster CA;
+//! * [`tls`]: identities in certificates, mutual TLS under the cluster CA; [`roles`]: what a
+//!   client certificate's role allows it to ask;
 //! * [`node`]: where link bytes and client requests meet the protocol's `input` and `rcv`;
 //! * [`link`]: one QUIC connection per neighbour, with its message buffer;
 //! * [`output`]: the ring of delivered copies that clients read;
@@ -51,6 +52,8 @@ pub mod quiet;
 pub mod relay;
 pub mod reload;
 pub mod replay;
+pub mod roles;
+pub mod sealing;
 pub mod shaper;
 pub mod stats;
 pub mod store;
@@ -114,7 +117,7 @@ pub async fn run_until(
         .endpoint(
             tls::ALPN_LINK,
             config.listen,
-            Some(node.chaos.shaper.clone()),
+            Some(node.chaos().shaper.clone()),
         )
         .with_context(|| format!("cannot listen for links at {}", config.listen))?;
     let control = credentials
@@ -124,6 +127,9 @@ pub async fn run_until(
     let client = config.credentials.client_config(tls::ALPN_LINK);
     tokio::spawn(node.clone().run_input(input));
     tokio::spawn(node.clone().run_delivery_timer());
+    tokio::spawn(node.clone().run_seal_timer());
+    tokio::spawn(node.clone().run_sealing_peers());
+    tokio::spawn(node.clone().recover_sealing_peers());
     if let Some(written) = written {
         tokio::spawn(node.clone().run_written(written));
         tokio::spawn(node.clone().run_store_pruning());
@@ -142,7 +148,7 @@ pub async fn run_until(
         // Many simulated nodes share one process and one simulated clock: left out there.
         tokio::spawn(quiet::run(node.clone()));
     }
-    for link in node.links.values() {
+    for link in node.links() {
         tokio::spawn(
             link.clone()
                 .run(node.clone(), links.clone(), client.clone()),
@@ -153,15 +159,15 @@ pub async fn run_until(
         id = %config.topology.format_node(config.id),
         listen = %config.listen,
         control = %config.control_listen,
-        neighbours = node.links.len(),
+        neighbours = node.links().len(),
         "node started"
     );
-    let revocations = node.keys.revocations();
+    let revocations = node.keys().revocations();
     if !revocations.revoked.is_empty() {
         warn!(
             serial = revocations.serial,
             revoked = ?revocations.revoked,
-            itself = revocations.revoked.contains(&node.id),
+            itself = revocations.revoked.contains(&node.id()),
             "revocation list in force: these nodes' links and sets are refused"
         );
     }
@@ -169,7 +175,7 @@ pub async fn run_until(
     stop.await?;
     info!("stopping: draining buffers");
     drain(&node).await;
-    let counters = node.stats.counters();
+    let counters = node.stats().counters();
     info!(
         forwarded = counters.packets_forwarded,
         delivered = counters.packets_delivered,
@@ -214,6 +220,6 @@ async fn drain(node: &Arc<Node>) {
     while (node.input_queued() > 0 || node.link_queued() > 0) && env::Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    let left: usize = node.links.values().map(|l| l.take_queued()).sum();
-    node.stats.drop_many(Drop::Shutdown, left as u64);
+    let left: usize = node.links().map(|l| l.take_queued()).sum();
+    node.stats().drop_many(Drop::Shutdown, left as u64);
 }

@@ -18,6 +18,14 @@
 //!   lost connection: the next hello says what the neighbour handled, and the rest is sent
 //!   again. When the buffer is full, [`Link::enqueue`] refuses and the caller counts the drop.
 //! * A peer that sends more than [`MAX_BAD_FRAMES`] malformed frames is disconnected.
+//! * Revocation lists spread over the links: each hello gives the serial of the list in force
+//!   at its sender, and a side whose list is newer hands it over on the hello stream; a node that
+//!   takes a newer list later hands it to every neighbour not known to hold it
+//!   ([`Link::revocations_changed`]). Which list goes when is [`Link::revocations_to_hand`]: only
+//!   a list newer than any the neighbour is known to hold on this connection, so two nodes with
+//!   the same list send none, and each list crosses a connection at most once each way. The
+//!   node decides whether to take a list it is handed ([`LinkOwner::on_revocations`]); one that
+//!   is malformed or not signed by the CA counts as a malformed frame.
 //! * Liveness is checked where it matters: a link with frames written and no acknowledgement
 //!   for [`SILENT_LINK`] is closed as dead (a live neighbour's QUIC acknowledges within
 //!   [`LONE_AFTER`]); an idle link only carries QUIC's rare keep-alive ([`tls::KEEP_ALIVE`]).
@@ -112,6 +120,26 @@ pub trait LinkOwner: Send + Sync {
     /// The bytes of one data frame from neighbour `from`; `mark` is set when the chaos tooling
     /// corrupted the packet on its way here.
     fn on_data(&self, from: NodeId, packet: &[u8], mark: Option<ChaosMark>);
+    /// The serial of the revocation list in force here (0: none), for the hello.
+    fn revocation_serial(&self) -> u64;
+    /// The revocation list in force here as the CA signed it, with its serial, if there is one.
+    fn signed_revocations(&self) -> Option<(u64, Arc<[u8]>)>;
+    /// A revocation list neighbour `from` handed over: take it if it is newer (and pass it on
+    /// to the other neighbours), and say what became of it.
+    fn on_revocations(&self, from: NodeId, signed: &[u8]) -> ListOffered;
+}
+
+/// What became of a revocation list a neighbour handed over.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum ListOffered {
+    /// Taken, or no newer than the list in force here without being older (the list in force
+    /// again, a refused fork): the neighbour holds this serial.
+    Held(u64),
+    /// Older than the list in force here, and refused: the neighbour holds this serial, and is
+    /// handed the newer one.
+    Behind(u64),
+    /// Malformed, or not signed by the cluster CA: refused, and a malformed frame.
+    Invalid,
 }
 
 pub struct Link {
@@ -150,6 +178,11 @@ pub struct Link {
     drops: Mutex<BTreeMap<&'static str, u64>>,
     /// The dialling side's retries: dials failed in a row, the backoff, when the next dial is.
     redial: Mutex<(u32, Duration, Instant)>,
+    /// The highest revocation serial the neighbour is known to hold on the current connection:
+    /// its hello's, a list it handed over, one handed to it.
+    peer_serial: AtomicU64,
+    /// The writer looks whether the neighbour is to be handed the revocation list in force.
+    hand_over: AtomicBool,
 }
 
 struct LinkState {
@@ -258,6 +291,8 @@ impl Link {
             frames_resent: AtomicU64::new(0),
             drops: Mutex::new(BTreeMap::new()),
             redial: Mutex::new((0, BACKOFF_MIN, Instant::now())),
+            peer_serial: AtomicU64::new(0),
+            hand_over: AtomicBool::new(false),
         }
     }
 
@@ -461,6 +496,37 @@ impl Link {
         self.revoked.load(Relaxed)
     }
 
+    /// The node took a newer revocation list: hand it to the neighbour if it is not known to
+    /// hold it (now if the link is up, else after the next hello).
+    pub fn revocations_changed(&self) {
+        self.hand_over.store(true, Relaxed);
+        self.wake.notify_one();
+    }
+
+    /// The revocation list to hand the neighbour now, of the one in force here (`mine`): it, if
+    /// it is newer than any the neighbour is known to hold on this connection. The neighbour
+    /// is known to hold it from then on: a list crosses a connection at most once each way.
+    fn revocations_to_hand(&self, mine: Option<(u64, Arc<[u8]>)>) -> Option<Arc<[u8]>> {
+        let (serial, signed) = mine?;
+        (self.peer_serial.fetch_max(serial, Relaxed) < serial).then_some(signed)
+    }
+
+    /// Note what became of a list the neighbour handed over; whether it was malformed.
+    fn on_list_offered(&self, offered: ListOffered) -> bool {
+        match offered {
+            ListOffered::Held(serial) => {
+                self.peer_serial.fetch_max(serial, Relaxed);
+                false
+            }
+            ListOffered::Behind(serial) => {
+                self.peer_serial.fetch_max(serial, Relaxed);
+                self.revocations_changed();
+                false
+            }
+            ListOffered::Invalid => true,
+        }
+    }
+
     /// The link's connection, while it has one.
     pub fn connection(&self) -> Option<quinn::Connection> {
         self.current.lock().expect("link lock").clone()
@@ -633,6 +699,12 @@ impl Link {
     /// Serve one connection until it fails.
     async fn serve(&self, node: &dyn LinkOwner, connection: quinn::Connection) {
         *self.current.lock().expect("link lock") = Some(connection.clone());
+        if self.is_cut() {
+            // Cut (or revoked: the neighbour's list taken from another link) while this
+            // connection was being made: `cut` closed whatever was current before.
+            connection.close(close::CUT.into(), b"cut");
+            return;
+        }
         let result = self.exchange(node, &connection).await;
         if self.up.swap(false, Relaxed) {
             self.changed();
@@ -659,6 +731,7 @@ impl Link {
             topology: node.topology(),
             incarnation: node.incarnation(),
             received: self.lock().received,
+            revocation_serial: node.revocation_serial(),
         };
         send.write_all(&encode_frame(&LinkFrame::Hello(hello))?)
             .await?;
@@ -695,7 +768,7 @@ impl Link {
         let others = async {
             let result = tokio::select! {
                 r = self.read_frames(node, frames, connection) => r,
-                r = self.write_frames(connection, &mut send, acks) => r,
+                r = self.write_frames(node, connection, &mut send, acks) => r,
                 r = self.await_acks(written) => r,
                 r = self.watch_silence(connection) => r,
             };
@@ -707,8 +780,11 @@ impl Link {
     }
 
     /// Apply what the neighbour says it has: drop acknowledged frames, resend the rest; and
-    /// start counting afresh if the neighbour is a new incarnation.
+    /// start counting afresh if the neighbour is a new incarnation. The writer then looks
+    /// whether the neighbour's revocation list is older than this node's.
     fn on_hello(&self, my_incarnation: u64, hello: &Hello) {
+        self.peer_serial.store(hello.revocation_serial, Relaxed);
+        self.hand_over.store(true, Relaxed);
         let mut state = self.lock();
         let upto = match hello.received {
             // A neighbour cannot have handled a frame that was never written.
@@ -791,7 +867,7 @@ impl Link {
         }
     }
 
-    /// Read the hello stream after the hello: only a knock's acknowledgement comes there.
+    /// Read the hello stream after the hello: a knock's acknowledgement, and revocation lists.
     async fn read_frames(
         &self,
         node: &dyn LinkOwner,
@@ -802,6 +878,11 @@ impl Link {
         while let Some(body) = frames.next().await {
             match decode_body::<LinkFrame>(&body?) {
                 Ok(LinkFrame::Ack { upto }) => self.on_ack(upto),
+                Ok(LinkFrame::Revocations { signed }) => {
+                    if self.on_list_offered(node.on_revocations(self.neighbour, &signed)) {
+                        self.malformed(node, &mut bad, connection)?;
+                    }
+                }
                 _ => self.malformed(node, &mut bad, connection)?,
             }
         }
@@ -876,9 +957,10 @@ impl Link {
 
     /// Write each batch of data frames on a stream of its own, finished, and pass the batch's
     /// acknowledgement (and its last sequence number) on to [`Link::await_acks`]. A knock is
-    /// answered on the hello stream.
+    /// answered, and the revocation list handed over, on the hello stream.
     async fn write_frames(
         &self,
+        node: &dyn LinkOwner,
         connection: &quinn::Connection,
         hello_stream: &mut quinn::SendStream,
         acks: mpsc::UnboundedSender<(BatchAcknowledged, u64)>,
@@ -887,6 +969,8 @@ impl Link {
             let notified = self.wake.notified();
             tokio::pin!(notified);
             notified.as_mut().enable();
+            let handed = self.hand_over.swap(false, Relaxed)
+                && self.hand_revocations(node, hello_stream).await?;
             let work = self.take_work(Instant::now())?;
             if let Some(nudge) = &work.knock_answer {
                 hello_stream.write_all(nudge).await?;
@@ -908,8 +992,37 @@ impl Link {
                     acks.send((acknowledged, upto))
                         .map_err(|_| anyhow::anyhow!("the acknowledgement watch is gone"))?;
                 }
-                None if work.knock_answer.is_none() => notified.await,
+                None if work.knock_answer.is_none() && !handed => notified.await,
                 None => {}
+            }
+        }
+    }
+
+    /// Hand the neighbour the revocation list in force here if it is newer than any it is known
+    /// to hold; whether one was written.
+    async fn hand_revocations(
+        &self,
+        node: &dyn LinkOwner,
+        hello_stream: &mut quinn::SendStream,
+    ) -> anyhow::Result<bool> {
+        let Some(signed) = self.revocations_to_hand(node.signed_revocations()) else {
+            return Ok(false);
+        };
+        let frame = LinkFrame::Revocations {
+            signed: signed.to_vec(),
+        };
+        match encode_frame(&frame) {
+            Ok(frame) => {
+                hello_stream.write_all(&frame).await?;
+                node.stats()
+                    .event_about(Event::RevocationHanded, self.neighbour);
+                debug!(neighbour = %self.neighbour, "revocation list handed over");
+                Ok(true)
+            }
+            Err(e) => {
+                // Not a frame: this list goes by push and by file only.
+                warn!(neighbour = %self.neighbour, error = %e, "revocation list too large to hand over");
+                Ok(false)
             }
         }
     }
@@ -1128,6 +1241,7 @@ mod tests {
             topology: "q:2".parse().unwrap(),
             incarnation,
             received: received.map(|(incarnation, upto)| Received { incarnation, upto }),
+            revocation_serial: 0,
         }
     }
 
@@ -1287,6 +1401,60 @@ mod tests {
             "close behind the last"
         );
         assert!(lone_at(t0 + Duration::from_millis(20) + LONE_AFTER));
+    }
+
+    /// The list in force, as `signed_revocations` gives it.
+    fn list(serial: u64) -> Option<(u64, Arc<[u8]>)> {
+        Some((serial, vec![serial as u8; 3].into()))
+    }
+
+    /// Which revocation list a link hands its neighbour: none to one that holds the same (a
+    /// start of the whole cluster sends none), the newer one to one behind, once per
+    /// connection, and never back to the neighbour that handed it over.
+    #[test]
+    fn a_newer_revocation_list_is_handed_once_per_connection_to_a_neighbour_behind() {
+        let link = link(10);
+        let mut behind = hello(9, None);
+        behind.revocation_serial = 2;
+        link.on_hello(ME, &behind);
+        assert!(
+            link.hand_over.load(Relaxed),
+            "the writer looks after a hello"
+        );
+        assert_eq!(link.revocations_to_hand(None), None, "no list here");
+        assert_eq!(link.revocations_to_hand(list(2)), None, "the same serial");
+        assert_eq!(link.revocations_to_hand(list(1)), None, "an older one");
+        assert_eq!(link.revocations_to_hand(list(3)), list(3).map(|l| l.1));
+        assert_eq!(link.revocations_to_hand(list(3)), None, "once");
+        // A newer list taken later goes too, once.
+        link.revocations_changed();
+        assert!(link.hand_over.load(Relaxed));
+        assert!(link.revocations_to_hand(list(4)).is_some());
+        assert_eq!(link.revocations_to_hand(list(4)), None);
+        // A new connection: what its hello says is what the neighbour holds.
+        link.on_hello(ME, &hello(10, None));
+        assert!(
+            link.revocations_to_hand(list(4)).is_some(),
+            "restarted with none"
+        );
+
+        // A list the neighbour handed over, taken here: not handed back.
+        link.on_hello(ME, &hello(11, None));
+        assert!(!link.on_list_offered(ListOffered::Held(5)));
+        assert_eq!(link.revocations_to_hand(list(5)), None);
+        // An older one refused here: the neighbour is behind, and handed ours, once.
+        link.on_hello(ME, &hello(12, None));
+        link.hand_over.store(false, Relaxed);
+        assert!(!link.on_list_offered(ListOffered::Behind(1)));
+        assert!(link.hand_over.load(Relaxed));
+        assert!(link.revocations_to_hand(list(5)).is_some());
+        assert!(!link.on_list_offered(ListOffered::Behind(1)));
+        assert_eq!(link.revocations_to_hand(list(5)), None, "not again");
+        // A malformed or badly signed one is a malformed frame, and says nothing of the
+        // neighbour's serial.
+        link.on_hello(ME, &hello(13, None));
+        assert!(link.on_list_offered(ListOffered::Invalid));
+        assert!(link.revocations_to_hand(list(5)).is_some());
     }
 
     #[test]

@@ -21,41 +21,42 @@ pub const AGAIN_AFTER: Duration = Duration::from_secs(12);
 
 /// Give memory back after each burst, forever.
 pub async fn run(node: Arc<Node>) {
-    let mut trimmed_at = node.stats.touches();
+    let mut trimmed_at = node.stats().touches();
     loop {
-        node.stats.burst().await;
-        if node.stats.touches() == trimmed_at {
+        node.stats().burst().await;
+        if node.stats().touches() == trimmed_at {
             continue;
         }
         // Wait for a whole `QUIET` without activity.
         loop {
-            let before = node.stats.touches();
+            let before = node.stats().touches();
             tokio::time::sleep(QUIET).await;
-            if node.stats.touches() == before && node.link_queued() == 0 {
+            if node.stats().touches() == before && node.link_queued() == 0 {
                 break;
             }
         }
         give_back(&node);
-        let before = node.stats.touches();
+        let before = node.stats().touches();
         tokio::time::sleep(AGAIN_AFTER).await;
-        if node.stats.touches() == before {
+        if node.stats().touches() == before {
             give_back(&node);
         }
-        trimmed_at = node.stats.touches();
+        trimmed_at = node.stats().touches();
     }
 }
 
 /// Shrink the rings to what they hold and return the allocator's free pages.
 pub fn give_back(node: &Node) {
-    node.output.shrink_to_fit();
-    node.stats.journal.shrink_to_fit();
+    node.output().shrink_to_fit();
+    node.stats().journal.shrink_to_fit();
     release_free_pages();
 }
 
 /// Set up the allocator for a daemon: call before any other thread starts. glibc gives each
 /// thread that allocates an arena of its own, a heap kept for the process's life: the store's
 /// writer thread, the daemon's one other thread, rarely allocates, and its arena held 40 KiB
-/// resident per daemon (BENCHMARKS.md, "Memory after a burst"). One arena for the process.
+/// resident per daemon (docs/notes/2026-11-27-memory-after-a-burst.md). One arena for the
+/// process.
 /// Elsewhere than glibc, nothing.
 pub fn tune_allocator() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]

@@ -17,7 +17,17 @@
 //!   message cannot be opened, so the relay seals a payload of its own making with its own key
 //!   (it is a certified node, with keys like any) in the claimed node's name;
 //! * **replay**: the packet is forwarded unchanged and kept (bounded), and sent again unchanged
-//!   to the same next hop [`REPLAY_AFTER`] later (`crate::replay` sends it).
+//!   to the same next hop [`REPLAY_AFTER`] later (`crate::replay` sends it);
+//! * **attempt** ([`forge_attempt`]): the message's attempt number (which send of its set it
+//!   is) set to `u32::MAX`, as a relay that would have the destination take every later resend
+//!   of a reliable set for an older one and leave it unacknowledged. The destination believes
+//!   no attempt number (docs/delivery.md), and a seal binds it;
+//! * **flood** ([`RelayFaults::flood`]): not a rewrite: beside each packet it forwards, the relay
+//!   sends [`FLOOD_PER_PACKET`] messages on the same route that cannot open at the destination,
+//!   in turn a handshake Init in the source's name with a fresh encapsulated key (which costs
+//!   a key agreement unless the destination's limits refuse it first), a message under the
+//!   forwarded packet's own session with a broken tag (one AEAD), and one under a made-up
+//!   session (a lookup).
 //!
 //! A relay forging several things forges each packet one way, in turn (a way that does not
 //! apply to a packet, such as a header forgery of a clear acknowledgement, passes the turn on),
@@ -27,8 +37,8 @@
 
 use crate::env::Instant;
 use cuberoute_protocol::delivery::{Envelope, Mode, Piece, Scheme};
-use cuberoute_protocol::seal::sealed::{Bound, Sealed};
-use cuberoute_protocol::wire::control::{Captured, ForgeWhat};
+use cuberoute_protocol::seal::sealed::{Bound, Init, Sealed, SealedData};
+use cuberoute_protocol::wire::control::{Captured, FLOOD_PER_PACKET, ForgeWhat};
 use cuberoute_protocol::wire::packet::{DataPacket, set_checksum};
 use cuberoute_protocol::{Action, NodeId, Packet, Route, Topology, flush_bound, hop};
 use std::collections::VecDeque;
@@ -88,7 +98,11 @@ pub struct RelayFaults {
     pub(crate) forged_payload: AtomicU64,
     pub(crate) forged_header: AtomicU64,
     pub(crate) forged_source: AtomicU64,
+    pub(crate) forged_attempt: AtomicU64,
     pub(crate) replayed: AtomicU64,
+    pub(crate) flooded: AtomicU64,
+    /// Draws the flood's made-up keys and session names.
+    flood_draws: AtomicU64,
 }
 
 #[derive(Default)]
@@ -118,15 +132,17 @@ pub enum Forgery {
     Header,
     Source,
     Replay,
+    Attempt,
 }
 
 impl Forgery {
     /// In the order of [`ForgeWhat::NAMES`].
-    pub const ALL: [Forgery; 4] = [
+    pub const ALL: [Forgery; 5] = [
         Forgery::Payload,
         Forgery::Header,
         Forgery::Source,
         Forgery::Replay,
+        Forgery::Attempt,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -135,6 +151,7 @@ impl Forgery {
             Forgery::Header => "header",
             Forgery::Source => "source",
             Forgery::Replay => "replay",
+            Forgery::Attempt => "attempt",
         }
     }
 
@@ -144,6 +161,7 @@ impl Forgery {
             Forgery::Header => what.header,
             Forgery::Source => what.source,
             Forgery::Replay => what.replay,
+            Forgery::Attempt => what.attempt,
         }
     }
 }
@@ -197,6 +215,7 @@ impl RelayFaults {
             Forgery::Payload => &self.forged_payload,
             Forgery::Header => &self.forged_header,
             Forgery::Source => &self.forged_source,
+            Forgery::Attempt => &self.forged_attempt,
             // Counted when it is sent again.
             Forgery::Replay => return Some(forgery),
         };
@@ -213,12 +232,83 @@ impl RelayFaults {
             Forgery::Header => forge_header(packet),
             Forgery::Source => forge_source(packet, hop),
             Forgery::Replay => self.keep_for_replay(hop.to, packet),
+            Forgery::Attempt => forge_attempt(packet),
         }
     }
 
+    /// The messages a flooding relay sends beside `packet`, on its route, to the same next hop
+    /// (none unless the flood is on): see the module documentation. `now_us` is the relay's
+    /// clock (an Init's time, so that it passes the destination's cheap checks).
+    pub fn flood(&self, packet: &DataPacket, now_us: u64) -> Vec<DataPacket> {
+        if !self.forge.load(Relaxed) || !self.forging.lock().expect("forge lock").flood {
+            return Vec::new();
+        }
+        let Some(src) = packet.route.src() else {
+            return Vec::new();
+        };
+        let session = match Sealed::from_bytes(&packet.message.payload) {
+            Some(Sealed::Data(d)) if packet.message.sealed => Some((d.sealer, d.session)),
+            _ => None,
+        };
+        let mut out = Vec::with_capacity(FLOOD_PER_PACKET);
+        for i in 0..FLOOD_PER_PACKET {
+            let draw = self.flood_draws.fetch_add(1, Relaxed);
+            // Distinct bytes per message: a splitmix64 step of the draw.
+            let mut z = draw.wrapping_add(0x9e37_79b9_7f4a_7c15);
+            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+            let noise = z ^ (z >> 31);
+            let sealed = match (i % 3, session) {
+                (0, _) => Sealed::Init(Init {
+                    sealer: src,
+                    ts_us: now_us + i as u64,
+                    enc: {
+                        let mut enc = [0u8; 32];
+                        for (j, chunk) in enc.chunks_mut(8).enumerate() {
+                            chunk.copy_from_slice(&noise.rotate_left(j as u32 * 8).to_le_bytes());
+                        }
+                        enc
+                    },
+                    ciphertext: noise.to_le_bytes().repeat(6),
+                }),
+                (1, Some((sealer, session))) => Sealed::Data(SealedData {
+                    sealer,
+                    session,
+                    nonce: noise,
+                    sealed_at_us: now_us,
+                    ciphertext: masked(
+                        &packet.message.payload[..packet.message.payload.len().min(64)],
+                    )
+                    .into_iter()
+                    .chain([0x5a; 16])
+                    .collect(),
+                }),
+                _ => Sealed::Data(SealedData {
+                    sealer: src,
+                    session: noise,
+                    nonce: 0,
+                    sealed_at_us: now_us,
+                    ciphertext: vec![0x5a; 32],
+                }),
+            };
+            let mut extra = packet.clone();
+            extra.message.sealed = true;
+            extra.message.payload = sealed.to_bytes();
+            set_checksum(&mut extra);
+            out.push(extra);
+        }
+        self.flooded.fetch_add(out.len() as u64, Relaxed);
+        out
+    }
+
     /// Keep a copy of `packet`, about to go to `to`, to send again [`REPLAY_AFTER`] from now;
-    /// false if the replays kept are at their bound.
+    /// false if the replays kept are at their bound, or it is a handshake message.
     fn keep_for_replay(&self, to: NodeId, packet: &DataPacket) -> bool {
+        if packet.message.sealed && Sealed::is_handshake(&packet.message.payload) {
+            // Sets only (see `forge_payload`); a handshake's copy sent again is a copy the
+            // destination took already (the seal's unit tests replay each).
+            return false;
+        }
         let mut replays = self.replays.lock().expect("replay lock");
         let bytes = packet.message.payload.len();
         if replays.queue.len() >= REPLAY_LIMIT || replays.bytes + bytes > REPLAY_LIMIT_BYTES {
@@ -318,13 +408,19 @@ impl RelayFaults {
 /// message its ciphertext. A piece of a delivery mode stays a well-formed piece: its data is
 /// changed and, where the piece carries the fingerprints of the set's shards, its own
 /// fingerprint is made to match, so that only the agreement of the true pieces can tell it.
-/// False for a clear acknowledgement, which passes unchanged.
+/// False for a clear acknowledgement or a handshake message, which pass unchanged.
 pub fn forge_payload(packet: &mut DataPacket) -> bool {
     let message = &mut packet.message;
+    if message.sealed && Sealed::is_handshake(&message.payload) {
+        // A handshake travels on every path and is taken from the first copy that opens: a
+        // forged copy is refused like a flooded one (the unit tests of the seal rewrite every
+        // byte of each). The forgeries here are of sets.
+        return false;
+    }
     if message.sealed {
         // The relay cannot read a sealed payload: it rewrites the ciphertext.
         if let Some(mut sealed) = Sealed::from_bytes(&message.payload) {
-            mask(&mut sealed.ciphertext);
+            mask(sealed.ciphertext_mut());
             message.payload = sealed.to_bytes();
         } else {
             mask(&mut message.payload);
@@ -358,9 +454,13 @@ pub fn forge_payload(packet: &mut DataPacket) -> bool {
 ///   source never sent) and its payload masked;
 /// * a sealed message: another sequence id and send time, which its seal binds.
 ///
-/// False for a clear acknowledgement, which passes unchanged.
+/// False for a clear acknowledgement or a handshake message, which pass unchanged.
 pub fn forge_header(packet: &mut DataPacket) -> bool {
     let message = &mut packet.message;
+    if message.sealed && Sealed::is_handshake(&message.payload) {
+        // See `forge_payload`: sets only.
+        return false;
+    }
     let rename = |seq: &mut u64, sent_at_us: &mut u64| {
         *seq ^= FORGED_SEQ_MASK;
         *sent_at_us = sent_at_us.wrapping_add(FORGED_SENT_AT_SHIFT_US);
@@ -402,6 +502,17 @@ pub fn downgrade(piece: Piece) -> Piece {
         data,
         fingerprints: Vec::new(),
     }
+}
+
+/// Set the attempt number of `packet` to `u32::MAX` and recompute its checksum. False, and
+/// `packet` unchanged, if it is already.
+pub fn forge_attempt(packet: &mut DataPacket) -> bool {
+    if packet.message.attempt == u32::MAX {
+        return false;
+    }
+    packet.message.attempt = u32::MAX;
+    set_checksum(packet);
+    true
 }
 
 /// Claim another node as the source of `packet` and recompute its checksum: the first node
@@ -524,7 +635,9 @@ mod tests {
         Inbox, InboxLimits, Received, SetKey, Shape, is_well_formed, pieces,
     };
     use cuberoute_protocol::seal::keys::{PublicKey, SecretKey};
-    use cuberoute_protocol::seal::pair::{Directory, OpenError, OpenLimits, Opener, Sealer};
+    use cuberoute_protocol::seal::session::{
+        Directory, OpenError, Opened, SessionLimits, Sessions,
+    };
     use cuberoute_protocol::wire::message::Message;
     use cuberoute_protocol::wire::packet::is_intact;
     use cuberoute_protocol::{Process, SendRequest};
@@ -632,30 +745,92 @@ mod tests {
             .0
     }
 
-    /// Seal the message of a packet at its source, as the daemon does.
-    fn seal_at_source(packet: &mut DataPacket, dir: &Keys) {
-        let (src, dst) = (packet.route.src().unwrap(), packet.route.dst().unwrap());
-        let message = &mut packet.message;
-        message.sealed = true;
-        let bound = message.bound(src, dst, packet.route.index());
-        message.payload = Sealer::new(src, secret(src))
-            .seal(dir, &bound, NOW, &message.payload, || [2; 32])
-            .unwrap();
-        set_checksum(packet);
+    /// Every node's sessions, made between two nodes when one first seals to the other.
+    struct World {
+        dir: Keys,
+        nodes: Mutex<BTreeMap<NodeId, Sessions>>,
     }
 
-    /// Open a delivered packet's seal at its destination, as the daemon does.
-    fn open(packet: &DataPacket, dir: &Keys) -> Result<Vec<u8>, OpenError> {
-        let dst = packet.route.dst().unwrap();
-        let bound = packet
-            .message
-            .bound(packet.route.src().unwrap(), dst, packet.route.index());
-        Opener::new(dst, secret(dst), 0, OpenLimits::default()).open(
-            dir,
-            &bound,
-            NOW,
-            &packet.message.payload,
-        )
+    impl World {
+        fn new(topology: Topology) -> World {
+            World {
+                dir: keys(topology),
+                nodes: Mutex::new(
+                    topology
+                        .nodes()
+                        .map(|v| (v, Sessions::new(v, secret(v), 0, SessionLimits::default())))
+                        .collect(),
+                ),
+            }
+        }
+
+        /// Seal `plaintext` for `bound` in `sealer`'s name, as its daemon does (a handshake
+        /// with the destination first, carried whole, if they have no session).
+        fn seal(&self, sealer: NodeId, bound: &Bound, plaintext: &[u8]) -> Vec<u8> {
+            let mut nodes = self.nodes.lock().unwrap();
+            let dst = bound.dst;
+            if !nodes[&sealer].can_seal(dst, NOW) {
+                let init = nodes
+                    .get_mut(&sealer)
+                    .unwrap()
+                    .start(&self.dir, dst, NOW, [2; 32]);
+                let init = init.unwrap().unwrap();
+                let at = |src: NodeId, dst: NodeId| Bound { src, dst, ..*bound };
+                let Ok(Opened::Answer { resp, .. }) = nodes.get_mut(&dst).unwrap().open(
+                    &self.dir,
+                    &at(sealer, dst),
+                    NOW,
+                    &init.bytes,
+                    || [3; 32],
+                ) else {
+                    panic!("answered")
+                };
+                let established = nodes.get_mut(&sealer).unwrap().open(
+                    &self.dir,
+                    &at(dst, sealer),
+                    NOW,
+                    &resp,
+                    || [4; 32],
+                );
+                assert_eq!(established, Ok(Opened::Established(dst)));
+            }
+            nodes
+                .get_mut(&sealer)
+                .unwrap()
+                .seal(bound, NOW, plaintext)
+                .unwrap()
+                .bytes
+        }
+
+        /// Seal the message of a packet at its source, as the daemon does.
+        fn seal_at_source(&self, packet: &mut DataPacket) {
+            let (src, dst) = (packet.route.src().unwrap(), packet.route.dst().unwrap());
+            let message = &mut packet.message;
+            message.sealed = true;
+            let bound = message.bound(src, dst, packet.route.index());
+            message.payload = self.seal(src, &bound, &message.payload);
+            set_checksum(packet);
+        }
+
+        /// Open a delivered packet's seal at its destination, as the daemon does.
+        fn open(&self, packet: &DataPacket) -> Result<Vec<u8>, OpenError> {
+            let dst = packet.route.dst().unwrap();
+            let bound =
+                packet
+                    .message
+                    .bound(packet.route.src().unwrap(), dst, packet.route.index());
+            let mut nodes = self.nodes.lock().unwrap();
+            match nodes.get_mut(&dst).unwrap().open(
+                &self.dir,
+                &bound,
+                NOW,
+                &packet.message.payload,
+                || [5; 32],
+            )? {
+                Opened::Payload(p) => Ok(p),
+                other => panic!("not a message: {other:?}"),
+            }
+        }
     }
 
     /// The relay `relay` of Q_3 forwarding to `to`, sealing with `seal`.
@@ -770,16 +945,17 @@ mod tests {
         assert_eq!(p.message.sent_at_us, 5 + FORGED_SENT_AT_SHIFT_US);
         assert_eq!(p.message.payload, masked(b"pay 10"));
 
-        let dir = keys(q3());
-        seal_at_source(&mut sealed, &dir);
-        assert_eq!(
-            open(&deliver(q3(), sealed.clone(), relay, to), &dir).unwrap(),
-            b"pay 10"
-        );
+        let world = World::new(q3());
+        world.seal_at_source(&mut sealed);
+        let true_one = sealed.clone();
         assert!(forge_header(&mut sealed));
         let delivered = deliver(q3(), sealed, relay, to);
         assert!(is_intact(&delivered), "the checksum holds");
-        assert_eq!(open(&delivered, &dir), Err(OpenError::Broken));
+        assert_eq!(world.open(&delivered), Err(OpenError::Broken));
+        assert_eq!(
+            world.open(&deliver(q3(), true_one, relay, to)).unwrap(),
+            b"pay 10"
+        );
 
         // A clear acknowledgement passes the payload and header forgers unchanged.
         let mut a = clear_ack_at_relay();
@@ -853,35 +1029,28 @@ mod tests {
     /// own key, in the claimed node's name, and the destination names the relay as the forger.
     #[test]
     fn a_sealed_source_forgery_is_sealed_by_the_relay_and_caught() {
-        let dir = keys(q3());
+        let world = World::new(q3());
         for enveloped in [false, true] {
             let mut message = copy(b"pay 10");
             if enveloped {
                 message = message.enveloped();
             }
             let (mut p, relay, to) = at_relays(q3(), (0, 7), 1, message).remove(0);
-            seal_at_source(&mut p, &dir);
-            let relay_sealer = Mutex::new(Sealer::new(relay, secret(relay)));
-            let seal = |bound: &Bound, plaintext: &[u8]| {
-                relay_sealer
-                    .lock()
-                    .unwrap()
-                    .seal(&dir, bound, NOW, plaintext, || [4; 32])
-                    .ok()
-            };
+            world.seal_at_source(&mut p);
+            let seal = |bound: &Bound, plaintext: &[u8]| Some(world.seal(relay, bound, plaintext));
             let hop = forwarding(relay, to, &seal);
             assert!(forge_source(&mut p, &hop));
             assert_ne!(p.route.src(), Some(NodeId(0)));
             let delivered = deliver(q3(), p, relay, to);
             assert!(is_intact(&delivered));
             assert_eq!(
-                open(&delivered, &dir),
+                world.open(&delivered),
                 Err(OpenError::ForgedSource { sealer: relay })
             );
         }
-        // Without a key to seal with, the packet is left alone.
+        // Without a session to seal with, the packet is left alone.
         let (mut p, relay, to) = at_relays(q3(), (0, 7), 1, copy(b"z")).remove(0);
-        seal_at_source(&mut p, &dir);
+        world.seal_at_source(&mut p);
         let before = p.clone();
         assert!(!forge_source(&mut p, &forwarding(relay, to, &no_seal)));
         assert_eq!(p, before);
@@ -924,12 +1093,22 @@ mod tests {
     }
 
     #[test]
+    fn an_attempt_forgery_sets_the_largest_and_passes_the_checksum() {
+        let (mut p, _, _) = at_relays(q3(), (0, 7), 0, copy(b"again")).remove(0);
+        assert_eq!(p.message.attempt, 1);
+        assert!(forge_attempt(&mut p));
+        assert_eq!(p.message.attempt, u32::MAX);
+        assert!(is_intact(&p), "the checksum was recomputed");
+        assert!(!forge_attempt(&mut p), "already the largest");
+    }
+
+    #[test]
     fn several_forgeries_take_turns() {
         let faults = RelayFaults::default();
         faults.set_forge(true, ForgeWhat::ALL);
         let (p, relay, to) = at_relays(q3(), (0, 7), 0, copy(b"turns")).remove(0);
         let hop = forwarding(relay, to, &no_seal);
-        let done: Vec<_> = (0..8)
+        let done: Vec<_> = (0..10)
             .map(|_| faults.on_forward(&mut p.clone(), &hop))
             .collect();
         assert_eq!(
@@ -940,11 +1119,12 @@ mod tests {
                 .map(Some)
                 .collect::<Vec<_>>()
         );
-        assert_eq!(faults.forged.load(Relaxed), 6);
+        assert_eq!(faults.forged.load(Relaxed), 8);
         for counter in [
             &faults.forged_payload,
             &faults.forged_header,
             &faults.forged_source,
+            &faults.forged_attempt,
         ] {
             assert_eq!(counter.load(Relaxed), 2);
         }

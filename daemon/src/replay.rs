@@ -11,7 +11,7 @@ use tracing::debug;
 /// Forever: send every kept packet when it is due, then sleep until the next is due or one is
 /// kept.
 pub async fn run(node: Arc<Node>) {
-    let relay = &node.chaos.relay;
+    let relay = &node.chaos().relay;
     loop {
         let (due, next) = relay.due_replays(Instant::now());
         for (to, packet) in due {

@@ -7,7 +7,7 @@
 use crate::env;
 use crate::journal::Journal;
 use cuberoute_protocol::delivery::Failure as DeliveryFailure;
-use cuberoute_protocol::seal::pair::OpenError;
+use cuberoute_protocol::seal::session::OpenError;
 use cuberoute_protocol::wire::control::Happening;
 use cuberoute_protocol::wire::control::{Counters, KeyAgreements};
 use cuberoute_protocol::{DropReason, NodeId};
@@ -48,8 +48,14 @@ pub enum Drop {
     /// in the way the set was sent (a clear acknowledgement of a sealed set).
     AckMisdirected,
     /// End-to-end sealing refused the message: no key for a node, a seal that does not open,
-    /// a node sealing in another's name, a replay.
+    /// a node sealing in another's name, a replay, no session, a handshake over its limits.
     Seal(OpenError),
+    /// A packet of a set that waited for a session with its destination, whose handshake was
+    /// given up (no answer after every attempt).
+    HandshakeFailed,
+    /// A packet of a set that would have waited for a session with its destination, beyond
+    /// what may wait for one destination.
+    SealWaitFull,
     /// The message's source (or the next hop) was taken out of the cluster.
     Revoked,
     /// The delivery layer gave up a piece or a whole set (misshapen, unrecoverable, expired,
@@ -80,6 +86,8 @@ impl Drop {
             Drop::EnvelopeMalformed => "envelope_malformed",
             Drop::AckMisdirected => "ack_misdirected",
             Drop::Seal(why) => why.as_str(),
+            Drop::HandshakeFailed => "seal_handshake_failed",
+            Drop::SealWaitFull => "seal_wait_full",
             Drop::Revoked => "revoked",
             Drop::Delivery(failure) => failure.as_str(),
             Drop::StoreFull => "store_full",
@@ -110,6 +118,15 @@ pub enum Event {
     PeerRefusedRevoked,
     /// A node taken out of the cluster, as a revocation list said.
     NodeRevoked,
+    /// A newer revocation list a neighbour handed over, taken.
+    RevocationLearned,
+    /// The revocation list in force handed to a neighbour known to hold an older one.
+    RevocationHanded,
+    /// A revocation list refused for what it says: older than the one in force, another list
+    /// with its serial, or one that leaves a revoked node out (pushed or handed over).
+    RevocationRefused,
+    /// A revocation list refused for what it is: malformed, or not signed by the cluster CA.
+    RevocationInvalid,
     /// A hello that names another node or topology than the certificate and configuration.
     HelloMismatch,
     /// A frame on a link that does not decode.
@@ -122,6 +139,9 @@ pub enum Event {
     RequestMalformed,
     /// A control request refused because `buffers.requests` were already in progress.
     RequestRefusedBusy,
+    /// A control request beyond the role of the client certificate that made it
+    /// ([`crate::roles`]), or beyond the node's own certificate (its status only).
+    RequestRefusedRole,
     /// A send refused because the link and input buffers were at their memory bound.
     SendRefusedMemoryBound,
     /// The output buffer was full and its oldest entry was overwritten...
@@ -139,6 +159,12 @@ pub enum Event {
     ChaosUnshape,
     /// Unsettled reliable sets of this node found in its store at start, sent again.
     StoreResumed,
+    /// Sealing's handshakes: an Init sent (a first attempt, or one sent again), a Resp sent
+    /// (an Init answered), a session made by an answer that opened here.
+    HandshakeInitSent,
+    HandshakeInitResent,
+    HandshakeAnswered,
+    SessionEstablished,
     /// A batch of writes the store could not write (counted by `crate::keeping`).
     StoreWriteFailed,
 }
@@ -157,12 +183,17 @@ impl Event {
             Event::PeerRefusedCut => "peer_refused_cut",
             Event::PeerRefusedRevoked => "peer_refused_revoked",
             Event::NodeRevoked => "node_revoked",
+            Event::RevocationLearned => "revocation_learned",
+            Event::RevocationHanded => "revocation_handed",
+            Event::RevocationRefused => "revocation_refused",
+            Event::RevocationInvalid => "revocation_invalid",
             Event::HelloMismatch => "hello_mismatch",
             Event::FrameMalformed => "frame_malformed",
             Event::PeerDisconnectedGarbage => "peer_disconnected_garbage",
             Event::ClientRefused => "client_refused",
             Event::RequestMalformed => "request_malformed",
             Event::RequestRefusedBusy => "request_refused_busy",
+            Event::RequestRefusedRole => "request_refused_role",
             Event::SendRefusedMemoryBound => "send_refused_memory_bound",
             Event::OutputOverwritten => "output_overwritten",
             Event::OutputOverwrittenUnread => "output_overwritten_unread",
@@ -175,6 +206,10 @@ impl Event {
             Event::ChaosShape => "chaos_shape",
             Event::ChaosUnshape => "chaos_unshape",
             Event::StoreResumed => "store_resumed",
+            Event::HandshakeInitSent => "handshake_init_sent",
+            Event::HandshakeInitResent => "handshake_init_resent",
+            Event::HandshakeAnswered => "handshake_answered",
+            Event::SessionEstablished => "session_established",
             Event::StoreWriteFailed => "store_write_failed",
         }
     }
@@ -290,29 +325,32 @@ impl Stats {
         counter.fetch_add(1, Relaxed);
     }
 
-    /// Run `work`, a seal or an open on `end` (the sealer or the opener), and count the key
-    /// agreements it ran, as `end`'s own `count` of them moved, with the CPU time they took.
+    /// Run `work` on `end` (the sessions) and count the key agreements it ran, as `end`'s own
+    /// `count` of them moved (sender setups, receiver setups), with the CPU time they took.
     /// `may`: whether one may run; only then is the thread's CPU time read (a system call).
     pub fn key_agreements_around<E, T>(
         &self,
-        side: Side,
         end: &mut E,
         may: bool,
-        count: impl Fn(&E) -> u64,
+        count: impl Fn(&E) -> [u64; 2],
         work: impl FnOnce(&mut E) -> T,
     ) -> T {
         let (before, started) = (count(end), Self::cpu_if(may));
         let done = work(end);
-        self.key_agreements_ran(side, count(end) - before, started);
+        let after = count(end);
+        self.key_agreements_ran([after[0] - before[0], after[1] - before[1]], started);
         done
     }
 
-    /// Count `ran` key agreements, with the thread's CPU time since `started` (if read).
-    fn key_agreements_ran(&self, side: Side, ran: u64, started: Option<u64>) {
-        if ran == 0 {
+    /// Count `ran` key agreements (sender setups, receiver setups), with the thread's CPU time
+    /// since `started` (if read).
+    fn key_agreements_ran(&self, ran: [u64; 2], started: Option<u64>) {
+        if ran == [0, 0] {
             return;
         }
-        self.key_agreements[side as usize].fetch_add(ran, Relaxed);
+        for (side, n) in ran.into_iter().enumerate() {
+            self.key_agreements[side].fetch_add(n, Relaxed);
+        }
         if let Some(started) = started {
             let took = env::thread_cpu_ns().saturating_sub(started);
             self.key_agreement_cpu_ns.fetch_add(took, Relaxed);
@@ -326,8 +364,8 @@ impl Stats {
 
     pub fn key_agreements(&self) -> KeyAgreements {
         KeyAgreements {
-            to_seal: self.key_agreements[Side::Seal as usize].load(Relaxed),
-            to_open: self.key_agreements[Side::Open as usize].load(Relaxed),
+            to_seal: self.key_agreements[0].load(Relaxed),
+            to_open: self.key_agreements[1].load(Relaxed),
             cpu_us: self.key_agreement_cpu_ns.load(Relaxed) / 1_000,
         }
     }
@@ -360,13 +398,6 @@ impl Stats {
             key_agreements: self.key_agreements(),
         }
     }
-}
-
-/// Which end of a pair a key agreement set up.
-#[derive(Clone, Copy, Debug)]
-pub enum Side {
-    Seal = 0,
-    Open = 1,
 }
 
 #[cfg(test)]
@@ -402,6 +433,13 @@ mod tests {
                     Drop::Seal(OpenError::Broken),
                     Drop::Seal(OpenError::ForgedSource { sealer: NodeId(1) }),
                     Drop::Seal(OpenError::Replayed),
+                    Drop::Seal(OpenError::NoSession),
+                    Drop::Seal(OpenError::Future),
+                    Drop::Seal(OpenError::Limited),
+                    Drop::Seal(OpenError::Unexpected),
+                    Drop::Seal(OpenError::Duplicate),
+                    Drop::HandshakeFailed,
+                    Drop::SealWaitFull,
                     Drop::Revoked,
                     Drop::StoreFull,
                     Drop::StoreFailed,
@@ -441,13 +479,13 @@ mod tests {
         // One may have run, and none did.
         let started = Stats::cpu_if(true);
         busy();
-        stats.key_agreements_ran(Side::Seal, 0, started);
+        stats.key_agreements_ran([0, 0], started);
         assert_eq!(stats.key_agreements(), KeyAgreements::default());
         assert_eq!(Stats::cpu_if(false), None);
-        for side in [Side::Seal, Side::Open] {
+        for ran in [[1, 0], [0, 1]] {
             let started = Stats::cpu_if(true);
             busy();
-            stats.key_agreements_ran(side, 1, started);
+            stats.key_agreements_ran(ran, started);
         }
         let k = stats.counters().key_agreements;
         assert_eq!((k.to_seal, k.to_open), (1, 1));

@@ -29,6 +29,10 @@ const ENTRIES: TableDefinition<u64, &[u8]> = TableDefinition::new("entries");
 const SEEN: TableDefinition<(u64, u64, u64), (u64, u64)> = TableDefinition::new("seen");
 const CONSUMERS: TableDefinition<&str, u64> = TableDefinition::new("consumers");
 const OUTBOX: TableDefinition<(u64, u64, u64), &[u8]> = TableDefinition::new("outbox");
+/// The nodes this node held sealing sessions with (their ids, never a key): after a restart it
+/// starts a handshake with each, so that they stop sealing under sessions it forgot.
+const SEALING: TableDefinition<&str, &[u8]> = TableDefinition::new("sealing");
+const SEALING_PEERS: &str = "peers";
 
 const NODE: &str = "node";
 const CLUSTER: &str = "cluster";
@@ -106,6 +110,9 @@ pub enum Write {
     Settle { set: SetKey },
     /// Drop entries and set keys older than the retention allows, as of `now_us`.
     Prune { now_us: u64 },
+    /// The nodes this node holds sealing sessions with, as their ids (postcard), replacing the
+    /// last list.
+    SealingPeers { peers: Vec<u8> },
 }
 
 /// What became of one write.
@@ -260,6 +267,7 @@ impl Store {
             let mut seen = txn.open_table(SEEN).map_err(|x| e(x.into()))?;
             let mut consumers = txn.open_table(CONSUMERS).map_err(|x| e(x.into()))?;
             let mut outbox = txn.open_table(OUTBOX).map_err(|x| e(x.into()))?;
+            let mut sealing = txn.open_table(SEALING).map_err(|x| e(x.into()))?;
             for write in writes {
                 let outcome = match write {
                     Write::Deliver { set, entry, at_us } => {
@@ -328,6 +336,12 @@ impl Store {
                         }
                         Outcome::Done
                     }
+                    Write::SealingPeers { peers } => {
+                        sealing
+                            .insert(SEALING_PEERS, peers.as_slice())
+                            .map_err(|x| e(x.into()))?;
+                        Outcome::Done
+                    }
                 };
                 outcomes.push(outcome);
             }
@@ -351,6 +365,18 @@ impl Store {
             .begin_read()
             .map_err(|e| self.write_error(redb::Error::from(e)))?;
         f(&txn).map_err(|e| self.write_error(e))
+    }
+
+    /// The last list of sealing peers written ([`Write::SealingPeers`]), empty if none was.
+    pub fn sealing_peers(&self) -> Result<Vec<u8>, StoreError> {
+        self.read(|txn| match txn.open_table(SEALING) {
+            Ok(table) => Ok(table
+                .get(SEALING_PEERS)?
+                .map(|v| v.value().to_vec())
+                .unwrap_or_default()),
+            Err(redb::TableError::TableDoesNotExist(_)) => Ok(Vec::new()),
+            Err(x) => Err(x.into()),
+        })
     }
 
     /// When `set` was delivered here and at which store index, if it was (within

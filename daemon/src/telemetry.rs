@@ -52,7 +52,7 @@ pub fn install_metrics(addr: SocketAddr) -> anyhow::Result<()> {
 pub async fn publish_loop(node: Arc<Node>) {
     publish(&node);
     loop {
-        node.stats.activity().await;
+        node.stats().activity().await;
         tokio::time::sleep(PUBLISH_EVERY).await;
         publish(&node);
         while node.input_queued() > 0 || node.link_queued() > 0 {
@@ -66,7 +66,7 @@ fn publish(node: &Node) {
     if let Some(recorder) = RECORDER.get() {
         recorder.run_upkeep();
     }
-    let s = &node.stats;
+    let s = node.stats();
     counter!("cuberoute_sets_accepted_total").absolute(s.sets_accepted.load(Relaxed));
     counter!("cuberoute_packets_sent_total").absolute(s.packets_sent.load(Relaxed));
     counter!("cuberoute_packets_forwarded_total").absolute(s.packets_forwarded.load(Relaxed));
@@ -80,13 +80,28 @@ fn publish(node: &Node) {
     let agreed = s.key_agreements();
     counter!("cuberoute_key_agreements_total", "side" => "seal").absolute(agreed.to_seal);
     counter!("cuberoute_key_agreements_total", "side" => "open").absolute(agreed.to_open);
+    let sealing = node.sealing_status();
+    gauge!("cuberoute_seal_sessions").set(sealing.sessions as f64);
+    gauge!("cuberoute_seal_handshakes_in_flight").set(sealing.handshakes_in_flight as f64);
+    gauge!("cuberoute_seal_waiting_sets").set(sealing.waiting_sets as f64);
+    for (what, n) in [
+        ("initiated", sealing.initiated),
+        ("answered", sealing.answered),
+        ("erased", sealing.erased),
+        ("evicted", sealing.evicted),
+    ] {
+        counter!("cuberoute_seal_sessions_total", "event" => what).absolute(n);
+    }
+    counter!("cuberoute_seal_handshakes_failed_total").absolute(sealing.handshakes_failed);
+    counter!("cuberoute_seal_sets_sealed_again_total").absolute(sealing.sets_sealed_again);
+    counter!("cuberoute_seal_answers_sent_again_total").absolute(sealing.answers_sent_again);
     gauge!(
         "cuberoute_build_info",
         "version" => env!("CARGO_PKG_VERSION"),
         "wire_version" => cuberoute_protocol::wire::VERSION.to_string()
     )
     .set(1.0);
-    for link in node.links.values() {
+    for link in node.links() {
         let l = link.status();
         let neighbour = link.neighbour.to_string();
         let up = if l.up { 1.0 } else { 0.0 };
@@ -104,19 +119,19 @@ fn publish(node: &Node) {
                 .set(t.rtt_us as f64 / 1e6);
         }
     }
-    gauge!("cuberoute_buffered_bytes").set(node.budget.held() as f64);
-    gauge!("cuberoute_buffered_bytes_limit").set(node.budget.limit() as f64);
-    for (name, n) in node.delivery.counters.named() {
+    gauge!("cuberoute_buffered_bytes").set(node.budget().held() as f64);
+    gauge!("cuberoute_buffered_bytes_limit").set(node.budget().limit() as f64);
+    for (name, n) in node.delivery().counters.named() {
         counter!("cuberoute_delivery_total", "event" => name.trim_start_matches("delivery_"))
             .absolute(n);
     }
-    let (sets, bytes) = node.delivery.outbox_load();
+    let (sets, bytes) = node.delivery().outbox_load();
     gauge!("cuberoute_outbox_sets").set(sets as f64);
     gauge!("cuberoute_outbox_bytes").set(bytes as f64);
-    let (sets, bytes) = node.delivery.inbox_load();
+    let (sets, bytes) = node.delivery().inbox_load();
     gauge!("cuberoute_inbox_sets").set(sets as f64);
     gauge!("cuberoute_inbox_bytes").set(bytes as f64);
-    let shaper = node.chaos.shaper.counters();
+    let shaper = node.chaos().shaper.counters();
     gauge!("cuberoute_shaper_rules").set(shaper.rules as f64);
     gauge!("cuberoute_shaper_queued_datagrams").set(shaper.queued as f64);
     counter!("cuberoute_shaper_delayed_datagrams_total").absolute(shaper.delayed);
@@ -126,5 +141,5 @@ fn publish(node: &Node) {
         counter!("cuberoute_shaper_dropped_datagrams_total", "reason" => reason).absolute(n);
     }
     gauge!("cuberoute_input_buffer_depth").set(node.input_queued() as f64);
-    gauge!("cuberoute_output_buffer_depth").set(node.output.len() as f64);
+    gauge!("cuberoute_output_buffer_depth").set(node.output().len() as f64);
 }

@@ -4,12 +4,18 @@
 //! * A node's certificate names `n<ID>.node.cuberoute`. Dialling a neighbour, a node asks for
 //!   exactly that name, so the TLS handshake itself proves who answered. Accepting a link, a
 //!   node reads the name from the peer's certificate and checks that it is a neighbour.
-//! * A client's certificate names `client.cuberoute`. Only such a certificate opens the control
-//!   API.
+//! * The cluster's operator certificate names `client.cuberoute`: a client with every role.
+//! * A client certificate of a role names no DNS name but one URI, `cuberoute:role:<role>` (with
+//!   `:as:<ids>` when it sends at some nodes only): [`crate::roles`]. Only a client certificate
+//!   opens the control API, and a daemon answers only what its role allows.
+//!
+//! A certificate that names more than one of these, or a malformed role, names nobody: it is
+//! refused wherever it is presented.
 //!
 //! ring is the only crypto provider compiled in, and there is no platform verifier: the cluster
 //! CA is the only root (docs/daemon.md, "Identities and mutual TLS").
 
+use crate::roles::ClientRole;
 use cuberoute_protocol::NodeId;
 use cuberoute_protocol::wire::{MAX_FRAME_LEN, PREFIX_LEN};
 use quinn::crypto::rustls::{QuicClientConfig, QuicServerConfig};
@@ -50,18 +56,22 @@ pub fn node_name(id: NodeId) -> String {
     format!("n{}{NODE_SUFFIX}", id.0)
 }
 
-/// Who a certificate says its holder is.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+/// Who a certificate says its holder is: a node, or a client with its role (the operator's
+/// certificate: [`ClientRole::OPERATOR`]).
+#[derive(Clone, PartialEq, Eq, Debug)]
 pub enum Identity {
     Node(NodeId),
-    Client,
+    Client(ClientRole),
 }
 
 impl std::fmt::Display for Identity {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Identity::Node(id) => write!(f, "node {id}"),
-            Identity::Client => f.write_str("client"),
+            Identity::Client(role) if *role == ClientRole::OPERATOR => {
+                f.write_str("the operator's client (every role)")
+            }
+            Identity::Client(role) => write!(f, "a client of {role}"),
         }
     }
 }
@@ -80,8 +90,8 @@ pub enum TlsError {
     BadCa { path: PathBuf, message: String },
     #[error("certificate {path} and key do not make a usable identity: {message}")]
     BadIdentity { path: PathBuf, message: String },
-    #[error("certificate {path} names no cuberoute node or client")]
-    Anonymous { path: PathBuf },
+    #[error("certificate {path}: {why}")]
+    Anonymous { path: PathBuf, why: IdentityError },
 }
 
 /// Why a peer's certificate does not give an identity.
@@ -89,10 +99,14 @@ pub enum TlsError {
 pub enum IdentityError {
     #[error("the peer presented no certificate")]
     NoCertificate,
-    #[error("the peer's certificate cannot be parsed")]
+    #[error("the certificate cannot be parsed")]
     Unparsable,
-    #[error("the peer's certificate names no cuberoute node or client")]
+    #[error("the certificate names no cuberoute node or client")]
     Anonymous,
+    #[error("the certificate names more than one cuberoute node or client")]
+    Ambiguous,
+    #[error("the certificate names a malformed client role: {0}")]
+    BadRole(String),
 }
 
 /// A CA, and a certificate chain with its key, loaded from PEM files.
@@ -116,7 +130,7 @@ impl Clone for Credentials {
             ca: self.ca.clone(),
             chain: self.chain.clone(),
             key: self.key.clone_key(),
-            identity: self.identity,
+            identity: self.identity.clone(),
             digest: self.digest,
         }
     }
@@ -161,8 +175,10 @@ impl Credentials {
             path: key.into(),
             message: e.to_string(),
         })?;
-        let identity =
-            identity_of(&chain[0]).map_err(|_| TlsError::Anonymous { path: cert.into() })?;
+        let identity = identity_of(&chain[0]).map_err(|why| TlsError::Anonymous {
+            path: cert.into(),
+            why,
+        })?;
         chain.hash(&mut digest);
         key.secret_der().hash(&mut digest);
         let credentials = Credentials {
@@ -181,6 +197,11 @@ impl Credentials {
                 message,
             })?;
         Ok(credentials)
+    }
+
+    /// The certificate itself (the first of the chain).
+    pub fn certificate(&self) -> &CertificateDer<'static> {
+        &self.chain[0]
     }
 
     fn rustls_server(&self, alpn: &[u8]) -> Result<rustls::ServerConfig, String> {
@@ -323,27 +344,59 @@ const LINK_ACK_ELICITING_THRESHOLD: u32 = 16;
 /// after an eighth of them: the more, the rarer, but quinn keeps a small entry for each.
 const LINK_BATCHES_IN_FLIGHT: u32 = 256;
 
-/// The identity a DER certificate names.
+/// The identity a DER certificate names: exactly one node name, client name or role URI among
+/// its subject alternative names (other names are ignored).
 pub fn identity_of(cert: &CertificateDer<'_>) -> Result<Identity, IdentityError> {
+    use x509_parser::extensions::GeneralName;
     let (_, parsed) =
         x509_parser::parse_x509_certificate(cert).map_err(|_| IdentityError::Unparsable)?;
     let san = parsed
         .subject_alternative_name()
         .map_err(|_| IdentityError::Unparsable)?
         .ok_or(IdentityError::Anonymous)?;
-    san.value
-        .general_names
-        .iter()
-        .find_map(|name| match name {
-            x509_parser::extensions::GeneralName::DNSName(dns) => identity_of_name(dns),
+    let mut found = None;
+    for name in &san.value.general_names {
+        let identity = match name {
+            GeneralName::DNSName(dns) => identity_of_name(dns),
+            GeneralName::URI(uri) => match ClientRole::from_uri(uri) {
+                Some(Ok(role)) => Some(Identity::Client(role)),
+                Some(Err(why)) => return Err(IdentityError::BadRole(why)),
+                None => None,
+            },
             _ => None,
-        })
-        .ok_or(IdentityError::Anonymous)
+        };
+        if let Some(identity) = identity {
+            if found.is_some() {
+                return Err(IdentityError::Ambiguous);
+            }
+            found = Some(identity);
+        }
+    }
+    found.ok_or(IdentityError::Anonymous)
+}
+
+/// Whether `cert` is a client certificate that chains to one of `roots` (valid now, for client
+/// authentication): what a daemon's handshake checks of a client.
+pub fn verify_client(
+    roots: &[CertificateDer<'static>],
+    cert: &CertificateDer<'_>,
+) -> Result<(), String> {
+    let mut store = RootCertStore::empty();
+    for root in roots {
+        store.add(root.clone()).map_err(|e| e.to_string())?;
+    }
+    let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(store), provider())
+        .build()
+        .map_err(|e| e.to_string())?;
+    verifier
+        .verify_client_cert(cert, &[], rustls_pki_types::UnixTime::now())
+        .map(|_| ())
+        .map_err(|e| e.to_string())
 }
 
 fn identity_of_name(name: &str) -> Option<Identity> {
     if name == CLIENT_NAME {
-        return Some(Identity::Client);
+        return Some(Identity::Client(ClientRole::OPERATOR));
     }
     let digits = name.strip_prefix('n')?.strip_suffix(NODE_SUFFIX)?;
     if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
@@ -378,7 +431,10 @@ mod tests {
                 Some(Identity::Node(NodeId(id)))
             );
         }
-        assert_eq!(identity_of_name(CLIENT_NAME), Some(Identity::Client));
+        assert_eq!(
+            identity_of_name(CLIENT_NAME),
+            Some(Identity::Client(ClientRole::OPERATOR))
+        );
         for bad in [
             "n.node.cuberoute",
             "n-1.node.cuberoute",
@@ -390,5 +446,109 @@ mod tests {
         ] {
             assert_eq!(identity_of_name(bad), None, "{bad}");
         }
+    }
+
+    /// A certificate with these subject alternative names, signed by `ca` (or self-signed).
+    fn cert_naming(
+        names: Vec<rcgen::SanType>,
+        ca: Option<&rcgen::CertifiedIssuer<'static, rcgen::KeyPair>>,
+    ) -> CertificateDer<'static> {
+        let key = rcgen::KeyPair::generate().unwrap();
+        let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+        params.subject_alt_names = names;
+        let cert = match ca {
+            Some(ca) => params.signed_by(&key, ca).unwrap(),
+            None => params.self_signed(&key).unwrap(),
+        };
+        cert.der().clone()
+    }
+
+    fn dns(name: &str) -> rcgen::SanType {
+        rcgen::SanType::DnsName(name.try_into().unwrap())
+    }
+
+    fn uri(name: &str) -> rcgen::SanType {
+        rcgen::SanType::URI(name.try_into().unwrap())
+    }
+
+    fn ca() -> rcgen::CertifiedIssuer<'static, rcgen::KeyPair> {
+        let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+        params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        rcgen::CertifiedIssuer::self_signed(params, rcgen::KeyPair::generate().unwrap()).unwrap()
+    }
+
+    #[test]
+    fn a_certificate_names_one_node_or_client_or_nobody() {
+        use crate::roles::Role;
+        let send_as_1 = ClientRole::new(Role::Send, Some(vec![NodeId(1)])).unwrap();
+        let cases = [
+            (
+                vec![dns(&node_name(NodeId(5)))],
+                Ok(Identity::Node(NodeId(5))),
+            ),
+            (
+                vec![dns(CLIENT_NAME)],
+                Ok(Identity::Client(ClientRole::OPERATOR)),
+            ),
+            (
+                vec![uri("cuberoute:role:send:as:1")],
+                Ok(Identity::Client(send_as_1.clone())),
+            ),
+            // Other names beside one of ours are ignored.
+            (
+                vec![dns("example.com"), uri("cuberoute:role:send:as:1")],
+                Ok(Identity::Client(send_as_1)),
+            ),
+            (vec![dns("example.com")], Err(IdentityError::Anonymous)),
+            (vec![], Err(IdentityError::Anonymous)),
+            // A role never rides on a node's or the operator's certificate, nor two roles on one.
+            (
+                vec![dns(&node_name(NodeId(5))), uri("cuberoute:role:read")],
+                Err(IdentityError::Ambiguous),
+            ),
+            (
+                vec![dns(CLIENT_NAME), uri("cuberoute:role:read")],
+                Err(IdentityError::Ambiguous),
+            ),
+            (
+                vec![uri("cuberoute:role:read"), uri("cuberoute:role:chaos")],
+                Err(IdentityError::Ambiguous),
+            ),
+            (
+                vec![dns(&node_name(NodeId(5))), dns(&node_name(NodeId(6)))],
+                Err(IdentityError::Ambiguous),
+            ),
+        ];
+        for (names, expected) in cases {
+            let shown = format!("{names:?}");
+            assert_eq!(identity_of(&cert_naming(names, None)), expected, "{shown}");
+        }
+        // A malformed role makes the certificate name nobody, whatever else it names.
+        for names in [
+            vec![uri("cuberoute:role:admin")],
+            vec![uri("cuberoute:role:read:as:1")],
+            vec![dns(CLIENT_NAME), uri("cuberoute:role:send:as:2,1")],
+        ] {
+            let shown = format!("{names:?}");
+            assert!(
+                matches!(
+                    identity_of(&cert_naming(names, None)),
+                    Err(IdentityError::BadRole(_))
+                ),
+                "{shown}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_client_certificate_verifies_under_its_own_ca_only() {
+        let (ours, theirs) = (ca(), ca());
+        let cert = cert_naming(vec![uri("cuberoute:role:read")], Some(&ours));
+        let root = |ca: &rcgen::CertifiedIssuer<'static, rcgen::KeyPair>| {
+            vec![CertificateDer::from(ca.der().to_vec())]
+        };
+        assert_eq!(verify_client(&root(&ours), &cert), Ok(()));
+        assert!(verify_client(&root(&theirs), &cert).is_err());
+        assert!(verify_client(&root(&ours), &cert_naming(vec![dns(CLIENT_NAME)], None)).is_err());
     }
 }
