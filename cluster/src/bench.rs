@@ -554,8 +554,8 @@ pub async fn cpu_during<T>(pids: &[u32], work: impl Future<Output = T>) -> (T, f
 /// below their clients, but the scheduler weighs each runnable daemon apart: with 2,048 daemons
 /// at saturation (a run queue 200 deep) a generator at niceness 0 got about a tenth of the CPU,
 /// and half of its 1,024 workers had not sent their first set 4.6 s into the run
-/// (BENCHMARKS.md, "The load generator's priority", which also has what it costs small
-/// clusters).
+/// (docs/notes/2026-11-27-raw-relays-and-load-generator.md, "The load generator's priority",
+/// which also has what it costs small clusters).
 pub const LOAD_GENERATOR_NICE: i32 = -20;
 
 /// Set this thread's niceness, and that of the threads and processes it starts after, to

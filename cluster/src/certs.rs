@@ -1,12 +1,15 @@
 //! The cluster's own certificate authority, and the certificates it issues: one per node (named
-//! as `cuberoute_daemon::tls::node_name` says, usable as TLS server and client), and one for
-//! clients.
+//! as `cuberoute_daemon::tls::node_name` says, usable as TLS server and client), the
+//! operator's client certificate (every role), and client certificates of a role
+//! (`cuberoute_daemon::roles`), issued later by the CA loaded back from the cluster directory
+//! ([`LoadedCa`], `cluster client-cert`).
 
+use cuberoute_daemon::roles::ClientRole;
 use cuberoute_daemon::tls::{CLIENT_NAME, node_name};
 use cuberoute_protocol::NodeId;
 use rcgen::{
     BasicConstraints, CertificateParams, CertifiedIssuer, DnType, ExtendedKeyUsagePurpose, IsCa,
-    KeyPair, KeyUsagePurpose,
+    Issuer, KeyPair, KeyUsagePurpose, SanType,
 };
 
 /// A certificate and its private key, in PEM.
@@ -47,30 +50,11 @@ impl ClusterCa {
         self.issuer.key().serialize_pem()
     }
 
-    fn issue(
-        &self,
-        name: String,
-        common_name: String,
-        usages: Vec<ExtendedKeyUsagePurpose>,
-    ) -> Result<Pem, rcgen::Error> {
-        let key = KeyPair::generate()?;
-        let mut params = CertificateParams::new(vec![name])?;
-        params
-            .distinguished_name
-            .push(DnType::CommonName, common_name);
-        params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
-        params.extended_key_usages = usages;
-        let cert = params.signed_by(&key, &self.issuer)?;
-        Ok(Pem {
-            cert: cert.pem(),
-            key: key.serialize_pem(),
-        })
-    }
-
     /// A node's certificate: a server when it accepts a link, a client when it dials one.
     pub fn issue_node(&self, id: NodeId) -> Result<Pem, rcgen::Error> {
-        self.issue(
-            node_name(id),
+        issue(
+            &self.issuer,
+            dns(node_name(id))?,
             format!("cuberoute node {id}"),
             vec![
                 ExtendedKeyUsagePurpose::ServerAuth,
@@ -86,14 +70,77 @@ impl ClusterCa {
             .expect("the CA's own key is an ECDSA P-256 key")
     }
 
-    /// The clients' certificate.
+    /// The operator's client certificate: every role.
     pub fn issue_client(&self) -> Result<Pem, rcgen::Error> {
-        self.issue(
-            CLIENT_NAME.to_string(),
+        issue(
+            &self.issuer,
+            dns(CLIENT_NAME.to_string())?,
             "cuberoute client".to_string(),
             vec![ExtendedKeyUsagePurpose::ClientAuth],
         )
     }
+
+    /// A client certificate of `role`.
+    pub fn issue_role(&self, role: &ClientRole) -> Result<Pem, rcgen::Error> {
+        issue_role(&self.issuer, role)
+    }
+}
+
+/// A cluster's CA loaded back from its directory (`ca.pem`, `ca.key`), to issue client
+/// certificates of a role after the cluster was generated.
+pub struct LoadedCa {
+    issuer: Issuer<'static, KeyPair>,
+}
+
+impl LoadedCa {
+    pub fn from_pem(cert_pem: &str, key_pem: &str) -> Result<LoadedCa, rcgen::Error> {
+        let key = KeyPair::from_pem(key_pem)?;
+        Ok(LoadedCa {
+            issuer: Issuer::from_ca_cert_pem(cert_pem, key)?,
+        })
+    }
+
+    /// A client certificate of `role`.
+    pub fn issue_role(&self, role: &ClientRole) -> Result<Pem, rcgen::Error> {
+        issue_role(&self.issuer, role)
+    }
+}
+
+/// A certificate for `names`, signed by `issuer`, with a key of its own.
+fn issue(
+    issuer: &Issuer<'_, KeyPair>,
+    names: Vec<SanType>,
+    common_name: String,
+    usages: Vec<ExtendedKeyUsagePurpose>,
+) -> Result<Pem, rcgen::Error> {
+    let key = KeyPair::generate()?;
+    let mut params = CertificateParams::new(Vec::<String>::new())?;
+    params.subject_alt_names = names;
+    params
+        .distinguished_name
+        .push(DnType::CommonName, common_name);
+    params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
+    params.extended_key_usages = usages;
+    let cert = params.signed_by(&key, issuer)?;
+    Ok(Pem {
+        cert: cert.pem(),
+        key: key.serialize_pem(),
+    })
+}
+
+fn dns(name: String) -> Result<Vec<SanType>, rcgen::Error> {
+    Ok(vec![SanType::DnsName(name.try_into()?)])
+}
+
+/// A client certificate whose only name is the role's URI (`ClientRole::to_uri`): no DNS name,
+/// so that neither a daemon nor a reader can take it for a node's or the operator's.
+fn issue_role(issuer: &Issuer<'_, KeyPair>, role: &ClientRole) -> Result<Pem, rcgen::Error> {
+    issue(
+        issuer,
+        vec![SanType::URI(role.to_uri().try_into()?)],
+        format!("cuberoute client ({role})"),
+        vec![ExtendedKeyUsagePurpose::ClientAuth],
+    )
 }
 
 /// Sign `message` with a P-256 key in PKCS#8 DER (the CA's: rcgen's default key type).
@@ -112,4 +159,47 @@ pub fn sign_with_pem(ca_key_pem: &str, message: &[u8]) -> anyhow::Result<Vec<u8>
     let key = KeyPair::from_pem(ca_key_pem)
         .map_err(|e| anyhow::anyhow!("the CA key does not read: {e}"))?;
     sign_with(&key.serialize_der(), message).map_err(|e| anyhow::anyhow!("the CA key: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cuberoute_daemon::roles::Role;
+    use cuberoute_daemon::tls::{Credentials, Identity};
+
+    #[test]
+    fn a_loaded_ca_issues_role_certificates_its_cluster_verifies() {
+        let ca = ClusterCa::generate("q:2").unwrap();
+        let other = ClusterCa::generate("q:2").unwrap();
+        let loaded = LoadedCa::from_pem(&ca.cert_pem(), &ca.key_pem()).unwrap();
+        let tmp = tempfile::tempdir().unwrap();
+        let role = ClientRole::new(Role::Send, Some(vec![NodeId(1), NodeId(3)])).unwrap();
+        let pem = loaded.issue_role(&role).unwrap();
+        let path = |f: &str| tmp.path().join(f);
+        std::fs::write(path("ca.pem"), ca.cert_pem()).unwrap();
+        std::fs::write(path("other.pem"), other.cert_pem()).unwrap();
+        std::fs::write(path("c.pem"), &pem.cert).unwrap();
+        std::fs::write(path("c.key"), &pem.key).unwrap();
+        let credentials =
+            Credentials::load(&path("ca.pem"), &path("c.pem"), &path("c.key")).unwrap();
+        assert_eq!(credentials.identity, Identity::Client(role));
+        let roots = |p: &str| {
+            Credentials::load(&path(p), &path("c.pem"), &path("c.key"))
+                .unwrap()
+                .ca
+        };
+        let cert = credentials.certificate();
+        assert_eq!(
+            cuberoute_daemon::tls::verify_client(&roots("ca.pem"), cert),
+            Ok(())
+        );
+        assert!(cuberoute_daemon::tls::verify_client(&roots("other.pem"), cert).is_err());
+        // The operator's certificate keeps every role.
+        let operator = ca.issue_client().unwrap();
+        std::fs::write(path("o.pem"), &operator.cert).unwrap();
+        std::fs::write(path("o.key"), &operator.key).unwrap();
+        let credentials =
+            Credentials::load(&path("ca.pem"), &path("o.pem"), &path("o.key")).unwrap();
+        assert_eq!(credentials.identity, Identity::Client(ClientRole::OPERATOR));
+    }
 }

@@ -229,6 +229,7 @@ pub struct Forgeries {
     pub payload: u64,
     pub header: u64,
     pub source: u64,
+    pub attempt: u64,
     pub replayed: u64,
 }
 
@@ -752,6 +753,19 @@ pub async fn run_with(
     let client = ClusterClient::open(dir)?;
     let topology = client.manifest.topology;
     let nodes: Vec<NodeId> = client.manifest.nodes.iter().map(|n| n.id).collect();
+    // A run sends from every node and injects faults: a certificate of role chaos without
+    // --as, or nothing is done.
+    let any_send = Request::Send {
+        request: SendRequest::to(nodes[nodes.len() - 1]),
+        payload: Vec::new(),
+        trace: false,
+        mode: Mode::default(),
+        deadline_ms: 0,
+        clear: false,
+    };
+    client
+        .allowed(&nodes, &[Request::Inject(Fault::Unshape), any_send])
+        .map_err(|line| anyhow::anyhow!(line))?;
     let ready = ready::wait_ready(
         &client,
         ready::default_timeout(topology.node_count()),
@@ -1306,6 +1320,7 @@ fn forgeries(
         f.payload += c.forged_payload - t.forged_payload;
         f.header += c.forged_header - t.forged_header;
         f.source += c.forged_source - t.forged_source;
+        f.attempt += c.forged_attempt - t.forged_attempt;
         f.replayed += c.replayed - t.replayed;
     }
     f

@@ -1,11 +1,13 @@
-//! A client of a whole cluster: its manifest, a control client with the cluster's client
-//! certificate, and one cached connection per node.
+//! A client of a whole cluster: its manifest, a control client with a client certificate (the
+//! operator's, or the one `--cert` names, checked to be of this cluster), and one cached
+//! connection per node.
 
 use crate::layout::ClusterDir;
 use anyhow::Context;
 use cuberoute_daemon::client::{Client, ClientError, Connection};
 use cuberoute_daemon::manifest::Manifest;
-use cuberoute_daemon::tls::Credentials;
+use cuberoute_daemon::roles::ClientRole;
+use cuberoute_daemon::tls::{self, Credentials, Identity};
 use cuberoute_protocol::NodeId;
 use cuberoute_protocol::wire::control::{NodeStatus, Request, Response};
 use futures_util::future::join_all;
@@ -35,6 +37,8 @@ pub struct ClusterClient {
     pub dir: ClusterDir,
     pub manifest: Manifest,
     pub client: Client,
+    /// The role of the client certificate ([`ClientRole::OPERATOR`]: the operator's).
+    pub role: ClientRole,
     connections: Arc<Mutex<HashMap<NodeId, Connection>>>,
 }
 
@@ -47,14 +51,33 @@ impl ClusterClient {
             dir.display()
         );
         let manifest = Manifest::load(&dir.manifest())?;
-        let credentials = Credentials::load(&dir.ca_cert(), &dir.client_cert(), &dir.client_key())
-            .context("loading the client certificate")?;
+        let credentials = client_credentials(dir)?;
+        let Identity::Client(role) = credentials.identity.clone() else {
+            anyhow::bail!(
+                "{} is {}'s certificate, not a client's",
+                dir.client_credentials()[1].display(),
+                credentials.identity
+            );
+        };
         let client = Client::new(&credentials)?;
         Ok(ClusterClient {
             dir: dir.clone(),
             manifest,
             client,
+            role,
             connections: Arc::default(),
+        })
+    }
+
+    /// Whether this client's certificate may make each of `requests` at each of `nodes`, as
+    /// the nodes will decide (`cuberoute_daemon::roles`); the first refusal's one line if not.
+    /// A command that asks many nodes checks first, so that a certificate without the role
+    /// does nothing anywhere and is told so once.
+    pub fn allowed(&self, nodes: &[NodeId], requests: &[Request]) -> Result<(), String> {
+        requests.iter().try_for_each(|request| {
+            nodes
+                .iter()
+                .try_for_each(|&node| self.role.allows(node, request))
         })
     }
 
@@ -165,6 +188,80 @@ impl ClusterClient {
         let nodes: Vec<NodeId> = self.manifest.nodes.iter().map(|n| n.id).collect();
         self.statuses_of(nodes, timeout).await
     }
+}
+
+/// The client credentials a client of `dir` uses: the operator's, or those of the directory
+/// `--cert` named ([`ClusterDir::with_client`]), which must hold `ca.pem`, `client.pem` and
+/// `client.key`, a client certificate signed by this cluster's CA (`DIR/ca.pem`, when the
+/// cluster directory holds it) and by the CA beside it.
+pub fn client_credentials(dir: &ClusterDir) -> anyhow::Result<Credentials> {
+    let [ca, cert, key] = dir.client_credentials();
+    let Some(cert_dir) = dir.client_dir() else {
+        return Credentials::load(&ca, &cert, &key).context("loading the client certificate");
+    };
+    let shown = cert_dir.display();
+    anyhow::ensure!(
+        cert_dir.is_dir(),
+        "--cert {shown}: no such directory (it holds a client certificate, as `cuberoute cluster client-cert --out` writes one)"
+    );
+    for file in [&ca, &cert, &key] {
+        anyhow::ensure!(
+            file.is_file(),
+            "--cert {shown}: {} is missing (a client certificate's directory holds ca.pem, client.pem and client.key)",
+            file.display()
+        );
+    }
+    let credentials =
+        Credentials::load(&ca, &cert, &key).map_err(|e| anyhow::anyhow!("--cert {shown}: {e}"))?;
+    if let Identity::Node(id) = &credentials.identity {
+        anyhow::bail!(
+            "--cert {shown}: {} is node {id}'s certificate, not a client's",
+            cert.display()
+        );
+    }
+    tls::verify_client(&credentials.ca, credentials.certificate()).map_err(|e| {
+        anyhow::anyhow!(
+            "--cert {shown}: {} is not signed by the CA beside it ({e})",
+            cert.display()
+        )
+    })?;
+    let cluster_ca = dir.ca_cert();
+    if cluster_ca.is_file() {
+        use rustls_pki_types::CertificateDer;
+        use rustls_pki_types::pem::PemObject;
+        let roots = CertificateDer::pem_file_iter(&cluster_ca)
+            .and_then(|certs| certs.collect::<Result<Vec<_>, _>>())
+            .map_err(|e| anyhow::anyhow!("reading {}: {e}", cluster_ca.display()))?;
+        tls::verify_client(&roots, credentials.certificate()).map_err(|_| {
+            anyhow::anyhow!(
+                "--cert {shown}: the certificate is not signed by the CA of the cluster in {} (a certificate of another cluster?)",
+                dir.display()
+            )
+        })?;
+    }
+    Ok(credentials)
+}
+
+/// Whether the client certificate of `dir` (the operator's, or --cert's) may make each of
+/// `requests` at each of `nodes`, before any client is opened ([`ClusterClient::allowed`]):
+/// `Ok(Err(line))` with the refusal's one line if not.
+pub fn allowed(
+    dir: &ClusterDir,
+    nodes: &[NodeId],
+    requests: &[Request],
+) -> anyhow::Result<Result<(), String>> {
+    let role = match client_credentials(dir)?.identity {
+        Identity::Client(role) => role,
+        Identity::Node(id) => anyhow::bail!(
+            "{} is node {id}'s certificate, not a client's",
+            dir.client_credentials()[1].display()
+        ),
+    };
+    Ok(requests.iter().try_for_each(|request| {
+        nodes
+            .iter()
+            .try_for_each(|&node| role.allows(node, request))
+    }))
 }
 
 /// Run `tasks`, each started only when one of `slots` is free, and holding it until it ends or

@@ -418,6 +418,7 @@ impl Reader {
                     taken,
                     max: MAX_RECV_BATCH,
                     wait_ms: 200,
+                    clear: Some(true),
                 }
             } else {
                 if let Some(now) = self.incarnation().await {

@@ -437,12 +437,91 @@ pub fn drop_store(dir: &ClusterDir, topology: Topology) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn write(path: &Path, text: &str) -> anyhow::Result<()> {
+/// Why `cluster client-cert` wrote nothing.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientCertError {
+    /// The user's to fix (exit 2).
+    #[error("{0}")]
+    Usage(String),
+    #[error(transparent)]
+    Other(#[from] anyhow::Error),
+}
+
+/// Issue a client certificate of `role` with the CA of the cluster in `dir`, and write it into
+/// `out` as the operator's credentials are laid out in `dir` (`ca.pem`, `client.pem`,
+/// `client.key`, the key readable by its owner only), so that `--cert OUT` uses it. Refuses a
+/// directory that holds client credentials already (the cluster directory itself among them:
+/// the operator's certificate is never overwritten). Returns the three files.
+pub fn write_client_cert(
+    dir: &crate::ClusterDir,
+    role: &cuberoute_daemon::roles::ClientRole,
+    out: &std::path::Path,
+) -> Result<[std::path::PathBuf; 3], ClientCertError> {
+    use crate::layout::{CLIENT_CA, CLIENT_CERT, CLIENT_KEY};
+    use anyhow::Context;
+    let usage = |m: String| ClientCertError::Usage(m);
+    if !dir.is_cluster() {
+        return Err(usage(format!(
+            "{} holds no cluster (no manifest.toml): start one with `cuberoute cluster up`",
+            dir.display()
+        )));
+    }
+    let (ca_cert, ca_key) = (dir.ca_cert(), dir.ca_key());
+    for file in [&ca_cert, &ca_key] {
+        if !file.is_file() {
+            return Err(usage(format!(
+                "{} is missing: only the directory that holds the cluster's CA issues its certificates",
+                file.display()
+            )));
+        }
+    }
+    let files = [CLIENT_CA, CLIENT_CERT, CLIENT_KEY].map(|f| out.join(f));
+    if out.exists() && !out.is_dir() {
+        return Err(usage(format!("--out {} is not a directory", out.display())));
+    }
+    if let Some(held) = files[1..].iter().find(|f| f.exists()) {
+        return Err(usage(format!(
+            "--out {}: {} exists already; choose another directory (a certificate is never overwritten)",
+            out.display(),
+            held.display()
+        )));
+    }
+    let read = |path: &std::path::Path| {
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))
+    };
+    let ca_pem = read(&ca_cert)?;
+    let ca = crate::certs::LoadedCa::from_pem(&ca_pem, &read(&ca_key)?).map_err(|e| {
+        anyhow::anyhow!(
+            "the cluster's CA ({}) does not load: {e}",
+            ca_cert.display()
+        )
+    })?;
+    let pem = ca
+        .issue_role(role)
+        .map_err(|e| anyhow::anyhow!("issuing the certificate: {e}"))?;
+    std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
+    write(&files[0], &ca_pem)?;
+    write(&files[1], &pem.cert)?;
+    write_secret(&files[2], &pem.key)?;
+    // What a client will check of it: signed by the cluster's CA, naming the role.
+    let credentials =
+        crate::client::client_credentials(&dir.clone().with_client(Some(out.to_path_buf())))?;
+    if credentials.identity != cuberoute_daemon::tls::Identity::Client(role.clone()) {
+        return Err(anyhow::anyhow!(
+            "the certificate written names {}, not {role}",
+            credentials.identity
+        )
+        .into());
+    }
+    Ok(files)
+}
+
+pub(crate) fn write(path: &Path, text: &str) -> anyhow::Result<()> {
     fs::write(path, text).with_context(|| format!("writing {}", path.display()))
 }
 
 /// Write a private key readable by its owner only.
-fn write_secret(path: &Path, text: &str) -> anyhow::Result<()> {
+pub(crate) fn write_secret(path: &Path, text: &str) -> anyhow::Result<()> {
     write_secret_bytes(path, text.as_bytes())
 }
 

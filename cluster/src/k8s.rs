@@ -12,6 +12,10 @@
 //! pod alike. The claims go with the StatefulSet (`persistentVolumeClaimRetentionPolicy`:
 //! deleted with it, kept when scaled). Readiness and liveness are `cuberoute status --local`, the
 //! same command as the compose healthcheck.
+//!
+//! The nodes refuse fault injection (`chaos.allow = false`) unless the manifests are generated
+//! with chaos allowed (`cluster k8s --allow-chaos`): on real hosts, no client certificate turns
+//! a node into a capturing or forging relay by default (docs/security.md).
 
 use crate::generate::{Ports, pod_dns_name};
 use crate::layout::{self, ClusterDir};
@@ -44,6 +48,7 @@ pub fn manifests(
     namespace: &str,
     image: &str,
     ports: Ports,
+    allow_chaos: bool,
 ) -> Vec<(&'static str, String)> {
     let yaml =
         |value: serde_json::Value| serde_yaml_ng::to_string(&value).expect("manifests serialize");
@@ -73,7 +78,7 @@ pub fn manifests(
         "kind": "ConfigMap",
         "metadata": {"name": format!("{NAME}-config"), "namespace": namespace},
         "data": {
-            "node.toml": node_config(topology, ports),
+            "node.toml": node_config(topology, ports, allow_chaos),
             "manifest.toml": manifest(topology, namespace, ports).to_toml(),
         },
     });
@@ -161,7 +166,12 @@ pub fn manifest(topology: Topology, namespace: &str, ports: Ports) -> Manifest {
     }
 }
 
-fn node_config(topology: Topology, ports: Ports) -> String {
+fn node_config(topology: Topology, ports: Ports, allow_chaos: bool) -> String {
+    let chaos = if allow_chaos {
+        "# Clients of role chaos may inject faults (generated with --allow-chaos).\n[chaos]\nallow = true\n"
+    } else {
+        "# No fault injection, whatever the client certificate (`cluster k8s --allow-chaos` allows it).\n[chaos]\nallow = false\n"
+    };
     format!(
         r#"# Every pod of the StatefulSet: the id is the pod's ordinal.
 topology = "{topology}"
@@ -191,7 +201,8 @@ revoked = "{STATE_DIR}/{revoked}"
 [store]
 path = "{STATE_DIR}/{store}"
 max_mib = {max_mib}
-"#,
+
+{chaos}"#,
         link = ports.link,
         control = ports.control,
         metrics = ports.metrics,

@@ -44,7 +44,20 @@ impl Readiness {
     }
 
     pub fn is_ready(&self) -> bool {
-        self.answering() == self.nodes() && self.link_ends_up == self.link_ends && self.healthy
+        self.answering() == self.nodes()
+            && self.link_ends_up == self.link_ends
+            && self.healthy
+            && self.handshakes_in_flight() == 0
+    }
+
+    /// Sealing handshakes the answering nodes have in flight: a node that restarted is ready
+    /// once the nodes it held sessions with moved to new ones (docs/security.md, "Replay").
+    pub fn handshakes_in_flight(&self) -> u64 {
+        self.statuses
+            .iter()
+            .filter_map(|(_, s)| s.as_ref().ok())
+            .map(|s| s.sealing.handshakes_in_flight)
+            .sum()
     }
 
     /// Nodes that do not answer or miss a link (not counting links of revoked nodes).
@@ -70,7 +83,7 @@ pub enum NotReady {
     Dead(Vec<(NodeId, String)>),
     #[error(
         "the cluster is not ready within {timeout:?}: {answering} of {nodes} nodes answer, {up}/{total} link \
-         ends up, all healthy: {healthy}; nodes not ready: {}",
+         ends up, all healthy: {healthy}, sealing handshakes in flight: {handshakes}; nodes not ready: {}",
         list(.not_ready)
     )]
     TimedOut {
@@ -80,6 +93,7 @@ pub enum NotReady {
         up: usize,
         total: usize,
         healthy: bool,
+        handshakes: u64,
         not_ready: Vec<NodeId>,
     },
     #[error("cannot tell what runs the nodes: {0:#}")]
@@ -233,6 +247,7 @@ pub async fn wait_ready(
                 up: round.link_ends_up,
                 total: round.link_ends,
                 healthy: round.healthy,
+                handshakes: round.handshakes_in_flight(),
                 not_ready: round.not_ready(),
             });
         }
@@ -289,6 +304,7 @@ mod tests {
             revoked: Vec::new(),
             revocation_serial: 0,
             io: Default::default(),
+            sealing: Default::default(),
         }
     }
 
@@ -406,6 +422,7 @@ mod tests {
             up: 0,
             total: 50,
             healthy: true,
+            handshakes: 0,
             not_ready: (0..25).map(NodeId).collect(),
         };
         let text = late.to_string();

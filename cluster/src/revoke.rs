@@ -4,10 +4,12 @@
 //! revoked nodes, signed by the cluster CA) is kept at `DIR/revoked.bin`. Revoking a node reads
 //! that list (checked against `DIR/ca.pem`), adds the node with the next serial, signs it with
 //! `DIR/ca.key`, writes it whole (then renamed) at `DIR/revoked.bin` and in every node's
-//! directory (which a container mounts: a node that misses the push reads it at its next
-//! start), and pushes it to every node at once (`Request::Revoke`). The revoked node is pushed
-//! too, so that an honest one stops linking and refuses its clients' sets at once; its
-//! neighbours refuse it whether it takes the list or not.
+//! directory that does not hold a later list already (which a container mounts: a node that
+//! misses the push reads it at its next start), and pushes it to every node at once
+//! (`Request::Revoke`). The revoked node is pushed too, so that an honest one stops linking and
+//! refuses its clients' sets at once; its neighbours refuse it whether it takes the list or not.
+//! A node the push misses, and whose directory is not written here (Kubernetes keeps the list
+//! on the pod's own volume), is handed the list by its neighbours when its links come up.
 //!
 //! The CA key is held locked (`flock`) from reading the list to the end of the push, so that
 //! two revocations at once make two serials, never two lists with one serial.
@@ -57,6 +59,9 @@ pub enum RevokeError {
     List(KeyError),
     #[error("cannot write {}: {message}", path.display())]
     Write { path: PathBuf, message: String },
+    /// The client certificate's role does not allow pushing a list: nothing was written.
+    #[error("{0}")]
+    Forbidden(String),
     #[error("{0:#}")]
     Other(anyhow::Error),
 }
@@ -158,20 +163,29 @@ fn write_whole(path: &Path, bytes: &[u8]) -> Result<(), RevokeError> {
         })
 }
 
-/// Write the signed list at `DIR/revoked.bin` first (the cluster's own copy: whatever happens
-/// next, the next revocation follows it), then in the directory of every node of `nodes` that
-/// has one here. The nodes without a directory.
+/// Write the signed list of `serial` at `DIR/revoked.bin` first (the cluster's own copy:
+/// whatever happens next, the next revocation follows it), then in the directory of every node
+/// of `nodes` that has one here, unless its file holds this list or a later one (a node's file
+/// is what it reads at its next start, and is never set back: `--push` of a cluster list older
+/// than a node's leaves that node's file as it is). The nodes without a directory.
 pub fn write(
     dir: &ClusterDir,
+    ca: &[CertificateDer<'static>],
     nodes: &[NodeId],
     signed: &[u8],
+    serial: u64,
 ) -> Result<Vec<NodeId>, RevokeError> {
     write_whole(&dir.revoked(), signed)?;
     let mut without = Vec::new();
     for &node in nodes {
         let node_dir = dir.node_dir(node);
         if node_dir.is_dir() {
-            write_whole(&node_dir.join(layout::NODE_REVOKED), signed)?;
+            keys::keep(ca, &node_dir.join(layout::NODE_REVOKED), signed, serial).map_err(|e| {
+                match e {
+                    KeyError::Keep { path, message } => RevokeError::Write { path, message },
+                    other => RevokeError::List(other),
+                }
+            })?;
         } else {
             without.push(node);
         }
@@ -323,6 +337,15 @@ pub async fn revoke(dir: &ClusterDir, node: Option<NodeId>) -> Result<Report, Re
         return Err(RevokeError::UnknownNode { node, topology });
     }
     let ca = ca_certs(dir)?;
+    // A certificate whose role may not push the list writes none either (every node would
+    // read it at its next start).
+    let nodes: Vec<NodeId> = manifest.nodes.iter().map(|n| n.id).collect();
+    let pushing = Request::Revoke { signed: Vec::new() };
+    if let Err(line) =
+        crate::client::allowed(dir, &nodes, &[pushing]).map_err(RevokeError::Other)?
+    {
+        return Err(RevokeError::Forbidden(line));
+    }
     // Refused before the CA key is touched: an operator's slip is not the directory's fault.
     let (current, _) = read(dir, &ca)?;
     match node {
@@ -347,8 +370,7 @@ pub async fn revoke(dir: &ClusterDir, node: Option<NodeId>) -> Result<Report, Re
             in_force.ok_or_else(|| RevokeError::NoList(dir.revoked()))?,
         ),
     };
-    let nodes: Vec<NodeId> = manifest.nodes.iter().map(|n| n.id).collect();
-    let without_directory = write(dir, &nodes, &signed)?;
+    let without_directory = write(dir, &ca, &nodes, &signed, list.serial)?;
     let client = ClusterClient::open(dir).map_err(RevokeError::Other)?;
     let started = Instant::now();
     let answers = push(&client, &nodes, &signed, PUSH_TIMEOUT).await;
@@ -490,17 +512,26 @@ mod tests {
     fn the_list_goes_to_the_cluster_first_then_to_every_node_directory_there_is() {
         let tmp = tempfile::tempdir().unwrap();
         let dir = ClusterDir::new(tmp.path());
-        for id in [0, 1] {
+        let ca = ClusterCa::generate("q:3").unwrap();
+        let certs = [CertificateDer::from_pem_slice(ca.cert_pem().as_bytes()).unwrap()];
+        for id in [0, 1, 3] {
             std::fs::create_dir_all(dir.node_dir(NodeId(id))).unwrap();
         }
-        let nodes = [NodeId(0), NodeId(1), NodeId(2)];
-        let without = write(&dir, &nodes, b"signed").unwrap();
+        // Node 3's file holds a later list than the one written now (the cluster's own list
+        // was set back): it stays.
+        let later = sign(&list(2, &[5, 6]), &ca.key_pem()).unwrap();
+        let node_3 = dir.node_dir(NodeId(3)).join(layout::NODE_REVOKED);
+        std::fs::write(&node_3, &later).unwrap();
+        let signed = sign(&list(1, &[5]), &ca.key_pem()).unwrap();
+        let nodes = [NodeId(0), NodeId(1), NodeId(2), NodeId(3)];
+        let without = write(&dir, &certs, &nodes, &signed, 1).unwrap();
         assert_eq!(without, vec![NodeId(2)]);
-        assert_eq!(std::fs::read(dir.revoked()).unwrap(), b"signed");
+        assert_eq!(std::fs::read(dir.revoked()).unwrap(), signed);
         for id in [0, 1] {
             let file = dir.node_dir(NodeId(id)).join(layout::NODE_REVOKED);
-            assert_eq!(std::fs::read(file).unwrap(), b"signed");
+            assert_eq!(std::fs::read(file).unwrap(), signed);
         }
+        assert_eq!(std::fs::read(&node_3).unwrap(), later);
         let leftovers: Vec<_> = std::fs::read_dir(dir.node_dir(NodeId(0)))
             .unwrap()
             .map(|e| e.unwrap().file_name())

@@ -398,6 +398,7 @@ mod tests {
             revoked: Vec::new(),
             revocation_serial: 0,
             io: Default::default(),
+            sealing: Default::default(),
         }
     }
 

@@ -166,7 +166,8 @@ struct ClusterFigures {
     /// holds only where a hop costs the same in both pairs' sets: on 32 daemons it does; from
     /// 128 up the farthest pair's hops cost more each than the adjacent pair's (k long copies
     /// keep more processes running at once), and the set's share comes out at or below zero
-    /// (BENCHMARKS.md, "The scaling table again, and one set at a time split").
+    /// (docs/notes/2026-11-28-base-point-table.md, "The scaling table again, and one set at a
+    /// time split").
     cpu_sequential_split: Option<SetCost>,
     /// ...and the farthest pair's sets less their client's two control requests, whose cost
     /// is measured apart in the same run: what a set costs that a raw relay's frame does not.

@@ -1,13 +1,15 @@
 //! `cuberoute chaos ...`: inject transient faults into a running cluster, or run a whole chaos
 //! scenario with a report.
 
-use super::cluster::DirArg;
+use super::cluster::{ClientArg, DirArg};
 use super::network::{self, NetArgs, PartitionArgs, StudyArgs};
 use super::{runtime, usage};
 use cuberoute_cluster::chaos::{self, FaultKind};
 use cuberoute_cluster::scenario::{self, Harness, Progress, RunConfig};
 use cuberoute_cluster::{ClusterClient, ClusterDir, runner};
+use cuberoute_daemon::client::ClientError;
 use cuberoute_daemon::manifest::Manifest;
+use cuberoute_daemon::roles;
 use cuberoute_protocol::delivery::{Mode, Scheme};
 use cuberoute_protocol::wire::control::MAX_PAYLOAD_LEN;
 use cuberoute_protocol::wire::control::{Captured, Fault, ForgeWhat, Request, Response};
@@ -55,7 +57,7 @@ pub enum Command {
 #[derive(clap::Args, Debug)]
 pub struct HealArgs {
     #[command(flatten)]
-    pub dir: DirArg,
+    pub dir: ClientArg,
     /// The cut link, as A-B; without it, every network partition ends.
     #[arg(long)]
     pub link: Option<String>,
@@ -64,7 +66,7 @@ pub struct HealArgs {
 #[derive(clap::Args, Debug)]
 pub struct RelayArgs {
     #[command(flatten)]
-    pub dir: DirArg,
+    pub dir: ClientArg,
     /// The node.
     #[arg(long)]
     pub node: String,
@@ -77,8 +79,9 @@ pub struct RelayArgs {
 pub struct ForgeArgs {
     #[command(flatten)]
     pub relay: RelayArgs,
-    /// What to rewrite, any of payload, header, source, replay (comma-separated), or all;
-    /// by default the payload.
+    /// What to rewrite, any of payload, header, source, replay, attempt (comma-separated), or
+    /// all of those; and `flood`: beside each packet forwarded, messages that cannot open
+    /// (handshakes with fresh keys, broken tags) on its route. By default the payload.
     #[arg(long, value_name = "WHAT")]
     pub what: Option<String>,
 }
@@ -86,7 +89,7 @@ pub struct ForgeArgs {
 #[derive(clap::Args, Debug)]
 pub struct CapturedArgs {
     #[command(flatten)]
-    pub dir: DirArg,
+    pub dir: ClientArg,
     /// The node.
     #[arg(long)]
     pub node: String,
@@ -98,7 +101,7 @@ pub struct CapturedArgs {
 #[derive(clap::Args, Debug)]
 pub struct Target {
     #[command(flatten)]
-    pub dir: DirArg,
+    pub dir: ClientArg,
     /// The node.
     #[arg(long, required_unless_present = "all", conflicts_with = "all")]
     pub node: Option<String>,
@@ -136,12 +139,15 @@ pub struct CorruptBuffersArgs {
 #[derive(clap::Args, Debug)]
 pub struct LinkArgs {
     #[command(flatten)]
-    pub dir: DirArg,
+    pub dir: ClientArg,
     /// The link, as A-B.
     #[arg(long)]
     pub link: String,
 }
 
+/// `chaos kill` and `chaos restart` act on the node's process or container, not through its
+/// control API: no client certificate is used (whoever may signal the processes, or reach the
+/// container engine, may).
 #[derive(clap::Args, Debug)]
 pub struct NodeArgs {
     #[command(flatten)]
@@ -154,7 +160,7 @@ pub struct NodeArgs {
 #[derive(clap::Args, Debug)]
 pub struct RunArgs {
     #[command(flatten)]
-    pub dir: DirArg,
+    pub dir: ClientArg,
     #[command(flatten)]
     pub scenario: Scenario,
     /// The report as one JSON object.
@@ -218,8 +224,8 @@ pub struct Scenario {
     /// For `delay`: give or take up to this much.
     #[arg(long, default_value = "5ms", value_parser = humantime::parse_duration)]
     pub jitter: Duration,
-    /// For `forge`: what the forging relays rewrite, any of payload, header, source, replay
-    /// (comma-separated), or all.
+    /// For `forge`: what the forging relays rewrite, any of payload, header, source, replay,
+    /// attempt (comma-separated), or all of those; `flood` adds messages that cannot open.
     #[arg(long, default_value = "all", value_name = "WHAT")]
     pub forge: String,
     /// Send every set clear, without the end-to-end seal (the keyless control).
@@ -311,7 +317,7 @@ fn manifest(dir: &ClusterDir) -> anyhow::Result<Manifest> {
 
 /// Send `fault(seed)` to each node the target names, with a seed of its own.
 fn inject_each(target: &Target, fault: impl Fn(u64) -> Fault) -> anyhow::Result<()> {
-    let dir = target.dir.cluster();
+    let dir = target.dir.checked()?;
     let topology = manifest(&dir)?.topology;
     let nodes: Vec<NodeId> = match &target.node {
         Some(node) => vec![super::parse_node(topology, node)?],
@@ -335,6 +341,12 @@ fn inject(dir: &ClusterDir, nodes: &[(NodeId, Fault)]) -> anyhow::Result<()> {
         match runtime.block_on(client.request(*node, &Request::Inject(fault.clone()))) {
             Ok(Response::Injected(done)) => println!("{}: {done}", topology.format_node(*node)),
             Ok(other) => anyhow::bail!("unexpected answer {other:?}"),
+            // Beyond the certificate's role: every node refuses alike (chaos is not limited
+            // to nodes), so the first refusal is the answer, and nothing was done.
+            Err(ClientError::Refused { error, .. }) if roles::is_role_refusal(&error) => {
+                client.close();
+                anyhow::bail!(error.message);
+            }
             Err(e) => {
                 failed += 1;
                 eprintln!("{}: {e}", topology.format_node(*node));
@@ -385,7 +397,7 @@ pub fn run(command: Command) -> anyhow::Result<()> {
             })
         }
         Command::Cut(args) => {
-            let dir = args.dir.cluster();
+            let dir = args.dir.checked()?;
             let (a, b) = parse_link(&args.link, manifest(&dir)?.topology)?;
             inject(
                 &dir,
@@ -396,7 +408,7 @@ pub fn run(command: Command) -> anyhow::Result<()> {
             )
         }
         Command::Heal(args) => {
-            let dir = args.dir.cluster();
+            let dir = args.dir.checked()?;
             let Some(link) = &args.link else {
                 manifest(&dir)?;
                 return network::heal_partitions(&dir);
@@ -455,7 +467,7 @@ pub fn run(command: Command) -> anyhow::Result<()> {
         Command::Captured(args) => captured(&args),
         Command::Run(args) => chaos_run(&args),
         Command::Net(args) => {
-            manifest(&args.dir.cluster())?;
+            manifest(&args.dir.checked()?)?;
             network::net(&args)
         }
         Command::Partition(args) => {
@@ -463,21 +475,21 @@ pub fn run(command: Command) -> anyhow::Result<()> {
             network::partition(&args)
         }
         Command::Study(args) => {
-            manifest(&args.dir.cluster())?;
+            manifest(&args.dir.checked()?)?;
             network::study(&args)
         }
     }
 }
 
 fn relay_fault(args: &RelayArgs, fault: Fault) -> anyhow::Result<()> {
-    let dir = args.dir.cluster();
+    let dir = args.dir.checked()?;
     let id = super::parse_node(manifest(&dir)?.topology, &args.node)?;
     inject(&dir, &[(id, fault)])
 }
 
 /// Print every payload a capturing node kept, oldest first.
 fn captured(args: &CapturedArgs) -> anyhow::Result<()> {
-    let dir = args.dir.cluster();
+    let dir = args.dir.checked()?;
     let topology = manifest(&dir)?.topology;
     let id = super::parse_node(topology, &args.node)?;
     let runtime = runtime()?;
@@ -536,7 +548,7 @@ fn hex_preview(bytes: &[u8]) -> String {
 }
 
 fn chaos_run(args: &RunArgs) -> anyhow::Result<()> {
-    let dir = args.dir.cluster();
+    let dir = args.dir.checked()?;
     manifest(&dir)?;
     if args.scenario.faults.is_empty() {
         return Err(usage(
@@ -870,10 +882,10 @@ pub fn print_report(r: &chaos::Report) {
             r.relays, r.captured, r.leaked
         );
         let f = &r.forgeries;
-        if f.payload + f.header + f.source + f.replayed > 0 {
+        if f.payload + f.header + f.source + f.attempt + f.replayed > 0 {
             println!(
-                "  forgeries: {} payloads, {} headers, {} sources rewritten, {} packets replayed",
-                f.payload, f.header, f.source, f.replayed
+                "  forgeries: {} payloads, {} headers, {} sources, {} attempts rewritten, {} packets replayed",
+                f.payload, f.header, f.source, f.attempt, f.replayed
             );
         }
     }

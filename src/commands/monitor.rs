@@ -2,9 +2,8 @@
 //! happen, one line (or one JSON object) per notice, as it happens, until interrupted
 //! (`cuberoute_cluster::monitor` follows the nodes).
 
-use super::cluster::DirArg;
+use super::cluster::ClientArg;
 use super::{runtime, usage};
-use cuberoute_cluster::ClusterClient;
 use cuberoute_cluster::monitor::{Watched, follow};
 use cuberoute_protocol::wire::control::{Happening, Notice};
 use cuberoute_protocol::{NodeId, Topology};
@@ -15,7 +14,7 @@ use std::time::{Duration, SystemTime};
 #[derive(clap::Args, Debug)]
 pub struct Args {
     #[command(flatten)]
-    pub dir: DirArg,
+    pub dir: ClientArg,
     /// A node to follow (repeat for more); every node when not given.
     #[arg(long)]
     pub node: Vec<String>,
@@ -36,7 +35,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     }
     let runtime = runtime()?;
     let _guard = runtime.enter();
-    let cluster = ClusterClient::open(&args.dir.cluster()).map_err(|e| usage(format!("{e:#}")))?;
+    let cluster = args.dir.open()?;
     let topology = cluster.manifest.topology;
     let mut nodes = Vec::new();
     for text in &args.node {

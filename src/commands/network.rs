@@ -2,12 +2,13 @@
 //! nodes have a network of their own (`cluster up --netns`, or compose containers). What applies
 //! each part is `cuberoute_cluster::netfault`'s decision; this parses, calls and prints.
 
-use super::cluster::DirArg;
+use super::cluster::{ClientArg, DirArg};
 use super::{parse_node, parse_set, runtime, usage};
 use cuberoute_cluster::netfault::{self, Chain, Impairment, Network, Place};
 use cuberoute_cluster::redundancy::{self, Cell, Condition, StudyConfig};
 use cuberoute_cluster::scenario::Runners;
 use cuberoute_cluster::{ClusterClient, ClusterDir};
+use cuberoute_protocol::wire::control::{Fault, Request};
 use cuberoute_protocol::{NodeId, Topology};
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -18,7 +19,7 @@ const MAX_DELAY: Duration = Duration::from_secs(10);
 #[derive(clap::Args, Debug)]
 pub struct NetArgs {
     #[command(flatten)]
-    pub dir: DirArg,
+    pub dir: ClientArg,
     /// Every link of this node, both ways.
     #[arg(long, conflicts_with_all = ["link", "all", "off"])]
     pub node: Option<String>,
@@ -48,6 +49,7 @@ pub struct NetArgs {
     pub off: bool,
 }
 
+/// A partition is the kernel's (nftables), not the daemons': no client certificate is used.
 #[derive(clap::Args, Debug)]
 pub struct PartitionArgs {
     #[command(flatten)]
@@ -66,7 +68,7 @@ pub struct PartitionArgs {
 #[derive(clap::Args, Debug)]
 pub struct StudyArgs {
     #[command(flatten)]
-    pub dir: DirArg,
+    pub dir: ClientArg,
     /// Sets per cell (a condition and a way of sending).
     #[arg(long, default_value_t = 2000)]
     pub sets: usize,
@@ -130,7 +132,7 @@ pub fn conditions(losses: &[f64], delay: Duration, jitter: Duration) -> Vec<Cond
 }
 
 pub fn study(args: &StudyArgs) -> anyhow::Result<()> {
-    let dir = args.dir.cluster();
+    let dir = args.dir.checked()?;
     let config = args.config()?;
     let runners = Runners::open(&dir).map_err(|e| usage(format!("{e:#}")))?;
     if runners.network.is_none() {
@@ -139,6 +141,19 @@ pub fn study(args: &StudyArgs) -> anyhow::Result<()> {
     let runtime = runtime()?;
     let _guard = runtime.enter();
     let client = ClusterClient::open(&dir).map_err(|e| usage(format!("{e:#}")))?;
+    // The study sends from every node and shapes their sockets: role chaos, checked first.
+    let nodes: Vec<NodeId> = client.manifest.nodes.iter().map(|n| n.id).collect();
+    let any_send = Request::Send {
+        request: cuberoute_protocol::SendRequest::to(nodes[nodes.len() - 1]),
+        payload: Vec::new(),
+        trace: false,
+        mode: Default::default(),
+        deadline_ms: 0,
+        clear: false,
+    };
+    client
+        .allowed(&nodes, &[Request::Inject(Fault::Unshape), any_send])
+        .map_err(|line| anyhow::anyhow!(line))?;
     let cells = runtime.block_on(redundancy::run(&client, &runners, &config));
     client.close();
     let cells = cells?;
@@ -219,7 +234,7 @@ fn parse_link(topology: Topology, text: &str) -> anyhow::Result<(NodeId, NodeId)
 }
 
 pub fn net(args: &NetArgs) -> anyhow::Result<()> {
-    let dir = args.dir.cluster();
+    let dir = args.dir.checked()?;
     let shaping = [args.loss, args.reorder, args.duplicate]
         .iter()
         .any(Option::is_some)
@@ -244,6 +259,19 @@ pub fn net(args: &NetArgs) -> anyhow::Result<()> {
     let runtime = runtime()?;
     let _guard = runtime.enter();
     let client = ClusterClient::open(&dir).map_err(|e| usage(format!("{e:#}")))?;
+    // Delay, jitter, reordering and duplication are the daemons' (role chaos), and so is
+    // ending them; loss is the kernel's, whoever may change its rules.
+    let in_daemons = args.off
+        || args.delay.is_some()
+        || args.jitter.is_some()
+        || args.reorder.is_some()
+        || args.duplicate.is_some();
+    if in_daemons {
+        let nodes: Vec<NodeId> = client.manifest.nodes.iter().map(|n| n.id).collect();
+        client
+            .allowed(&nodes, &[Request::Inject(Fault::Unshape)])
+            .map_err(|line| anyhow::anyhow!(line))?;
+    }
     if args.off {
         runtime.block_on(netfault::clear(&network, &client))?;
         client.close();

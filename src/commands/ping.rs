@@ -2,9 +2,8 @@
 //! round; per round, each of the k paths' one-way time, which copy came first and which were
 //! lost; then min/avg/max/mdev per path (`cuberoute_cluster::ping`).
 
-use super::cluster::DirArg;
+use super::cluster::ClientArg;
 use super::{runtime, usage};
-use cuberoute_cluster::ClusterClient;
 use cuberoute_cluster::ping::{self, PingOptions, PingReport, Round};
 use std::io::Write;
 use std::time::Duration;
@@ -17,7 +16,7 @@ const MIN_INTERVAL: Duration = Duration::from_millis(10);
 #[derive(clap::Args, Debug)]
 pub struct Args {
     #[command(flatten)]
-    pub dir: DirArg,
+    pub dir: ClientArg,
     /// The source node.
     #[arg(long)]
     pub from: String,
@@ -56,7 +55,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     }
     let runtime = runtime()?;
     let _guard = runtime.enter();
-    let cluster = ClusterClient::open(&args.dir.cluster()).map_err(|e| usage(format!("{e:#}")))?;
+    let cluster = args.dir.open()?;
     let topology = cluster.manifest.topology;
     let from = super::parse_node(topology, &args.from)?;
     let to = super::parse_node(topology, &args.to)?;

@@ -1,10 +1,10 @@
-//! `cuberoute recv --node D [--follow] [--json]`: read D's output buffer; with
-//! `--consume [NAME]`, take the reliable sets D's store keeps, as the consumer NAME.
+//! `cuberoute recv --node D [--follow] [--json] [--clear]`: read D's output buffer; with
+//! `--consume [NAME]`, take the reliable sets D's store keeps, as the consumer NAME (sealed
+//! ones only on a node that seals, unless `--clear`).
 
-use super::cluster::DirArg;
+use super::cluster::ClientArg;
 use super::{runtime, usage};
 use anyhow::Context;
-use cuberoute_cluster::ClusterClient;
 use cuberoute_protocol::wire::control::{
     Delivery, MAX_CONSUMER_LEN, MAX_RECV_BATCH, Request, Response, is_consumer_name,
 };
@@ -13,7 +13,7 @@ use std::io::Write;
 #[derive(clap::Args, Debug)]
 pub struct Args {
     #[command(flatten)]
-    pub dir: DirArg,
+    pub dir: ClientArg,
     /// The node whose output buffer to read.
     #[arg(long)]
     pub node: String,
@@ -28,19 +28,23 @@ pub struct Args {
     pub after: u64,
     /// Show the sets that came clear too, marked so (by default only sealed ones, unless the
     /// node does not seal: a clear set's source and payload are whatever a relay made them).
+    /// With --consume: take the clear sets too.
     #[arg(long)]
     pub clear: bool,
     /// Take the reliable sets the node's store keeps, as the named consumer (default
     /// `default`): each is printed once, and what this consumer took is not given to it again,
-    /// across restarts of the node. Plain sets are not in the store.
-    #[arg(long, value_name = "NAME", num_args = 0..=1, default_missing_value = "default", conflicts_with_all = ["after", "clear"])]
+    /// across restarts of the node. Plain sets are not in the store. On a node that seals, only
+    /// sealed sets are taken unless --clear is given: the clear ones are passed over for good by
+    /// this consumer (they stay in the store, for a consumer that asks for them from its
+    /// start).
+    #[arg(long, value_name = "NAME", num_args = 0..=1, default_missing_value = "default", conflicts_with = "after")]
     pub consume: Option<String>,
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
     let runtime = runtime()?;
     let _guard = runtime.enter();
-    let cluster = ClusterClient::open(&args.dir.cluster()).map_err(|e| usage(format!("{e:#}")))?;
+    let cluster = args.dir.open()?;
     let topology = cluster.manifest.topology;
     let node = super::parse_node(topology, &args.node)?;
     if let Some(consumer) = &args.consume
@@ -62,6 +66,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 taken,
                 max: MAX_RECV_BATCH,
                 wait_ms,
+                clear: args.clear.then_some(true),
             },
             None => Request::Recv {
                 after,

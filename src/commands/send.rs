@@ -4,11 +4,12 @@
 //! On hhc:M, mc:K,M and rdn:BASE,K every send is source-routed: `--to D` sends k copies over
 //! the k disjoint paths of `cuberoute paths`, `--to D1,D2,...` one copy to each.
 
-use super::cluster::DirArg;
+use super::cluster::ClientArg;
 use super::{runtime, usage};
 use cuberoute_cluster::ClusterClient;
 use cuberoute_cluster::traffic::{Destinations, SendOptions, SendReport};
 use cuberoute_daemon::client::ClientError;
+use cuberoute_daemon::roles;
 use cuberoute_protocol::delivery::{MAX_CODED_PAYLOAD, Mode, Scheme};
 use cuberoute_protocol::wire::control::ControlErrorKind;
 use cuberoute_protocol::wire::control::MAX_PAYLOAD_LEN;
@@ -20,7 +21,7 @@ use std::time::Duration;
 #[derive(clap::Args, Debug)]
 pub struct Args {
     #[command(flatten)]
-    pub dir: DirArg,
+    pub dir: ClientArg,
     /// The source node.
     #[arg(long)]
     pub from: String,
@@ -83,7 +84,7 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
-    let dir = args.dir.cluster();
+    let dir = args.dir.checked()?;
     let payload = match (&args.message, &args.file) {
         (Some(text), _) => text.clone().into_bytes(),
         (None, Some(file)) => std::fs::read(file)
@@ -134,6 +135,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     // The source's daemon decides how the request travels, or refuses it (exit 2).
     let sending = runtime.block_on(cluster.send(from, request, payload, options));
     let report = sending.map_err(|e| match &e {
+        // Beyond the certificate's role: the daemon's one line, exit 1.
+        ClientError::Refused { error, .. } if roles::is_role_refusal(error) => {
+            anyhow::anyhow!(e.to_string())
+        }
         // The daemon refused the request as malformed: the user's to fix.
         ClientError::Refused { error, .. }
             if !matches!(

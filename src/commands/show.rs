@@ -3,10 +3,9 @@
 //! `show route --from S --to D`: the k paths with the state of every hop now
 //! (`cuberoute_cluster::route`).
 
-use super::cluster::DirArg;
+use super::cluster::ClientArg;
 use super::{runtime, usage};
 use anyhow::Context;
-use cuberoute_cluster::ClusterClient;
 use cuberoute_cluster::route;
 use cuberoute_protocol::wire::control::{LinkStatus, NodeStatus};
 use cuberoute_protocol::{NodeId, Topology};
@@ -28,7 +27,7 @@ pub enum Command {
 #[derive(clap::Args, Debug)]
 pub struct RouteArgs {
     #[command(flatten)]
-    pub dir: DirArg,
+    pub dir: ClientArg,
     #[arg(long)]
     pub from: String,
     #[arg(long)]
@@ -41,7 +40,7 @@ pub struct RouteArgs {
 #[derive(clap::Args, Debug)]
 pub struct Args {
     #[command(flatten)]
-    pub dir: DirArg,
+    pub dir: ClientArg,
     /// The node.
     #[arg(long)]
     pub node: String,
@@ -58,7 +57,7 @@ pub fn run(command: Command) -> anyhow::Result<()> {
     };
     let runtime = runtime()?;
     let _guard = runtime.enter();
-    let cluster = ClusterClient::open(&args.dir.cluster()).map_err(|e| usage(format!("{e:#}")))?;
+    let cluster = args.dir.open()?;
     let topology = cluster.manifest.topology;
     let node = super::parse_node(topology, &args.node)?;
     let status = runtime
@@ -80,7 +79,7 @@ pub fn run(command: Command) -> anyhow::Result<()> {
 fn route(args: RouteArgs) -> anyhow::Result<()> {
     let runtime = runtime()?;
     let _guard = runtime.enter();
-    let cluster = ClusterClient::open(&args.dir.cluster()).map_err(|e| usage(format!("{e:#}")))?;
+    let cluster = args.dir.open()?;
     let topology = cluster.manifest.topology;
     let from = super::parse_node(topology, &args.from)?;
     let to = super::parse_node(topology, &args.to)?;
@@ -194,6 +193,23 @@ fn write_node(out: &mut impl Write, t: Topology, s: &NodeStatus) -> std::io::Res
             }
         )?;
     }
+    let z = &s.sealing;
+    writeln!(
+        out,
+        "  sealing: {} sessions held, {} handshakes in flight, {} sets waiting for one; sessions seal for {} s, keys erased at {} s; made {} as initiator, {} as responder; erased {}, pushed out {}, handshakes given up {}, answers sent again {}; sets sealed again for a restarted destination {}",
+        z.sessions,
+        z.handshakes_in_flight,
+        z.waiting_sets,
+        z.rekey_after_ms / 1000,
+        z.erase_after_ms / 1000,
+        z.initiated,
+        z.answered,
+        z.erased,
+        z.evicted,
+        z.handshakes_failed,
+        z.answers_sent_again,
+        z.sets_sealed_again
+    )?;
     let k = &s.counters;
     writeln!(
         out,

@@ -41,7 +41,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         anyhow::bail!("unexpected answer {status:?}");
     };
     println!(
-        "node {} of {} up {:.1} s: {}/{} links up, {} forwarded, {} delivered, {} dropped",
+        "node {} of {} up {:.1} s: {}/{} links up, {} forwarded, {} delivered, {} dropped; fault injection {}",
         status.topology.format_node(status.id),
         status.topology,
         status.uptime_ms as f64 / 1000.0,
@@ -49,7 +49,12 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         status.links.len(),
         status.counters.packets_forwarded,
         status.counters.packets_delivered,
-        status.counters.dropped_total()
+        status.counters.dropped_total(),
+        if status.config.chaos_allowed {
+            "allowed"
+        } else {
+            "refused"
+        }
     );
     Ok(())
 }

@@ -103,6 +103,8 @@ pub struct Plan {
     pub image: String,
     /// The overlay network's /16.
     pub subnet: Ipv4Addr,
+    /// Whether the nodes take fault injection (`chaos.allow`; off unless asked for).
+    pub allow_chaos: bool,
 }
 
 /// Check what can be checked before anything is written: the image on every engine known, the
@@ -169,7 +171,7 @@ pub fn prepare(
         let path = dir.node_config(id);
         let text = std::fs::read_to_string(&path)
             .with_context(|| format!("reading {}", path.display()))?;
-        std::fs::write(&path, stack::task_config(&text)?)
+        std::fs::write(&path, stack::task_config(&text, plan.allow_chaos)?)
             .with_context(|| format!("writing {}", path.display()))?;
     }
     let file = dir.path().join(stack::STACK_FILE);

@@ -21,6 +21,11 @@ pub struct Args {
     /// The image the pods run (load it into the cluster's nodes, or push it to a registry).
     #[arg(long, default_value = concat!("cuberoute:", env!("CARGO_PKG_VERSION")))]
     pub image: String,
+    /// Let the nodes take fault injection from clients of role chaos (`chaos.allow = true`).
+    /// By default they refuse it: on real hosts no client certificate turns a node into a
+    /// capturing or forging relay.
+    #[arg(long)]
+    pub allow_chaos: bool,
 }
 
 pub fn run(args: &Args) -> anyhow::Result<()> {
@@ -60,7 +65,13 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         .clone()
         .unwrap_or_else(|| dir.path().join("k8s"));
     std::fs::create_dir_all(&output)?;
-    for (file, text) in k8s::manifests(topology, &args.namespace, &args.image, ports) {
+    for (file, text) in k8s::manifests(
+        topology,
+        &args.namespace,
+        &args.image,
+        ports,
+        args.allow_chaos,
+    ) {
         std::fs::write(output.join(file), text)?;
     }
     let secret = dir.path().join("k8s-secret.yaml");

@@ -3,8 +3,11 @@
 //! * `up`, `init`: [`up`] (local processes) and [`docker`] (`up --docker`, `compose`, `image`);
 //! * `k8s`: [`k8s`]; `placement`: [`placement`]; `swarm`: [`swarm`];
 //! * `status`, `down`, `logs`: here, the same for both kinds of cluster;
-//! * `reload`, `revoke`, `view`: [`reload`], [`revoke`], [`view`].
+//! * `reload`, `revoke`, `view`: [`reload`], [`revoke`], [`view`];
+//! * `client-cert`: [`client_cert`], a client certificate of a role. Every command that talks
+//!   to the control API takes its cluster and its client certificate as one [`ClientArg`].
 
+pub mod client_cert;
 pub mod docker;
 pub mod k8s;
 pub mod placement;
@@ -45,6 +48,42 @@ impl DirArg {
     }
 }
 
+/// The cluster a client command talks to, and the client certificate it talks with.
+#[derive(clap::Args, Debug, Clone)]
+pub struct ClientArg {
+    #[command(flatten)]
+    pub dir: DirArg,
+    /// The client certificate: a directory holding ca.pem, client.pem and client.key, as
+    /// `cuberoute cluster client-cert --out` writes one; the nodes answer what its role allows.
+    /// Default: the cluster's operator certificate in --dir (every role).
+    #[arg(long, value_name = "CERT_DIR")]
+    pub cert: Option<PathBuf>,
+}
+
+impl ClientArg {
+    /// The cluster, reached with --cert's credentials (unchecked: see [`ClientArg::checked`]).
+    pub fn cluster(&self) -> ClusterDir {
+        self.dir.cluster().with_client(self.cert.clone())
+    }
+
+    /// The cluster, once --cert is known to hold a client certificate of it (a usage error
+    /// otherwise: missing, incomplete, or of another cluster).
+    pub fn checked(&self) -> anyhow::Result<ClusterDir> {
+        let dir = self.cluster();
+        if dir.client_dir().is_some() {
+            cuberoute_cluster::client::client_credentials(&dir)
+                .map_err(|e| usage(format!("{e:#}")))?;
+        }
+        Ok(dir)
+    }
+
+    /// A client of the cluster (needs a tokio runtime); no cluster there or an unusable --cert
+    /// is a usage error.
+    pub fn open(&self) -> anyhow::Result<ClusterClient> {
+        ClusterClient::open(&self.cluster()).map_err(|e| usage(format!("{e:#}")))
+    }
+}
+
 #[derive(clap::Subcommand, Debug)]
 pub enum Command {
     /// Generate a cluster and start it (local processes, or containers with --docker); wait
@@ -81,12 +120,17 @@ pub enum Command {
     /// Serve a live view of the cluster in the browser on 127.0.0.1: the topology, each link's
     /// state and load, each node's counters, the paths of sets as they are delivered.
     View(view::Args),
+    /// Issue a client certificate of a role, signed by the cluster's CA, into a directory of
+    /// its own that `--cert` then names: read (status, show, recv, monitor, view), send (also
+    /// send, recv --consume and ping; --as limits it to some nodes), operate (also reload and
+    /// revoke) or chaos (also every chaos request). The operator's certificate has every role.
+    ClientCert(client_cert::Args),
 }
 
 #[derive(clap::Args, Debug)]
 pub struct StatusArgs {
     #[command(flatten)]
-    pub dir: DirArg,
+    pub dir: ClientArg,
     #[arg(long)]
     pub json: bool,
     /// First wait until the cluster is ready (every node answering, every link up, every
@@ -132,16 +176,18 @@ pub fn run(command: Command) -> anyhow::Result<()> {
         Command::K8s(args) => k8s::run(&args),
         Command::Placement(args) => placement::run(&args),
         Command::Status(args) if args.wait => {
-            wait_running(&args.dir.cluster(), args.timeout)?;
-            status(&args.dir.cluster(), args.json)
+            let dir = args.dir.checked()?;
+            wait_running(&dir, args.timeout)?;
+            status(&dir, args.json)
         }
-        Command::Status(args) => status(&args.dir.cluster(), args.json),
+        Command::Status(args) => status(&args.dir.checked()?, args.json),
         Command::Swarm(args) => swarm::run(&args),
         Command::Down(args) => down(&args.dir.cluster(), args.keep_volumes),
         Command::Logs(args) => logs(&args),
         Command::Reload(args) => reload::run(&args),
         Command::Revoke(args) => revoke::run(&args),
         Command::View(args) => view::run(&args),
+        Command::ClientCert(args) => client_cert::run(&args),
     }
 }
 
@@ -231,8 +277,14 @@ async fn wait_ready(
         Err(NotReady::Dead(dead)) => {
             bar.abandon();
             let _ = runner::stop(dir);
+            // The first dead node's last words say why (an address in use, a bad file).
+            let why = dead
+                .iter()
+                .find_map(|(id, _)| Some((*id, dir.last_log_line(*id)?)))
+                .map(|(id, line)| format!("; node {} said: {line}", id.0))
+                .unwrap_or_default();
             anyhow::bail!(
-                "{}; the cluster was stopped (see the logs in {})",
+                "{}{why}; the cluster was stopped (see the logs in {})",
                 NotReady::Dead(dead),
                 dir.logs().display()
             )
@@ -351,6 +403,7 @@ pub fn status(dir: &ClusterDir, json: bool) -> anyhow::Result<()> {
                     "input_queued": s.input_queued, "output_len": s.output_len,
                     "link_queued": s.links.iter().map(|l| l.queued).sum::<u64>(),
                     "runner": runner_note(*id), "counters": s.counters, "chaos": s.chaos,
+                    "chaos_allowed": s.config.chaos_allowed,
                     "revocation_serial": s.revocation_serial,
                 }),
                 Err(e) => serde_json::json!({
@@ -396,7 +449,7 @@ pub fn write_status_table(
     let width = topology.format_node(NodeId(0)).len().max(4);
     writeln!(
         out,
-        "{:<width$}  {:<5}  {:>5}  {:>9}  {:>9}  {:>9}  {:>7}",
+        "{:<width$}  {:<5}  {:>5}  {:>9}  {:>9}  {:>9}  {:>7}  chaos",
         "node", "state", "links", "sent", "forwarded", "delivered", "dropped"
     )?;
     let mut totals = [0u64; 4];
@@ -416,22 +469,32 @@ pub fn write_status_table(
                 }
                 writeln!(
                     out,
-                    "{name:<width$}  {:<5}  {:>5}  {:>9}  {:>9}  {:>9}  {:>7}",
+                    "{name:<width$}  {:<5}  {:>5}  {:>9}  {:>9}  {:>9}  {:>7}  {}",
                     "up",
                     format!("{}/{}", s.links_up(), s.links.len()),
                     row[0],
                     row[1],
                     row[2],
-                    row[3]
+                    row[3],
+                    // Whether the node takes fault injection (`chaos.allow`).
+                    if s.config.chaos_allowed {
+                        "allowed"
+                    } else {
+                        "refused"
+                    }
                 )?;
             }
             Err(e) => writeln!(out, "{name:<width$}  down   ({}; {e})", runner_note(*id))?,
         }
     }
     let up = statuses.iter().filter(|(_, s)| s.is_ok()).count();
+    let chaos = statuses
+        .iter()
+        .filter(|(_, s)| s.as_ref().is_ok_and(|s| s.config.chaos_allowed))
+        .count();
     writeln!(
         out,
-        "{:<width$}  {up}/{} up   {:>9}  {:>9}  {:>9}  {:>7}",
+        "{:<width$}  {up}/{} up   {:>9}  {:>9}  {:>9}  {:>7}  {chaos}/{up} allowed",
         "all",
         statuses.len(),
         totals[0],

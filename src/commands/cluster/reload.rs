@@ -2,9 +2,8 @@
 //! configuration file again, as on SIGHUP, and says what it changed and what needs a restart.
 //! Exits 1 if any node did not reload (a bad file, or no answer).
 
-use super::DirArg;
-use crate::commands::{runtime, usage};
-use cuberoute_cluster::ClusterClient;
+use super::ClientArg;
+use crate::commands::runtime;
 use cuberoute_protocol::NodeId;
 use cuberoute_protocol::wire::control::{Reload, Request, Response};
 use std::time::Duration;
@@ -12,7 +11,7 @@ use std::time::Duration;
 #[derive(clap::Args, Debug)]
 pub struct Args {
     #[command(flatten)]
-    pub dir: DirArg,
+    pub dir: ClientArg,
     /// A node to reload (repeat for more); every node when not given.
     #[arg(long)]
     pub node: Vec<String>,
@@ -24,7 +23,7 @@ pub struct Args {
 pub fn run(args: &Args) -> anyhow::Result<()> {
     let runtime = runtime()?;
     let _guard = runtime.enter();
-    let cluster = ClusterClient::open(&args.dir.cluster()).map_err(|e| usage(format!("{e:#}")))?;
+    let cluster = args.dir.open()?;
     let topology = cluster.manifest.topology;
     let mut nodes = Vec::new();
     for text in &args.node {
@@ -36,6 +35,10 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     if nodes.is_empty() {
         nodes = cluster.manifest.nodes.iter().map(|n| n.id).collect();
     }
+    // The role is checked first: a certificate that may not reload is told so once.
+    cluster
+        .allowed(&nodes, &[Request::Reload])
+        .map_err(|line| anyhow::anyhow!(line))?;
     let requests = nodes.iter().map(|&n| (n, Request::Reload)).collect();
     let answers = runtime.block_on(cluster.request_each(requests, Duration::from_secs(10)));
     cluster.close();

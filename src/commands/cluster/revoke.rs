@@ -4,7 +4,7 @@
 //! Exits 2 for an unknown or already revoked node or no cluster, 1 if the CA key cannot be
 //! read or a node refused the list.
 
-use super::DirArg;
+use super::ClientArg;
 use crate::commands::{runtime, usage};
 use cuberoute_cluster::revoke::{self, Listing, Report, RevokeError, Taken};
 use cuberoute_protocol::{NodeId, Topology};
@@ -14,7 +14,7 @@ use std::time::Duration;
 #[derive(clap::Args, Debug)]
 pub struct Args {
     #[command(flatten)]
-    pub dir: DirArg,
+    pub dir: ClientArg,
     /// The node to take out of the cluster: every node refuses its links and its sets from
     /// now on, and after a restart too.
     #[arg(long, required_unless_present_any = ["list", "push"], conflicts_with_all = ["list", "push"])]
@@ -22,8 +22,9 @@ pub struct Args {
     /// Show the cluster's revocation list and the serial in force at every node.
     #[arg(long, conflicts_with = "push")]
     pub list: bool,
-    /// Write the list in force into every node's directory again and push it to every node
-    /// (for nodes that did not answer before).
+    /// Write the list in force into every node's directory again (a node's file holding a
+    /// later list stays) and push it to every node. A node that missed a push is handed the
+    /// list by its neighbours when its links come up; this reaches one that links with none.
     #[arg(long)]
     pub push: bool,
     /// One JSON document.
@@ -40,7 +41,7 @@ fn failed(e: RevokeError) -> anyhow::Error {
 }
 
 pub fn run(args: &Args) -> anyhow::Result<()> {
-    let dir = args.dir.cluster();
+    let dir = args.dir.checked()?;
     if !dir.is_cluster() {
         return Err(failed(RevokeError::NoCluster(dir.path().into())));
     }
@@ -69,11 +70,14 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     } else {
         write_report(&mut out, topology, &report)?;
     }
-    let refused = report.refused().len();
-    if refused > 0 {
+    let refused = report.refused();
+    if let Some((first, why)) = refused.first() {
         anyhow::bail!(
-            "{refused} of {} nodes refused the revocation list",
-            report.nodes.len()
+            "{} of {} nodes refused the revocation list (serial {}); node {}: {why}",
+            refused.len(),
+            report.nodes.len(),
+            report.serial,
+            name(topology, *first)
         );
     }
     Ok(())
@@ -136,7 +140,7 @@ fn write_report(out: &mut impl Write, topology: Topology, report: &Report) -> st
     for (node, error) in &silent {
         writeln!(
             out,
-            "  node {}: did not answer ({error}); it reads the list at its next start",
+            "  node {}: did not answer ({error}); its neighbours hand it the list when it links again, and it reads the list at its next start",
             name(topology, *node)
         )?;
     }

@@ -56,6 +56,12 @@ pub struct Args {
     /// 60 s plus 1 s per node).
     #[arg(long, value_parser = humantime::parse_duration)]
     pub timeout: Option<Duration>,
+    /// Let the nodes take fault injection from clients of role chaos (`chaos.allow = true`).
+    /// By default they refuse it: on real hosts no client certificate turns a node into a
+    /// capturing or forging relay (`chaos kill` and `chaos run --faults host` act on the
+    /// engines, not through the nodes, and work either way).
+    #[arg(long)]
+    pub allow_chaos: bool,
 }
 
 fn parse_placement(name: &str) -> Result<PlacementKind, String> {
@@ -125,6 +131,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
             .or(testbed_image)
             .unwrap_or_else(|| DEFAULT_IMAGE.into()),
         subnet: args.subnet,
+        allow_chaos: args.allow_chaos,
     };
     let run = swarm::prepare(&dir, &target, hosts, &plan)?;
     // Recorded before the deploy: `cluster down` finds whatever part of it was made.

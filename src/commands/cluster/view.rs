@@ -1,15 +1,14 @@
 //! `cuberoute cluster view [--port P]`: serve the live view of the cluster on 127.0.0.1 and
 //! print its address; runs until interrupted (`cuberoute_cluster::view`).
 
-use super::DirArg;
+use super::ClientArg;
 use crate::commands::{runtime, usage};
-use cuberoute_cluster::ClusterClient;
 use cuberoute_cluster::view::{self, MAX_NODES};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
     #[command(flatten)]
-    pub dir: DirArg,
+    pub dir: ClientArg,
     /// The port on 127.0.0.1 (0: any free one).
     #[arg(long, default_value_t = 0)]
     pub port: u16,
@@ -18,7 +17,7 @@ pub struct Args {
 pub fn run(args: &Args) -> anyhow::Result<()> {
     let runtime = runtime()?;
     let _guard = runtime.enter();
-    let cluster = ClusterClient::open(&args.dir.cluster()).map_err(|e| usage(format!("{e:#}")))?;
+    let cluster = args.dir.open()?;
     let topology = cluster.manifest.topology;
     if topology.node_count() > MAX_NODES {
         return Err(usage(format!(
