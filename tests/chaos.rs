@@ -70,7 +70,13 @@ fn overwriting_every_process_every_10ms_changes_nothing() {
     for name in ["fault_free", "with_faults", "after_faults"] {
         assert_eq!(phase(&report, name)["path_mismatches"], 0, "{name}");
     }
-    assert_eq!(report["drops"], serde_json::json!({}));
+    // Nothing dropped but, on a loaded machine, the copies of a handshake's attempt that a
+    // later one replaced (its second Init goes before the first is answered; both arrive).
+    let drops = report["drops"].as_object().unwrap();
+    assert!(
+        drops.keys().all(|reason| reason == "handshake_superseded"),
+        "{drops:?}"
+    );
     assert_eq!(report["corrupted_delivered_to_client"], 0);
 }
 

@@ -301,6 +301,43 @@ fn lifecycle_second_up_dead_process_and_down_leaves_nothing() {
     assert_eq!(out.status.code(), Some(1));
 }
 
+/// A second cluster started from another directory on the addresses of one running: its
+/// daemons cannot listen, `up` says why in one line (the first dead node's last words), exits
+/// non-zero and leaves none of its processes, and the running cluster is untouched.
+#[test]
+fn up_on_the_addresses_of_a_running_cluster_says_why_and_leaves_both_as_they_were() {
+    let first = Cluster::up("q:1", "127.2.146.0");
+    let other = tempfile::tempdir().unwrap();
+    let dir = other.path().join("second");
+    let dir = dir.to_str().unwrap();
+    let out = cuberoute(&[
+        "cluster",
+        "up",
+        "q:1",
+        "--dir",
+        dir,
+        "--base-addr",
+        "127.2.146.0",
+    ]);
+    let err = stderr(&out);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains("said:") && err.contains("Address already in use"),
+        "{err}"
+    );
+    assert!(err.contains("the cluster was stopped"), "{err}");
+    let down = cuberoute(&["cluster", "down", "--dir", dir]);
+    assert!(
+        stdout(&down).contains("no cluster is running"),
+        "{}{}",
+        stdout(&down),
+        stderr(&down)
+    );
+    for node in first.status()["nodes"].as_array().unwrap() {
+        assert_eq!(node["up"], true, "{node}");
+    }
+}
+
 /// `cluster up` says where its time went: one line of phases after "is up in", in the order
 /// they ran, that add up to the total (each printed to 10 ms, the total to 100 ms).
 #[test]
@@ -907,7 +944,10 @@ fn show_node_and_links_report_configuration_state_and_traffic() {
         .iter()
         .map(|l| l["frames_written"].as_u64().unwrap())
         .sum();
-    assert_eq!(written, 3, "the k = 3 first hops of the set");
+    assert_eq!(
+        written, 6,
+        "the k = 3 first hops of the set, and of the sealing handshake's Init before it"
+    );
     for l in links {
         if l["neighbour"] == 1 {
             assert_eq!(l["cut"], true);

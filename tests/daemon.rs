@@ -111,9 +111,11 @@ fn prometheus_metrics_count_packets_links_buffers_and_latency() {
         Some(5.0),
         "{source}"
     );
+    // Each of the 5 sets sent one copy over each of the source's 2 paths; the first drew the
+    // sealing handshake, whose Init went on both paths too (and its answer came back on both).
     assert_eq!(
         metric(&source, "cuberoute_packets_sent_total"),
-        Some(10.0),
+        Some(12.0),
         "{source}"
     );
     assert_eq!(
@@ -131,13 +133,13 @@ fn prometheus_metrics_count_packets_links_buffers_and_latency() {
         "{source}"
     );
     assert!(source.contains("cuberoute_input_buffer_depth"), "{source}");
-    // Each of the 5 sets sent one copy over each of the source's 2 links.
+    // Each of the 5 sets sent one copy over each of the source's 2 links, after the Init.
     assert_eq!(
         metric(
             &source,
             "cuberoute_link_frames_written_total{neighbour=\"1\"}"
         ),
-        Some(5.0),
+        Some(6.0),
         "{source}"
     );
     assert!(
@@ -157,15 +159,17 @@ fn prometheus_metrics_count_packets_links_buffers_and_latency() {
         "{source}"
     );
     let middle = scrape("127.2.9.2:7002");
+    // A copy of each set, of the Init and of its answer.
     assert_eq!(
         metric(&middle, "cuberoute_packets_forwarded_total"),
-        Some(5.0),
+        Some(7.0),
         "{middle}"
     );
     let dest = scrape("127.2.9.4:7002");
+    // The 10 copies, and the Init's 2 (one answered, the other known as its copy).
     assert_eq!(
         metric(&dest, "cuberoute_packets_delivered_total"),
-        Some(10.0),
+        Some(12.0),
         "{dest}"
     );
     assert_eq!(

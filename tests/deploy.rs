@@ -213,6 +213,23 @@ fn kubernetes_manifests_are_in_sync_and_hold_their_invariants() {
         node_toml.contains("[store]\npath = \"/var/lib/cuberoute/store.redb\"\n"),
         "{node_toml}"
     );
+    // Real hosts: no fault injection, whatever the client certificate, unless asked for.
+    assert!(
+        node_toml.contains("\n[chaos]\nallow = false\n"),
+        "{node_toml}"
+    );
+    let allowing = tmp.path().join("allowing");
+    common::ok(&[
+        "cluster",
+        "k8s",
+        "eh:1,2",
+        "--dir",
+        allowing.to_str().unwrap(),
+        "--allow-chaos",
+    ]);
+    let allowed = load(&allowing.join("k8s"), "configmap.yaml");
+    let allowed = allowed["data"]["node.toml"].as_str().unwrap();
+    assert!(allowed.contains("\n[chaos]\nallow = true\n"), "{allowed}");
     let binary = secret["data"].as_mapping().unwrap();
     assert_eq!(binary.len(), 1 + 16);
     use base64::Engine;

@@ -53,12 +53,15 @@ fn the_image_is_from_scratch_and_small() {
         // 11.08 MB: 10.25 MB with the operator's interface (monitor, reload, the browser view
         // with its HTTP server), then the simulator (`cuberoute sim`: turmoil, the daemon's
         // simulated socket, tokio built with `tokio_unstable`), 0.83 MB. It was held under 10 MB
-        // before (BENCHMARKS.md, "Containers against processes"). 13.19 MB with the node's
+        // before (docs/notes/2026-11-23-a-running-cluster.md, "Containers against processes").
+        // 13.19 MB with the node's
         // store (redb, the store and its seam, the simulated disk) and `chaos run --faults
         // crash-ends`: the image was under 12 MB without them (CI at e3ba628). 13.86 MB with
         // the network's faults (the daemon's shaper, nftables rules, the study) and the report
-        // page (plotters' SVG backend): the budget 14 -> 15 MB.
-        assert!(size < 15_000_000, "the image has {size} bytes");
+        // page (plotters' SVG backend): the budget 14 -> 15 MB. 15.37 MB with sealing under
+        // sessions (the handshake, the sessions and their limits, ChaCha20-Poly1305 on its own),
+        // client roles and revocation lists passed between nodes (CI at e04cd64): 15 -> 16 MB.
+        assert!(size < 16_000_000, "the image has {size} bytes");
         let layers = docker(&[
             "image",
             "inspect",
@@ -625,7 +628,7 @@ fn http_get(addr: &str, path: &str) -> Option<String> {
 #[test]
 fn network_faults_act_between_containers() {
     with_image("docker network faults", || {
-        let cluster = Cluster::up_docker("eh:1,2", "10.207.0.0");
+        let cluster = Cluster::up_docker("eh:1,2", "10.208.0.0");
         // Delay in the daemons' sockets, inside the containers: every hop 5 ms more.
         let out = cluster.ok(&["chaos", "net", "--all", "--delay", "5ms"]);
         assert!(out.contains("daemon socket (user space)"), "{out}");

@@ -7,6 +7,8 @@
 mod common;
 
 use common::{Cluster, json_lines};
+use cuberoute_protocol::seal::sealed::Sealed;
+use serde_json::Value;
 
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
@@ -16,6 +18,16 @@ fn unhex(hex: &str) -> Vec<u8> {
     (0..hex.len() / 2)
         .map(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).unwrap())
         .collect()
+}
+
+/// Whether a captured payload is a sealing handshake message (an Init or its answer, which the
+/// first sealed set to a destination draws), not a copy of a set.
+fn is_handshake(captured: &Value) -> bool {
+    let bytes = unhex(captured["payload_hex"].as_str().unwrap());
+    matches!(
+        Sealed::from_bytes(&bytes),
+        Some(Sealed::Init(_) | Sealed::Resp(_))
+    )
 }
 
 fn send(cluster: &Cluster, message: &str, clear: bool) {
@@ -49,8 +61,9 @@ fn a_capturing_relay_reads_and_a_forging_relay_rewrites_only_what_goes_clear() {
     );
     send(&cluster, "attack at dawn", true);
     send(&cluster, "attack at dusk", false);
-    let captured = json_lines(&cluster.ok(&["chaos", "captured", "--node", "1", "--json"]));
-    assert_eq!(captured.len(), 2, "{captured:?}");
+    let all = json_lines(&cluster.ok(&["chaos", "captured", "--node", "1", "--json"]));
+    let captured: Vec<_> = all.iter().filter(|c| !is_handshake(c)).collect();
+    assert_eq!(captured.len(), 2, "{all:?}");
     assert_eq!(captured[0]["payload_hex"], hex(b"attack at dawn").as_str());
     assert_eq!(
         (captured[0]["src"].as_u64(), captured[0]["dst"].as_u64()),
@@ -114,7 +127,10 @@ fn a_capturing_relay_reads_and_a_forging_relay_rewrites_only_what_goes_clear() {
     let twenty = sealed.iter().filter(|d| d["payload"] == "pay 20").count();
     assert_eq!(twenty, 2, "two true copies, the third dropped: {sealed:?}");
     assert_eq!(cluster.node_status(2)["chaos"]["forged"], 2);
-    assert_eq!(cluster.node_status(1)["chaos"]["captured"], 2);
+    assert_eq!(
+        cluster.node_status(1)["chaos"]["captured"].as_u64(),
+        Some(all.len() as u64)
+    );
     assert_eq!(
         cluster.node_status(7)["counters"]["dropped"]["seal_broken"],
         1

@@ -186,6 +186,7 @@ async fn a_peer_sending_garbage_is_counted_and_disconnected_and_the_daemon_serve
         topology: "q:3".parse().unwrap(),
         incarnation: 42,
         received: None,
+        revocation_serial: 0,
     });
     send.write_all(&encode_frame(&hello).unwrap())
         .await
@@ -288,6 +289,7 @@ async fn a_certified_neighbour_sending_hostile_frames_poisons_nothing() {
         topology,
         incarnation: 4242,
         received: None,
+        revocation_serial: 0,
     });
     send.write_all(&encode_frame(&hello).unwrap())
         .await

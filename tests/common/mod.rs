@@ -57,6 +57,11 @@ impl Cluster {
         Cluster::up_with(topology, &["--base-addr", base])
     }
 
+    /// `cluster up TOPOLOGY --no-store` on the addresses from `base`: a restart forgets all.
+    pub fn up_without_store(topology: &str, base: &str) -> Cluster {
+        Cluster::up_with(topology, &["--base-addr", base, "--no-store"])
+    }
+
     /// `cluster up TOPOLOGY --docker` in the /16 network `subnet`.
     pub fn up_docker(topology: &str, subnet: &str) -> Cluster {
         Cluster::up_with(topology, &["--docker", "--subnet", subnet])
