@@ -146,6 +146,11 @@ fn stat(pid: u32) -> Option<(char, u64)> {
     Some((state, started))
 }
 
+/// How many threads process `pid` has left (0 if it is gone).
+fn threads(pid: u32) -> usize {
+    fs::read_dir(format!("/proc/{pid}/task")).map_or(0, |tasks| tasks.count())
+}
+
 /// When process `pid` started (clock ticks after boot), if it exists.
 pub fn start_time(pid: u32) -> Option<u64> {
     stat(pid).map(|(_, started)| started)
@@ -179,9 +184,11 @@ pub fn is_running(p: &NodeProcess, config: &Path) -> bool {
     let Some((state, started)) = stat(p.pid) else {
         return false;
     };
-    // A zombie (or a dead task) has exited; it only waits to be reaped.
+    // A zombie (or a dead task) has exited and only waits to be reaped, unless it is the leader
+    // of threads still exiting: a leader killed with its threads turns zombie first, while the
+    // others still hold the process's files (its store's lock) and sockets (its ports).
     if matches!(state, 'Z' | 'X' | 'x') {
-        return false;
+        return threads(p.pid) > 1;
     }
     match p.started {
         Some(recorded) => recorded == started,
@@ -690,6 +697,44 @@ mod tests {
         child.wait().unwrap();
         assert!(!is_running(&recorded, &root.join("nodes/0/node.toml")));
         assert!(!is_running(&unrecorded, &root.join("nodes/0/node.toml")));
+    }
+
+    /// A leader that has exited while its threads still run (as when a daemon is killed and its
+    /// threads are slower to go) still runs: its threads hold its files and ports.
+    #[test]
+    fn a_leader_whose_threads_still_exit_still_runs() {
+        let tmp = tempfile::tempdir().unwrap();
+        let config = tmp.path().join("node.toml");
+        fs::write(&config, "").unwrap();
+        // The leader ends with exit(2) (not exit_group), its thread sleeps 1 s longer.
+        let mut child = Command::new("python3")
+            .args([
+                "-c",
+                "import ctypes, threading, time\n\
+                 threading.Thread(target=time.sleep, args=(1.0,)).start()\n\
+                 ctypes.CDLL(None).syscall(60, 0)",
+            ])
+            .spawn()
+            .expect("python3 runs");
+        let pid = child.id();
+        let recorded = NodeProcess {
+            id: NodeId(0),
+            pid,
+            started: start_time(pid),
+        };
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while stat(pid).is_some_and(|(state, _)| state != 'Z') {
+            assert!(Instant::now() < deadline, "the leader did not exit");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert_eq!(threads(pid), 2, "the leader exited, its thread did not");
+        assert!(is_running(&recorded, &config));
+        while is_running(&recorded, &config) {
+            assert!(Instant::now() < deadline, "gone threads still count");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert_eq!(threads(pid), 1);
+        child.wait().unwrap();
     }
 
     /// A run state written before `--netns` existed still loads; one with a network keeps it.
