@@ -374,7 +374,7 @@ fn a_resend_after_a_destination_restart_is_not_handed_over_twice() {
     };
     // A set first, so that the two hold a sealing session: a sealed set leaves its source
     // once its destination answered the handshake, and this one must leave while 5 is stopped.
-    send_reliable(&cluster, 0, 5, "first", &[]);
+    send_reliable(&cluster, 0, 5, "first", &["--wait", "--timeout", "60s"]);
     assert_eq!(payloads(&consume(&cluster, 5, "default")), ["first"]);
     let acks_before = event(&cluster, 5, "delivery_acks_sent");
     let before = forwarded(&cluster);
