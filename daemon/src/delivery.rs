@@ -3,7 +3,7 @@
 //! gives up on old ones. What to do is decided in `cuberoute_protocol::delivery`; this module
 //! holds the state behind locks, tells time and counts.
 
-use crate::env::now_us;
+use crate::env::{self, now_us};
 use crate::waiters::{Waiters, Watch};
 use cuberoute_protocol::delivery::{
     Inbox, InboxLimits, Outbox, OutboxFull, OutboxLimits, SetKey, Settlement, Shape,
@@ -242,17 +242,7 @@ impl DeliveryEnds {
 
     /// Wait until `next_us` (wall clock, µs) or until woken.
     pub async fn sleep(&self, next_us: Option<u64>) {
-        let woken = self.wake.notified();
-        match next_us {
-            Some(at) => {
-                let wait = std::time::Duration::from_micros(at.saturating_sub(now_us()));
-                tokio::select! {
-                    _ = tokio::time::sleep(wait) => {}
-                    _ = woken => {}
-                }
-            }
-            None => woken.await,
-        }
+        env::sleep_until_or(&self.wake, next_us).await;
     }
 
     /// Wake the timer: a set may be waiting in the inbox with an earlier deadline.

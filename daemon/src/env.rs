@@ -42,6 +42,22 @@ pub fn now_us() -> u64 {
         .map_or(0, |d| d.as_micros() as u64)
 }
 
+/// Wait until `next_us` (wall clock, µs, as [`now_us`]) or until `wake` is notified, whichever
+/// comes first; with no `next_us`, until notified. The timers of delivery and sealing.
+pub async fn sleep_until_or(wake: &tokio::sync::Notify, next_us: Option<u64>) {
+    let woken = wake.notified();
+    match next_us {
+        Some(at) => {
+            let wait = std::time::Duration::from_micros(at.saturating_sub(now_us()));
+            tokio::select! {
+                _ = tokio::time::sleep(wait) => {}
+                _ = woken => {}
+            }
+        }
+        None => woken.await,
+    }
+}
+
 /// A random value.
 pub fn random<T>() -> T
 where

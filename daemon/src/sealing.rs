@@ -316,16 +316,6 @@ impl<J> Sealing<J> {
 
     /// Wait until `next_us` (wall clock, µs) or until a handshake starts.
     pub async fn sleep(&self, next_us: Option<u64>) {
-        let woken = self.wake.notified();
-        match next_us {
-            Some(at) => {
-                let wait = std::time::Duration::from_micros(at.saturating_sub(now_us()));
-                tokio::select! {
-                    _ = tokio::time::sleep(wait) => {}
-                    _ = woken => {}
-                }
-            }
-            None => woken.await,
-        }
+        env::sleep_until_or(&self.wake, next_us).await;
     }
 }

@@ -237,6 +237,20 @@ pub struct Sealing {
     pub renew: bool,
 }
 
+/// The public key of a handshake message's claimed sealer, which must be its packet's source.
+fn sealer_key(
+    directory: &dyn Directory,
+    bound: &Bound,
+    sealer: NodeId,
+) -> Result<PublicKey, OpenError> {
+    if sealer != bound.src {
+        return Err(OpenError::ForgedSource { sealer });
+    }
+    directory
+        .public_key(sealer)
+        .ok_or(OpenError::UnknownSealer(sealer))
+}
+
 /// A handshake message to send (on every path: a dead node or a relay on one cannot stop it):
 /// to whom, its bytes, and which attempt of its handshake it is.
 #[derive(Clone, PartialEq, Eq, Debug)]
@@ -768,14 +782,7 @@ impl Sessions {
         init: Init,
         fresh: impl FnOnce() -> [u8; 32],
     ) -> Result<Opened, OpenError> {
-        if init.sealer != bound.src {
-            return Err(OpenError::ForgedSource {
-                sealer: init.sealer,
-            });
-        }
-        let key = directory
-            .public_key(init.sealer)
-            .ok_or(OpenError::UnknownSealer(init.sealer))?;
+        let key = sealer_key(directory, bound, init.sealer)?;
         let limits = self.limits;
         if init.ts_us > now_us.saturating_add(limits.skew_us) {
             return Err(OpenError::Future);
@@ -940,14 +947,7 @@ impl Sessions {
         now_us: u64,
         resp: Resp,
     ) -> Result<Opened, OpenError> {
-        if resp.sealer != bound.src {
-            return Err(OpenError::ForgedSource {
-                sealer: resp.sealer,
-            });
-        }
-        let key = directory
-            .public_key(resp.sealer)
-            .ok_or(OpenError::UnknownSealer(resp.sealer))?;
+        let key = sealer_key(directory, bound, resp.sealer)?;
         let max_age = self.limits.init_max_age_us;
         let peer = self.peers.get_mut(&resp.sealer);
         // An answer to an Init answered already: a copy from another path if it names the
