@@ -703,8 +703,15 @@ fn a_node_whose_store_is_not_its_own_stays_down_and_says_why() {
     std::fs::copy(&store6, &store5).unwrap();
     let garbage = vec![0x5au8; 4096];
     std::fs::write(&store6, &garbage).unwrap();
-    cluster.ok(&["chaos", "restart", "--node", "5"]);
-    cluster.ok(&["chaos", "restart", "--node", "6"]);
+    // `chaos restart` waits for the node to answer: it says the node exited, and why.
+    for (node, why) in [(5, "belongs to node 6"), (6, "store.redb")] {
+        let out = cluster.run(&["chaos", "restart", "--node", &node.to_string()]);
+        let err = stderr(&out);
+        assert!(
+            !out.status.success() && err.contains("is not running") && err.contains(why),
+            "{err}"
+        );
+    }
     for node in [5, 6] {
         assert!(
             within(LIMIT, || cluster.node_status(node)["runner"]

@@ -255,6 +255,42 @@ pub async fn wait_ready(
     }
 }
 
+/// Poll until node `id`, just started again, answers a status request: its daemon is serving
+/// (a send right after `chaos restart` is sealed after the node's start, which its recovery
+/// handshake asks about). Gives up at once when its process or container is seen not to run,
+/// and after `timeout`.
+pub async fn node_answers(
+    client: &ClusterClient,
+    id: NodeId,
+    timeout: Duration,
+) -> anyhow::Result<NodeStatus> {
+    let started = Instant::now();
+    loop {
+        let last = match client.status(id).await {
+            Ok(status) => return Ok(status),
+            Err(e) => e.to_string(),
+        };
+        if let Some(runners) = runner::inspect(&client.dir)?
+            && let Some(runner) = runners.nodes.get(&id)
+            && runner.is_dead()
+        {
+            anyhow::bail!(
+                "node {id} is not running: {}{}",
+                runner.describe(),
+                client
+                    .dir
+                    .last_log_line(id)
+                    .map(|l| format!("; its log ends: {l}"))
+                    .unwrap_or_default()
+            );
+        }
+        if started.elapsed() >= timeout {
+            anyhow::bail!("node {id} does not answer within {timeout:?}: {last}");
+        }
+        tokio::time::sleep(POLL).await;
+    }
+}
+
 /// How long to wait for a cluster of `nodes` nodes to come up: 30 s plus 100 ms per node.
 pub fn default_timeout(nodes: u64) -> Duration {
     Duration::from_secs(30) + Duration::from_millis(100) * nodes as u32

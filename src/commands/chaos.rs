@@ -6,7 +6,7 @@ use super::network::{self, NetArgs, PartitionArgs, StudyArgs};
 use super::{runtime, usage};
 use cuberoute_cluster::chaos::{self, FaultKind};
 use cuberoute_cluster::scenario::{self, Harness, Progress, RunConfig};
-use cuberoute_cluster::{ClusterClient, ClusterDir, runner};
+use cuberoute_cluster::{ClusterClient, ClusterDir, ready, runner};
 use cuberoute_daemon::client::ClientError;
 use cuberoute_daemon::manifest::Manifest;
 use cuberoute_daemon::roles;
@@ -18,6 +18,9 @@ use indicatif::{ProgressBar, ProgressStyle};
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+
+/// How long `chaos restart` waits for the node it started to answer.
+const RESTART_ANSWERS_WITHIN: Duration = Duration::from_secs(30);
 
 #[derive(clap::Subcommand, Debug)]
 pub enum Command {
@@ -31,7 +34,7 @@ pub enum Command {
     Heal(HealArgs),
     /// Kill a node's process or container (SIGKILL: no draining, its buffers are lost).
     Kill(NodeArgs),
-    /// Start a killed node's process or container again.
+    /// Start a killed node's process or container again; returns once it answers.
     Restart(NodeArgs),
     /// A curious relay: the node keeps a copy of every payload it forwards (`--off` stops).
     Capture(RelayArgs),
@@ -441,6 +444,10 @@ pub fn run(command: Command) -> anyhow::Result<()> {
             let topology = manifest(&dir)?.topology;
             let id = super::parse_node(topology, &args.node)?;
             if runner::restart(&dir, id).map_err(|e| usage(e.to_string()))? {
+                runtime()?.block_on(async {
+                    let client = ClusterClient::open(&dir)?;
+                    ready::node_answers(&client, id, RESTART_ANSWERS_WITHIN).await
+                })?;
                 println!("node {} restarted", topology.format_node(id));
                 Ok(())
             } else {
