@@ -14,8 +14,9 @@ use std::sync::atomic::Ordering::Relaxed;
 use tracing::{debug, warn};
 
 impl Node {
-    /// Send a handshake message (an Init, or the Resp answering one) to `out.to` on every path,
-    /// as a set's copies go: k-1 dead nodes or a relay on one path cannot stop it.
+    /// Send a handshake message (an Init, or the Resp answering one) to `out.to` on the paths
+    /// its attempt goes on ([`Outgoing::paths`]): a first attempt on one, the others on every
+    /// path, as a set's copies go.
     pub(super) fn send_handshake(&self, out: Outgoing, what: Event) {
         let routes = match SendRequest::to(out.to).routes(self.topology, self.id) {
             Ok(routes) => routes,
@@ -26,7 +27,8 @@ impl Node {
         };
         let seq = self.next_seq.fetch_add(1, Relaxed);
         let sent_at_us = now_us();
-        let messages = (0..routes.k())
+        let messages = out
+            .paths(routes.k())
             .map(|_| {
                 let mut m = Message::new(self.id, seq, false, sent_at_us, false, out.bytes.clone())
                     .attempt(out.attempt)

@@ -251,13 +251,23 @@ fn sealer_key(
         .ok_or(OpenError::UnknownSealer(sealer))
 }
 
-/// A handshake message to send (on every path: a dead node or a relay on one cannot stop it):
-/// to whom, its bytes, and which attempt of its handshake it is.
+/// A handshake message to send: to whom, its bytes, and which attempt of its handshake it is
+/// (which says on how many paths it goes: [`Outgoing::paths`]).
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub struct Outgoing {
     pub to: NodeId,
     pub bytes: Vec<u8>,
     pub attempt: u32,
+}
+
+impl Outgoing {
+    /// The indices of the `k` paths this message goes on. A first attempt (an Init, or the
+    /// answer to one) goes on the first path only: most handshakes are answered so, for a
+    /// fraction `1/k` of the packets. Every later attempt goes on every path, so that a dead
+    /// node or a relay dropping on one path costs one wait, not the handshake.
+    pub fn paths(&self, k: usize) -> std::ops::Range<usize> {
+        if self.attempt <= 1 { 0..k.min(1) } else { 0..k }
+    }
 }
 
 /// What the passing of time did.
@@ -326,6 +336,11 @@ struct Pending {
     due_us: u64,
     /// When an Init was last sent.
     sent_us: u64,
+    /// When each attempt was sent (the last [`SessionLimits::handshake_attempts`]): an answer
+    /// says which attempt's copy it answers, so its round trip is that attempt's, whichever
+    /// attempt is in flight (the ambiguity Karn's rule avoids, resolved as TCP's timestamps
+    /// do).
+    sends: Vec<(u32, u64)>,
 }
 
 /// An answer made, kept to be sent again.
@@ -554,6 +569,7 @@ impl Sessions {
             attempt: 1,
             due_us,
             sent_us: now_us,
+            sends: vec![(1, now_us)],
         });
         self.due.insert((due_us, peer));
         Ok(Some(Outgoing {
@@ -628,6 +644,10 @@ impl Sessions {
         pending.attempt = next;
         pending.due_us = now_us.saturating_add(wait);
         pending.sent_us = now_us;
+        pending.sends.push((next, now_us));
+        if pending.sends.len() > keep {
+            pending.sends.remove(0);
+        }
         if let Some((bytes, ts, ephemeral)) = made {
             pending.inits.push((ts, ephemeral, Vec::new()));
             pending.bytes = bytes;
@@ -1001,11 +1021,14 @@ impl Sessions {
             handshake::open_resp(self.me, ephemeral, &resp, key).map_err(|_| OpenError::Broken)?;
         let pending = peer.pending.take().expect("found above");
         peer.answered_us = Some(resp.init_ts_us.max(peer.answered_us.unwrap_or(0)));
-        if pending.attempt == 1 {
-            // Answered at its only sending: a round trip of its own (Karn's rule). An answer to
-            // an Init sent again could answer any of its sendings; timed from the first, a
-            // handshake with a node that was down would count the whole outage.
-            let sample = now_us.saturating_sub(pending.sent_us);
+        if let Some(&(_, sent_us)) = pending.sends.iter().find(|(a, _)| *a == bound.attempt) {
+            // The answer's message carries the attempt of the Init's copy it answers: the round
+            // trip of that sending. (Timed from the first sending, a handshake with a node that
+            // was down would count the whole outage; taken only at a first attempt, the round
+            // trips of a loaded network, where most handshakes are sent again, go unmeasured
+            // and every retry comes early.) A relay rewriting the attempt moves the estimate
+            // within the limits' wait and 16 times the handshake's timeout.
+            let sample = now_us.saturating_sub(sent_us);
             self.srtt_us = Some(match self.srtt_us {
                 None => (sample, sample / 2),
                 Some((srtt, var)) => (
@@ -1316,6 +1339,34 @@ mod tests {
 
     fn seal(a: &mut Sessions, b: &Bound, now: u64, text: &[u8]) -> Vec<u8> {
         a.seal(b, now, text).unwrap().bytes
+    }
+
+    #[test]
+    fn a_first_attempt_goes_on_one_path_and_every_later_one_on_all() {
+        let dir = keys();
+        let (mut a, mut b) = (node(0), node(1));
+        let init = a.start(&dir, NodeId(1), START, [1; 32]).unwrap().unwrap();
+        assert_eq!((init.attempt, init.paths(4)), (1, 0..1));
+        let Opened::Answer { resp, .. } = b
+            .open(&dir, &bound(0, 1, 0), START, &init.bytes, || [2; 32])
+            .unwrap()
+        else {
+            panic!("an Init is answered")
+        };
+        let answer = Outgoing {
+            to: NodeId(0),
+            bytes: resp,
+            attempt: 1,
+        };
+        assert_eq!(answer.paths(4), 0..1, "the answer to a first attempt");
+        let gap = SessionLimits::default().handshake_timeout_us;
+        let again = a
+            .hurry(&dir, NodeId(1), START + gap, [3; 32])
+            .unwrap()
+            .unwrap();
+        assert_eq!((again.attempt, again.paths(4)), (2, 0..4));
+        assert_eq!(again.paths(1), 0..1, "a single path is every path");
+        assert_eq!(again.paths(0), 0..0);
     }
 
     #[test]
@@ -1875,6 +1926,50 @@ mod tests {
             1,
             "a retry after the round trip and its deviations"
         );
+    }
+
+    /// An answer says which attempt's copy it answers: a handshake sent again is timed from
+    /// that sending, not from the first (a node down for a while would count its outage) and
+    /// not left unmeasured (on a loaded network most handshakes are sent again).
+    #[test]
+    fn an_answer_is_timed_from_the_sending_it_answers() {
+        let dir = keys();
+        let (mut a, mut b) = (node(0), node(1));
+        let timeout = SessionLimits::default().handshake_timeout_us;
+        let init = a.start(&dir, NodeId(1), START, [1; 32]).unwrap().unwrap();
+        // The first copy is lost; the second goes after the timeout.
+        let retry = a.tick(&dir, START + timeout, || [2; 32]);
+        assert_eq!(retry.inits.len(), 1);
+        let second = &retry.inits[0];
+        assert_eq!((second.attempt, &second.bytes), (2, &init.bytes));
+        let copy = Bound {
+            attempt: 2,
+            ..bound(0, 1, 0)
+        };
+        let Ok(Opened::Answer { resp, .. }) =
+            b.open(&dir, &copy, START + timeout, &second.bytes, || [3; 32])
+        else {
+            panic!("answered");
+        };
+        // Answered 1 s after the second sending, its message naming attempt 2.
+        let slow = 1_000_000;
+        let answered = Bound {
+            attempt: 2,
+            ..bound(1, 0, 0)
+        };
+        assert_eq!(
+            a.open(&dir, &answered, START + timeout + slow, &resp, || [4; 32]),
+            Ok(Opened::Established(NodeId(1)))
+        );
+        // The sample is 1 s (not 1 s and the timeout): the next wait is 3 s.
+        let now = START + timeout + slow + 1;
+        assert!(a.start(&dir, NodeId(2), now, [5; 32]).unwrap().is_some());
+        assert!(
+            a.tick(&dir, now + 3 * slow - 1, || [6; 32])
+                .inits
+                .is_empty()
+        );
+        assert_eq!(a.tick(&dir, now + 3 * slow, || [6; 32]).inits.len(), 1);
     }
 
     #[test]
