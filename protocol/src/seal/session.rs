@@ -310,6 +310,11 @@ struct SendKey {
 struct Session {
     id: u64,
     created_us: u64,
+    /// When a message was last sealed or opened under it (or it was made): of a peer's sessions
+    /// beyond [`SessionLimits::per_peer`], the one used longest ago goes. Not the oldest: the
+    /// peer may have moved to a newer session, whose first message came on a shorter path, while
+    /// its messages under the older one are still on their way.
+    used_us: u64,
     /// Whether the peer holds it too: made by a Resp here, or a message from the peer opened
     /// under it. Only a confirmed session seals.
     confirmed: bool,
@@ -494,6 +499,7 @@ impl Sessions {
                 s.confirmed && s.send.is_some() && now_us < s.created_us.saturating_add(rekey_after)
             })
             .ok_or(SealError::NoSession(bound.dst))?;
+        session.used_us = now_us;
         let send = session.send.as_mut().expect("found sealing");
         let counter = send.next_nonce;
         send.next_nonce += 1;
@@ -784,6 +790,7 @@ impl Sessions {
         if !session.window.accept(data.nonce) {
             return Err(OpenError::Replayed);
         }
+        session.used_us = session.used_us.max(now_us);
         if !session.confirmed {
             // The initiator holds it: from now on it seals here too.
             session.confirmed = true;
@@ -917,6 +924,7 @@ impl Sessions {
             Session {
                 id,
                 created_us: now_us,
+                used_us: now_us,
                 confirmed: false,
                 init_us: Some(init.ts_us),
                 send: Some(SendKey {
@@ -1050,6 +1058,7 @@ impl Sessions {
             Session {
                 id: resp.session,
                 created_us: now_us,
+                used_us: now_us,
                 confirmed: true,
                 init_us: None,
                 send: Some(SendKey {
@@ -1082,6 +1091,12 @@ impl Sessions {
                 .filter(|s| s.confirmed == confirmed)
                 .map(|s| (s.created_us, peer, s.id))
                 .collect();
+            let least_used = entry
+                .sessions
+                .iter()
+                .filter(|s| s.confirmed == confirmed)
+                .min_by_key(|s| (s.used_us, s.created_us))
+                .map(|s| (s.created_us, peer, s.id));
             // Unconfirmed: one per Init of a handshake the initiator may still finish.
             let cap = if confirmed {
                 self.limits.per_peer
@@ -1090,7 +1105,7 @@ impl Sessions {
                     .per_peer
                     .max(self.limits.handshake_attempts as usize)
             };
-            (of_kind.len() >= cap).then(|| of_kind[0])
+            (of_kind.len() >= cap).then_some(least_used).flatten()
         };
         if let Some(oldest) = oldest_of_kind {
             self.by_age.remove(&oldest);
@@ -1118,14 +1133,13 @@ impl Sessions {
         let Some(entry) = self.peers.get(&peer) else {
             return;
         };
-        let confirmed: Vec<_> = entry
-            .sessions
-            .iter()
-            .filter(|s| s.confirmed)
-            .map(|s| (s.created_us, peer, s.id))
-            .collect();
+        let confirmed: Vec<_> = entry.sessions.iter().filter(|s| s.confirmed).collect();
         if confirmed.len() > self.limits.per_peer {
-            let oldest = *confirmed.iter().min().expect("more than per_peer");
+            let oldest = confirmed
+                .iter()
+                .min_by_key(|s| (s.used_us, s.created_us))
+                .map(|s| (s.created_us, peer, s.id))
+                .expect("more than per_peer");
             self.by_age.remove(&oldest);
             self.forget(oldest);
             self.counters.evicted += 1;
@@ -1367,6 +1381,45 @@ mod tests {
         assert_eq!((again.attempt, again.paths(4)), (2, 0..4));
         assert_eq!(again.paths(1), 0..1, "a single path is every path");
         assert_eq!(again.paths(0), 0..0);
+    }
+
+    /// A peer moved to a new session: its first message under it came first (on a shorter
+    /// path), its last ones under the session it left are still on their way. Beyond
+    /// `per_peer` sessions, the one used longest ago goes, not the oldest (which was the one
+    /// the peer sealed under until then: its late messages were refused `NoSession`).
+    #[test]
+    fn the_session_a_peer_just_left_still_opens_its_late_messages() {
+        let dir = keys();
+        let (mut a, mut b) = (node(0), node(1));
+        assert_eq!(SessionLimits::default().per_peer, 3);
+        // b's session first (the oldest at a), then two of a's.
+        handshake(&mut b, &mut a, START);
+        let m1 = seal(&mut b, &bound(1, 0, 1), START + 1, b"m1");
+        assert!(
+            a.open(&dir, &bound(1, 0, 1), START + 1, &m1, || [0; 32])
+                .is_ok()
+        );
+        handshake(&mut a, &mut b, START + 10);
+        handshake(&mut a, &mut b, START + 20);
+        // b still seals under its own session (a's are not confirmed at b).
+        let late1 = seal(&mut b, &bound(1, 0, 2), START + 30, b"late1");
+        let late2 = seal(&mut b, &bound(1, 0, 3), START + 31, b"late2");
+        assert!(
+            a.open(&dir, &bound(1, 0, 2), START + 35, &late1, || [0; 32])
+                .is_ok()
+        );
+        // b moves to a new session; its first message overtakes `late2`.
+        handshake(&mut b, &mut a, START + 40);
+        let new = seal(&mut b, &bound(1, 0, 4), START + 41, b"new");
+        assert_eq!(
+            a.open(&dir, &bound(1, 0, 4), START + 42, &new, || [0; 32]),
+            Ok(Opened::Payload(b"new".to_vec()))
+        );
+        assert_eq!(
+            a.open(&dir, &bound(1, 0, 3), START + 43, &late2, || [0; 32]),
+            Ok(Opened::Payload(b"late2".to_vec()))
+        );
+        assert!(a.counters().evicted >= 1, "one of a's unused sessions went");
     }
 
     #[test]
