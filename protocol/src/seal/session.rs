@@ -13,7 +13,8 @@
 //!
 //! Times, all from [`SessionLimits`]:
 //! - a session seals nothing once `rekey_after` old (2 minutes by default), and the sender starts
-//!   a new handshake when one it seals under is three quarters of that old;
+//!   a new handshake when one it seals under is between a half and three quarters of that old
+//!   (a point drawn from the session's id: the sessions a burst made renew apart);
 //! - both ends erase its keys (zeroized) once it is `erase_after` old (3 minutes);
 //! - an Init is taken only within `init_max_age` of its time, never from before this node
 //!   started (less `skew`), never at or below the greatest time taken from its sender, never from
@@ -130,8 +131,17 @@ impl SessionLimits {
             .saturating_mul(1 << attempt.saturating_sub(4).min(16))
     }
 
-    /// When a session in use starts to be renewed: three quarters of `rekey_after`.
-    pub fn renew_at_us(&self) -> u64 {
+    /// How old session `id` is when its renewal starts: between a half and three quarters of
+    /// `rekey_after`, at a point drawn from its id (random, and the same at both ends), so that
+    /// the sessions a burst made are not renewed in one burst ([`SessionLimits::renewed_by_us`]
+    /// is the latest).
+    pub fn renew_at_us(&self, id: u64) -> u64 {
+        let spread = (self.rekey_after_us / 4).max(1);
+        self.rekey_after_us / 2 + id % spread
+    }
+
+    /// How old any session is when its renewal has started: three quarters of `rekey_after`.
+    pub fn renewed_by_us(&self) -> u64 {
         self.rekey_after_us - self.rekey_after_us / 4
     }
 
@@ -484,8 +494,8 @@ impl Sessions {
         now_us: u64,
         plaintext: &[u8],
     ) -> Result<Sealing, SealError> {
-        let rekey_after = self.limits.rekey_after_us;
-        let renew_at = self.limits.renew_at_us();
+        let limits = self.limits;
+        let rekey_after = limits.rekey_after_us;
         let peer = self
             .peers
             .get_mut(&bound.dst)
@@ -514,7 +524,11 @@ impl Sessions {
                 Ok::<_, chacha20poly1305::Error>(bytes)
             })
             .expect("ChaCha20-Poly1305 seals any length a frame holds");
-        let renew = !pending && now_us >= session.created_us.saturating_add(renew_at);
+        let renew = !pending
+            && now_us
+                >= session
+                    .created_us
+                    .saturating_add(limits.renew_at_us(session.id));
         Ok(Sealing { bytes, renew })
     }
 
@@ -2075,12 +2089,21 @@ mod tests {
             b.open(&dir, &bound(0, 1, 1), START + 1, &early.bytes, || [0; 32])
                 .is_ok()
         );
-        let renew = a
-            .seal(&bound(0, 1, 2), START + limits.renew_at_us(), b"x")
-            .unwrap();
+        let id = a.peers[&NodeId(1)].sessions[0].id;
+        let at = limits.renew_at_us(id);
+        assert!(limits.rekey_after_us / 2 <= at && at < limits.renewed_by_us());
+        let before = a.seal(&bound(0, 1, 2), START + at - 1, b"x").unwrap();
+        assert!(!before.renew, "not yet");
         assert!(
-            renew.renew,
-            "three quarters of rekey_after: start a new handshake"
+            b.open(&dir, &bound(0, 1, 2), START + at - 1, &before.bytes, || [0;
+                32])
+                .is_ok()
+        );
+        let renew = a.seal(&bound(0, 1, 3), START + at, b"x").unwrap();
+        assert!(renew.renew, "its point: start a new handshake");
+        assert!(
+            b.open(&dir, &bound(0, 1, 3), START + at, &renew.bytes, || [0; 32])
+                .is_ok()
         );
         let last = START + limits.rekey_after_us - 1;
         let late = seal(&mut a, &bound(0, 1, 3), last, b"late");
