@@ -13,8 +13,9 @@
 //!
 //! Times, all from [`SessionLimits`]:
 //! - a session seals nothing once `rekey_after` old (2 minutes by default), and the sender starts
-//!   a new handshake when one it seals under is between a half and three quarters of that old
-//!   (a point drawn from the session's id: the sessions a burst made renew apart);
+//!   a new handshake when one it made as initiator and seals under is between a half and three
+//!   quarters of that old (a point drawn from the session's id: the sessions a burst made renew
+//!   apart), one it answered only at seven eighths (so one end renews, not both);
 //! - both ends erase its keys (zeroized) once it is `erase_after` old (3 minutes);
 //! - an Init is taken only within `init_max_age` of its time, never from before this node
 //!   started (less `skew`), never at or below the greatest time taken from its sender, never from
@@ -24,8 +25,9 @@
 //! A responder does not seal under a session it answered until the initiator has sealed a
 //! message under it (its key confirmation, as WireGuard's responder waits for the first data):
 //! an Init whose answer was lost, or one of an attempt the initiator no longer waits for, makes
-//! a session only the responder holds. Unconfirmed, such a session is erased after
-//! `init_max_age`. An Init flagged `recovery` (its initiator restarted, or forgot its sessions)
+//! a session only the responder holds. Unconfirmed, such a session is kept as long as a
+//! confirmed one (until `erase_after`): its initiator may seal its first message under it any
+//! time before `rekey_after`, a sender to this node now and then. An Init flagged `recovery` (its initiator restarted, or forgot its sessions)
 //! ends the responder's older sessions with that peer: those it initiated, and those it made
 //! from Inits older than the recovering handshake's first (another Init of the same handshake
 //! may have made the session its initiator holds), but not those the Init names as still held
@@ -140,9 +142,18 @@ impl SessionLimits {
         self.rekey_after_us / 2 + id % spread
     }
 
-    /// How old any session is when its renewal has started: three quarters of `rekey_after`.
+    /// How old any session is when its initiator has started its renewal: three quarters of
+    /// `rekey_after`.
     pub fn renewed_by_us(&self) -> u64 {
         self.rekey_after_us - self.rekey_after_us / 4
+    }
+
+    /// How old a session this node answered is when it starts a renewal itself: seven eighths
+    /// of `rekey_after`, after its initiator's point, so that one end renews a pair's session,
+    /// not both at once (the other end only when the initiator seals nothing to it; as
+    /// WireGuard's responder leaves rekeying to the initiator).
+    pub fn responder_renews_at_us(&self) -> u64 {
+        self.rekey_after_us - self.rekey_after_us / 8
     }
 
     /// Why these limits cannot work, if they cannot.
@@ -432,8 +443,6 @@ pub struct Sessions {
     by_age: BTreeSet<(u64, NodeId, u64)>,
     /// The sessions that still seal, in the same order: when each sending key is erased.
     sealing: BTreeSet<(u64, NodeId, u64)>,
-    /// The sessions not confirmed yet, in the same order: erased at `init_max_age`.
-    unconfirmed: BTreeSet<(u64, NodeId, u64)>,
     /// Handshakes in flight, by when the next Init is due (or the handshake given up).
     due: BTreeSet<(u64, NodeId)>,
     all_handshakes: Bucket,
@@ -458,7 +467,6 @@ impl Sessions {
             peers: HashMap::new(),
             by_age: BTreeSet::new(),
             sealing: BTreeSet::new(),
-            unconfirmed: BTreeSet::new(),
             due: BTreeSet::new(),
             all_handshakes: Bucket::full(limits.handshakes.all, started_at_us),
             last_init_us: 0,
@@ -524,11 +532,11 @@ impl Sessions {
                 Ok::<_, chacha20poly1305::Error>(bytes)
             })
             .expect("ChaCha20-Poly1305 seals any length a frame holds");
-        let renew = !pending
-            && now_us
-                >= session
-                    .created_us
-                    .saturating_add(limits.renew_at_us(session.id));
+        let renew_at = match session.init_us {
+            None => limits.renew_at_us(session.id),
+            Some(_) => limits.responder_renews_at_us(),
+        };
+        let renew = !pending && now_us >= session.created_us.saturating_add(renew_at);
         Ok(Sealing { bytes, renew })
     }
 
@@ -710,8 +718,9 @@ impl Sessions {
     /// it ends its older sessions with this node but those this node still holds (the Init
     /// names them: the message may be a relay's, made up), unless this node has a handshake
     /// with it in flight or did this within `recover_after` already. Within `erase_after` (and
-    /// the skew) of this node's start, the Init carries the start: the sealer may seal again
-    /// what it sealed to this node since, if the recovery ended a session.
+    /// the skew) of this node's start, holding no session with the sealer, the Init carries the
+    /// start: the sealer may seal again what it sealed to this node since, if the recovery
+    /// ended a session.
     pub fn recover(
         &mut self,
         directory: &dyn Directory,
@@ -734,7 +743,15 @@ impl Sessions {
         let held: Vec<u64> = self.peers.get(&sealer).map_or(Vec::new(), |p| {
             p.sessions.iter().rev().map(|s| s.id).collect()
         });
-        let flags = InitFlags::recovery(now_us, self.lost_since(now_us), &held);
+        // A node holding sessions with the sealer made them since its start: the one it lacks
+        // it forgot (pushed out, erased), it did not lose the sealer's traffic to a restart,
+        // and asks for nothing to be sealed again.
+        let lost_since = if held.is_empty() {
+            self.lost_since(now_us)
+        } else {
+            None
+        };
+        let flags = InitFlags::recovery(now_us, lost_since, &held);
         let out = self.start_with(directory, sealer, now_us, flags, fresh)?;
         self.peers.entry(sealer).or_default().recovered_at_us = Some(now_us);
         Ok(out)
@@ -808,8 +825,6 @@ impl Sessions {
         if !session.confirmed {
             // The initiator holds it: from now on it seals here too.
             session.confirmed = true;
-            let key = (session.created_us, data.sealer, session.id);
-            self.unconfirmed.remove(&key);
             self.bound_confirmed(data.sealer);
         }
         Ok(text)
@@ -1136,9 +1151,6 @@ impl Sessions {
         let key = (session.created_us, peer, session.id);
         self.by_age.insert(key);
         self.sealing.insert(key);
-        if !confirmed {
-            self.unconfirmed.insert(key);
-        }
         self.peers.entry(peer).or_default().sessions.push(session);
     }
 
@@ -1164,7 +1176,6 @@ impl Sessions {
     /// of `by_age`.
     fn forget(&mut self, key: (u64, NodeId, u64)) {
         self.sealing.remove(&key);
-        self.unconfirmed.remove(&key);
         if let Some(peer) = self.peers.get_mut(&key.1) {
             peer.sessions.retain(|s| s.id != key.2);
         }
@@ -1197,14 +1208,6 @@ impl Sessions {
             && key.0.saturating_add(erase_after) <= now_us
         {
             self.by_age.pop_first();
-            self.forget(key);
-            tick.erased += 1;
-        }
-        let unconfirmed_for = self.limits.init_max_age_us;
-        while let Some(&key) = self.unconfirmed.first()
-            && key.0.saturating_add(unconfirmed_for) <= now_us
-        {
-            self.by_age.remove(&key);
             self.forget(key);
             tick.erased += 1;
         }
@@ -1242,9 +1245,6 @@ impl Sessions {
                 .first()
                 .map(|k| k.0.saturating_add(rekey_after)),
             self.by_age.first().map(|k| k.0.saturating_add(erase_after)),
-            self.unconfirmed
-                .first()
-                .map(|k| k.0.saturating_add(unconfirmed_for)),
             self.due.first().map(|d| d.0),
             (!self.peers.is_empty()).then_some(self.prune_at_us),
         ]
@@ -2077,6 +2077,27 @@ mod tests {
         );
     }
 
+    /// An initiator that seals nothing for a while after its handshake (a sender to the
+    /// responder now and then) may seal its first message under the session any time before
+    /// `rekey_after`: the responder keeps the session, unconfirmed, until then. (It erased it
+    /// at `init_max_age`, and the message drew a recovery handshake.)
+    #[test]
+    fn an_unconfirmed_session_waits_for_its_first_message_until_rekey_after() {
+        let dir = keys();
+        let (mut a, mut b) = (node(0), node(1));
+        let limits = SessionLimits::default();
+        handshake(&mut a, &mut b, START);
+        let late = START + limits.rekey_after_us - 1;
+        for s in [&mut a, &mut b] {
+            assert_eq!(s.tick(&dir, late, fresh()).erased, 0);
+        }
+        let m = seal(&mut a, &bound(0, 1, 1), late, b"late first");
+        assert_eq!(
+            b.open(&dir, &bound(0, 1, 1), late + 1, &m, || [0; 32]),
+            Ok(Opened::Payload(b"late first".to_vec()))
+        );
+    }
+
     #[test]
     fn sessions_are_renewed_then_erased_at_both_ends() {
         let dir = keys();
@@ -2103,6 +2124,21 @@ mod tests {
         assert!(renew.renew, "its point: start a new handshake");
         assert!(
             b.open(&dir, &bound(0, 1, 3), START + at, &renew.bytes, || [0; 32])
+                .is_ok()
+        );
+        // The responder, confirmed, renews later: not at its initiator's point, nor at three
+        // quarters, but at seven eighths.
+        let mut reply = |n: u64, at: u64| b.seal(&bound(1, 0, n), START + at, b"y").unwrap();
+        assert!(!reply(1, at).renew && !reply(2, limits.renewed_by_us()).renew);
+        let answered_late = reply(3, limits.responder_renews_at_us());
+        assert!(
+            answered_late.renew,
+            "seven eighths: the responder starts one"
+        );
+        let when = START + limits.responder_renews_at_us();
+        assert!(
+            a.open(&dir, &bound(1, 0, 3), when, &answered_late.bytes, || [0;
+                32])
                 .is_ok()
         );
         let last = START + limits.rekey_after_us - 1;
