@@ -2,6 +2,7 @@
 //! every container reports healthy. `cluster up` (processes and containers), `demo`, `bench`
 //! and `chaos run` (before it starts, and after it restarts crashed nodes) all wait here.
 
+use crate::ClusterDir;
 use crate::client::{ClusterClient, links_up, links_up_of, revoked};
 use crate::runner::{self, Runner, Runners};
 use cuberoute_protocol::NodeId;
@@ -253,6 +254,16 @@ pub async fn wait_ready(
         }
         tokio::time::sleep(POLL).await;
     }
+}
+
+/// How long `chaos restart` waits for the node it started to answer.
+pub const RESTART_ANSWERS_WITHIN: Duration = Duration::from_secs(30);
+
+/// After [`runner::restart`]: wait until node `id` answers ([`node_answers`], with the
+/// operator's certificate of `dir`), for at most [`RESTART_ANSWERS_WITHIN`].
+pub async fn restarted(dir: &ClusterDir, id: NodeId) -> anyhow::Result<NodeStatus> {
+    let client = ClusterClient::open(dir)?;
+    node_answers(&client, id, RESTART_ANSWERS_WITHIN).await
 }
 
 /// Poll until node `id`, just started again, answers a status request: its daemon is serving

@@ -19,9 +19,6 @@ use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-/// How long `chaos restart` waits for the node it started to answer.
-const RESTART_ANSWERS_WITHIN: Duration = Duration::from_secs(30);
-
 #[derive(clap::Subcommand, Debug)]
 pub enum Command {
     /// Overwrite the protocol variables of nodes with random values (once, or repeatedly).
@@ -444,10 +441,7 @@ pub fn run(command: Command) -> anyhow::Result<()> {
             let topology = manifest(&dir)?.topology;
             let id = super::parse_node(topology, &args.node)?;
             if runner::restart(&dir, id).map_err(|e| usage(e.to_string()))? {
-                runtime()?.block_on(async {
-                    let client = ClusterClient::open(&dir)?;
-                    ready::node_answers(&client, id, RESTART_ANSWERS_WITHIN).await
-                })?;
+                runtime()?.block_on(ready::restarted(&dir, id))?;
                 println!("node {} restarted", topology.format_node(id));
                 Ok(())
             } else {

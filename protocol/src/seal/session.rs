@@ -27,20 +27,23 @@
 //! an Init whose answer was lost, or one of an attempt the initiator no longer waits for, makes
 //! a session only the responder holds. Unconfirmed, such a session is kept as long as a
 //! confirmed one (until `erase_after`): its initiator may seal its first message under it any
-//! time before `rekey_after`, a sender to this node now and then. An Init flagged `recovery` (its initiator restarted, or forgot its sessions)
-//! ends the responder's older sessions with that peer: those it initiated, and those it made
-//! from Inits older than the recovering handshake's first (another Init of the same handshake
-//! may have made the session its initiator holds), but not those the Init names as still held
-//! (a message under an unknown session may be a relay's, made up: what it ends is only what the
-//! initiator lost). Made within `erase_after` (and the skew) of its initiator's start, it
-//! carries that start: if it ended a session, the responder may send again under a new
-//! session what it sealed since under the older ones (what its caller kept of it), which the
-//! restarted initiator could not open.
+//! time before `rekey_after`, a sender to this node now and then. An Init flagged `recovery`
+//! (its initiator restarted, or forgot its sessions) ends the responder's older sessions with
+//! that peer: those it initiated, and those it made from Inits older than the recovering
+//! handshake's first (another Init of the same handshake may have made the session its
+//! initiator holds), but not those the Init names as still held (a message under an unknown
+//! session may be a relay's, made up: what it ends is only what the initiator lost). Made
+//! within `erase_after` (and the skew) of its initiator's start, by an initiator holding no
+//! session with the responder, it carries that start: if it ended a session, the responder may
+//! send again under a new session what it sealed since under the older ones (what its caller
+//! kept of it), which the restarted initiator could not open.
 //!
-//! Bounds: at most [`SessionLimits::per_peer`] confirmed sessions and as many unconfirmed ones
-//! as a handshake has attempts per peer (a new one replaces that peer's oldest of its kind: a peer can only push out its
-//! own), at most `max_sessions` in all (the oldest goes first). Key agreements run for others are limited per (sealer, path) and in all
-//! ([`HandshakeLimits`]); whatever is refused before a key agreement costs a lookup.
+//! Bounds: at most [`SessionLimits::per_peer`] confirmed sessions per peer (beyond them, the one
+//! used longest ago goes) and as many unconfirmed ones as a handshake has attempts (a new one
+//! replaces that peer's oldest of its kind: a peer can only push out its own), at most
+//! `max_sessions` in all (the oldest goes first). Key agreements run for others are limited per
+//! (sealer, path) and in all ([`HandshakeLimits`]); whatever is refused before a key agreement
+//! costs a lookup.
 //!
 //! Pure state, like the rest of this crate: the caller passes the time and fresh random bytes.
 
