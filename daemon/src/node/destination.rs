@@ -88,12 +88,14 @@ impl Node {
                 Ok(Opened::Answer {
                     resp,
                     lost_since_us,
+                    renewal,
                 }) => {
                     Stats::count(&self.stats.packets_delivered);
                     let answer = Outgoing {
                         to: src,
                         bytes: resp,
                         attempt: message.attempt,
+                        renewal,
                     };
                     self.send_handshake(answer, Event::HandshakeAnswered);
                     if let Some(since) = lost_since_us {

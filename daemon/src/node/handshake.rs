@@ -16,7 +16,7 @@ use tracing::{debug, warn};
 impl Node {
     /// Send a handshake message (an Init, or the Resp answering one) to `out.to` on the paths
     /// its attempt goes on ([`Outgoing::paths`]): a first attempt on one, the others on every
-    /// path, as a set's copies go.
+    /// path, as a set's copies go; a renewal's on one each, in turn.
     pub(super) fn send_handshake(&self, out: Outgoing, what: Event) {
         let routes = match SendRequest::to(out.to).routes(self.topology, self.id) {
             Ok(routes) => routes,
@@ -27,8 +27,9 @@ impl Node {
         };
         let seq = self.next_seq.fetch_add(1, Relaxed);
         let sent_at_us = now_us();
-        let messages = out
-            .paths(routes.k())
+        let paths = out.paths(routes.k());
+        let first = paths.start;
+        let messages = paths
             .map(|_| {
                 let mut m = Message::new(self.id, seq, false, sent_at_us, false, out.bytes.clone())
                     .attempt(out.attempt)
@@ -41,7 +42,7 @@ impl Node {
             .process
             .lock()
             .expect("process lock")
-            .start(&routes, messages);
+            .start_from(&routes, first, messages);
         // Routine: counted, not streamed to `monitor`.
         self.stats.count_event(what);
         for (first, mut packet) in sends {

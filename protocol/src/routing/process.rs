@@ -44,11 +44,21 @@ impl Process {
 
     /// The action `input(M, D)`: the set's first packets ([`Routes::start`]).
     pub fn start<M>(&mut self, routes: &Routes, messages: Vec<M>) -> Vec<(NodeId, Packet<M>)> {
+        self.start_from(routes, 0, messages)
+    }
+
+    /// [`Process::start`] from route `first` on ([`Routes::start_from`]).
+    pub fn start_from<M>(
+        &mut self,
+        routes: &Routes,
+        first: usize,
+        messages: Vec<M>,
+    ) -> Vec<(NodeId, Packet<M>)> {
         if let Some(plans) = routes.plans() {
             self.vars.k = plans.len() as u32;
             self.vars.map = plans.to_vec();
         }
-        routes.start(messages)
+        routes.start_from(first, messages)
     }
 
     /// The action `rcv(m) from q` ([`hop`]).

@@ -311,12 +311,18 @@ impl Routes {
     /// message `i` on route `i`. `messages` holds one message per copy ([`Routes::k`]); the
     /// messages beyond `k` are not sent, and fewer than `k` send fewer copies.
     pub fn start<M>(&self, messages: Vec<M>) -> Vec<(NodeId, Packet<M>)> {
+        self.start_from(0, messages)
+    }
+
+    /// [`Routes::start`] from route `first` on: message `i` on route `first + i`.
+    pub fn start_from<M>(&self, first: usize, messages: Vec<M>) -> Vec<(NodeId, Packet<M>)> {
         match &self.plan {
             RoutesPlan::Guarded { dst, plans } => plans
                 .iter()
-                .zip(messages)
                 .enumerate()
-                .map(|(i, (plan, message))| {
+                .skip(first)
+                .zip(messages)
+                .map(|((i, plan), message)| {
                     let header = Header::for_plan(plan, self.src, *dst, i as u8);
                     let route = Route::Guarded(header);
                     (plan.first, Packet { route, message })
@@ -326,9 +332,10 @@ impl Routes {
                 let copies = paths.len() as u8;
                 paths
                     .iter()
-                    .zip(messages)
                     .enumerate()
-                    .map(|(i, (path, message))| {
+                    .skip(first)
+                    .zip(messages)
+                    .map(|((i, path), message)| {
                         let route = Route::Source(SourceRoute {
                             path: path.clone(),
                             position: 1,
@@ -615,6 +622,33 @@ mod tests {
             let path = walk(t, src, first, packet);
             assert_eq!(path, all[expected], "{t}");
             assert_eq!(path, request.single_path(t, src).unwrap());
+        }
+    }
+
+    /// Starting from route `i` sends its messages as `start` sends its `i`-th and later ones:
+    /// the same first hops and copy indices, and the hop rule walks each on its own path.
+    #[test]
+    fn start_from_a_route_sends_as_start_does_from_there() {
+        for (name, src, dst) in [("eh:2,2", 0, 30), ("q:4", 0b0011, 0b1100), ("hhc:2", 3, 40)] {
+            let t: Topology = name.parse().unwrap();
+            let (src, dst) = (NodeId(src), NodeId(dst));
+            let routes = SendRequest::to(dst).routes(t, src).unwrap();
+            let k = routes.k();
+            assert!(k >= 2, "{name}");
+            let all = routes.start(vec![(); k]);
+            for first in 0..k {
+                let from = routes.start_from(first, vec![(); k]);
+                assert_eq!(from.len(), k - first, "{name}: beyond k nothing goes");
+                for (i, (hop, packet)) in from.into_iter().enumerate() {
+                    let (all_hop, all_packet) = &all[first + i];
+                    assert_eq!(hop, *all_hop, "{name}");
+                    assert_eq!(packet.route.index(), all_packet.route.index(), "{name}");
+                    assert_eq!(packet.route.index() as usize, first + i, "{name}");
+                    let path = walk(t, src, hop, packet);
+                    assert_eq!(path.last(), Some(&dst), "{name}");
+                }
+            }
+            assert!(routes.start_from(k, vec![()]).is_empty());
         }
     }
 

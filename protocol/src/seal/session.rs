@@ -248,6 +248,9 @@ pub enum Opened {
     Answer {
         resp: Vec<u8>,
         lost_since_us: Option<u64>,
+        /// This node holds a session with the initiator that still seals: the answer goes as a
+        /// renewal's ([`Outgoing::renewal`]).
+        renewal: bool,
     },
     /// A Resp, taken: the session with this peer is ready.
     Established(NodeId),
@@ -275,22 +278,36 @@ fn sealer_key(
         .ok_or(OpenError::UnknownSealer(sealer))
 }
 
-/// A handshake message to send: to whom, its bytes, and which attempt of its handshake it is
-/// (which says on how many paths it goes: [`Outgoing::paths`]).
+/// A handshake message to send: to whom, its bytes, which attempt of its handshake it is, and
+/// whether it renews a session that still seals (which say on which paths it goes:
+/// [`Outgoing::paths`]).
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub struct Outgoing {
     pub to: NodeId,
     pub bytes: Vec<u8>,
     pub attempt: u32,
+    /// Made while a session with `to` still seals ([`Sessions::can_seal`]): nothing waits for
+    /// this handshake.
+    pub renewal: bool,
 }
 
 impl Outgoing {
     /// The indices of the `k` paths this message goes on. A first attempt (an Init, or the
     /// answer to one) goes on the first path only: most handshakes are answered so, for a
     /// fraction `1/k` of the packets. Every later attempt goes on every path, so that a dead
-    /// node or a relay dropping on one path costs one wait, not the handshake.
+    /// node or a relay dropping on one path costs one wait, not the handshake; but a renewal's
+    /// attempts go on one path each, in turn: nothing waits for it (the session it renews
+    /// seals until long after its last attempt), and a burst of renewals on a loaded cluster
+    /// whose answers come late would otherwise send `k` times what it must.
     pub fn paths(&self, k: usize) -> std::ops::Range<usize> {
-        if self.attempt <= 1 { 0..k.min(1) } else { 0..k }
+        if self.renewal && k > 0 {
+            let i = self.attempt.saturating_sub(1) as usize % k;
+            i..i + 1
+        } else if self.attempt <= 1 {
+            0..k.min(1)
+        } else {
+            0..k
+        }
     }
 }
 
@@ -591,6 +608,7 @@ impl Sessions {
         if self.peers.get(&peer).is_some_and(|p| p.pending.is_some()) {
             return Ok(None);
         }
+        let renewal = self.can_seal(peer, now_us);
         let (bytes, ts, ephemeral) = self.make_init(directory, peer, now_us, flags, fresh)?;
         let due_us = now_us.saturating_add(self.wait_after_us(1));
         self.peers.entry(peer).or_default().pending = Some(Pending {
@@ -607,6 +625,7 @@ impl Sessions {
             to: peer,
             bytes,
             attempt: 1,
+            renewal,
         }))
     }
 
@@ -693,6 +712,7 @@ impl Sessions {
             to: peer,
             bytes,
             attempt,
+            renewal: self.can_seal(peer, now_us),
         })
     }
 
@@ -869,6 +889,7 @@ impl Sessions {
             // public; a replayed Init earns a copy of them, no key agreement.
             let gap = (self.wait_after_us(1) / 2).max(1);
             let attempts = self.limits.handshake_attempts;
+            let renewal = self.can_seal(init.sealer, now_us);
             let peer = self.peers.get_mut(&init.sealer).expect("entered above");
             return match peer.answer.as_mut() {
                 Some(answer)
@@ -883,6 +904,7 @@ impl Sessions {
                     Ok(Opened::Answer {
                         resp: answer.bytes.clone(),
                         lost_since_us: None,
+                        renewal,
                     })
                 }
                 _ => Err(OpenError::Duplicate),
@@ -997,6 +1019,7 @@ impl Sessions {
             resp,
             // Nothing sealed under a session it holds was lost.
             lost_since_us: flags.lost_since_us.filter(|_| flags.recovery && ended > 0),
+            renewal: self.can_seal(init.sealer, now_us),
         })
     }
 
@@ -1388,6 +1411,7 @@ mod tests {
             to: NodeId(0),
             bytes: resp,
             attempt: 1,
+            renewal: false,
         };
         assert_eq!(answer.paths(4), 0..1, "the answer to a first attempt");
         let gap = SessionLimits::default().handshake_timeout_us;
@@ -1398,6 +1422,79 @@ mod tests {
         assert_eq!((again.attempt, again.paths(4)), (2, 0..4));
         assert_eq!(again.paths(1), 0..1, "a single path is every path");
         assert_eq!(again.paths(0), 0..0);
+    }
+
+    /// A renewal (a handshake started while a session still seals) is not waited for: its
+    /// Init, its answer and their later attempts go on one path each, in turn, so that a dead
+    /// node on one path costs a renewal one attempt, and late answers on a loaded cluster do
+    /// not multiply its packets by `k`. Once the session it renews stops sealing, the attempts
+    /// go on every path again.
+    #[test]
+    fn a_renewal_goes_on_one_path_per_attempt_in_turn() {
+        let dir = keys();
+        let limits = SessionLimits::default();
+        let (mut a, mut b) = (node(0), node(1));
+        handshake(&mut a, &mut b, START);
+        let id = a.peers[&NodeId(1)].sessions[0].id;
+        let at = START + limits.renew_at_us(id);
+        let sealed = a.seal(&bound(0, 1, 1), at, b"x").unwrap();
+        assert!(sealed.renew);
+        // Its first message under the session confirms it at the responder.
+        assert!(
+            b.open(&dir, &bound(0, 1, 1), at, &sealed.bytes, || [0; 32])
+                .is_ok()
+        );
+        let init = a.start(&dir, NodeId(1), at, [1; 32]).unwrap().unwrap();
+        assert!(init.renewal);
+        assert_eq!((init.attempt, init.paths(4)), (1, 0..1));
+        let Opened::Answer { resp, renewal, .. } = b
+            .open(&dir, &bound(0, 1, 0), at, &init.bytes, || [2; 32])
+            .unwrap()
+        else {
+            panic!("an Init is answered")
+        };
+        assert!(
+            renewal,
+            "the responder holds a session that seals: a renewal's answer"
+        );
+        let answer = Outgoing {
+            to: NodeId(0),
+            bytes: resp,
+            attempt: 2,
+            renewal,
+        };
+        assert_eq!(
+            answer.paths(4),
+            1..2,
+            "the answer to a second attempt, on its path"
+        );
+        let gap = limits.handshake_timeout_us;
+        let mut now = at;
+        for attempt in 2..=6 {
+            now += gap;
+            let again = a.hurry(&dir, NodeId(1), now, [3; 32]).unwrap().unwrap();
+            let path = (attempt as usize - 1) % 4;
+            assert_eq!((again.attempt, again.renewal), (attempt, true));
+            assert_eq!(again.paths(4), path..path + 1, "attempt {attempt}");
+            assert_eq!(again.paths(1), 0..1, "a single path is every path");
+        }
+        // The session it renews no longer seals: what waits for the handshake now does.
+        let rekeyed = START + limits.rekey_after_us;
+        assert!(!a.can_seal(NodeId(1), rekeyed));
+        let late = a.hurry(&dir, NodeId(1), rekeyed, [4; 32]).unwrap().unwrap();
+        assert!(!late.renewal);
+        assert_eq!((late.attempt, late.paths(4)), (7, 0..4));
+        // A first contact is no renewal, at either end.
+        let (mut c, mut d) = (node(2), node(3));
+        let first = c.start(&dir, NodeId(3), START, [5; 32]).unwrap().unwrap();
+        assert!(!first.renewal);
+        let Opened::Answer { renewal, .. } = d
+            .open(&dir, &bound(2, 3, 0), START, &first.bytes, || [6; 32])
+            .unwrap()
+        else {
+            panic!("an Init is answered")
+        };
+        assert!(!renewal);
     }
 
     /// A peer moved to a new session: its first message under it came first (on a shorter
@@ -1720,6 +1817,7 @@ mod tests {
         let Ok(Opened::Answer {
             resp,
             lost_since_us,
+            ..
         }) = a.open(&dir, &bound(1, 0, 0), now + 4, &init.bytes, || [8; 32])
         else {
             panic!("answered")
@@ -1916,6 +2014,7 @@ mod tests {
         let Ok(Opened::Answer {
             resp,
             lost_since_us,
+            ..
         }) = answer(&mut b, &first, t, 4)
         else {
             panic!("a recovery is answered");
@@ -1933,7 +2032,8 @@ mod tests {
             answer(&mut b, &second, t + gap / 2, 5),
             Ok(Opened::Answer {
                 resp: resp.clone(),
-                lost_since_us: None
+                lost_since_us: None,
+                renewal: false,
             })
         );
         assert_eq!(agreements(&b), before);
@@ -2491,6 +2591,7 @@ mod tests {
                 Ok(Opened::Answer {
                     resp: r,
                     lost_since_us,
+                    ..
                 }) => {
                     assert_eq!((&r, lost_since_us), (&resp, None));
                     again += 1;
