@@ -2,12 +2,12 @@
 //! operator's, or the one `--cert` names, checked to be of this cluster), and one cached
 //! connection per node.
 
+use crate::certs::client_credentials;
 use crate::layout::ClusterDir;
-use anyhow::Context;
 use cuberoute_daemon::client::{Client, ClientError, Connection};
 use cuberoute_daemon::manifest::Manifest;
 use cuberoute_daemon::roles::ClientRole;
-use cuberoute_daemon::tls::{self, Credentials, Identity};
+use cuberoute_daemon::tls::Identity;
 use cuberoute_protocol::NodeId;
 use cuberoute_protocol::wire::control::{NodeStatus, Request, Response};
 use futures_util::future::join_all;
@@ -188,58 +188,6 @@ impl ClusterClient {
         let nodes: Vec<NodeId> = self.manifest.nodes.iter().map(|n| n.id).collect();
         self.statuses_of(nodes, timeout).await
     }
-}
-
-/// The client credentials a client of `dir` uses: the operator's, or those of the directory
-/// `--cert` named ([`ClusterDir::with_client`]), which must hold `ca.pem`, `client.pem` and
-/// `client.key`, a client certificate signed by this cluster's CA (`DIR/ca.pem`, when the
-/// cluster directory holds it) and by the CA beside it.
-pub fn client_credentials(dir: &ClusterDir) -> anyhow::Result<Credentials> {
-    let [ca, cert, key] = dir.client_credentials();
-    let Some(cert_dir) = dir.client_dir() else {
-        return Credentials::load(&ca, &cert, &key).context("loading the client certificate");
-    };
-    let shown = cert_dir.display();
-    anyhow::ensure!(
-        cert_dir.is_dir(),
-        "--cert {shown}: no such directory (it holds a client certificate, as `cuberoute cluster client-cert --out` writes one)"
-    );
-    for file in [&ca, &cert, &key] {
-        anyhow::ensure!(
-            file.is_file(),
-            "--cert {shown}: {} is missing (a client certificate's directory holds ca.pem, client.pem and client.key)",
-            file.display()
-        );
-    }
-    let credentials =
-        Credentials::load(&ca, &cert, &key).map_err(|e| anyhow::anyhow!("--cert {shown}: {e}"))?;
-    if let Identity::Node(id) = &credentials.identity {
-        anyhow::bail!(
-            "--cert {shown}: {} is node {id}'s certificate, not a client's",
-            cert.display()
-        );
-    }
-    tls::verify_client(&credentials.ca, credentials.certificate()).map_err(|e| {
-        anyhow::anyhow!(
-            "--cert {shown}: {} is not signed by the CA beside it ({e})",
-            cert.display()
-        )
-    })?;
-    let cluster_ca = dir.ca_cert();
-    if cluster_ca.is_file() {
-        use rustls_pki_types::CertificateDer;
-        use rustls_pki_types::pem::PemObject;
-        let roots = CertificateDer::pem_file_iter(&cluster_ca)
-            .and_then(|certs| certs.collect::<Result<Vec<_>, _>>())
-            .map_err(|e| anyhow::anyhow!("reading {}: {e}", cluster_ca.display()))?;
-        tls::verify_client(&roots, credentials.certificate()).map_err(|_| {
-            anyhow::anyhow!(
-                "--cert {shown}: the certificate is not signed by the CA of the cluster in {} (a certificate of another cluster?)",
-                dir.display()
-            )
-        })?;
-    }
-    Ok(credentials)
 }
 
 /// Whether the client certificate of `dir` (the operator's, or --cert's) may make each of

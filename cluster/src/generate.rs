@@ -505,7 +505,7 @@ pub fn write_client_cert(
     write_secret(&files[2], &pem.key)?;
     // What a client will check of it: signed by the cluster's CA, naming the role.
     let credentials =
-        crate::client::client_credentials(&dir.clone().with_client(Some(out.to_path_buf())))?;
+        crate::certs::client_credentials(&dir.clone().with_client(Some(out.to_path_buf())))?;
     if credentials.identity != cuberoute_daemon::tls::Identity::Client(role.clone()) {
         return Err(anyhow::anyhow!(
             "the certificate written names {}, not {role}",

@@ -4,8 +4,8 @@
 //! A host lost is every node on it lost at once. A set between two nodes on other hosts still
 //! arrives if one of its k disjoint paths has no node on the lost host; which placement keeps
 //! most pairs such a path is a property of the paths, computed here from the paths the cluster
-//! routes ([`crate::route::constructed`]). Three placements, each balanced (host sizes differ
-//! by at most one):
+//! routes (the algorithm table's node-to-node paths). Three placements, each balanced (host
+//! sizes differ by at most one):
 //!
 //! - [`PlacementKind::Paths`] (the default): chosen to keep, when any one host is lost, a path
 //!   for as many of the other hosts' pairs as it can (the worst host first, then the paths kept
@@ -20,7 +20,7 @@
 //! Pairs are all ordered pairs up to [`ALL_PAIRS_UP_TO`] of them, else a fixed sample of that
 //! many (the same every time), and the cost says which.
 
-use crate::route::constructed;
+use cuberoute_protocol::paths::{Instance, table};
 use cuberoute_protocol::{NodeId, Topology};
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
@@ -38,6 +38,14 @@ pub const ALL_PAIRS_UP_TO: usize = 20_000;
 const PARTNERS_PER_NODE: usize = 48;
 /// Passes of the local search at most (each tries every node).
 const MAX_PASSES: usize = 12;
+
+/// The k paths from `src` to `dst` that a cluster routes on: the algorithm table's node-to-node
+/// answer (none if it has none).
+fn paths_of(topology: Topology, src: NodeId, dst: NodeId) -> Vec<Vec<NodeId>> {
+    table::solve(topology, &Instance::NodeToNode { s: src, d: dst }, None)
+        .map(|(_, system)| system.paths)
+        .unwrap_or_default()
+}
 /// Up to this many nodes, the search for `paths` starts from several placements.
 const SEARCH_STARTS_UP_TO: usize = 64;
 
@@ -313,7 +321,7 @@ impl PairPaths {
         let paths: Vec<Vec<Vec<usize>>> = pairs
             .iter()
             .map(|(s, d)| {
-                constructed(topology, placement.nodes[*s], placement.nodes[*d])
+                paths_of(topology, placement.nodes[*s], placement.nodes[*d])
                     .iter()
                     .map(|p| {
                         let inner = if p.len() > 2 { &p[1..p.len() - 1] } else { &[] };
@@ -581,7 +589,7 @@ mod tests {
                         ends += 1;
                         continue;
                     }
-                    let paths = constructed(t, s, d);
+                    let paths = paths_of(t, s, d);
                     let k = p.paths_kept(lost, &paths);
                     pairs += 1;
                     kept += k;

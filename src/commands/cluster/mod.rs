@@ -71,7 +71,7 @@ impl ClientArg {
     pub fn checked(&self) -> anyhow::Result<ClusterDir> {
         let dir = self.cluster();
         if dir.client_dir().is_some() {
-            cuberoute_cluster::client::client_credentials(&dir)
+            cuberoute_cluster::certs::client_credentials(&dir)
                 .map_err(|e| usage(format!("{e:#}")))?;
         }
         Ok(dir)
