@@ -403,7 +403,7 @@ async fn a_neighbours_bad_or_older_list_is_counted_and_never_taken_and_a_newer_o
     );
 
     let ours = std::fs::read_to_string(cluster.path().join("ca.key")).unwrap();
-    let theirs = cuberoute_cluster::certs::ClusterCa::generate("q:3")
+    let theirs = cuberoute_cluster::launch::certs::ClusterCa::generate("q:3")
         .unwrap()
         .key_pem();
     for signed in [

@@ -2,9 +2,9 @@
 //! between two processes, with the same TLS and transport configuration as the links.
 
 use crate::client::ClusterClient;
+use crate::launch::usage::{self, Runs};
 use crate::percentiles::Percentiles;
 use crate::traffic::{SendOptions, SendReport};
-use crate::usage::{self, Runs};
 use cuberoute_daemon::client::ClientError;
 use cuberoute_daemon::link::codec;
 use cuberoute_daemon::tls::{self, ALPN_LINK, Credentials};

@@ -23,7 +23,7 @@
 //!    Everything sent in this phase must arrive.
 
 use crate::client::ClusterClient;
-use crate::layout::ClusterDir;
+use crate::launch::layout::ClusterDir;
 use crate::netfault;
 use crate::percentiles::{Percentiles, serialize_whole_us};
 use crate::ready;
@@ -396,7 +396,7 @@ fn host_loss_outcome(
     results: &[SetResult],
 ) -> HostLossOutcome {
     let mut out = HostLossOutcome {
-        host: crate::swarm::stack::host_name(host),
+        host: crate::launch::swarm::stack::host_name(host),
         nodes: lost.iter().map(|n| n.0).collect(),
         ..HostLossOutcome::default()
     };

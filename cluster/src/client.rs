@@ -2,8 +2,8 @@
 //! operator's, or the one `--cert` names, checked to be of this cluster), and one cached
 //! connection per node.
 
-use crate::certs::client_credentials;
-use crate::layout::ClusterDir;
+use crate::launch::certs::client_credentials;
+use crate::launch::layout::ClusterDir;
 use cuberoute_daemon::client::{Client, ClientError, Connection};
 use cuberoute_daemon::manifest::Manifest;
 use cuberoute_daemon::roles::ClientRole;

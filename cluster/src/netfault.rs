@@ -3,7 +3,7 @@
 //! from the daemons' own sockets (the kernel here has no netem: [`crate::shaping`]).
 //!
 //! A cluster has a network of its own when each node has a namespace: `cluster up --netns`
-//! ([`crate::netns`]: `/var/run/netns/<name>`) or compose containers (`/proc/<pid>/ns/net`).
+//! ([`crate::launch::netns`]: `/var/run/netns/<name>`) or compose containers (`/proc/<pid>/ns/net`).
 //! On loopback processes every link is one perfect interface: network faults are refused there.
 //!
 //! Every fault acts on what a node sends (egress), so that each datagram meets it once per hop:
@@ -13,10 +13,10 @@
 //! namespace's removal (`cluster down`) removes the table with it.
 
 use crate::client::ClusterClient;
-use crate::docker;
-use crate::layout::ClusterDir;
-use crate::netns;
-use crate::runner;
+use crate::launch::docker;
+use crate::launch::layout::ClusterDir;
+use crate::launch::netns;
+use crate::launch::runner;
 use crate::shaping::{self, ShapeRule};
 use anyhow::Context;
 use cuberoute_daemon::manifest::{Manifest, ManifestNode};

@@ -8,8 +8,8 @@
 
 use crate::bench::{Load, random_pair};
 use crate::client::ClusterClient;
+use crate::launch::usage;
 use crate::traffic::SendOptions;
-use crate::usage;
 use cuberoute_daemon::client::ClientError;
 use cuberoute_protocol::SendRequest;
 use rand::SeedableRng;

@@ -1,10 +1,10 @@
 //! Memory after a burst: the daemons' PSS and RSS read right after the traffic ends and again
 //! after [`QUIET`] with no traffic, the same way as every other memory figure
-//! ([`crate::usage::memory`]: `/proc/<pid>/smaps_rollup` and `/proc/<pid>/status`). The daemons
+//! ([`crate::launch::usage::memory`]: `/proc/<pid>/smaps_rollup` and `/proc/<pid>/status`). The daemons
 //! give back what a burst made them hold once they have been quiet for a while
 //! (docs/daemon.md, "Memory after a burst"); this is what measures it.
 
-use crate::usage::{self, Memory};
+use crate::launch::usage::{self, Memory};
 use serde::Serialize;
 use std::time::Duration;
 
@@ -53,7 +53,7 @@ pub fn table<'a>(rows: impl IntoIterator<Item = (&'a str, u64, &'a AfterBurst)>)
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::usage::Spread;
+    use crate::launch::usage::Spread;
 
     #[test]
     fn this_process_is_read_twice_and_the_table_shows_both() {

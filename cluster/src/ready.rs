@@ -4,7 +4,7 @@
 
 use crate::ClusterDir;
 use crate::client::{ClusterClient, links_up, links_up_of, revoked};
-use crate::runner::{self, Runner, Runners};
+use crate::launch::runner::{self, Runner, Runners};
 use cuberoute_protocol::NodeId;
 use cuberoute_protocol::wire::control::NodeStatus;
 use std::collections::{HashMap, HashSet};

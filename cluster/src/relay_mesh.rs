@@ -17,10 +17,10 @@
 //! share ([`TOUR_PAIRS`] pairs per tour keeps it to a few percent of the hops).
 
 use crate::bench::{self, RelayBaseline};
-use crate::layout::ClusterDir;
+use crate::launch::layout::ClusterDir;
+use crate::launch::usage;
 use crate::percentiles::Percentiles;
 use crate::relay_ring::{Relays, dial_until_up};
-use crate::usage;
 use anyhow::Context;
 use bytes::BytesMut;
 use cuberoute_daemon::link::{LONE_AFTER, codec};

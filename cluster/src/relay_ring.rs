@@ -6,9 +6,9 @@
 //! and the scheduler cost per hop when as many processes share the cores as the cluster has.
 
 use crate::bench::{self, RelayBaseline};
-use crate::layout::ClusterDir;
+use crate::launch::layout::ClusterDir;
+use crate::launch::usage;
 use crate::percentiles::Percentiles;
-use crate::usage;
 use anyhow::Context;
 use cuberoute_daemon::link::codec;
 use cuberoute_daemon::manifest::Manifest;

@@ -14,9 +14,9 @@
 //! The CA key is held locked (`flock`) from reading the list to the end of the push, so that
 //! two revocations at once make two serials, never two lists with one serial.
 
-use crate::certs::sign_with_pem;
 use crate::client::{ClusterClient, FAN_OUT, SLOT_TIME, fan_out};
-use crate::layout::{self, ClusterDir};
+use crate::launch::certs::sign_with_pem;
+use crate::launch::layout::{self, ClusterDir};
 use cuberoute_daemon::client::ClientError;
 use cuberoute_daemon::keys::{self, KeyError, Revocations, SignedFile};
 use cuberoute_daemon::manifest::Manifest;
@@ -458,7 +458,7 @@ pub async fn list(dir: &ClusterDir, timeout: Duration) -> Result<Listing, Revoke
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::certs::ClusterCa;
+    use crate::launch::certs::ClusterCa;
 
     fn list(serial: u64, revoked: &[u64]) -> Revocations {
         Revocations {

@@ -3,14 +3,14 @@
 //! loses datagrams and partitions links). `chaos` and `ends` run on it; `sim` and the CLI build
 //! it.
 
-use crate::layout::ClusterDir;
-use crate::local::RunState;
+use crate::launch::layout::ClusterDir;
+use crate::launch::local::RunState;
+use crate::launch::placement::PlacementKind;
+use crate::launch::runner;
+use crate::launch::swarm::{self, SwarmRun};
+use crate::launch::testbed;
 use crate::netfault::{self, Chain, Network, Place};
-use crate::placement::PlacementKind;
-use crate::runner;
 use crate::schedule::FaultKind;
-use crate::swarm::{self, SwarmRun};
-use crate::testbed;
 use cuberoute_protocol::delivery::Mode;
 use cuberoute_protocol::wire::control::ForgeWhat;
 use cuberoute_protocol::{NodeId, Topology};

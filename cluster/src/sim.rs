@@ -7,8 +7,8 @@
 //! turmoil's, the run's) come from the seed, so a run is a function of its options.
 
 use crate::chaos::{self, Report};
-use crate::generate::{Addressing, Ports, generate_with_keys, service_name};
-use crate::layout::ClusterDir;
+use crate::launch::generate::{Addressing, Ports, generate_with_keys, service_name};
+use crate::launch::layout::ClusterDir;
 use crate::redundancy::{self, Cell, StudyConfig};
 use crate::scenario::{Harness, Progress, REJOIN_TIMEOUT, RunConfig};
 use crate::schedule::FaultKind;
@@ -177,7 +177,7 @@ pub fn run(options: &SimOptions, dir: &ClusterDir) -> anyhow::Result<SimReport> 
         .nodes()
         .filter(|_| options.store)
         .map(|node| {
-            let path = dir.node_dir(node).join(crate::layout::NODE_STORE);
+            let path = dir.node_dir(node).join(crate::launch::layout::NODE_STORE);
             disk::simulate(&path);
             (node, path)
         })

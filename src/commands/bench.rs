@@ -8,14 +8,14 @@ use cuberoute_cluster::bench::{
     self, HopCost, KeyAgreementCost, Load, PairLatency, RelayBaseline, RequestCost, SetCost,
     Throughput, Wakeups,
 };
-use cuberoute_cluster::local::{Lifetime, RunState};
+use cuberoute_cluster::launch::local::{Lifetime, RunState};
+use cuberoute_cluster::launch::owned::OwnedClusters;
+use cuberoute_cluster::launch::start_cpu::StartCpu;
+use cuberoute_cluster::launch::usage::{self, Idle, Memory};
 use cuberoute_cluster::overload::{self, Overload};
-use cuberoute_cluster::owned::OwnedClusters;
 use cuberoute_cluster::quiet;
 use cuberoute_cluster::relay_mesh::{self, MeshBaseline};
 use cuberoute_cluster::relay_ring::{self, RingBaseline};
-use cuberoute_cluster::start_cpu::StartCpu;
-use cuberoute_cluster::usage::{self, Idle, Memory};
 use cuberoute_cluster::{ClusterClient, ClusterDir};
 use cuberoute_daemon::tls::Credentials;
 use cuberoute_protocol::delivery::Mode;
@@ -344,7 +344,7 @@ fn measure(
         let ring = runtime()?.block_on(relay_ring::run_on(
             &dir,
             &std::env::current_exe()?,
-            cuberoute_cluster::generate::CLUSTER_NICE,
+            cuberoute_cluster::launch::generate::CLUSTER_NICE,
             RELAY_FRAME_LEN,
             args.samples * 40,
             args.concurrency,
@@ -364,7 +364,7 @@ fn measure(
         let mesh = runtime()?.block_on(relay_mesh::run_on(
             &dir,
             &std::env::current_exe()?,
-            cuberoute_cluster::generate::CLUSTER_NICE,
+            cuberoute_cluster::launch::generate::CLUSTER_NICE,
             RELAY_FRAME_LEN,
             args.samples * 40,
             args.concurrency * figures.farthest.k as usize,
@@ -428,7 +428,7 @@ const SETTLE: Duration = cuberoute_daemon::tls::CONTROL_IDLE_TIMEOUT;
 
 /// The idle cost of a running cluster over `window`.
 fn measure_idle(dir: &ClusterDir, window: Duration) -> anyhow::Result<Idle> {
-    let pids = cuberoute_cluster::runner::pids(dir)?;
+    let pids = cuberoute_cluster::launch::runner::pids(dir)?;
     let idle = usage::idle(&pids, window);
     eprintln!(
         "idle {:.0} s: {} daemons use {:.1}% of one core together; PSS mean {:.1} MiB, RSS mean {:.1} MiB",
@@ -550,7 +550,7 @@ fn measure_running(
         .max_by_key(|&v| (topology.distance(src, v), v))
         .expect("nodes");
     let near = topology.neighbours(src).last().expect("a neighbour");
-    let pids = cuberoute_cluster::runner::pids(dir)?;
+    let pids = cuberoute_cluster::launch::runner::pids(dir)?;
     let (
         farthest,
         cost_sequential,
@@ -679,9 +679,9 @@ fn measure_running(
         }
     }
     client.close();
-    let memory = usage::memory(&cuberoute_cluster::runner::pids(dir)?);
+    let memory = usage::memory(&cuberoute_cluster::launch::runner::pids(dir)?);
     let memory_after_quiet = quiet::after_burst(
-        &cuberoute_cluster::runner::pids(dir)?,
+        &cuberoute_cluster::launch::runner::pids(dir)?,
         args.quiet.unwrap_or(quiet::QUIET),
     );
     let saturation_sweep = sweep(args, dir, &pids, &runtime)?;
@@ -734,7 +734,7 @@ fn measure_running(
 /// measure against it with node 0's.
 fn baseline(args: &Args) -> anyhow::Result<RelayBaseline> {
     let dir = ClusterDir::new(args.dir.join("baseline"));
-    cuberoute_cluster::generate::generate(
+    cuberoute_cluster::launch::generate::generate(
         &dir,
         "q:1".parse().expect("valid"),
         &cuberoute_cluster::Addressing::Loopback {

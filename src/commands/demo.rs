@@ -6,7 +6,7 @@ use super::cluster::{self, DirArg, UpArgs};
 use super::{runtime, usage};
 use anyhow::Context;
 use cuberoute_cluster::ClusterClient;
-use cuberoute_cluster::local::RunState;
+use cuberoute_cluster::launch::local::RunState;
 use cuberoute_cluster::traffic::SendOptions;
 use cuberoute_protocol::{NodeId, PathSet, SendRequest, Topology};
 use std::net::Ipv4Addr;

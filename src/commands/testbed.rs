@@ -1,12 +1,12 @@
 //! `cuberoute testbed up | down | status | cut | restore`: a Docker Swarm of several engines on
-//! one machine, each host a network namespace of its own ([`cuberoute_cluster::testbed`]).
+//! one machine, each host a network namespace of its own ([`cuberoute_cluster::launch::testbed`]).
 //! This module parses, calls and prints; a bad host count or host name, a directory without a
 //! testbed and a user who is not root are usage errors (exit 2).
 
 use super::cluster::docker::DEFAULT_IMAGE;
 use super::usage;
-use cuberoute_cluster::local::interrupt::Catch;
-use cuberoute_cluster::testbed::{self, HostStatus, NoTestbed, UnknownHost, UpOptions};
+use cuberoute_cluster::launch::local::interrupt::Catch;
+use cuberoute_cluster::launch::testbed::{self, HostStatus, NoTestbed, UnknownHost, UpOptions};
 use std::io::Write;
 use std::path::PathBuf;
 

@@ -3,9 +3,9 @@
 
 use super::super::{runtime, usage};
 use super::{DirArg, UpArgs, check_size, ensure_free, print_summary, wait_ready};
-use cuberoute_cluster::docker::{self, Compose};
-use cuberoute_cluster::local::RunState;
-use cuberoute_cluster::{Ports, compose};
+use cuberoute_cluster::launch::docker::{self, Compose};
+use cuberoute_cluster::launch::local::RunState;
+use cuberoute_cluster::{Ports, launch::compose};
 use cuberoute_protocol::Topology;
 use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
@@ -151,7 +151,7 @@ pub fn start(args: &UpArgs) -> anyhow::Result<Duration> {
     let run = docker::prepare(&dir, topology, args.docker.subnet, &args.docker.image)?;
     RunState::docker(topology, run.clone()).save(&dir)?;
     if let Err(e) = compose.run(&run, &["up", "-d"]) {
-        let _ = cuberoute_cluster::runner::stop(&dir);
+        let _ = cuberoute_cluster::launch::runner::stop(&dir);
         return Err(e);
     }
     runtime()?.block_on(wait_ready(&dir, started, args.timeout(topology)))?;

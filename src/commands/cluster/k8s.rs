@@ -2,8 +2,8 @@
 
 use super::super::usage;
 use super::{DirArg, ensure_free};
-use cuberoute_cluster::generate::{self, Addressing};
-use cuberoute_cluster::{Ports, k8s};
+use cuberoute_cluster::launch::generate::{self, Addressing};
+use cuberoute_cluster::{Ports, launch::k8s};
 use std::path::PathBuf;
 
 #[derive(clap::Args, Debug)]

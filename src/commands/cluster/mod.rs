@@ -19,10 +19,10 @@ pub mod view;
 
 use super::{runtime, usage};
 use cuberoute_cluster::client::{links_up, revoked};
-use cuberoute_cluster::phases::Phases;
+use cuberoute_cluster::launch::phases::Phases;
+use cuberoute_cluster::launch::runner;
+use cuberoute_cluster::launch::start_cpu::StartCpu;
 use cuberoute_cluster::ready::{self, NotReady};
-use cuberoute_cluster::runner;
-use cuberoute_cluster::start_cpu::StartCpu;
 use cuberoute_cluster::{ClusterClient, ClusterDir};
 use cuberoute_protocol::wire::control::NodeStatus;
 use cuberoute_protocol::{NodeId, Topology};
@@ -71,7 +71,7 @@ impl ClientArg {
     pub fn checked(&self) -> anyhow::Result<ClusterDir> {
         let dir = self.cluster();
         if dir.client_dir().is_some() {
-            cuberoute_cluster::certs::client_credentials(&dir)
+            cuberoute_cluster::launch::certs::client_credentials(&dir)
                 .map_err(|e| usage(format!("{e:#}")))?;
         }
         Ok(dir)
@@ -194,7 +194,7 @@ pub fn run(command: Command) -> anyhow::Result<()> {
 /// Refuse to generate over a cluster that runs, or over a directory that is not a cluster's.
 fn ensure_free(dir: &ClusterDir) -> anyhow::Result<()> {
     // A Swarm stack stays recorded until `cluster down`, whether its tasks run or wait.
-    if let Some(state) = cuberoute_cluster::local::RunState::load(dir)?
+    if let Some(state) = cuberoute_cluster::launch::local::RunState::load(dir)?
         && let Some(run) = &state.swarm
     {
         return Err(usage(format!(
@@ -220,7 +220,7 @@ fn ensure_free(dir: &ClusterDir) -> anyhow::Result<()> {
         )));
     }
     // What a cluster whose processes all ended left (a --netns cluster's network) goes first.
-    cuberoute_cluster::local::clear_stale(dir)?;
+    cuberoute_cluster::launch::local::clear_stale(dir)?;
     if dir.path().exists() && !dir.is_cluster() && std::fs::read_dir(dir.path())?.next().is_some() {
         return Err(usage(format!(
             "{} exists and is not a cluster directory; choose another --dir",
@@ -232,7 +232,7 @@ fn ensure_free(dir: &ClusterDir) -> anyhow::Result<()> {
 
 /// Check that a topology fits on this machine (memory, processes), or say why not.
 fn check_size(topology: Topology) -> anyhow::Result<()> {
-    use cuberoute_cluster::capacity::{Machine, check};
+    use cuberoute_cluster::launch::capacity::{Machine, check};
     check(topology.node_count(), Machine::read()).map_err(|e| usage(format!("{topology}: {e}")))
 }
 

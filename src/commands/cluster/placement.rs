@@ -2,7 +2,7 @@
 //! what losing each host costs, for every placement (or the one named).
 
 use super::super::usage;
-use cuberoute_cluster::placement::{Cost, Placement, PlacementKind};
+use cuberoute_cluster::launch::placement::{Cost, Placement, PlacementKind};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {

@@ -1,14 +1,14 @@
 //! `cluster swarm`: one container per node over the hosts of a Docker Swarm
-//! ([`cuberoute_cluster::swarm`]), from a testbed (`cuberoute testbed up`) or a real manager.
+//! ([`cuberoute_cluster::launch::swarm`]), from a testbed (`cuberoute testbed up`) or a real manager.
 
 use super::super::{runtime, usage};
 use super::{DirArg, ensure_free};
 use cuberoute_cluster::client::links_up;
-use cuberoute_cluster::local::RunState;
-use cuberoute_cluster::placement::PlacementKind;
+use cuberoute_cluster::launch::local::RunState;
+use cuberoute_cluster::launch::placement::PlacementKind;
+use cuberoute_cluster::launch::swarm::{self, Plan, SwarmRun, Target};
 use cuberoute_cluster::ready::{self, NotReady};
-use cuberoute_cluster::swarm::{self, Plan, SwarmRun, Target};
-use cuberoute_cluster::{ClusterClient, ClusterDir, runner};
+use cuberoute_cluster::{ClusterClient, ClusterDir, launch::runner};
 use cuberoute_protocol::Topology;
 use indicatif::{ProgressBar, ProgressStyle};
 use std::collections::BTreeMap;
@@ -167,8 +167,8 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
 fn target(args: &Args) -> anyhow::Result<(Target, Option<String>)> {
     match (&args.testbed, &args.docker_host) {
         (Some(tb), _) => {
-            let testbed =
-                cuberoute_cluster::testbed::load(tb).map_err(|e| usage(format!("{e:#}")))?;
+            let testbed = cuberoute_cluster::launch::testbed::load(tb)
+                .map_err(|e| usage(format!("{e:#}")))?;
             let endpoints: BTreeMap<String, String> = testbed
                 .hosts
                 .iter()

@@ -3,11 +3,11 @@
 use super::super::{runtime, usage};
 use super::{DirArg, check_size, ensure_free, print_summary, wait_ready};
 use anyhow::Context;
-use cuberoute_cluster::generate;
-use cuberoute_cluster::local;
-use cuberoute_cluster::netns;
-use cuberoute_cluster::phases::Phases;
-use cuberoute_cluster::start_cpu::{LauncherMark, StartCpu};
+use cuberoute_cluster::launch::generate;
+use cuberoute_cluster::launch::local;
+use cuberoute_cluster::launch::netns;
+use cuberoute_cluster::launch::phases::Phases;
+use cuberoute_cluster::launch::start_cpu::{LauncherMark, StartCpu};
 use cuberoute_cluster::{Addressing, ClusterDir, Ports};
 use cuberoute_protocol::Topology;
 use std::net::Ipv4Addr;
@@ -214,10 +214,10 @@ pub fn start_timed(args: &UpArgs) -> anyhow::Result<(ClusterDir, Topology, Phase
             phases.end("links");
         }
         None => {
-            let stopped = cuberoute_cluster::runner::stop(&dir)?;
+            let stopped = cuberoute_cluster::launch::runner::stop(&dir)?;
             anyhow::bail!("interrupted while waiting for the cluster; {stopped}");
         }
     }
-    let cpu = StartCpu::measure(&cuberoute_cluster::runner::pids(&dir)?, mark);
+    let cpu = StartCpu::measure(&cuberoute_cluster::launch::runner::pids(&dir)?, mark);
     Ok((dir, topology, phases, cpu))
 }

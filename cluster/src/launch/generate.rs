@@ -1,9 +1,9 @@
 //! Generate a cluster directory: the CA, a certificate per node and for clients, the manifest,
 //! and one configuration per node.
 
-use crate::certs::ClusterCa;
-use crate::layout::{self, ClusterDir};
-use crate::phases::Phases;
+use crate::launch::certs::ClusterCa;
+use crate::launch::layout::{self, ClusterDir};
+use crate::launch::phases::Phases;
 use anyhow::Context;
 use cuberoute_daemon::keys::{self, DirectoryBody, SignedFile};
 use cuberoute_daemon::manifest::{Manifest, ManifestNode};
@@ -47,14 +47,14 @@ pub enum Addressing {
         namespace: String,
         ports: Ports,
     },
-    /// One network namespace per node on a bridge (`cluster up --netns`, [`crate::netns`]):
+    /// One network namespace per node on a bridge (`cluster up --netns`, [`crate::launch::netns`]):
     /// node `i` binds, and is reached by the others and by clients on the host, at
     /// `subnet + 2 + i` (the bridge, the host's side, is `subnet + 1`).
     Netns { subnet: Ipv4Addr, ports: Ports },
     /// Hosts of a turmoil simulation (`cuberoute sim`), named by their service name
     /// (`node-<id>`), for the nodes and the client alike.
     Simulated { ports: Ports },
-    /// One Swarm service per node over several hosts (`cluster swarm`, [`crate::swarm`]): nodes
+    /// One Swarm service per node over several hosts (`cluster swarm`, [`crate::launch::swarm`]): nodes
     /// reach each other by service name (`node-<id>`) on the stack's overlay network; a client
     /// reaches node `i` on the address of its host, `hosts[i]`, at the ports its container
     /// publishes there ([`Published`]). The client's manifest names each node's link address
@@ -457,7 +457,7 @@ pub fn write_client_cert(
     role: &cuberoute_daemon::roles::ClientRole,
     out: &std::path::Path,
 ) -> Result<[std::path::PathBuf; 3], ClientCertError> {
-    use crate::layout::{CLIENT_CA, CLIENT_CERT, CLIENT_KEY};
+    use crate::launch::layout::{CLIENT_CA, CLIENT_CERT, CLIENT_KEY};
     use anyhow::Context;
     let usage = |m: String| ClientCertError::Usage(m);
     if !dir.is_cluster() {
@@ -490,7 +490,7 @@ pub fn write_client_cert(
         std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))
     };
     let ca_pem = read(&ca_cert)?;
-    let ca = crate::certs::LoadedCa::from_pem(&ca_pem, &read(&ca_key)?).map_err(|e| {
+    let ca = crate::launch::certs::LoadedCa::from_pem(&ca_pem, &read(&ca_key)?).map_err(|e| {
         anyhow::anyhow!(
             "the cluster's CA ({}) does not load: {e}",
             ca_cert.display()
@@ -504,8 +504,9 @@ pub fn write_client_cert(
     write(&files[1], &pem.cert)?;
     write_secret(&files[2], &pem.key)?;
     // What a client will check of it: signed by the cluster's CA, naming the role.
-    let credentials =
-        crate::certs::client_credentials(&dir.clone().with_client(Some(out.to_path_buf())))?;
+    let credentials = crate::launch::certs::client_credentials(
+        &dir.clone().with_client(Some(out.to_path_buf())),
+    )?;
     if credentials.identity != cuberoute_daemon::tls::Identity::Client(role.clone()) {
         return Err(anyhow::anyhow!(
             "the certificate written names {}, not {role}",

@@ -12,7 +12,7 @@
 //! or killed and started again keeps it; `down --volumes` (`cluster down`) removes it. Under
 //! `docker stack deploy` the same volume is local to the engine the task runs on.
 
-use crate::generate::{Ports, docker_ip, service_name};
+use crate::launch::generate::{Ports, docker_ip, service_name};
 use cuberoute_protocol::{NodeId, Topology};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -261,14 +261,16 @@ mod tests {
     #[test]
     fn the_container_config_keeps_the_store_on_the_volume() {
         let tmp = tempfile::tempdir().unwrap();
-        let dir = crate::layout::ClusterDir::new(tmp.path());
+        let dir = crate::launch::layout::ClusterDir::new(tmp.path());
         let topology: Topology = "q:2".parse().unwrap();
-        let addressing = crate::generate::Addressing::Docker {
+        let addressing = crate::launch::generate::Addressing::Docker {
             subnet: Ipv4Addr::new(10, 200, 0, 0),
             ports: Ports::default(),
         };
-        crate::generate::generate(&dir, topology, &addressing).unwrap();
-        let file = dir.node_dir(NodeId(1)).join(crate::layout::NODE_CONFIG);
+        crate::launch::generate::generate(&dir, topology, &addressing).unwrap();
+        let file = dir
+            .node_dir(NodeId(1))
+            .join(crate::launch::layout::NODE_CONFIG);
         let generated = std::fs::read_to_string(file).unwrap();
         let text = container_config(&generated);
         assert_eq!(store_path(&text).as_deref(), Some(STORE_PATH), "{text}");

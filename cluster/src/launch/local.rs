@@ -9,13 +9,13 @@
 //! a process only once it has seen it gone. (Records without a start time, written by earlier
 //! versions, are matched by the daemon's canonical `--config` path instead.)
 //!
-//! A `--netns` cluster ([`netns`](crate::netns)) runs each daemon inside its node's network
+//! A `--netns` cluster ([`netns`](crate::launch::netns)) runs each daemon inside its node's network
 //! namespace: the run state records the network ([`make_network`]) before any of it is made,
 //! each daemon enters its namespace between fork and exec (so the recorded pid is the daemon's
 //! own), and [`stop`] removes the network once the daemons are gone.
 
-use crate::layout::ClusterDir;
-use crate::netns::{self, NetnsRun};
+use crate::launch::layout::ClusterDir;
+use crate::launch::netns::{self, NetnsRun};
 use anyhow::Context;
 use cuberoute_protocol::{NodeId, Topology};
 use nix::sys::signal::{Signal, kill};
@@ -37,13 +37,13 @@ pub struct RunState {
     pub boot: Option<String>,
     /// Set when the cluster runs as containers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub docker: Option<crate::docker::DockerRun>,
+    pub docker: Option<crate::launch::docker::DockerRun>,
     /// Set when every node runs in a network namespace of its own (`cluster up --netns`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub netns: Option<NetnsRun>,
     /// Set when the cluster is a Swarm stack over several hosts (`cluster swarm`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub swarm: Option<crate::swarm::run::SwarmRun>,
+    pub swarm: Option<crate::launch::swarm::run::SwarmRun>,
     #[serde(rename = "process", default)]
     pub processes: Vec<NodeProcess>,
 }
@@ -60,7 +60,7 @@ pub struct NodeProcess {
 
 impl RunState {
     /// A cluster of containers.
-    pub fn docker(topology: Topology, run: crate::docker::DockerRun) -> RunState {
+    pub fn docker(topology: Topology, run: crate::launch::docker::DockerRun) -> RunState {
         RunState {
             topology,
             boot: None,
@@ -72,7 +72,7 @@ impl RunState {
     }
 
     /// A Swarm stack (`cluster swarm`).
-    pub fn swarm(topology: Topology, run: crate::swarm::run::SwarmRun) -> RunState {
+    pub fn swarm(topology: Topology, run: crate::launch::swarm::run::SwarmRun) -> RunState {
         RunState {
             topology,
             boot: None,

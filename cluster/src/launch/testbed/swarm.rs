@@ -3,8 +3,8 @@
 
 use super::engine::{self, docker, run};
 use super::{MANAGER_PORT, Plan, State, Testbed};
-use crate::local::interrupt::Catch;
-use crate::swarm::stack::HOST_LABEL;
+use crate::launch::local::interrupt::Catch;
+use crate::launch::swarm::stack::HOST_LABEL;
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};

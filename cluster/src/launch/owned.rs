@@ -4,12 +4,12 @@
 //! Ctrl-C does not reach them, outlived the bench that started them.
 //!
 //! A start and a stop each hold the lock on the cluster in hand, so an interrupt waits for
-//! them: a start interrupted stops what it started itself ([`crate::local::start`]), and one
+//! them: a start interrupted stops what it started itself ([`crate::launch::local::start`]), and one
 //! that completed leaves a cluster whose every process is recorded.
 
-use crate::layout::ClusterDir;
-use crate::local::interrupt::Catch;
-use crate::runner;
+use crate::launch::layout::ClusterDir;
+use crate::launch::local::interrupt::Catch;
+use crate::launch::runner;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;

@@ -5,7 +5,7 @@
 //! ([`LoadedCa`], `cluster client-cert`); and the client credentials a client of a cluster loads
 //! ([`client_credentials`]: the operator's, or `--cert`'s, checked to be of this cluster's CA).
 
-use crate::layout::ClusterDir;
+use crate::launch::layout::ClusterDir;
 use anyhow::Context;
 use cuberoute_daemon::roles::ClientRole;
 use cuberoute_daemon::tls::{self, CLIENT_NAME, Credentials, Identity, node_name};

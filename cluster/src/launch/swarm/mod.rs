@@ -30,10 +30,10 @@ pub mod stack;
 
 pub use run::{SwarmHost, SwarmRun};
 
-use crate::generate::{self, Addressing, Ports, Published};
-use crate::layout::ClusterDir;
-use crate::placement::{Placement, PlacementError, PlacementKind};
-use crate::runner::state::Runner;
+use crate::launch::generate::{self, Addressing, Ports, Published};
+use crate::launch::layout::ClusterDir;
+use crate::launch::placement::{Placement, PlacementError, PlacementKind};
+use crate::launch::runner::state::Runner;
 use anyhow::Context;
 use cuberoute_protocol::{NodeId, Topology};
 use engine::{Engine, STACK_LABEL, SwarmNode, Task};
@@ -547,7 +547,7 @@ pub fn down(run: &SwarmRun, keep_volumes: bool) -> anyhow::Result<String> {
 /// short enough that Docker's names built on it (`<stack>_node-<id>.manifest.toml`, at most 64
 /// characters) fit.
 pub fn stack_name(dir: &ClusterDir) -> String {
-    crate::docker::project_name(dir)
+    crate::launch::docker::project_name(dir)
 }
 
 /// Why `name` is not a stack name this tool can use, if it is not.
@@ -651,10 +651,10 @@ mod tests {
                 },
             ],
         };
-        crate::local::RunState::swarm("q:2".parse().unwrap(), run.clone())
+        crate::launch::local::RunState::swarm("q:2".parse().unwrap(), run.clone())
             .save(&dir)
             .unwrap();
-        let back = crate::local::RunState::load(&dir).unwrap().unwrap();
+        let back = crate::launch::local::RunState::load(&dir).unwrap().unwrap();
         assert_eq!(back.swarm, Some(run));
         assert!(back.docker.is_none() && back.processes.is_empty());
     }
@@ -679,7 +679,8 @@ mod tests {
         assert_eq!(three.metrics.as_deref(), Some("198.18.0.3:22003"));
         assert_eq!(three.addr, "node-3:7000");
         let own = cuberoute_daemon::manifest::Manifest::load(
-            &dir.node_dir(NodeId(1)).join(crate::layout::NODE_MANIFEST),
+            &dir.node_dir(NodeId(1))
+                .join(crate::launch::layout::NODE_MANIFEST),
         )
         .unwrap();
         assert_eq!(own.node(NodeId(3)).unwrap().addr, "node-3:7000");

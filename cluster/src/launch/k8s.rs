@@ -17,8 +17,8 @@
 //! with chaos allowed (`cluster k8s --allow-chaos`): on real hosts, no client certificate turns
 //! a node into a capturing or forging relay by default (docs/security.md).
 
-use crate::generate::{Ports, pod_dns_name};
-use crate::layout::{self, ClusterDir};
+use crate::launch::generate::{Ports, pod_dns_name};
+use crate::launch::layout::{self, ClusterDir};
 use base64::Engine;
 use cuberoute_daemon::manifest::{Manifest, ManifestNode};
 use cuberoute_protocol::Topology;
@@ -206,7 +206,7 @@ max_mib = {max_mib}
         link = ports.link,
         control = ports.control,
         metrics = ports.metrics,
-        nice = crate::generate::CLUSTER_NICE,
+        nice = crate::launch::generate::CLUSTER_NICE,
         keys = layout::NODE_KEYS,
         revoked = layout::NODE_REVOKED,
         store = layout::NODE_STORE,

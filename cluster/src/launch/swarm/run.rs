@@ -1,8 +1,8 @@
 //! What `DIR/run.toml` records of a swarm cluster ([`SwarmRun`]): read by the run state
-//! (`crate::local`) without the rest of `cluster swarm`.
+//! (`crate::launch::local`) without the rest of `cluster swarm`.
 
 use super::engine::Engine;
-use crate::generate;
+use crate::launch::generate;
 use cuberoute_protocol::NodeId;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;

@@ -18,11 +18,11 @@
 //! Docker prefixes every config, secret, volume and network with the stack's name, and labels
 //! them `com.docker.stack.namespace=<stack>`, which is how `cluster down` finds them.
 
-use crate::compose::{
+use crate::launch::compose::{
     Healthcheck, Ipam, NETWORK, NODE_MOUNT as NODE_DIR, STATE_DIR, STORE_PATH, Subnet,
 };
-use crate::generate::{Ports, Published, service_name};
-use crate::layout;
+use crate::launch::generate::{Ports, Published, service_name};
+use crate::launch::layout;
 use cuberoute_protocol::{NodeId, Topology};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -242,7 +242,7 @@ pub fn stack_file(spec: &StackSpec) -> String {
             secrets: mount(&secrets, 0o400),
             volumes: vec![VolumeMount {
                 kind: "volume".into(),
-                source: crate::compose::store_volume(id),
+                source: crate::launch::compose::store_volume(id),
                 target: STATE_DIR.into(),
             }],
             networks: vec![NETWORK.into()],
@@ -303,7 +303,7 @@ pub fn stack_file(spec: &StackSpec) -> String {
         };
         file.services.insert(service_name(id), service);
         file.volumes
-            .insert(crate::compose::store_volume(id), Volume {});
+            .insert(crate::launch::compose::store_volume(id), Volume {});
         for (name, path, _) in configs {
             file.configs.insert(name, FileObject { file: path });
         }
@@ -378,7 +378,7 @@ pub fn task_config(text: &str, allow_chaos: bool) -> anyhow::Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::placement::{Placement as Hosts, PlacementKind};
+    use crate::launch::placement::{Placement as Hosts, PlacementKind};
     use std::collections::BTreeSet;
 
     fn spec_yaml(
@@ -528,14 +528,14 @@ mod tests {
     #[test]
     fn the_task_config_points_at_secrets_and_the_volume() {
         let tmp = tempfile::tempdir().unwrap();
-        let dir = crate::layout::ClusterDir::new(tmp.path());
+        let dir = crate::launch::layout::ClusterDir::new(tmp.path());
         let topology: Topology = "q:2".parse().unwrap();
-        let addressing = crate::generate::Addressing::Swarm {
+        let addressing = crate::launch::generate::Addressing::Swarm {
             hosts: vec!["198.18.0.2".into(); 4],
             ports: Ports::default(),
             published: Published::default(),
         };
-        crate::generate::generate(&dir, topology, &addressing).unwrap();
+        crate::launch::generate::generate(&dir, topology, &addressing).unwrap();
         let generated = std::fs::read_to_string(dir.node_config(NodeId(1))).unwrap();
         let text = task_config(&generated, false).unwrap();
         let table: toml::Table = text.parse().unwrap();

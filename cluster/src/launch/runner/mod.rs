@@ -11,12 +11,12 @@ pub mod state;
 
 pub use state::Runner;
 
-use crate::compose::COMPOSE_FILE;
-use crate::docker::{self, Compose};
-use crate::generate::service_name;
-use crate::layout::ClusterDir;
-use crate::local::{self, RunState};
-use crate::swarm;
+use crate::launch::compose::COMPOSE_FILE;
+use crate::launch::docker::{self, Compose};
+use crate::launch::generate::service_name;
+use crate::launch::layout::ClusterDir;
+use crate::launch::local::{self, RunState};
+use crate::launch::swarm;
 use anyhow::Context;
 use cuberoute_protocol::NodeId;
 use std::collections::BTreeMap;

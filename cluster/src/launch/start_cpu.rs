@@ -4,7 +4,7 @@
 //! the wall time is close to it, the start waited for nothing but CPU, and only a cheaper
 //! daemon start (or more cores) makes it faster.
 
-use crate::usage::{cpu_now, cpu_seconds};
+use crate::launch::usage::{cpu_now, cpu_seconds};
 use serde::Serialize;
 use std::time::Duration;
 

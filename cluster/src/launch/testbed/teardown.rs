@@ -18,7 +18,7 @@
 
 use super::engine::{self, Stopped, docker};
 use super::{DATA_ROOT, Plan, RUN_ROOT, State, net};
-use crate::netns;
+use crate::launch::netns;
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use std::fs;

@@ -3,8 +3,8 @@
 //! recorded pid and start time.
 
 use super::{EngineRecord, Plan, State};
-use crate::local::{self, interrupt::Catch};
-use crate::netns;
+use crate::launch::local::{self, interrupt::Catch};
+use crate::launch::netns;
 use anyhow::Context;
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;

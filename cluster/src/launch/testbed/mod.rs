@@ -55,9 +55,9 @@ mod teardown;
 
 pub use teardown::Removed;
 
-use crate::local::interrupt::Catch;
-use crate::netns;
-use crate::swarm::stack::HOST_LABEL;
+use crate::launch::local::interrupt::Catch;
+use crate::launch::netns;
+use crate::launch::swarm::stack::HOST_LABEL;
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
 use std::fs;
@@ -465,10 +465,10 @@ pub fn up(
             dir.display()
         );
     }
-    crate::docker::available()
+    crate::launch::docker::available()
         .map_err(|e| anyhow::anyhow!("the machine's Docker engine is not available: {e}"))?;
     anyhow::ensure!(
-        crate::docker::image_exists(&options.image),
+        crate::launch::docker::image_exists(&options.image),
         "there is no image {} on this machine: build it with `cuberoute cluster image`",
         options.image
     );

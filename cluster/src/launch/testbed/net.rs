@@ -1,9 +1,9 @@
 //! The testbed's network: the bridge with the machine's address, the iptables rules that let
 //! bridged frames through, and per host a namespace and a veth pair. Made and removed with
-//! the helpers of [`netns`](crate::netns) (`ip -batch`, entering a namespace with setns).
+//! the helpers of [`netns`](crate::launch::netns) (`ip -batch`, entering a namespace with setns).
 
 use super::{PREFIX, Plan};
-use crate::netns;
+use crate::launch::netns;
 use std::process::Command;
 use std::time::{Duration, Instant};
 

@@ -2,9 +2,9 @@
 //! else `docker-compose` (v1). Every operation names the project and the compose file, so that
 //! several clusters can run side by side.
 
-use crate::compose;
-use crate::generate::{Addressing, Ports};
-use crate::layout::ClusterDir;
+use crate::launch::compose;
+use crate::launch::generate::{Addressing, Ports};
+use crate::launch::layout::ClusterDir;
 use anyhow::Context;
 use cuberoute_protocol::NodeId;
 use serde::{Deserialize, Serialize};
@@ -139,9 +139,9 @@ pub fn prepare(
     let project = project_name(dir);
     remove_volumes(&project, dir)?;
     let ports = Ports::default();
-    crate::generate::generate(dir, topology, &Addressing::Docker { subnet, ports })?;
+    crate::launch::generate::generate(dir, topology, &Addressing::Docker { subnet, ports })?;
     for id in topology.nodes() {
-        let config = dir.node_dir(id).join(crate::layout::NODE_CONFIG);
+        let config = dir.node_dir(id).join(crate::launch::layout::NODE_CONFIG);
         let text = std::fs::read_to_string(&config)
             .with_context(|| format!("reading {}", config.display()))?;
         std::fs::write(&config, compose::container_config(&text))
