@@ -100,8 +100,8 @@ fn edge_path(topology: Topology, u: NodeId, v: NodeId) -> String {
 }
 
 /// The layout of `topology` for `cluster view`: every node's place and every edge's path data.
-pub fn drawing(topology: Topology) -> cuberoute_cluster::view::Drawing {
-    use cuberoute_cluster::view::{Drawing, DrawnLink, DrawnNode};
+pub fn drawing(topology: Topology) -> cuberoute_cluster::ops::view::Drawing {
+    use cuberoute_cluster::ops::view::{Drawing, DrawnLink, DrawnNode};
     let nodes: Vec<DrawnNode> = topology
         .nodes()
         .map(|v| {

@@ -10,7 +10,7 @@ mod common;
 
 use common::{Cluster, json_lines, stderr, stdout, within};
 use cuberoute_cluster::launch::certs::ClusterCa;
-use cuberoute_cluster::revoke::sign;
+use cuberoute_cluster::ops::revoke::sign;
 use cuberoute_cluster::{ClusterClient, ClusterDir};
 use cuberoute_daemon::client::ClientError;
 use cuberoute_daemon::keys::Revocations;

@@ -17,7 +17,7 @@
 mod common;
 
 use common::{Cluster, stderr, stdout, within};
-use cuberoute_cluster::revoke::sign;
+use cuberoute_cluster::ops::revoke::sign;
 use cuberoute_cluster::{ClusterClient, ClusterDir};
 use cuberoute_daemon::keys::Revocations;
 use cuberoute_daemon::tls::{self, ALPN_LINK, Credentials};

@@ -1,11 +1,11 @@
 //! Network faults between real daemons in user space (issue 26): the daemons' link sockets
-//! delay and duplicate datagrams as the chaos tooling asks (`cuberoute_cluster::shaping`,
+//! delay and duplicate datagrams as the chaos tooling asks (`cuberoute_cluster::ops::shaping`,
 //! `daemon/src/shaper.rs`), on real processes over loopback.
 
 mod common;
 
 use common::{Cluster, json_lines};
-use cuberoute_cluster::shaping::{self, ShapeRule};
+use cuberoute_cluster::ops::shaping::{self, ShapeRule};
 use cuberoute_cluster::{ClusterClient, ClusterDir};
 use cuberoute_protocol::NodeId;
 use cuberoute_protocol::wire::control::{Fault, Request, Response, ShaperCounters};

@@ -1,10 +1,10 @@
 //! Measurements of a running cluster, and their baseline: one raw quinn stream relay hop
 //! between two processes, with the same TLS and transport configuration as the links.
 
-use crate::client::ClusterClient;
 use crate::launch::usage::{self, Runs};
-use crate::percentiles::Percentiles;
-use crate::traffic::{SendOptions, SendReport};
+use crate::ops::cluster_client::ClusterClient;
+use crate::ops::percentiles::Percentiles;
+use crate::ops::traffic::{SendOptions, SendReport};
 use cuberoute_daemon::client::ClientError;
 use cuberoute_daemon::link::codec;
 use cuberoute_daemon::tls::{self, ALPN_LINK, Credentials};

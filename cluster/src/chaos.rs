@@ -12,7 +12,7 @@
 //!    * `cut`: links are severed on both sides;
 //!    * `loss`, `delay`, `partition`: the network itself loses datagrams, holds them, or splits
 //!      in two halves (a simulated network, or a network of the cluster's own:
-//!      [`crate::netfault`], [`crate::shaping`]).
+//!      [`crate::netfault`], [`crate::ops::shaping`]).
 //!
 //!    Each fault's window (from when to when, what, where, what applied it) goes into the
 //!    report, and every set into its timeline ([`crate::timeline`]), for the report page.
@@ -22,17 +22,17 @@
 //! 3. **after faults**: cut links are healed and crashed nodes restarted, and traffic goes on.
 //!    Everything sent in this phase must arrive.
 
-use crate::client::ClusterClient;
 use crate::launch::layout::ClusterDir;
 use crate::netfault;
-use crate::percentiles::{Percentiles, serialize_whole_us};
-use crate::ready;
+use crate::ops::cluster_client::ClusterClient;
+use crate::ops::percentiles::{Percentiles, serialize_whole_us};
+use crate::ops::ready;
+use crate::ops::shaping::{self, ShapeRule};
+use crate::ops::traffic::SendOptions;
 use crate::scenario::{Harness, Phase, Progress, REJOIN_TIMEOUT, RunConfig, Runners};
 pub use crate::schedule::FaultKind;
 use crate::schedule::{self, FaultCounts, Schedule};
-use crate::shaping::{self, ShapeRule};
 use crate::timeline::{FaultWindow, Outcome, SetPoint, Timeline, Windows};
-use crate::traffic::SendOptions;
 use cuberoute_daemon::client::ClientError;
 use cuberoute_protocol::delivery::{Mode, Settlement};
 use cuberoute_protocol::wire::control::{

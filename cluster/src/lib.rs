@@ -34,30 +34,21 @@
 
 pub mod bench;
 pub mod chaos;
-pub mod client;
 pub mod ends;
 pub mod launch;
-pub mod monitor;
 pub mod netfault;
+pub mod ops;
 pub mod overload;
-pub mod percentiles;
-pub mod ping;
 pub mod quiet;
-pub mod ready;
 pub mod redundancy;
 pub mod relay_mesh;
 pub mod relay_ring;
 pub mod report;
-pub mod revoke;
-pub mod route;
 pub mod scenario;
 pub mod schedule;
-pub mod shaping;
 pub mod sim;
 pub mod timeline;
-pub mod traffic;
-pub mod view;
 
-pub use client::ClusterClient;
 pub use launch::generate::{Addressing, Ports};
 pub use launch::layout::ClusterDir;
+pub use ops::cluster_client::ClusterClient;

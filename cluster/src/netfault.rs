@@ -1,6 +1,6 @@
 //! Faults of the network itself between real nodes: loss and partitions from the kernel
 //! (nftables rules in each node's network namespace), delay, jitter, reordering and duplication
-//! from the daemons' own sockets (the kernel here has no netem: [`crate::shaping`]).
+//! from the daemons' own sockets (the kernel here has no netem: [`crate::ops::shaping`]).
 //!
 //! A cluster has a network of its own when each node has a namespace: `cluster up --netns`
 //! ([`crate::launch::netns`]: `/var/run/netns/<name>`) or compose containers (`/proc/<pid>/ns/net`).
@@ -12,12 +12,12 @@
 //! a chain per kind (`loss`, `part`) that `chaos net --off` and `chaos heal` flush; the
 //! namespace's removal (`cluster down`) removes the table with it.
 
-use crate::client::ClusterClient;
 use crate::launch::docker;
 use crate::launch::layout::ClusterDir;
 use crate::launch::netns;
 use crate::launch::runner;
-use crate::shaping::{self, ShapeRule};
+use crate::ops::cluster_client::ClusterClient;
+use crate::ops::shaping::{self, ShapeRule};
 use anyhow::Context;
 use cuberoute_daemon::manifest::{Manifest, ManifestNode};
 use cuberoute_protocol::{NodeId, Topology};

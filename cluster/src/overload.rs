@@ -7,9 +7,9 @@
 //! held back by the client, so that the figure says what the daemons were offered.
 
 use crate::bench::{Load, random_pair};
-use crate::client::ClusterClient;
 use crate::launch::usage;
-use crate::traffic::SendOptions;
+use crate::ops::cluster_client::ClusterClient;
+use crate::ops::traffic::SendOptions;
 use cuberoute_daemon::client::ClientError;
 use cuberoute_protocol::SendRequest;
 use rand::SeedableRng;

@@ -8,10 +8,10 @@
 //! the same study runs on real processes and in the simulator.
 
 use crate::chaos;
-use crate::client::ClusterClient;
-use crate::percentiles::Percentiles;
+use crate::ops::cluster_client::ClusterClient;
+use crate::ops::percentiles::Percentiles;
+use crate::ops::traffic::SendOptions;
 use crate::scenario::Harness;
-use crate::traffic::SendOptions;
 use cuberoute_protocol::delivery::Mode;
 use cuberoute_protocol::{NodeId, SendRequest};
 use rand::rngs::StdRng;

@@ -19,7 +19,7 @@
 use crate::bench::{self, RelayBaseline};
 use crate::launch::layout::ClusterDir;
 use crate::launch::usage;
-use crate::percentiles::Percentiles;
+use crate::ops::percentiles::Percentiles;
 use crate::relay_ring::{Relays, dial_until_up};
 use anyhow::Context;
 use bytes::BytesMut;

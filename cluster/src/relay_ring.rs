@@ -8,7 +8,7 @@
 use crate::bench::{self, RelayBaseline};
 use crate::launch::layout::ClusterDir;
 use crate::launch::usage;
-use crate::percentiles::Percentiles;
+use crate::ops::percentiles::Percentiles;
 use anyhow::Context;
 use cuberoute_daemon::link::codec;
 use cuberoute_daemon::manifest::Manifest;

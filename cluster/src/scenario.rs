@@ -85,7 +85,7 @@ pub trait Harness {
         Err(needs_network(FaultKind::Partition))
     }
     /// Hold every datagram on every link `delay` ± `jitter` (zero: no longer). `Ok(false)`:
-    /// this harness does not, and the daemons' own sockets must (`crate::shaping`).
+    /// this harness does not, and the daemons' own sockets must (`crate::ops::shaping`).
     fn delay(&self, _delay: Duration, _jitter: Duration) -> anyhow::Result<bool> {
         Ok(false)
     }

@@ -183,7 +183,7 @@ pub fn run(options: &SimOptions, dir: &ClusterDir) -> anyhow::Result<SimReport> 
         })
         .collect();
     let run = &options.run;
-    let length = crate::ready::default_timeout(topology.node_count()) * 2
+    let length = crate::ops::ready::default_timeout(topology.node_count()) * 2
         + run.fault_free
         + run.with_faults
         + run.after_faults
@@ -242,9 +242,9 @@ pub fn run(options: &SimOptions, dir: &ClusterDir) -> anyhow::Result<SimReport> 
         let (study, dir) = (study.clone(), dir.clone());
         let harness = harness.clone();
         sim.client("client", async move {
-            let client = crate::client::ClusterClient::open(&dir)?;
-            let timeout = crate::ready::default_timeout(client.manifest.topology.node_count());
-            crate::ready::wait_ready(&client, timeout, &mut |_| {})
+            let client = crate::ops::cluster_client::ClusterClient::open(&dir)?;
+            let timeout = crate::ops::ready::default_timeout(client.manifest.topology.node_count());
+            crate::ops::ready::wait_ready(&client, timeout, &mut |_| {})
                 .await
                 .map_err(|e| anyhow::anyhow!("{e}"))?;
             let cells = redundancy::run(&client, &harness, &study_config).await?;

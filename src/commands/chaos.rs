@@ -6,7 +6,7 @@ use super::network::{self, NetArgs, PartitionArgs, StudyArgs};
 use super::{runtime, usage};
 use cuberoute_cluster::chaos::{self, FaultKind};
 use cuberoute_cluster::scenario::{self, Harness, Progress, RunConfig};
-use cuberoute_cluster::{ClusterClient, ClusterDir, launch::runner, ready};
+use cuberoute_cluster::{ClusterClient, ClusterDir, launch::runner, ops::ready};
 use cuberoute_daemon::client::ClientError;
 use cuberoute_daemon::manifest::Manifest;
 use cuberoute_daemon::roles;

@@ -7,7 +7,7 @@ use super::{runtime, usage};
 use anyhow::Context;
 use cuberoute_cluster::ClusterClient;
 use cuberoute_cluster::launch::local::RunState;
-use cuberoute_cluster::traffic::SendOptions;
+use cuberoute_cluster::ops::traffic::SendOptions;
 use cuberoute_protocol::{NodeId, PathSet, SendRequest, Topology};
 use std::net::Ipv4Addr;
 use std::time::Duration;

@@ -1,10 +1,10 @@
 //! `cuberoute monitor [--node N ...] [--json] [--count C] [--for T]`: what the nodes see
 //! happen, one line (or one JSON object) per notice, as it happens, until interrupted
-//! (`cuberoute_cluster::monitor` follows the nodes).
+//! (`cuberoute_cluster::ops::monitor` follows the nodes).
 
 use super::cluster::ClientArg;
 use super::{runtime, usage};
-use cuberoute_cluster::monitor::{Watched, follow};
+use cuberoute_cluster::ops::monitor::{Watched, follow};
 use cuberoute_protocol::wire::control::{Happening, Notice};
 use cuberoute_protocol::{NodeId, Topology};
 use serde_json::{Value, json};

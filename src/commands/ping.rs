@@ -1,10 +1,10 @@
 //! `cuberoute ping --from S --to D [--count C] [--interval I] [--json]`: one small set per
 //! round; per round, each of the k paths' one-way time, which copy came first and which were
-//! lost; then min/avg/max/mdev per path (`cuberoute_cluster::ping`).
+//! lost; then min/avg/max/mdev per path (`cuberoute_cluster::ops::ping`).
 
 use super::cluster::ClientArg;
 use super::{runtime, usage};
-use cuberoute_cluster::ping::{self, PingOptions, PingReport, Round};
+use cuberoute_cluster::ops::ping::{self, PingOptions, PingReport, Round};
 use std::io::Write;
 use std::time::Duration;
 

@@ -7,7 +7,7 @@
 use super::cluster::ClientArg;
 use super::{runtime, usage};
 use cuberoute_cluster::ClusterClient;
-use cuberoute_cluster::traffic::{Destinations, SendOptions, SendReport};
+use cuberoute_cluster::ops::traffic::{Destinations, SendOptions, SendReport};
 use cuberoute_daemon::client::ClientError;
 use cuberoute_daemon::roles;
 use cuberoute_protocol::delivery::{MAX_CODED_PAYLOAD, Mode, Scheme};

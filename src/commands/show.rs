@@ -1,12 +1,12 @@
 //! `cuberoute show node --node N` and `show links --node N` (`--json`: the node's status as one
 //! JSON document): what a node runs with and what its links are doing, from its `Status`; and
 //! `show route --from S --to D`: the k paths with the state of every hop now
-//! (`cuberoute_cluster::route`).
+//! (`cuberoute_cluster::ops::route`).
 
 use super::cluster::ClientArg;
 use super::{runtime, usage};
 use anyhow::Context;
-use cuberoute_cluster::route;
+use cuberoute_cluster::ops::route;
 use cuberoute_protocol::wire::control::{LinkStatus, NodeStatus};
 use cuberoute_protocol::{NodeId, Topology};
 use std::io::Write;

@@ -13,7 +13,7 @@
 
 mod charts;
 
-use crate::percentiles::Percentiles;
+use crate::ops::percentiles::Percentiles;
 use crate::timeline::{Outcome, Timeline};
 use anyhow::Context;
 use std::fmt::Write as _;

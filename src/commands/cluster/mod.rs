@@ -18,11 +18,11 @@ pub mod up;
 pub mod view;
 
 use super::{runtime, usage};
-use cuberoute_cluster::client::{links_up, revoked};
 use cuberoute_cluster::launch::phases::Phases;
 use cuberoute_cluster::launch::runner;
 use cuberoute_cluster::launch::start_cpu::StartCpu;
-use cuberoute_cluster::ready::{self, NotReady};
+use cuberoute_cluster::ops::cluster_client::{links_up, revoked};
+use cuberoute_cluster::ops::ready::{self, NotReady};
 use cuberoute_cluster::{ClusterClient, ClusterDir};
 use cuberoute_protocol::wire::control::NodeStatus;
 use cuberoute_protocol::{NodeId, Topology};

@@ -1,12 +1,12 @@
 //! `cuberoute cluster revoke --node N [--json]`: take a node out of the cluster for good
-//! (`cuberoute_cluster::revoke`); `--list`: the cluster's revocation list and the serial in
+//! (`cuberoute_cluster::ops::revoke`); `--list`: the cluster's revocation list and the serial in
 //! force at every node; `--push`: push the list in force again to nodes that missed it.
 //! Exits 2 for an unknown or already revoked node or no cluster, 1 if the CA key cannot be
 //! read or a node refused the list.
 
 use super::ClientArg;
 use crate::commands::{runtime, usage};
-use cuberoute_cluster::revoke::{self, Listing, Report, RevokeError, Taken};
+use cuberoute_cluster::ops::revoke::{self, Listing, Report, RevokeError, Taken};
 use cuberoute_protocol::{NodeId, Topology};
 use std::io::Write;
 use std::time::Duration;

@@ -3,11 +3,11 @@
 
 use super::super::{runtime, usage};
 use super::{DirArg, ensure_free};
-use cuberoute_cluster::client::links_up;
 use cuberoute_cluster::launch::local::RunState;
 use cuberoute_cluster::launch::placement::PlacementKind;
 use cuberoute_cluster::launch::swarm::{self, Plan, SwarmRun, Target};
-use cuberoute_cluster::ready::{self, NotReady};
+use cuberoute_cluster::ops::cluster_client::links_up;
+use cuberoute_cluster::ops::ready::{self, NotReady};
 use cuberoute_cluster::{ClusterClient, ClusterDir, launch::runner};
 use cuberoute_protocol::Topology;
 use indicatif::{ProgressBar, ProgressStyle};

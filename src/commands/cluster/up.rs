@@ -70,7 +70,7 @@ impl UpArgs {
 
     pub fn timeout(&self, topology: Topology) -> Duration {
         self.timeout
-            .unwrap_or(cuberoute_cluster::ready::default_timeout(
+            .unwrap_or(cuberoute_cluster::ops::ready::default_timeout(
                 topology.node_count(),
             ))
     }

@@ -14,9 +14,9 @@
 //! The CA key is held locked (`flock`) from reading the list to the end of the push, so that
 //! two revocations at once make two serials, never two lists with one serial.
 
-use crate::client::{ClusterClient, FAN_OUT, SLOT_TIME, fan_out};
 use crate::launch::certs::sign_with_pem;
 use crate::launch::layout::{self, ClusterDir};
+use crate::ops::cluster_client::{ClusterClient, FAN_OUT, SLOT_TIME, fan_out};
 use cuberoute_daemon::client::ClientError;
 use cuberoute_daemon::keys::{self, KeyError, Revocations, SignedFile};
 use cuberoute_daemon::manifest::Manifest;
@@ -342,7 +342,7 @@ pub async fn revoke(dir: &ClusterDir, node: Option<NodeId>) -> Result<Report, Re
     let nodes: Vec<NodeId> = manifest.nodes.iter().map(|n| n.id).collect();
     let pushing = Request::Revoke { signed: Vec::new() };
     if let Err(line) =
-        crate::client::allowed(dir, &nodes, &[pushing]).map_err(RevokeError::Other)?
+        crate::ops::cluster_client::allowed(dir, &nodes, &[pushing]).map_err(RevokeError::Other)?
     {
         return Err(RevokeError::Forbidden(line));
     }

@@ -5,16 +5,16 @@
 //! * `state`, once a round (every [`ROUND`], or as long as asking every node takes): each
 //!   node's status (up or not answering, its counters) and each link's state (up, down, cut,
 //!   or unknown when neither end answers) and load (data frames per second over both ends);
-//! * `notice`, as the nodes note them ([`crate::monitor`]): links going down and up, faults,
+//! * `notice`, as the nodes note them ([`crate::ops::monitor`]): links going down and up, faults,
 //!   and deliveries with the path each copy took (at most [`DELIVERIES_PER_SECOND`] a second;
 //!   the rest are counted in the next `state`).
 //!
 //! Routes: `/` (the page), `/drawing.json` (the layout), `/state.json` (the latest state),
 //! `/events` (the stream).
 
-use crate::client::ClusterClient;
-use crate::monitor::{Watched, follow};
-use crate::route::constructed;
+use crate::ops::cluster_client::ClusterClient;
+use crate::ops::monitor::{Watched, follow};
+use crate::ops::route::constructed;
 use bytes::Bytes;
 use cuberoute_protocol::wire::control::{Happening, NodeStatus};
 use cuberoute_protocol::{NodeId, Topology};

@@ -3,8 +3,8 @@
 //! and `chaos run` (before it starts, and after it restarts crashed nodes) all wait here.
 
 use crate::ClusterDir;
-use crate::client::{ClusterClient, links_up, links_up_of, revoked};
 use crate::launch::runner::{self, Runner, Runners};
+use crate::ops::cluster_client::{ClusterClient, links_up, links_up_of, revoked};
 use cuberoute_protocol::NodeId;
 use cuberoute_protocol::wire::control::NodeStatus;
 use std::collections::{HashMap, HashSet};

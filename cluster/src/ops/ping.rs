@@ -6,8 +6,8 @@
 //! both read from the daemons' wall clocks (one machine, or containers of one machine, share
 //! one). The paths are the k node-disjoint paths the network took, read from each copy's trace.
 
-use crate::client::ClusterClient;
-use crate::traffic::{SendOptions, SendReport};
+use crate::ops::cluster_client::ClusterClient;
+use crate::ops::traffic::{SendOptions, SendReport};
 use cuberoute_daemon::client::ClientError;
 use cuberoute_protocol::{NodeId, SendRequest};
 use serde::Serialize;

@@ -3,7 +3,7 @@
 //! asked again every second, and reported back when it answers; a restarted node is followed
 //! from its new ring's present.
 
-use crate::client::{ClusterClient, FAN_OUT};
+use crate::ops::cluster_client::{ClusterClient, FAN_OUT};
 use cuberoute_protocol::NodeId;
 use cuberoute_protocol::wire::control::{Notice, Request, Response};
 use std::sync::Arc;
@@ -32,7 +32,7 @@ pub enum Watched {
 }
 
 /// Follow `nodes`, sending what each yields to `out`, until `out` is closed. Only
-/// [`FAN_OUT`] nodes at a time make their first connection (see [`crate::client`]).
+/// [`FAN_OUT`] nodes at a time make their first connection (see [`crate::ops::cluster_client`]).
 pub async fn follow(
     cluster: &ClusterClient,
     nodes: &[NodeId],

@@ -3,7 +3,7 @@
 //! and removed through the control API. The building block of the chaos tooling's network
 //! commands; a simulation has its own network faults and refuses these.
 
-use crate::client::ClusterClient;
+use crate::ops::cluster_client::ClusterClient;
 use cuberoute_protocol::NodeId;
 pub use cuberoute_protocol::wire::control::ShapeRule;
 use cuberoute_protocol::wire::control::{Fault, Request, Response};

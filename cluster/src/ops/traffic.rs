@@ -1,7 +1,7 @@
 //! Sending through a cluster as a client does: hand a set to the source's control API and,
 //! when asked to wait, collect the delivery report from the destination.
 
-use crate::client::ClusterClient;
+use crate::ops::cluster_client::ClusterClient;
 use cuberoute_daemon::client::ClientError;
 use cuberoute_protocol::NodeId;
 use cuberoute_protocol::SendRequest;

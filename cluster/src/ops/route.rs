@@ -2,7 +2,7 @@
 //! constructs them (every delivered copy follows them: `tests/cluster.rs`), each hop with the
 //! state of its link as the hop's sending node reports it now, and which paths are broken.
 
-use crate::client::ClusterClient;
+use crate::ops::cluster_client::ClusterClient;
 use cuberoute_protocol::paths::table;
 use cuberoute_protocol::paths::{Instance, PathError};
 use cuberoute_protocol::wire::control::NodeStatus;
