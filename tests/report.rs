@@ -1,4 +1,4 @@
-//! The report page (`cuberoute_cluster::report`) in a real headless browser: a page written for
+//! The report page (`cuberoute_cluster::chaos::page`) in a real headless browser: a page written for
 //! a synthetic run with two fault windows is loaded from its file, and its three charts, its
 //! fault windows (drawn on the charts and listed in the table) and the absence of anything
 //! fetched are checked in the page; a screenshot of the whole page is kept in
@@ -7,8 +7,8 @@
 mod common;
 
 use common::browser::{Browser, find_browser_or_say_why};
-use cuberoute_cluster::report;
-use cuberoute_cluster::timeline::{FaultWindow, Outcome, SetPoint, Timeline};
+use cuberoute_cluster::chaos::page;
+use cuberoute_cluster::chaos::timeline::{FaultWindow, Outcome, SetPoint, Timeline};
 use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -86,7 +86,7 @@ fn the_report_page_shows_its_charts_and_fault_windows_in_a_browser() {
     };
     let dir = tempfile::tempdir().unwrap();
     let t = timeline(1_200, 60.0);
-    let page_path = report::write(dir.path(), &t, &json!({ "sets": 1_200 })).unwrap();
+    let page_path = page::write(dir.path(), &t, &json!({ "sets": 1_200 })).unwrap();
     assert!(dir.path().join("report.json").is_file());
     let mut page = Browser::open(&browser, &file_url(&page_path));
     page.wait_for(
@@ -204,7 +204,7 @@ fn the_report_page_shows_its_charts_and_fault_windows_in_a_browser() {
     let big = timeline(75_000, 300.0);
     let big_dir = tempfile::tempdir().unwrap();
     let start = Instant::now();
-    let big_path = report::write(big_dir.path(), &big, &json!({ "sets": 75_000 })).unwrap();
+    let big_path = page::write(big_dir.path(), &big, &json!({ "sets": 75_000 })).unwrap();
     let wrote = start.elapsed();
     let size = std::fs::metadata(&big_path).unwrap().len();
     drop(page);
@@ -231,7 +231,7 @@ fn the_report_page_shows_its_charts_and_fault_windows_in_a_browser() {
     assert!(size < 1_500_000, "{size} bytes");
     assert!(page_ms < 5_000.0, "{page_ms} ms");
     assert!(loaded < Duration::from_secs(15), "{loaded:?}");
-    assert!(circles as usize <= report::MAX_MARKERS + 20, "{circles}");
+    assert!(circles as usize <= page::MAX_MARKERS + 20, "{circles}");
     let note = page.eval("document.body.innerText");
     assert!(
         note.as_str()

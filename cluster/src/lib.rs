@@ -34,20 +34,12 @@
 
 pub mod bench;
 pub mod chaos;
-pub mod ends;
 pub mod launch;
-pub mod netfault;
 pub mod ops;
 pub mod overload;
 pub mod quiet;
-pub mod redundancy;
 pub mod relay_mesh;
 pub mod relay_ring;
-pub mod report;
-pub mod scenario;
-pub mod schedule;
-pub mod sim;
-pub mod timeline;
 
 pub use launch::generate::{Addressing, Ports};
 pub use launch::layout::ClusterDir;

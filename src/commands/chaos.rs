@@ -4,8 +4,9 @@
 use super::cluster::{ClientArg, DirArg};
 use super::network::{self, NetArgs, PartitionArgs, StudyArgs};
 use super::{runtime, usage};
-use cuberoute_cluster::chaos::{self, FaultKind};
-use cuberoute_cluster::scenario::{self, Harness, Progress, RunConfig};
+use cuberoute_cluster::chaos;
+use cuberoute_cluster::chaos::scenario::{self, Harness, Progress, RunConfig};
+use cuberoute_cluster::chaos::schedule::FaultKind;
 use cuberoute_cluster::{ClusterClient, ClusterDir, launch::runner, ops::ready};
 use cuberoute_daemon::client::ClientError;
 use cuberoute_daemon::manifest::Manifest;
@@ -496,7 +497,7 @@ fn captured(args: &CapturedArgs) -> anyhow::Result<()> {
     let runtime = runtime()?;
     let _guard = runtime.enter();
     let client = ClusterClient::open(&dir).map_err(|e| usage(format!("{e:#}")))?;
-    let captures = runtime.block_on(chaos::captured_by(&client, id));
+    let captures = runtime.block_on(chaos::run::captured_by(&client, id));
     client.close();
     for c in captures? {
         if args.json {
@@ -557,7 +558,7 @@ fn chaos_run(args: &RunArgs) -> anyhow::Result<()> {
         ));
     }
     if let Some(fault) = args.scenario.faults.iter().find(|f| f.is_of_the_network()) {
-        let has_network = cuberoute_cluster::netfault::Network::open(&dir)
+        let has_network = cuberoute_cluster::chaos::netfault::Network::open(&dir)
             .map_err(|e| usage(format!("{e:#}")))?
             .is_some();
         if !has_network {
@@ -599,13 +600,13 @@ fn chaos_run(args: &RunArgs) -> anyhow::Result<()> {
             })
         };
         let report = tokio::select! {
-            report = chaos::run(&dir, &config, progress) => report,
+            report = chaos::run::run(&dir, &config, progress) => report,
             signal = interrupted() => {
                 // What the run did to the network must not outlive it.
-                let removed = match cuberoute_cluster::netfault::Network::open(&dir) {
+                let removed = match cuberoute_cluster::chaos::netfault::Network::open(&dir) {
                     Ok(Some(network)) => match ClusterClient::open(&dir) {
                         Ok(client) => {
-                            let done = cuberoute_cluster::netfault::remove_all(&network, &client).await;
+                            let done = cuberoute_cluster::chaos::netfault::remove_all(&network, &client).await;
                             client.close();
                             done
                         }
@@ -626,7 +627,7 @@ fn chaos_run(args: &RunArgs) -> anyhow::Result<()> {
     })?;
     bar.finish_and_clear();
     if let Some(out) = &args.report {
-        let page = cuberoute_cluster::report::write(
+        let page = cuberoute_cluster::chaos::page::write(
             out,
             &report.timeline,
             &serde_json::to_value(&report)?,
@@ -657,7 +658,7 @@ async fn interrupted() -> &'static str {
 }
 
 /// The verdict of a `crash-ends` run.
-fn print_ends(delivery: &str, e: &cuberoute_cluster::ends::EndsReport) {
+fn print_ends(delivery: &str, e: &cuberoute_cluster::chaos::ends::EndsReport) {
     println!(
         "  {} kills and {} restarts of sources and destinations; delivery {delivery}",
         e.kills, e.restarts
@@ -691,7 +692,7 @@ fn print_ends(delivery: &str, e: &cuberoute_cluster::ends::EndsReport) {
     }
 }
 
-pub fn print_report(r: &chaos::Report) {
+pub fn print_report(r: &chaos::run::Report) {
     let pct = |a: u64, b: u64| {
         if b == 0 {
             100.0

@@ -1,12 +1,12 @@
 //! `cuberoute chaos net | partition | heal`: faults of the network itself on a cluster whose
 //! nodes have a network of their own (`cluster up --netns`, or compose containers). What applies
-//! each part is `cuberoute_cluster::netfault`'s decision; this parses, calls and prints.
+//! each part is `cuberoute_cluster::chaos::netfault`'s decision; this parses, calls and prints.
 
 use super::cluster::{ClientArg, DirArg};
 use super::{parse_node, parse_set, runtime, usage};
-use cuberoute_cluster::netfault::{self, Chain, Impairment, Network, Place};
-use cuberoute_cluster::redundancy::{self, Cell, Condition, StudyConfig};
-use cuberoute_cluster::scenario::Runners;
+use cuberoute_cluster::chaos::netfault::{self, Chain, Impairment, Network, Place};
+use cuberoute_cluster::chaos::redundancy::{self, Cell, Condition, StudyConfig};
+use cuberoute_cluster::chaos::scenario::Runners;
 use cuberoute_cluster::{ClusterClient, ClusterDir};
 use cuberoute_protocol::wire::control::{Fault, Request};
 use cuberoute_protocol::{NodeId, Topology};

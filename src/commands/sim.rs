@@ -1,14 +1,14 @@
 //! `cuberoute sim <TOPOLOGY> --duration T --rate R [--faults ...] [--seed N] [--json]`: the
 //! chaos run of `chaos run`, on a whole cluster of real daemons in this one process, on a
-//! simulated network and clock (`cuberoute_cluster::sim`); the same seed gives the same
+//! simulated network and clock (`cuberoute_cluster::chaos::sim`); the same seed gives the same
 //! report.
 
 use super::chaos::{Scenario, print_report};
 use super::network::{conditions, print_study};
 use super::{parse_topology, usage};
 use cuberoute_cluster::ClusterDir;
-use cuberoute_cluster::redundancy::StudyConfig;
-use cuberoute_cluster::sim::{SimOptions, run};
+use cuberoute_cluster::chaos::redundancy::StudyConfig;
+use cuberoute_cluster::chaos::sim::{SimOptions, run};
 use std::time::Duration;
 
 /// The largest cluster simulated.
@@ -95,7 +95,7 @@ pub fn run_command(args: Args) -> anyhow::Result<()> {
     let _ = std::fs::remove_dir_all(&scratch);
     let report = report?;
     if let Some(out) = &args.report {
-        let page = cuberoute_cluster::report::write(
+        let page = cuberoute_cluster::chaos::page::write(
             out,
             &report.run.timeline,
             &serde_json::to_value(&report)?,

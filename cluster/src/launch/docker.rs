@@ -492,7 +492,7 @@ fn set_by_cargo_for_a_crate(name: &str) -> bool {
 }
 
 /// The pid (on this machine) of each running node container of `run`: its network namespace is
-/// `/proc/PID/ns/net`, which is where the network faults of `crate::netfault` are applied.
+/// `/proc/PID/ns/net`, which is where the network faults of `crate::chaos::netfault` are applied.
 pub fn node_pids(run: &DockerRun) -> anyhow::Result<Vec<(NodeId, u32)>> {
     let ids = container_ids(run, false)?;
     if ids.is_empty() {

@@ -12,27 +12,27 @@
 //!    * `cut`: links are severed on both sides;
 //!    * `loss`, `delay`, `partition`: the network itself loses datagrams, holds them, or splits
 //!      in two halves (a simulated network, or a network of the cluster's own:
-//!      [`crate::netfault`], [`crate::ops::shaping`]).
+//!      [`crate::chaos::netfault`], [`crate::ops::shaping`]).
 //!
 //!    Each fault's window (from when to when, what, where, what applied it) goes into the
-//!    report, and every set into its timeline ([`crate::timeline`]), for the report page.
+//!    report, and every set into its timeline ([`crate::chaos::timeline`]), for the report page.
 //!
 //!    Crashed nodes and cut links together number at most k-1 = connectivity-1, so every set
 //!    between live endpoints keeps a path; traffic in this phase is between live nodes only;
 //! 3. **after faults**: cut links are healed and crashed nodes restarted, and traffic goes on.
 //!    Everything sent in this phase must arrive.
 
+use crate::chaos::netfault;
+use crate::chaos::scenario::{Harness, Phase, Progress, REJOIN_TIMEOUT, RunConfig, Runners};
+pub use crate::chaos::schedule::FaultKind;
+use crate::chaos::schedule::{self, FaultCounts, Schedule};
+use crate::chaos::timeline::{FaultWindow, Outcome, SetPoint, Timeline, Windows};
 use crate::launch::layout::ClusterDir;
-use crate::netfault;
 use crate::ops::cluster_client::ClusterClient;
 use crate::ops::percentiles::{Percentiles, serialize_whole_us};
 use crate::ops::ready;
 use crate::ops::shaping::{self, ShapeRule};
 use crate::ops::traffic::SendOptions;
-use crate::scenario::{Harness, Phase, Progress, REJOIN_TIMEOUT, RunConfig, Runners};
-pub use crate::schedule::FaultKind;
-use crate::schedule::{self, FaultCounts, Schedule};
-use crate::timeline::{FaultWindow, Outcome, SetPoint, Timeline, Windows};
 use cuberoute_daemon::client::ClientError;
 use cuberoute_protocol::delivery::{Mode, Settlement};
 use cuberoute_protocol::wire::control::{
@@ -205,7 +205,7 @@ pub struct Report {
     pub acked_lost: Option<u64>,
     /// `crash-ends`: the whole history's verdict.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub ends: Option<crate::ends::EndsReport>,
+    pub ends: Option<crate::chaos::ends::EndsReport>,
     /// `host`: what the lost host cost, set by set, against what the placement promised.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub host_loss: Option<HostLossOutcome>,
@@ -218,7 +218,7 @@ pub struct Report {
     /// Every fault of the run: from when to when (ms from the run's start), what, where, and
     /// what applied it.
     pub fault_windows: Vec<FaultWindow>,
-    /// Every set and fault window, for the report page ([`crate::report`]); not in the JSON.
+    /// Every set and fault window, for the report page ([`crate::chaos::page`]); not in the JSON.
     #[serde(skip)]
     pub timeline: Timeline,
 }
@@ -1190,7 +1190,7 @@ fn timeline(
     }
 }
 
-/// `crash-ends`: a run of its own ([`crate::ends`]), its verdict in the report's keys.
+/// `crash-ends`: a run of its own ([`crate::chaos::ends`]), its verdict in the report's keys.
 async fn crash_ends(
     client: &ClusterClient,
     config: &RunConfig,
@@ -1203,7 +1203,7 @@ async fn crash_ends(
         );
     }
     progress.lock().expect("progress").phase = Some(Phase::WithFaults);
-    let ends = crate::ends::run(client, config, progress, harness).await?;
+    let ends = crate::chaos::ends::run(client, config, progress, harness).await?;
     client.close();
     Ok(Report {
         sets_sent: ends.sends,

@@ -15,10 +15,10 @@
 //! The verdict: `accepted_lost` (accepted, never taken), `acked_lost` (acknowledged to the
 //! source, never taken), `duplicates_to_client` (taken more than once).
 
+use crate::chaos::scenario::{Harness, Progress, REJOIN_TIMEOUT, RunConfig};
 use crate::ops::cluster_client::ClusterClient;
 use crate::ops::ready;
 use crate::ops::traffic::SendOptions;
-use crate::scenario::{Harness, Progress, REJOIN_TIMEOUT, RunConfig};
 use cuberoute_daemon::client::ClientError;
 use cuberoute_protocol::delivery::{Mode, Settlement};
 use cuberoute_protocol::wire::control::{

@@ -1,5 +1,5 @@
 //! What a run's report draws: every set of the run and every fault window, on one clock (ms from
-//! the run's start). `chaos run` and `sim` fill it; [`crate::report`] draws it.
+//! the run's start). `chaos run` and `sim` fill it; [`crate::chaos::page`] draws it.
 
 use serde::{Deserialize, Serialize};
 

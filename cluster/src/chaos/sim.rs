@@ -1,17 +1,17 @@
 //! `cuberoute sim`: a whole cluster in one process, on turmoil's simulated network and clock.
 //! Every node is a turmoil host running the real daemon (`cuberoute_daemon::run_until`: its
 //! links, buffers, acknowledgements, control API, QUIC and TLS) over the seam of
-//! `cuberoute_daemon::net`; a client host runs the chaos run of [`crate::chaos`] against it
+//! `cuberoute_daemon::net`; a client host runs the chaos run of [`crate::chaos::run`] against it
 //! (its traffic, its faults on their seeded schedule, its report), crashing and restarting
 //! nodes through the simulation. Time and every random draw (the daemons', quinn's,
 //! turmoil's, the run's) come from the seed, so a run is a function of its options.
 
-use crate::chaos::{self, Report};
+use crate::chaos::redundancy::{self, Cell, StudyConfig};
+use crate::chaos::run::{self, Report};
+use crate::chaos::scenario::{Harness, Progress, REJOIN_TIMEOUT, RunConfig};
+use crate::chaos::schedule::FaultKind;
 use crate::launch::generate::{Addressing, Ports, generate_with_keys, service_name};
 use crate::launch::layout::ClusterDir;
-use crate::redundancy::{self, Cell, StudyConfig};
-use crate::scenario::{Harness, Progress, REJOIN_TIMEOUT, RunConfig};
-use crate::schedule::FaultKind;
 use cuberoute_daemon::config::{DaemonArgs, NodeConfig};
 use cuberoute_daemon::{disk, env};
 use cuberoute_protocol::{NodeId, Topology};
@@ -38,7 +38,7 @@ pub struct SimOptions {
     pub max_latency: Duration,
     /// Every node keeps a store on a simulated disk (else reliable sets live in memory only).
     pub store: bool,
-    /// Run the redundancy study ([`crate::redundancy`]) instead of the chaos run.
+    /// Run the redundancy study ([`crate::chaos::redundancy`]) instead of the chaos run.
     pub study: Option<StudyConfig>,
 }
 
@@ -257,7 +257,7 @@ pub fn run(options: &SimOptions, dir: &ClusterDir) -> anyhow::Result<SimReport> 
         let harness = harness.clone();
         sim.client("client", async move {
             let progress = Arc::new(Mutex::new(Progress::default()));
-            let done = chaos::run_with(&dir, &config, progress, &harness).await?;
+            let done = run::run_with(&dir, &config, progress, &harness).await?;
             *report.lock().expect("report lock") = Some(done);
             Ok(())
         });

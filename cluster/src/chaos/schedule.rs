@@ -40,7 +40,7 @@ pub enum FaultKind {
     /// networks).
     Partition,
     /// The sources and destinations of sets are killed and restarted at random moments, and
-    /// a checker says whether every accepted set reached a client once (`crate::ends`).
+    /// a checker says whether every accepted set reached a client once (`crate::chaos::ends`).
     CrashEnds,
     /// One whole host of a cluster spread over several (`cluster swarm` on a testbed) is cut
     /// off the network: every node on it at once.
@@ -80,7 +80,7 @@ impl FaultKind {
     }
 
     /// Faults of the network itself: a simulated network injects them, and so does a cluster
-    /// whose nodes have a network of their own (`crate::netfault`); loopback processes cannot.
+    /// whose nodes have a network of their own (`crate::chaos::netfault`); loopback processes cannot.
     pub fn is_of_the_network(self) -> bool {
         matches!(
             self,

@@ -13,8 +13,8 @@
 
 mod charts;
 
+use crate::chaos::timeline::{Outcome, Timeline};
 use crate::ops::percentiles::Percentiles;
-use crate::timeline::{Outcome, Timeline};
 use anyhow::Context;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -156,9 +156,11 @@ pub fn html(timeline: &Timeline, report_json: &serde_json::Value) -> anyhow::Res
     for (name, of) in [
         (
             "first copy",
-            (|s: &crate::timeline::SetPoint| s.first_ms) as fn(_) -> _,
+            (|s: &crate::chaos::timeline::SetPoint| s.first_ms) as fn(_) -> _,
         ),
-        ("last copy", |s: &crate::timeline::SetPoint| s.last_ms),
+        ("last copy", |s: &crate::chaos::timeline::SetPoint| {
+            s.last_ms
+        }),
     ] {
         let p = Percentiles::of(
             sets.iter()
@@ -300,7 +302,7 @@ pub fn write(
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::timeline::{FaultWindow, SetPoint};
+    use crate::chaos::timeline::{FaultWindow, SetPoint};
     use serde_json::json;
 
     /// `n` sets over `seconds`, k = 3: most delivered, some partial (path 1 lost), lost in the

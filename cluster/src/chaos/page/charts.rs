@@ -10,7 +10,7 @@
 //! `<svg>` plotters wrote (its namespace is left off: an `<svg>` inside HTML needs none).
 
 use super::escape;
-use crate::timeline::{FaultWindow, Outcome, Timeline};
+use crate::chaos::timeline::{FaultWindow, Outcome, Timeline};
 use plotters::coord::Shift;
 use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint};
 use plotters::prelude::*;

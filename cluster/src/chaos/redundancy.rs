@@ -7,11 +7,11 @@
 //! sockets on a cluster with a network of its own, turmoil's network under `cuberoute sim`), so
 //! the same study runs on real processes and in the simulator.
 
-use crate::chaos;
+use crate::chaos::run;
+use crate::chaos::scenario::Harness;
 use crate::ops::cluster_client::ClusterClient;
 use crate::ops::percentiles::Percentiles;
 use crate::ops::traffic::SendOptions;
-use crate::scenario::Harness;
 use cuberoute_protocol::delivery::Mode;
 use cuberoute_protocol::{NodeId, SendRequest};
 use rand::rngs::StdRng;
@@ -114,7 +114,7 @@ pub async fn run(
             harness.lose(condition.loss)?;
         }
         if !condition.delay.is_zero() || !condition.jitter.is_zero() {
-            chaos::delay(harness, client, &nodes, condition.delay, condition.jitter).await?;
+            run::delay(harness, client, &nodes, condition.delay, condition.jitter).await?;
         }
         for (single, reliable) in [(false, false), (true, false), (false, true), (true, true)] {
             let seed = rng.random();
@@ -124,7 +124,7 @@ pub async fn run(
             harness.lose(0.0)?;
         }
         if !condition.delay.is_zero() || !condition.jitter.is_zero() {
-            chaos::delay(harness, client, &nodes, Duration::ZERO, Duration::ZERO).await?;
+            run::delay(harness, client, &nodes, Duration::ZERO, Duration::ZERO).await?;
         }
     }
     Ok(cells)

@@ -3,14 +3,14 @@
 //! loses datagrams and partitions links). `chaos` and `ends` run on it; `sim` and the CLI build
 //! it.
 
+use crate::chaos::netfault::{self, Chain, Network, Place};
+use crate::chaos::schedule::FaultKind;
 use crate::launch::layout::ClusterDir;
 use crate::launch::local::RunState;
 use crate::launch::placement::PlacementKind;
 use crate::launch::runner;
 use crate::launch::swarm::{self, SwarmRun};
 use crate::launch::testbed;
-use crate::netfault::{self, Chain, Network, Place};
-use crate::schedule::FaultKind;
 use cuberoute_protocol::delivery::Mode;
 use cuberoute_protocol::wire::control::ForgeWhat;
 use cuberoute_protocol::{NodeId, Topology};
@@ -72,7 +72,7 @@ pub struct Progress {
 
 /// What a run does to the cluster from outside its daemons: crash a node and bring it back
 /// (a process, a container, a simulated host) and, on a network of its own (a simulated one,
-/// or namespaces: [`crate::netfault`]), lose datagrams, delay them and partition links.
+/// or namespaces: [`crate::chaos::netfault`]), lose datagrams, delay them and partition links.
 pub trait Harness {
     fn kill(&self, node: NodeId) -> anyhow::Result<()>;
     fn restart(&self, node: NodeId) -> anyhow::Result<()>;

@@ -1,0 +1,29 @@
+//! The chaos run: traffic through a cluster while faults are injected on a seeded schedule, and
+//! what the protocol did, judged and reported; on real processes and containers, or on a whole
+//! cluster simulated in this process. Imports the launching and operating rooms below it, never
+//! the benchmarks.
+//!
+//! * [`run`]: the chaos run: three phases of traffic, the faults of the schedule, the report;
+//! * [`scenario`]: what a run is given (`RunConfig`), its live progress, and the `Harness` it
+//!   acts through (processes and containers, or the simulation);
+//! * [`schedule`]: the fault schedule, a pure function of the seed: which nodes crash, which
+//!   links are cut, which relays capture or forge, the partition;
+//! * [`netfault`]: the faults of the network itself on real nodes (nftables loss and
+//!   partitions, the daemons' shaper for delay);
+//! * [`ends`]: `--faults crash-ends`: the ends of sets killed and restarted, and what reached
+//!   their clients;
+//! * [`redundancy`]: `chaos study`, sets over k paths against one under loss and delay;
+//! * [`sim`]: `cuberoute sim`, a whole cluster of real daemons on turmoil's simulated network;
+//! * [`timeline`]: what a run's report page draws: every set and every fault window on one
+//!   clock;
+//! * [`page`]: a run's report as one self-contained HTML page with SVG charts, and its JSON.
+
+pub mod ends;
+pub mod netfault;
+pub mod page;
+pub mod redundancy;
+pub mod run;
+pub mod scenario;
+pub mod schedule;
+pub mod sim;
+pub mod timeline;
