@@ -36,10 +36,6 @@ pub mod bench;
 pub mod chaos;
 pub mod launch;
 pub mod ops;
-pub mod overload;
-pub mod quiet;
-pub mod relay_mesh;
-pub mod relay_ring;
 
 pub use launch::generate::{Addressing, Ports};
 pub use launch::layout::ClusterDir;

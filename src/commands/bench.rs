@@ -4,18 +4,18 @@
 use super::cluster::{self, DirArg, UpArgs};
 use super::{runtime, usage};
 use anyhow::Context;
-use cuberoute_cluster::bench::{
+use cuberoute_cluster::bench::measure::{
     self, HopCost, KeyAgreementCost, Load, PairLatency, RelayBaseline, RequestCost, SetCost,
     Throughput, Wakeups,
 };
+use cuberoute_cluster::bench::memory_after_quiet;
+use cuberoute_cluster::bench::overload::{self, Overload};
+use cuberoute_cluster::bench::raw_mesh::{self, MeshBaseline};
+use cuberoute_cluster::bench::raw_ring::{self, RingBaseline};
 use cuberoute_cluster::launch::local::{Lifetime, RunState};
 use cuberoute_cluster::launch::owned::OwnedClusters;
 use cuberoute_cluster::launch::start_cpu::StartCpu;
 use cuberoute_cluster::launch::usage::{self, Idle, Memory};
-use cuberoute_cluster::overload::{self, Overload};
-use cuberoute_cluster::quiet;
-use cuberoute_cluster::relay_mesh::{self, MeshBaseline};
-use cuberoute_cluster::relay_ring::{self, RingBaseline};
 use cuberoute_cluster::{ClusterClient, ClusterDir};
 use cuberoute_daemon::tls::Credentials;
 use cuberoute_protocol::delivery::Mode;
@@ -89,7 +89,7 @@ pub struct Args {
     pub sweep: Vec<usize>,
     /// The niceness this process, the load generator, runs at (-20 to 19; below 0 needs root
     /// or CAP_SYS_NICE). The daemons run at 10.
-    #[arg(long, default_value_t = bench::LOAD_GENERATOR_NICE, allow_negative_numbers = true)]
+    #[arg(long, default_value_t = measure::LOAD_GENERATOR_NICE, allow_negative_numbers = true)]
     pub load_generator_nice: i32,
 }
 
@@ -195,7 +195,7 @@ struct ClusterFigures {
     /// PSS and RSS per daemon after the traffic.
     memory: Memory,
     /// PSS and RSS per daemon right after the traffic and after 30 s without traffic.
-    memory_after_quiet: quiet::AfterBurst,
+    memory_after_quiet: memory_after_quiet::AfterBurst,
     /// With `--idle`: the cost of the cluster before any traffic.
     idle: Option<Idle>,
     /// Marginal latency of one hop, from a line through every copy of both pairs.
@@ -257,7 +257,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         )));
     }
     // Before any runtime starts its threads: they take this thread's priority.
-    if let (_, Some(why)) = bench::prioritize_load_generator(args.load_generator_nice) {
+    if let (_, Some(why)) = measure::prioritize_load_generator(args.load_generator_nice) {
         eprintln!("warning: {why}");
     }
     let topologies = args
@@ -341,7 +341,7 @@ fn measure(
     let mut figures = result?;
     figures.startup_cpu = startup_cpu;
     if !args.docker {
-        let ring = runtime()?.block_on(relay_ring::run_on(
+        let ring = runtime()?.block_on(raw_ring::run_on(
             &dir,
             &std::env::current_exe()?,
             cuberoute_cluster::launch::generate::CLUSTER_NICE,
@@ -361,7 +361,7 @@ fn measure(
             ring.wakeups_per_frame_hop_pipelined
         );
         figures.relay_ring = Some(ring);
-        let mesh = runtime()?.block_on(relay_mesh::run_on(
+        let mesh = runtime()?.block_on(raw_mesh::run_on(
             &dir,
             &std::env::current_exe()?,
             cuberoute_cluster::launch::generate::CLUSTER_NICE,
@@ -499,7 +499,7 @@ fn sweep(
     for (run, &concurrency) in (1..).zip(&args.sweep) {
         // Pairs of their own: the main run's would find their sealing keys agreed already.
         let seed = args.seed.wrapping_add(run);
-        let (saturation, cost) = runtime.block_on(bench::saturate_costed(
+        let (saturation, cost) = runtime.block_on(measure::saturate_costed(
             &client,
             pids,
             args.duration,
@@ -564,21 +564,21 @@ fn measure_running(
         // counters opens the control connection to each; their handshakes and path MTU
         // probes are over before the first window.
         let plain = Load::default();
-        bench::pair_latency(&client, src, far, 20, plain).await?;
-        bench::pair_latency(&client, src, near, 20, plain).await?;
-        bench::cluster_counts(&client).await;
+        measure::pair_latency(&client, src, far, 20, plain).await?;
+        measure::pair_latency(&client, src, near, 20, plain).await?;
+        measure::cluster_counts(&client).await;
         tokio::time::sleep(Duration::from_secs(2)).await;
-        let (farthest, cpu_sequential) = bench::window_cost(&client, &pids, async {
-            bench::pair_latency(&client, src, far, args.samples, plain).await
+        let (farthest, cpu_sequential) = measure::window_cost(&client, &pids, async {
+            measure::pair_latency(&client, src, far, args.samples, plain).await
         })
         .await;
-        let (adjacent, cost_adjacent) = bench::window_cost(&client, &pids, async {
-            bench::pair_latency(&client, src, near, args.samples, plain).await
+        let (adjacent, cost_adjacent) = measure::window_cost(&client, &pids, async {
+            measure::pair_latency(&client, src, near, args.samples, plain).await
         })
         .await;
         let cpu_per_request =
-            bench::cpu_per_request(&client, &pids, (src, far), args.samples).await?;
-        let (saturation, cost_saturation) = bench::saturate_costed(
+            measure::cpu_per_request(&client, &pids, (src, far), args.samples).await?;
+        let (saturation, cost_saturation) = measure::saturate_costed(
             &client,
             &pids,
             args.duration,
@@ -605,7 +605,7 @@ fn measure_running(
     };
     // The saturation rate of the overload runs' own payload: what they offer multiples of.
     let overload_reference = (!args.overload.is_empty()).then(|| {
-        runtime.block_on(bench::saturate(
+        runtime.block_on(measure::saturate(
             &client,
             args.duration,
             args.concurrency,
@@ -657,10 +657,10 @@ fn measure_running(
                 clear,
             };
             let (farthest, saturation) = runtime.block_on(async {
-                bench::pair_latency(&client, src, far, 20, load).await?;
-                let farthest = bench::pair_latency(&client, src, far, args.samples, load).await?;
+                measure::pair_latency(&client, src, far, 20, load).await?;
+                let farthest = measure::pair_latency(&client, src, far, args.samples, load).await?;
                 let saturation =
-                    bench::saturate(&client, args.duration, args.concurrency, args.seed, load)
+                    measure::saturate(&client, args.duration, args.concurrency, args.seed, load)
                         .await;
                 anyhow::Ok((farthest, saturation))
             })?;
@@ -680,9 +680,9 @@ fn measure_running(
     }
     client.close();
     let memory = usage::memory(&cuberoute_cluster::launch::runner::pids(dir)?);
-    let memory_after_quiet = quiet::after_burst(
+    let memory_after_quiet = memory_after_quiet::after_burst(
         &cuberoute_cluster::launch::runner::pids(dir)?,
-        args.quiet.unwrap_or(quiet::QUIET),
+        args.quiet.unwrap_or(memory_after_quiet::QUIET),
     );
     let saturation_sweep = sweep(args, dir, &pids, &runtime)?;
     let all_copies: Vec<(u32, f64)> = farthest
@@ -691,7 +691,7 @@ fn measure_running(
         .chain(&adjacent.copies)
         .copied()
         .collect();
-    let slope = bench::hop_slope(&all_copies);
+    let slope = measure::hop_slope(&all_copies);
     Ok(ClusterFigures {
         load_generator_nice: cuberoute_daemon::priority::current()?,
         hop_slope_us: slope.map(|s| s.0),
@@ -761,7 +761,7 @@ fn baseline(args: &Args) -> anyhow::Result<RelayBaseline> {
     std::thread::sleep(Duration::from_millis(300));
     let frame_len = RELAY_FRAME_LEN;
     let pids = [std::process::id(), peer.id()];
-    let result = runtime()?.block_on(bench::relay_baseline(
+    let result = runtime()?.block_on(measure::relay_baseline(
         &pids,
         listen,
         NodeId(1),
@@ -777,13 +777,13 @@ fn baseline(args: &Args) -> anyhow::Result<RelayBaseline> {
 }
 
 pub fn relay_ring(args: RelayRingArgs) -> anyhow::Result<()> {
-    relay_ring::end_with(args.parent)?;
+    raw_ring::end_with(args.parent)?;
     cuberoute_daemon::priority::lower_to(args.nice)?;
     let credentials = Credentials::load(&args.ca, &args.cert, &args.key)?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    runtime.block_on(relay_ring::relay(
+    runtime.block_on(raw_ring::relay(
         args.listen,
         args.next,
         NodeId(args.next_id),
@@ -792,25 +792,25 @@ pub fn relay_ring(args: RelayRingArgs) -> anyhow::Result<()> {
 }
 
 pub fn relay_mesh(args: RelayMeshArgs) -> anyhow::Result<()> {
-    relay_ring::end_with(args.parent)?;
+    raw_ring::end_with(args.parent)?;
     cuberoute_daemon::priority::lower_to(args.nice)?;
     let dir = ClusterDir::new(&args.cluster);
     let node = NodeId(args.node);
     let credentials = Credentials::load(&dir.ca_cert(), &dir.node_cert(node), &dir.node_key(node))?;
-    let place = relay_mesh::Place::of(&dir, node)?;
+    let place = raw_mesh::Place::of(&dir, node)?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    runtime.block_on(relay_mesh::relay(place, credentials))
+    runtime.block_on(raw_mesh::relay(place, credentials))
 }
 
 pub fn relay_peer(args: RelayPeerArgs) -> anyhow::Result<()> {
-    relay_ring::end_with(args.parent)?;
+    raw_ring::end_with(args.parent)?;
     let credentials = Credentials::load(&args.ca, &args.cert, &args.key)?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    runtime.block_on(bench::relay_peer(args.listen, credentials))
+    runtime.block_on(measure::relay_peer(args.listen, credentials))
 }
 
 /// One Markdown row per cluster: the scaling table of BENCHMARKS.md.
@@ -1002,7 +1002,7 @@ fn print_sweep(f: &Figures) {
 fn print_memory_after_quiet(f: &Figures) {
     let rows = f.clusters.iter();
     let rows = rows.map(|c| (c.topology.as_str(), c.nodes, &c.memory_after_quiet));
-    println!("\n{}", quiet::table(rows));
+    println!("\n{}", memory_after_quiet::table(rows));
 }
 
 fn print_table(f: &Figures) {

@@ -1,12 +1,12 @@
 //! Open-loop overload: offer sets at a fixed rate, whatever the cluster manages, and watch
-//! every daemon's resident memory. A closed loop (the saturation run of [`crate::bench`]) never
+//! every daemon's resident memory. A closed loop (the saturation run of [`crate::bench::measure`]) never
 //! offers more than the cluster carries; users do.
 //!
 //! Each offered set is one task: a send between a random pair that waits for its copies. The
 //! client holds at most [`CLIENT_IN_FLIGHT`] of them; a set it could not even start counts as
 //! held back by the client, so that the figure says what the daemons were offered.
 
-use crate::bench::{Load, random_pair};
+use crate::bench::measure::{Load, random_pair};
 use crate::launch::usage;
 use crate::ops::cluster_client::ClusterClient;
 use crate::ops::traffic::SendOptions;

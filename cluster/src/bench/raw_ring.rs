@@ -5,7 +5,7 @@
 //! processes. No routing, no acknowledgement of its own, no buffer kept: what the transport
 //! and the scheduler cost per hop when as many processes share the cores as the cluster has.
 
-use crate::bench::{self, RelayBaseline};
+use crate::bench::measure::{self, RelayBaseline};
 use crate::launch::layout::ClusterDir;
 use crate::launch::usage;
 use crate::ops::percentiles::Percentiles;
@@ -74,7 +74,7 @@ pub async fn relay(
     let mut frames = FramedRead::new(recv, codec());
     // Either neighbour going away ends the ring: the measurement is over.
     while let Some(Ok(body)) = frames.next().await {
-        if send.write_all(&bench::frame_of(&body)).await.is_err() {
+        if send.write_all(&measure::frame_of(&body)).await.is_err() {
             break;
         }
     }

@@ -16,11 +16,11 @@
 //! Every tour starts and ends at node 0, so node 0 and its neighbours carry more than their
 //! share ([`TOUR_PAIRS`] pairs per tour keeps it to a few percent of the hops).
 
-use crate::bench::{self, RelayBaseline};
+use crate::bench::measure::{self, RelayBaseline};
+use crate::bench::raw_ring::{Relays, dial_until_up};
 use crate::launch::layout::ClusterDir;
 use crate::launch::usage;
 use crate::ops::percentiles::Percentiles;
-use crate::relay_ring::{Relays, dial_until_up};
 use anyhow::Context;
 use bytes::BytesMut;
 use cuberoute_daemon::link::{LONE_AFTER, codec};
@@ -81,7 +81,7 @@ impl Route {
             body.extend_from_slice(&(node.0 as u16).to_be_bytes());
         }
         body.resize(body.len().max(frame_len), 7);
-        bench::frame_of(&body)
+        measure::frame_of(&body)
     }
 
     /// Where the frame `body`, received by `here`, goes next (and mark it gone there), or
@@ -326,7 +326,7 @@ async fn start(
                 .iter()
                 .find(|(id, _)| *id == next)
                 .with_context(|| format!("{next} is not a neighbour of {here}"))?;
-            if queue.send(bench::frame_of(&body)).is_err() {
+            if queue.send(measure::frame_of(&body)).is_err() {
                 return Ok(());
             }
         }
