@@ -5,13 +5,13 @@ use super::cluster::{self, DirArg, UpArgs};
 use super::{runtime, usage};
 use anyhow::Context;
 use cuberoute_cluster::bench::measure::{
-    self, HopCost, KeyAgreementCost, Load, PairLatency, RelayBaseline, RequestCost, SetCost,
-    Throughput, Wakeups,
+    self, HopCost, KeyAgreementCost, Load, PairLatency, RequestCost, SetCost, Throughput, Wakeups,
 };
 use cuberoute_cluster::bench::memory_after_quiet;
 use cuberoute_cluster::bench::overload::{self, Overload};
-use cuberoute_cluster::bench::raw_mesh::{self, MeshBaseline};
-use cuberoute_cluster::bench::raw_ring::{self, RingBaseline};
+use cuberoute_cluster::bench::raw_hop::{self, RawHop};
+use cuberoute_cluster::bench::raw_mesh::{self, RawMesh};
+use cuberoute_cluster::bench::raw_ring::{self, RawRing};
 use cuberoute_cluster::launch::local::{Lifetime, RunState};
 use cuberoute_cluster::launch::owned::OwnedClusters;
 use cuberoute_cluster::launch::start_cpu::StartCpu;
@@ -205,10 +205,10 @@ struct ClusterFigures {
     /// Plain copies and each `--delivery` mode, with `--payload-bytes` payloads.
     modes: Vec<ModeFigures>,
     /// The baseline of this size: a ring of as many raw relay processes (local clusters only).
-    relay_ring: Option<RingBaseline>,
+    relay_ring: Option<RawRing>,
     /// The baseline of this graph: a mesh of raw relays on the cluster's links, with as many
     /// frames touring as the saturation run has packets in flight (local clusters only).
-    relay_mesh: Option<MeshBaseline>,
+    relay_mesh: Option<RawMesh>,
 }
 
 /// One run of `--sweep`: the saturation at one number of sets in flight, and its cost.
@@ -243,7 +243,7 @@ struct IdleFigures {
 
 #[derive(Serialize)]
 struct Figures {
-    baseline: RelayBaseline,
+    baseline: RawHop,
     clusters: Vec<ClusterFigures>,
 }
 
@@ -353,10 +353,10 @@ fn measure(
         eprintln!(
             "{topology}: ring of {} raw relays: hop p50 {:.0} µs, CPU per frame-hop {:.1} µs one at a time, {:.1} µs with {} going round; {:.2} / {:.2} wake-ups per frame-hop",
             ring.processes,
-            ring.relay.per_hop.p50_us,
-            ring.relay.cpu_us_per_frame_hop_sequential,
-            ring.relay.cpu_us_per_frame_hop_pipelined,
-            ring.relay.window,
+            ring.hop.per_hop.p50_us,
+            ring.hop.cpu_us_per_frame_hop_sequential,
+            ring.hop.cpu_us_per_frame_hop_pipelined,
+            ring.hop.window,
             ring.wakeups_per_frame_hop_sequential,
             ring.wakeups_per_frame_hop_pipelined
         );
@@ -374,11 +374,11 @@ fn measure(
         eprintln!(
             "{topology}: mesh of {} raw relays on its links: hop p50 {:.0} µs, CPU per frame-hop {:.1} µs one at a time, {:.1} µs with {} touring, {:.0} frame-hops/s; {:.2} / {:.2} wake-ups per frame-hop",
             mesh.processes,
-            mesh.relay.per_hop.p50_us,
-            mesh.relay.cpu_us_per_frame_hop_sequential,
-            mesh.relay.cpu_us_per_frame_hop_pipelined,
-            mesh.relay.window,
-            mesh.relay.frame_hops_per_second,
+            mesh.hop.per_hop.p50_us,
+            mesh.hop.cpu_us_per_frame_hop_sequential,
+            mesh.hop.cpu_us_per_frame_hop_pipelined,
+            mesh.hop.window,
+            mesh.hop.frame_hops_per_second,
             mesh.wakeups_per_frame_hop_sequential,
             mesh.wakeups_per_frame_hop_pipelined
         );
@@ -732,7 +732,7 @@ fn measure_running(
 
 /// Start a relay peer process with node 1's certificate of a generated Q_1 cluster, and
 /// measure against it with node 0's.
-fn baseline(args: &Args) -> anyhow::Result<RelayBaseline> {
+fn baseline(args: &Args) -> anyhow::Result<RawHop> {
     let dir = ClusterDir::new(args.dir.join("baseline"));
     cuberoute_cluster::launch::generate::generate(
         &dir,
@@ -761,7 +761,7 @@ fn baseline(args: &Args) -> anyhow::Result<RelayBaseline> {
     std::thread::sleep(Duration::from_millis(300));
     let frame_len = RELAY_FRAME_LEN;
     let pids = [std::process::id(), peer.id()];
-    let result = runtime()?.block_on(measure::relay_baseline(
+    let result = runtime()?.block_on(raw_hop::measure(
         &pids,
         listen,
         NodeId(1),
@@ -783,7 +783,7 @@ pub fn relay_ring(args: RelayRingArgs) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    runtime.block_on(raw_ring::relay(
+    runtime.block_on(raw_ring::forward(
         args.listen,
         args.next,
         NodeId(args.next_id),
@@ -801,7 +801,7 @@ pub fn relay_mesh(args: RelayMeshArgs) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    runtime.block_on(raw_mesh::relay(place, credentials))
+    runtime.block_on(raw_mesh::forward(place, credentials))
 }
 
 pub fn relay_peer(args: RelayPeerArgs) -> anyhow::Result<()> {
@@ -810,7 +810,7 @@ pub fn relay_peer(args: RelayPeerArgs) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    runtime.block_on(measure::relay_peer(args.listen, credentials))
+    runtime.block_on(raw_hop::peer(args.listen, credentials))
 }
 
 /// One Markdown row per cluster: the scaling table of BENCHMARKS.md.
@@ -868,22 +868,22 @@ fn print_scaling(f: &Figures) {
         // k x d hop-handlings at the ring's CPU per frame-hop, over two cores.
         let bound = f64::from(c.farthest.k)
             * f64::from(c.farthest.distance)
-            * r.relay.cpu_us_per_frame_hop_sequential
+            * r.hop.cpu_us_per_frame_hop_sequential
             / 2.0;
         println!(
             "| {} | {} | {:.0} | {:.1} / {:.1} | {} | {:.1} / {:.1} | {:.2} / {:.2} | {:.2} / {:.2} | {:.0} / {:.0} |",
             c.topology,
             c.nodes,
-            r.relay.per_hop.p50_us,
+            r.hop.per_hop.p50_us,
             c.cpu_sequential.cpu_us_per_packet_hop,
-            r.relay.cpu_us_per_frame_hop_sequential,
+            r.hop.cpu_us_per_frame_hop_sequential,
             c.cpu_sequential_requests
                 .map_or("-".to_string(), |q| format!(
                     "{:.1}; {:.0}",
                     q.cpu_us_per_packet_hop_besides, q.cpu_us_per_request
                 )),
             c.cpu_saturation.cpu_us_per_packet_hop,
-            r.relay.cpu_us_per_frame_hop_pipelined,
+            r.hop.cpu_us_per_frame_hop_pipelined,
             c.wakeups_sequential.wakeups_per_packet_hop,
             r.wakeups_per_frame_hop_sequential,
             c.wakeups_saturation.wakeups_per_packet_hop,
@@ -905,13 +905,13 @@ fn print_scaling(f: &Figures) {
             "| {} | {} | {:.0} | {:.1} / {:.1} | {:.1} / {:.1} | {:.0} / {:.0} | {:.2} / {:.2} |",
             c.topology,
             c.nodes,
-            m.relay.per_hop.p50_us,
+            m.hop.per_hop.p50_us,
             c.cpu_sequential.cpu_us_per_packet_hop,
-            m.relay.cpu_us_per_frame_hop_sequential,
+            m.hop.cpu_us_per_frame_hop_sequential,
             c.cpu_saturation.cpu_us_per_packet_hop,
-            m.relay.cpu_us_per_frame_hop_pipelined,
+            m.hop.cpu_us_per_frame_hop_pipelined,
             c.saturation.packet_hops_per_second,
-            m.relay.frame_hops_per_second,
+            m.hop.frame_hops_per_second,
             c.wakeups_saturation.wakeups_per_packet_hop,
             m.wakeups_per_frame_hop_pipelined
         );

@@ -3,8 +3,8 @@
 //! and operating rooms below it, never the chaos run.
 //!
 //! * [`measure`]: latency, saturation, the daemons' CPU and wake-ups per packet-hop, what a
-//!   set's ends cost apart from its hops, and the raw-quinn baseline of one hop between two
-//!   processes;
+//!   set's ends cost apart from its hops;
+//! * [`raw_hop`]: the baseline of one hop, a raw quinn stream between two processes;
 //! * [`raw_ring`]: the baseline of a cluster's size, a ring of as many raw quinn processes;
 //! * [`raw_mesh`]: the baseline of a cluster's graph, a mesh of raw quinn processes on its links;
 //! * [`overload`]: open-loop load at a fixed rate, and what the daemons refused and held;
@@ -13,5 +13,6 @@
 pub mod measure;
 pub mod memory_after_quiet;
 pub mod overload;
+pub mod raw_hop;
 pub mod raw_mesh;
 pub mod raw_ring;

@@ -16,8 +16,8 @@
 //! Every tour starts and ends at node 0, so node 0 and its neighbours carry more than their
 //! share ([`TOUR_PAIRS`] pairs per tour keeps it to a few percent of the hops).
 
-use crate::bench::measure::{self, RelayBaseline};
-use crate::bench::raw_ring::{Relays, dial_until_up};
+use crate::bench::raw_hop::{self, RawHop};
+use crate::bench::raw_ring::{RawProcesses, dial_until_up};
 use crate::launch::layout::ClusterDir;
 use crate::launch::usage;
 use crate::ops::percentiles::Percentiles;
@@ -40,7 +40,7 @@ use tokio_util::codec::FramedRead;
 
 /// What a mesh of relays on the cluster's graph cost per frame-hop.
 #[derive(Clone, Debug, Serialize)]
-pub struct MeshBaseline {
+pub struct RawMesh {
     /// Processes in the mesh, this one included: the cluster's nodes.
     pub processes: usize,
     /// Random pairs per tour.
@@ -50,7 +50,7 @@ pub struct MeshBaseline {
     /// The figures of the two-process baseline, for the mesh: a tour's time over its hops one
     /// frame at a time, `window` frames touring, the CPU of every process of the mesh.
     #[serde(flatten)]
-    pub relay: RelayBaseline,
+    pub hop: RawHop,
     /// Wake-ups of the relays (not this process) per frame-hop they took, one at a time...
     pub wakeups_per_frame_hop_sequential: f64,
     /// ...and with `window` touring.
@@ -81,7 +81,7 @@ impl Route {
             body.extend_from_slice(&(node.0 as u16).to_be_bytes());
         }
         body.resize(body.len().max(frame_len), 7);
-        measure::frame_of(&body)
+        raw_hop::frame_of(&body)
     }
 
     /// Where the frame `body`, received by `here`, goes next (and mark it gone there), or
@@ -326,7 +326,7 @@ async fn start(
                 .iter()
                 .find(|(id, _)| *id == next)
                 .with_context(|| format!("{next} is not a neighbour of {here}"))?;
-            if queue.send(measure::frame_of(&body)).is_err() {
+            if queue.send(raw_hop::frame_of(&body)).is_err() {
                 return Ok(());
             }
         }
@@ -340,7 +340,7 @@ type Queues = Vec<(NodeId, mpsc::UnboundedSender<Vec<u8>>)>;
 
 /// One relay of the mesh, at `place`: runs until the process is killed or a connection ends;
 /// a frame it cannot forward is an error (the bench sees the relay's message on its stderr).
-pub async fn relay(place: Place, credentials: Credentials) -> anyhow::Result<()> {
+pub async fn forward(place: Place, credentials: Credentials) -> anyhow::Result<()> {
     let (_queues, relaying) = start(&place, &credentials, None).await?;
     relaying.await?
 }
@@ -361,7 +361,7 @@ pub struct MeshRun<'a> {
 }
 
 /// Measure the mesh of `run.relays.len() + 1` processes.
-pub async fn measure(run: MeshRun<'_>) -> anyhow::Result<MeshBaseline> {
+pub async fn measure(run: MeshRun<'_>) -> anyhow::Result<RawMesh> {
     let processes = run.relays.len() + 1;
     let tours = tours(run.place.topology, TOURS, TOUR_PAIRS, run.seed)?;
     let frames: Vec<(NodeId, Vec<u8>)> = tours
@@ -435,11 +435,11 @@ pub async fn measure(run: MeshRun<'_>) -> anyhow::Result<MeshBaseline> {
     let cpu_pipelined = per_hop_cpu(usage::cpu_since(&cpu_before, started), hops);
     let wakeups_pipelined = usage::runs_since(&runs_before).runs as f64 / relayed.max(1) as f64;
     let hops_per_tour = tours.iter().map(Vec::len).sum::<usize>() as f64 / tours.len() as f64;
-    Ok(MeshBaseline {
+    Ok(RawMesh {
         processes,
         pairs_per_tour: TOUR_PAIRS,
         hops_per_tour,
-        relay: RelayBaseline {
+        hop: RawHop {
             frame_len: frames[0].1.len() - 4,
             per_hop: Percentiles::of(per_hop),
             window: run.window,
@@ -466,9 +466,9 @@ pub async fn run_on(
     window: usize,
     duration: Duration,
     seed: u64,
-) -> anyhow::Result<MeshBaseline> {
+) -> anyhow::Result<RawMesh> {
     let manifest = Manifest::load(&dir.manifest())?;
-    let mut relays = Relays(Vec::with_capacity(manifest.nodes.len()));
+    let mut relays = RawProcesses(Vec::with_capacity(manifest.nodes.len()));
     for node in manifest.nodes.iter().filter(|n| n.id != NodeId(0)) {
         let child = Command::new(exe)
             .arg("bench-relay-mesh")

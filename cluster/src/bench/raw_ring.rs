@@ -5,7 +5,7 @@
 //! processes. No routing, no acknowledgement of its own, no buffer kept: what the transport
 //! and the scheduler cost per hop when as many processes share the cores as the cluster has.
 
-use crate::bench::measure::{self, RelayBaseline};
+use crate::bench::raw_hop::{self, RawHop};
 use crate::launch::layout::ClusterDir;
 use crate::launch::usage;
 use crate::ops::percentiles::Percentiles;
@@ -24,13 +24,13 @@ use tokio_util::codec::FramedRead;
 
 /// What a ring of relays cost per frame-hop.
 #[derive(Clone, Debug, Serialize)]
-pub struct RingBaseline {
+pub struct RawRing {
     /// Processes in the ring, this one included: the hops of one lap.
     pub processes: usize,
     /// The figures of the two-process baseline, for the ring: a lap's time over its hops one
     /// frame at a time, `window` frames going round, the CPU of every process of the ring.
     #[serde(flatten)]
-    pub relay: RelayBaseline,
+    pub hop: RawHop,
     /// Wake-ups of the relays (not this process) per frame-hop they made, one at a time...
     pub wakeups_per_frame_hop_sequential: f64,
     /// ...and with `window` going round.
@@ -52,7 +52,7 @@ pub fn end_with(parent: u32) -> anyhow::Result<()> {
 /// One relay of the ring: accept the predecessor's connection on `listen`, dial `next` (which
 /// presents node `next_id`'s certificate) until it answers, and forward every frame. Runs until
 /// the process is killed or either connection ends.
-pub async fn relay(
+pub async fn forward(
     listen: SocketAddr,
     next: SocketAddr,
     next_id: NodeId,
@@ -74,7 +74,7 @@ pub async fn relay(
     let mut frames = FramedRead::new(recv, codec());
     // Either neighbour going away ends the ring: the measurement is over.
     while let Some(Ok(body)) = frames.next().await {
-        if send.write_all(&measure::frame_of(&body)).await.is_err() {
+        if send.write_all(&raw_hop::frame_of(&body)).await.is_err() {
             break;
         }
     }
@@ -121,7 +121,7 @@ pub struct RingRun<'a> {
 }
 
 /// Measure the ring of `run.relays.len() + 1` processes.
-pub async fn measure(run: RingRun<'_>) -> anyhow::Result<RingBaseline> {
+pub async fn measure(run: RingRun<'_>) -> anyhow::Result<RawRing> {
     let processes = run.relays.len() + 1;
     let endpoint = quinn::Endpoint::server(run.credentials.server_config(ALPN_LINK), run.listen)?;
     let to_first = dial_until_up(&endpoint, run.credentials, run.first, NodeId(1)).await?;
@@ -186,9 +186,9 @@ pub async fn measure(run: RingRun<'_>) -> anyhow::Result<RingBaseline> {
     let wakeups_pipelined =
         usage::runs_since(&runs_before).runs as f64 / relay_hops(back).max(1) as f64;
     to_first.close(0u32.into(), b"");
-    Ok(RingBaseline {
+    Ok(RawRing {
         processes,
-        relay: RelayBaseline {
+        hop: RawHop {
             frame_len: run.frame_len,
             per_hop: Percentiles::of(per_hop),
             window: run.window,
@@ -205,9 +205,9 @@ pub async fn measure(run: RingRun<'_>) -> anyhow::Result<RingBaseline> {
 pub const RING_PORT: u16 = 7900;
 
 /// The ring's relay processes; killed and reaped when dropped, however the measurement ended.
-pub(crate) struct Relays(pub(crate) Vec<Child>);
+pub(crate) struct RawProcesses(pub(crate) Vec<Child>);
 
-impl Drop for Relays {
+impl Drop for RawProcesses {
     fn drop(&mut self) {
         for child in &mut self.0 {
             let _ = child.kill();
@@ -229,7 +229,7 @@ pub async fn run_on(
     sequential_hops: usize,
     window: usize,
     duration: Duration,
-) -> anyhow::Result<RingBaseline> {
+) -> anyhow::Result<RawRing> {
     let manifest = Manifest::load(&dir.manifest())?;
     let mut addresses = Vec::with_capacity(manifest.nodes.len());
     for node in &manifest.nodes {
@@ -243,7 +243,7 @@ pub async fn run_on(
     }
     addresses.sort();
     anyhow::ensure!(addresses.len() >= 2, "a ring needs at least two nodes");
-    let mut relays = Relays(Vec::with_capacity(addresses.len() - 1));
+    let mut relays = RawProcesses(Vec::with_capacity(addresses.len() - 1));
     for (i, &(id, listen)) in addresses.iter().enumerate().skip(1) {
         let (next_id, next) = addresses[(i + 1) % addresses.len()];
         let child = Command::new(exe)
