@@ -497,7 +497,7 @@ fn captured(args: &CapturedArgs) -> anyhow::Result<()> {
     let runtime = runtime()?;
     let _guard = runtime.enter();
     let client = ClusterClient::open(&dir).map_err(|e| usage(format!("{e:#}")))?;
-    let captures = runtime.block_on(chaos::run::captured_by(&client, id));
+    let captures = runtime.block_on(chaos::judge::captured_by(&client, id));
     client.close();
     for c in captures? {
         if args.json {
@@ -692,7 +692,7 @@ fn print_ends(delivery: &str, e: &cuberoute_cluster::chaos::ends::EndsReport) {
     }
 }
 
-pub fn print_report(r: &chaos::run::Report) {
+pub fn print_report(r: &chaos::report::Report) {
     let pct = |a: u64, b: u64| {
         if b == 0 {
             100.0

@@ -3,7 +3,11 @@
 //! cluster simulated in this process. Imports the launching and operating rooms below it, never
 //! the benchmarks.
 //!
-//! * [`run`]: the chaos run: three phases of traffic, the faults of the schedule, the report;
+//! * [`run`]: running: three phases of traffic between random pairs, the faults of the schedule
+//!   injected and undone, step by step;
+//! * [`judge`]: judging: what each set became, what else reached the clients (the sweep of
+//!   every output), what relays captured, leaked and forged, what a lost host cost;
+//! * [`report`]: reporting: the totals a run's report gives, and its timeline;
 //! * [`scenario`]: what a run is given (`RunConfig`), its live progress, and the `Harness` it
 //!   acts through (processes and containers, or the simulation);
 //! * [`schedule`]: the fault schedule, a pure function of the seed: which nodes crash, which
@@ -19,9 +23,11 @@
 //! * [`page`]: a run's report as one self-contained HTML page with SVG charts, and its JSON.
 
 pub mod ends;
+pub mod judge;
 pub mod netfault;
 pub mod page;
 pub mod redundancy;
+pub mod report;
 pub mod run;
 pub mod scenario;
 pub mod schedule;

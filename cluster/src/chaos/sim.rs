@@ -7,7 +7,8 @@
 //! turmoil's, the run's) come from the seed, so a run is a function of its options.
 
 use crate::chaos::redundancy::{self, Cell, StudyConfig};
-use crate::chaos::run::{self, Report};
+use crate::chaos::report::Report;
+use crate::chaos::run;
 use crate::chaos::scenario::{Harness, Progress, REJOIN_TIMEOUT, RunConfig};
 use crate::chaos::schedule::FaultKind;
 use crate::launch::generate::{Addressing, Ports, generate_with_keys, service_name};
