@@ -12,8 +12,9 @@ use cuberoute_cluster::bench::overload::{self, Overload};
 use cuberoute_cluster::bench::raw_hop::{self, RawHop};
 use cuberoute_cluster::bench::raw_mesh::{self, RawMesh};
 use cuberoute_cluster::bench::raw_ring::{self, RawRing};
-use cuberoute_cluster::launch::local::{Lifetime, RunState};
+use cuberoute_cluster::launch::local::Lifetime;
 use cuberoute_cluster::launch::owned::OwnedClusters;
+use cuberoute_cluster::launch::run_state::RunState;
 use cuberoute_cluster::launch::start_cpu::StartCpu;
 use cuberoute_cluster::launch::usage::{self, Idle, Memory};
 use cuberoute_cluster::{ClusterClient, ClusterDir};
@@ -286,7 +287,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         cluster::wait_running(&dir, None)?;
         if args.idle_only {
             let idle = measure_idle(&dir, args.idle.expect("clap requires --idle"))?;
-            let topology = state.topology;
+            let topology = state.topology();
             if args.json {
                 println!("{}", serde_json::to_string(&idle)?);
             } else {
@@ -294,7 +295,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             }
             return Ok(());
         }
-        let figures = measure_running(&args, state.topology, &dir, Duration::ZERO)?;
+        let figures = measure_running(&args, state.topology(), &dir, Duration::ZERO)?;
         println!("{}", serde_json::to_string(&figures)?);
         return Ok(());
     }

@@ -6,7 +6,7 @@ use super::cluster::{self, DirArg, UpArgs};
 use super::{runtime, usage};
 use anyhow::Context;
 use cuberoute_cluster::ClusterClient;
-use cuberoute_cluster::launch::local::RunState;
+use cuberoute_cluster::launch::run_state::RunState;
 use cuberoute_cluster::ops::traffic::SendOptions;
 use cuberoute_protocol::{NodeId, PathSet, SendRequest, Topology};
 use std::net::Ipv4Addr;
@@ -32,7 +32,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let dir = args.dir.cluster();
     let running = RunState::load(&dir)?.filter(|s| !s.alive(&dir).is_empty());
     match running {
-        Some(state) if state.topology == topology => {
+        Some(state) if state.topology() == topology => {
             println!(
                 "reusing the {topology} cluster running in {}",
                 dir.display()
@@ -42,7 +42,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         Some(state) => {
             return Err(usage(format!(
                 "a {} cluster is running in {}; take it down first (cuberoute cluster down --dir {})",
-                state.topology,
+                state.topology(),
                 dir.display(),
                 dir.display()
             )));

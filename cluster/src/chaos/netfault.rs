@@ -15,6 +15,7 @@
 use crate::launch::docker;
 use crate::launch::layout::ClusterDir;
 use crate::launch::netns;
+use crate::launch::run_state::RunState;
 use crate::launch::runner;
 use crate::ops::cluster_client::ClusterClient;
 use crate::ops::shaping::{self, ShapeRule};
@@ -299,21 +300,21 @@ impl Network {
     pub fn open(dir: &ClusterDir) -> anyhow::Result<Option<Network>> {
         let state = runner::find(dir)?.ok_or_else(|| runner::not_running(dir))?;
         let manifest = Manifest::load(&dir.manifest())?;
-        let namespaces: BTreeMap<NodeId, PathBuf> = if let Some(run) = &state.docker {
-            docker::node_pids(run)?
+        let namespaces: BTreeMap<NodeId, PathBuf> = match &state {
+            RunState::Compose { run, .. } => docker::node_pids(run)?
                 .into_iter()
                 .map(|(id, pid)| (id, PathBuf::from(format!("/proc/{pid}/ns/net"))))
-                .collect()
-        } else if state.netns.is_some() {
-            let mut namespaces = BTreeMap::new();
-            for node in &manifest.nodes {
-                if let Some(ns) = netns::node_namespace(dir, node.id)? {
-                    namespaces.insert(node.id, PathBuf::from("/var/run/netns").join(ns));
+                .collect(),
+            RunState::Processes(p) if p.netns.is_some() => {
+                let mut namespaces = BTreeMap::new();
+                for node in &manifest.nodes {
+                    if let Some(ns) = netns::node_namespace(dir, node.id)? {
+                        namespaces.insert(node.id, PathBuf::from("/var/run/netns").join(ns));
+                    }
                 }
+                namespaces
             }
-            namespaces
-        } else {
-            return Ok(None);
+            RunState::Processes(_) | RunState::Swarm { .. } => return Ok(None),
         };
         let mut nodes = BTreeMap::new();
         for node in &manifest.nodes {

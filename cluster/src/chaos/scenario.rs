@@ -6,8 +6,8 @@
 use crate::chaos::netfault::{self, Chain, Network, Place};
 use crate::chaos::schedule::FaultKind;
 use crate::launch::layout::ClusterDir;
-use crate::launch::local::RunState;
 use crate::launch::placement::PlacementKind;
+use crate::launch::run_state::RunState;
 use crate::launch::runner;
 use crate::launch::swarm::{self, SwarmRun};
 use crate::launch::testbed;
@@ -145,9 +145,10 @@ impl<'a> Runners<'a> {
 
     /// The swarm this cluster runs as, if it does.
     fn swarm(&self) -> anyhow::Result<(Topology, SwarmRun)> {
-        let state = RunState::load(self.dir)?.ok_or_else(needs_hosts)?;
-        let run = state.swarm.ok_or_else(needs_hosts)?;
-        Ok((state.topology, run))
+        match RunState::load(self.dir)? {
+            Some(RunState::Swarm { topology, run }) => Ok((topology, run)),
+            _ => Err(needs_hosts()),
+        }
     }
 
     fn in_containers(&self) -> bool {

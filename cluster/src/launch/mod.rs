@@ -8,7 +8,8 @@
 //! * [`layout`]: the files of a cluster directory;
 //! * [`generate`]: writing a cluster directory for a topology and an addressing;
 //! * [`capacity`]: how many daemons this machine holds (memory, processes), and why not more;
-//! * [`local`]: local daemon processes: start, stop, signal, and the run state (`run.toml`);
+//! * [`run_state`]: what runs a cluster, by backend, as `DIR/run.toml` records it;
+//! * [`local`]: local daemon processes: start, stop, signal;
 //! * [`netns`]: `cluster up --netns`, a network namespace per node on a bridge;
 //! * [`compose`], [`docker`]: the compose file; compose up and down, the image, containers;
 //! * [`k8s`]: the Kubernetes manifests;
@@ -33,6 +34,7 @@ pub mod netns;
 pub mod owned;
 pub mod phases;
 pub mod placement;
+pub mod run_state;
 pub mod runner;
 pub mod start_cpu;
 pub mod swarm;

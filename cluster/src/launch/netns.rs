@@ -816,7 +816,7 @@ pub struct NetnsNode {
     pub address: Ipv4Addr,
 }
 
-/// What these functions read of `DIR/run.toml` (the rest is `local::RunState`'s).
+/// What these functions read of `DIR/run.toml` (the rest is `run_state::RunState`'s).
 #[derive(Deserialize)]
 struct Recorded {
     topology: Topology,

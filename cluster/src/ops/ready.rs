@@ -3,6 +3,7 @@
 //! and `chaos run` (before it starts, and after it restarts crashed nodes) all wait here.
 
 use crate::ClusterDir;
+use crate::launch::run_state::RunState;
 use crate::launch::runner::{self, Runner, Runners};
 use crate::ops::cluster_client::{ClusterClient, links_up, links_up_of, revoked};
 use cuberoute_protocol::NodeId;
@@ -155,9 +156,10 @@ pub async fn check(client: &ClusterClient) -> anyhow::Result<Readiness> {
         ),
     };
     let manifest: Vec<NodeId> = client.manifest.nodes.iter().map(|n| n.id).collect();
-    let started: Vec<NodeId> = runners.as_ref().map_or(Vec::new(), |r| {
-        r.state.processes.iter().map(|p| p.id).collect()
-    });
+    let started: Vec<NodeId> = match runners.as_ref().map(|r| &r.state) {
+        Some(RunState::Processes(state)) => state.processes.iter().map(|p| p.id).collect(),
+        _ => Vec::new(),
+    };
     let asked: Vec<NodeId> = ask_order(&manifest, &started)
         .into_iter()
         .filter(|id| !dead.iter().chain(&starting).any(|(d, _)| d == id))

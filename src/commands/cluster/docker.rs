@@ -4,7 +4,7 @@
 use super::super::{runtime, usage};
 use super::{DirArg, UpArgs, check_size, ensure_free, print_summary, wait_ready};
 use cuberoute_cluster::launch::docker::{self, Compose};
-use cuberoute_cluster::launch::local::RunState;
+use cuberoute_cluster::launch::run_state::RunState;
 use cuberoute_cluster::{Ports, launch::compose};
 use cuberoute_protocol::Topology;
 use std::net::Ipv4Addr;
@@ -149,7 +149,11 @@ pub fn start(args: &UpArgs) -> anyhow::Result<Duration> {
     }
     let started = Instant::now();
     let run = docker::prepare(&dir, topology, args.docker.subnet, &args.docker.image)?;
-    RunState::docker(topology, run.clone()).save(&dir)?;
+    RunState::Compose {
+        topology,
+        run: run.clone(),
+    }
+    .save(&dir)?;
     if let Err(e) = compose.run(&run, &["up", "-d"]) {
         let _ = cuberoute_cluster::launch::runner::stop(&dir);
         return Err(e);

@@ -19,6 +19,7 @@ pub mod view;
 
 use super::{runtime, usage};
 use cuberoute_cluster::launch::phases::Phases;
+use cuberoute_cluster::launch::run_state::RunState;
 use cuberoute_cluster::launch::runner;
 use cuberoute_cluster::launch::start_cpu::StartCpu;
 use cuberoute_cluster::ops::cluster_client::{links_up, revoked};
@@ -194,13 +195,11 @@ pub fn run(command: Command) -> anyhow::Result<()> {
 /// Refuse to generate over a cluster that runs, or over a directory that is not a cluster's.
 fn ensure_free(dir: &ClusterDir) -> anyhow::Result<()> {
     // A Swarm stack stays recorded until `cluster down`, whether its tasks run or wait.
-    if let Some(state) = cuberoute_cluster::launch::local::RunState::load(dir)?
-        && let Some(run) = &state.swarm
-    {
+    if let Some(RunState::Swarm { topology, run }) = RunState::load(dir)? {
         return Err(usage(format!(
             "the Swarm stack {} ({}) is deployed from {}; take it down with `cuberoute cluster              down --dir {}`",
             run.stack,
-            state.topology,
+            topology,
             dir.display(),
             dir.display()
         )));
@@ -211,11 +210,15 @@ fn ensure_free(dir: &ClusterDir) -> anyhow::Result<()> {
         return Err(usage(format!(
             "a {} cluster is already running in {} ({} of {} {} alive); \
              stop it with `cuberoute cluster down --dir {}`",
-            runners.state.topology,
+            runners.state.topology(),
             dir.display(),
             runners.alive(),
             runners.nodes.len(),
-            runners.kind(),
+            match runners.state {
+                RunState::Processes(_) => "processes",
+                RunState::Compose { .. } => "containers",
+                RunState::Swarm { .. } => "Swarm tasks",
+            },
             dir.display()
         )));
     }

@@ -3,8 +3,8 @@
 
 use super::super::{runtime, usage};
 use super::{DirArg, ensure_free};
-use cuberoute_cluster::launch::local::RunState;
 use cuberoute_cluster::launch::placement::PlacementKind;
+use cuberoute_cluster::launch::run_state::RunState;
 use cuberoute_cluster::launch::swarm::{self, Plan, SwarmRun, Target};
 use cuberoute_cluster::ops::cluster_client::links_up;
 use cuberoute_cluster::ops::ready::{self, NotReady};
@@ -135,7 +135,11 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     };
     let run = swarm::prepare(&dir, &target, hosts, &plan)?;
     // Recorded before the deploy: `cluster down` finds whatever part of it was made.
-    RunState::swarm(topology, run.clone()).save(&dir)?;
+    RunState::Swarm {
+        topology,
+        run: run.clone(),
+    }
+    .save(&dir)?;
     let deploying = Instant::now();
     if let Err(e) = swarm::deploy(&dir, &run) {
         let removed = runner::stop(&dir);

@@ -15,7 +15,8 @@ use crate::launch::compose::COMPOSE_FILE;
 use crate::launch::docker::{self, Compose};
 use crate::launch::generate::service_name;
 use crate::launch::layout::ClusterDir;
-use crate::launch::local::{self, RunState};
+use crate::launch::local;
+use crate::launch::run_state::RunState;
 use crate::launch::swarm;
 use anyhow::Context;
 use cuberoute_protocol::NodeId;
@@ -32,16 +33,6 @@ pub struct Runners {
 impl Runners {
     pub fn alive(&self) -> usize {
         self.nodes.values().filter(|r| r.is_alive()).count()
-    }
-
-    pub fn kind(&self) -> &'static str {
-        if self.state.swarm.is_some() {
-            "Swarm tasks"
-        } else if self.state.docker.is_some() {
-            "containers"
-        } else {
-            "processes"
-        }
     }
 
     /// For a container cluster: whether every container reports healthy.
@@ -65,7 +56,10 @@ pub fn find(dir: &ClusterDir) -> anyhow::Result<Option<RunState>> {
         return Ok(None);
     };
     let manifest = cuberoute_daemon::manifest::Manifest::load(&dir.manifest())?;
-    Ok(Some(RunState::docker(manifest.topology, run)))
+    Ok(Some(RunState::Compose {
+        topology: manifest.topology,
+        run,
+    }))
 }
 
 /// Why no cluster was found in `dir`, and what to do.
@@ -92,12 +86,9 @@ pub fn inspect(dir: &ClusterDir) -> anyhow::Result<Option<Runners>> {
     let Some(state) = find(dir)? else {
         return Ok(None);
     };
-    if let Some(run) = &state.swarm {
-        let nodes = swarm::runners(run, state.topology)?;
-        return Ok(Some(Runners { state, nodes }));
-    }
-    let nodes = match &state.docker {
-        None => {
+    let nodes = match &state {
+        RunState::Swarm { topology, run } => swarm::runners(run, *topology)?,
+        RunState::Processes(state) => {
             let alive = state.alive(dir);
             state
                 .processes
@@ -112,10 +103,9 @@ pub fn inspect(dir: &ClusterDir) -> anyhow::Result<Option<Runners>> {
                 })
                 .collect()
         }
-        Some(run) => {
+        RunState::Compose { topology, run } => {
             let containers = docker::containers(run)?;
-            state
-                .topology
+            topology
                 .nodes()
                 .map(|id| {
                     let service = service_name(id);
@@ -141,12 +131,10 @@ pub fn pids(dir: &ClusterDir) -> anyhow::Result<Vec<u32>> {
     let Some(state) = find(dir)? else {
         return Ok(Vec::new());
     };
-    if let Some(run) = &state.swarm {
-        return swarm::pids(run);
-    }
-    match &state.docker {
-        None => Ok(state.alive(dir).iter().map(|p| p.pid).collect()),
-        Some(run) => docker::container_pids(run),
+    match &state {
+        RunState::Swarm { run, .. } => swarm::pids(run),
+        RunState::Processes(state) => Ok(state.alive(dir).iter().map(|p| p.pid).collect()),
+        RunState::Compose { run, .. } => docker::container_pids(run),
     }
 }
 
@@ -161,14 +149,14 @@ pub fn stop_keeping(dir: &ClusterDir, keep_volumes: bool) -> anyhow::Result<Stri
     let Some(state) = find(dir)? else {
         return Ok(format!("no cluster is running in {}", dir.display()));
     };
-    if let Some(run) = &state.swarm {
-        let report = swarm::down(run, keep_volumes)?;
-        std::fs::remove_file(dir.run_state())
-            .with_context(|| format!("removing {}", dir.run_state().display()))?;
-        return Ok(format!("cluster in {} stopped: {report}", dir.display()));
-    }
-    match &state.docker {
-        None => {
+    match &state {
+        RunState::Swarm { run, .. } => {
+            let report = swarm::down(run, keep_volumes)?;
+            std::fs::remove_file(dir.run_state())
+                .with_context(|| format!("removing {}", dir.run_state().display()))?;
+            Ok(format!("cluster in {} stopped: {report}", dir.display()))
+        }
+        RunState::Processes(_) => {
             let report = local::stop(dir, Duration::from_secs(5))?;
             let before = match report.gone_before {
                 0 => String::new(),
@@ -185,7 +173,7 @@ pub fn stop_keeping(dir: &ClusterDir, keep_volumes: bool) -> anyhow::Result<Stri
                 report.killed
             ))
         }
-        Some(run) => {
+        RunState::Compose { run, .. } => {
             let n = docker::containers(run)?.len();
             let mut args = vec!["down", "--remove-orphans", "--timeout", "5"];
             if !keep_volumes {
@@ -210,12 +198,10 @@ pub fn kill(dir: &ClusterDir, id: NodeId) -> anyhow::Result<bool> {
     if !runners.nodes.get(&id).is_some_and(Runner::is_alive) {
         return Ok(false);
     }
-    if let Some(run) = &runners.state.swarm {
-        return swarm::kill(run, id);
-    }
-    match &runners.state.docker {
-        None => local::kill_node(dir, id, Duration::from_secs(5)),
-        Some(run) => {
+    match &runners.state {
+        RunState::Swarm { run, .. } => swarm::kill(run, id),
+        RunState::Processes(_) => local::kill_node(dir, id, Duration::from_secs(5)),
+        RunState::Compose { run, .. } => {
             Compose::detect()?.run(run, &["kill", "-s", "SIGKILL", &service_name(id)])?;
             Ok(true)
         }
@@ -228,14 +214,12 @@ pub fn restart(dir: &ClusterDir, id: NodeId) -> anyhow::Result<bool> {
     if runners.nodes.get(&id).is_some_and(Runner::is_alive) {
         return Ok(false);
     }
-    if let Some(run) = &runners.state.swarm {
-        return swarm::restart(run, id);
-    }
-    match &runners.state.docker {
-        None => {
+    match &runners.state {
+        RunState::Swarm { run, .. } => return swarm::restart(run, id),
+        RunState::Processes(_) => {
             local::restart_node(dir, &std::env::current_exe()?, id)?;
         }
-        Some(run) => {
+        RunState::Compose { run, .. } => {
             Compose::detect()?.run(run, &["start", &service_name(id)])?;
         }
     }
@@ -244,18 +228,18 @@ pub fn restart(dir: &ClusterDir, id: NodeId) -> anyhow::Result<bool> {
 
 /// Print one node's log to stdout (following it with `follow`).
 pub fn logs(dir: &ClusterDir, id: NodeId, follow: bool) -> anyhow::Result<()> {
-    let state = find(dir)?;
-    if let Some(run) = state.as_ref().and_then(|s| s.swarm.as_ref()) {
-        return swarm::logs(run, id, follow);
-    }
-    if let Some(run) = state.and_then(|s| s.docker) {
-        let service = service_name(id);
-        let mut args = vec!["logs", "--no-color"];
-        if follow {
-            args.push("--follow");
+    match find(dir)? {
+        Some(RunState::Swarm { run, .. }) => return swarm::logs(&run, id, follow),
+        Some(RunState::Compose { run, .. }) => {
+            let service = service_name(id);
+            let mut args = vec!["logs", "--no-color"];
+            if follow {
+                args.push("--follow");
+            }
+            args.push(&service);
+            return Compose::detect()?.run_inherit(&run, &args);
         }
-        args.push(&service);
-        return Compose::detect()?.run_inherit(&run, &args);
+        Some(RunState::Processes(_)) | None => {}
     }
     let path = dir.log(id);
     let mut file = std::fs::File::open(&path)

@@ -592,6 +592,7 @@ pub fn place(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::launch::run_state::RunState;
 
     #[test]
     fn a_registry_image_is_named_and_a_local_one_by_id() {
@@ -651,12 +652,12 @@ mod tests {
                 },
             ],
         };
-        crate::launch::local::RunState::swarm("q:2".parse().unwrap(), run.clone())
-            .save(&dir)
-            .unwrap();
-        let back = crate::launch::local::RunState::load(&dir).unwrap().unwrap();
-        assert_eq!(back.swarm, Some(run));
-        assert!(back.docker.is_none() && back.processes.is_empty());
+        let state = RunState::Swarm {
+            topology: "q:2".parse().unwrap(),
+            run,
+        };
+        state.save(&dir).unwrap();
+        assert_eq!(RunState::load(&dir).unwrap(), Some(state));
     }
 
     /// The client reaches node i on its host's address at 17000 + i and 22000 + i; the nodes

@@ -3,8 +3,9 @@
 //! recorded pid and start time.
 
 use super::{EngineRecord, Plan, State};
-use crate::launch::local::{self, interrupt::Catch};
+use crate::launch::local::interrupt::Catch;
 use crate::launch::netns;
+use crate::launch::run_state;
 use anyhow::Context;
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
@@ -138,20 +139,20 @@ pub(super) fn start(dir: &Path, state: &State, i: usize) -> anyhow::Result<(u32,
         .context("starting dockerd (nsenter --net=... dockerd)")?;
     // nsenter enters the namespace and executes dockerd in the same process.
     let pid = child.id();
-    let started = local::start_time(pid).context("dockerd ended at once")?;
+    let started = run_state::start_time(pid).context("dockerd ended at once")?;
     Ok((pid, started))
 }
 
 /// Whether process `pid`, started at `started` (clock ticks after boot), still runs and has
 /// not exited.
 pub(super) fn process_runs(pid: u32, started: u64) -> bool {
-    let process = local::NodeProcess {
+    let process = run_state::NodeProcess {
         id: cuberoute_protocol::NodeId(0),
         pid,
         started: Some(started),
     };
     // With a start time recorded, the path is not looked at.
-    local::is_running(&process, Path::new("/"))
+    run_state::is_running(&process, Path::new("/"))
 }
 
 /// The last `lines` lines of host `i`'s dockerd.log.
@@ -304,7 +305,7 @@ pub(super) fn engine_process(plan: &Plan, record: &EngineRecord, i: usize) -> Op
     let ours = cmdline
         .split(|b| *b == 0)
         .any(|arg| arg == exec_root.as_os_str().as_encoded_bytes());
-    ours.then(|| local::start_time(pid).map(|s| (pid, s)))
+    ours.then(|| run_state::start_time(pid).map(|s| (pid, s)))
         .flatten()
 }
 
