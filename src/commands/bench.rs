@@ -1,7 +1,8 @@
 //! `cuberoute bench [TOPO...]`: start each cluster, measure it, take it down; and measure the
 //! baseline, one raw quinn stream relay hop between two processes, in the same run.
 
-use super::cluster::{self, DirArg, UpArgs};
+use super::args::DirArg;
+use super::cluster::{self, UpArgs};
 use super::{runtime, usage};
 use anyhow::Context;
 use cuberoute_cluster::bench::measure::{

@@ -1,7 +1,7 @@
 //! `cuberoute chaos ...`: inject transient faults into a running cluster, or run a whole chaos
 //! scenario with a report.
 
-use super::cluster::{ClientArg, DirArg};
+use super::args::{ClientArg, DirArg};
 use super::network::{self, NetArgs, PartitionArgs, StudyArgs};
 use super::{runtime, usage};
 use cuberoute_cluster::chaos;

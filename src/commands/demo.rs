@@ -2,7 +2,8 @@
 //! default), send a message between the farthest pair and between an adjacent pair, print
 //! each delivery report with its k paths, draw them, and show the cluster's status.
 
-use super::cluster::{self, DirArg, UpArgs};
+use super::args::DirArg;
+use super::cluster::{self, UpArgs};
 use super::{runtime, usage};
 use anyhow::Context;
 use cuberoute_cluster::ClusterClient;

@@ -1,6 +1,7 @@
 //! The subcommands, and the error convention they share: bad input is a [`UsageError`] and
 //! exits 2; anything else exits 1.
 
+pub mod args;
 pub mod bench;
 pub mod chaos;
 pub mod cluster;

@@ -2,7 +2,7 @@
 //! happen, one line (or one JSON object) per notice, as it happens, until interrupted
 //! (`cuberoute_cluster::ops::monitor` follows the nodes).
 
-use super::cluster::ClientArg;
+use super::args::{ClientArg, JsonArg};
 use super::{runtime, usage};
 use cuberoute_cluster::ops::monitor::{Watched, follow};
 use cuberoute_protocol::wire::control::{Happening, Notice};
@@ -18,9 +18,8 @@ pub struct Args {
     /// A node to follow (repeat for more); every node when not given.
     #[arg(long)]
     pub node: Vec<String>,
-    /// One JSON object per line.
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub output: JsonArg,
     /// Stop after this many notices.
     #[arg(long)]
     pub count: Option<u64>,
@@ -79,7 +78,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 }
                 continue;
             }
-            let line = if args.json {
+            let line = if args.output.json {
                 json_line(node, &watched).to_string()
             } else {
                 text_line(topology, node, &watched)

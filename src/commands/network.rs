@@ -2,7 +2,7 @@
 //! nodes have a network of their own (`cluster up --netns`, or compose containers). What applies
 //! each part is `cuberoute_cluster::chaos::netfault`'s decision; this parses, calls and prints.
 
-use super::cluster::{ClientArg, DirArg};
+use super::args::{ClientArg, DirArg};
 use super::{parse_node, parse_set, runtime, usage};
 use cuberoute_cluster::chaos::netfault::{self, Chain, Impairment, Network, Place};
 use cuberoute_cluster::chaos::redundancy::{self, Cell, Condition, StudyConfig};

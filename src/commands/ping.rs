@@ -2,7 +2,7 @@
 //! round; per round, each of the k paths' one-way time, which copy came first and which were
 //! lost; then min/avg/max/mdev per path (`cuberoute_cluster::ops::ping`).
 
-use super::cluster::ClientArg;
+use super::args::{ClientArg, JsonArg, PairArgs};
 use super::{runtime, usage};
 use cuberoute_cluster::ops::ping::{self, PingOptions, PingReport, Round};
 use std::io::Write;
@@ -14,15 +14,14 @@ const MAX_COUNT: u32 = 100_000;
 const MIN_INTERVAL: Duration = Duration::from_millis(10);
 
 #[derive(clap::Args, Debug)]
+#[command(mut_arg("json", |a| a.help(
+    "One JSON document with every round and the summary, at the end"
+)))]
 pub struct Args {
     #[command(flatten)]
     pub dir: ClientArg,
-    /// The source node.
-    #[arg(long)]
-    pub from: String,
-    /// The destination node.
-    #[arg(long)]
-    pub to: String,
+    #[command(flatten)]
+    pub pair: PairArgs,
     /// Rounds to send.
     #[arg(long, short = 'c', default_value_t = 5)]
     pub count: u32,
@@ -32,9 +31,8 @@ pub struct Args {
     /// How long each round waits for its copies.
     #[arg(long, default_value = "2s", value_parser = humantime::parse_duration)]
     pub timeout: Duration,
-    /// One JSON document with every round and the summary, at the end.
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub output: JsonArg,
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
@@ -57,8 +55,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let _guard = runtime.enter();
     let cluster = args.dir.open()?;
     let topology = cluster.manifest.topology;
-    let from = super::parse_node(topology, &args.from)?;
-    let to = super::parse_node(topology, &args.to)?;
+    let from = super::parse_node(topology, &args.pair.from)?;
+    let to = super::parse_node(topology, &args.pair.to)?;
     if from == to {
         return Err(usage("--from and --to are the same node"));
     }
@@ -67,7 +65,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         interval: args.interval,
         wait: args.timeout,
     };
-    if !args.json {
+    if !args.output.json {
         println!(
             "PING {} -> {} on {topology}: {} rounds, {} paths each",
             topology.format_node(from),
@@ -76,7 +74,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             topology.local_connectivity(from, to)
         );
     }
-    let json = args.json;
+    let json = args.output.json;
     let report = runtime.block_on(ping::ping(&cluster, from, to, options, |round| {
         if !json {
             print_round(round);

@@ -2,7 +2,7 @@
 //! `--consume [NAME]`, take the reliable sets D's store keeps, as the consumer NAME (sealed
 //! ones only on a node that seals, unless `--clear`).
 
-use super::cluster::ClientArg;
+use super::args::{ClientArg, JsonArg};
 use super::{runtime, usage};
 use anyhow::Context;
 use cuberoute_protocol::wire::control::{
@@ -20,9 +20,8 @@ pub struct Args {
     /// Keep reading: print copies as they are delivered.
     #[arg(long, short)]
     pub follow: bool,
-    /// One JSON object per line.
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub output: JsonArg,
     /// Start at this output index.
     #[arg(long, default_value_t = 0)]
     pub after: u64,
@@ -83,7 +82,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             other => anyhow::bail!("unexpected answer {other:?}"),
         };
         for entry in &entries {
-            if args.json {
+            if args.output.json {
                 serde_json::to_writer(&mut out, &json(entry))?;
                 writeln!(out)?;
             } else {

@@ -4,7 +4,7 @@
 //! On hhc:M, mc:K,M and rdn:BASE,K every send is source-routed: `--to D` sends k copies over
 //! the k disjoint paths of `cuberoute paths`, `--to D1,D2,...` one copy to each.
 
-use super::cluster::ClientArg;
+use super::args::{ClientArg, JsonArg, PairArgs};
 use super::{runtime, usage};
 use cuberoute_cluster::ClusterClient;
 use cuberoute_cluster::ops::traffic::{Destinations, SendOptions, SendReport};
@@ -19,16 +19,18 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 #[derive(clap::Args, Debug)]
+#[command(
+    mut_arg("to", |a| a.help(
+        "The destination node; on q:N, hhc:M, mc:K,M and rdn:BASE,K also a list D1,D2,... \
+         (a disjoint multicast)"
+    )),
+    mut_arg("json", |a| a.help("Print the report as one JSON line")),
+)]
 pub struct Args {
     #[command(flatten)]
     pub dir: ClientArg,
-    /// The source node.
-    #[arg(long)]
-    pub from: String,
-    /// The destination node; on q:N, hhc:M, mc:K,M and rdn:BASE,K also a list D1,D2,... (a
-    /// disjoint multicast).
-    #[arg(long)]
-    pub to: String,
+    #[command(flatten)]
+    pub pair: PairArgs,
     /// Source-routed, on q:N: nodes the paths must avoid.
     #[arg(long, value_name = "F1,F2,...")]
     pub avoid: Option<String>,
@@ -78,9 +80,8 @@ pub struct Args {
     /// forge it (for experiments and comparisons; docs/security.md).
     #[arg(long)]
     pub clear: bool,
-    /// Print the report as one JSON line.
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub output: JsonArg,
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
@@ -112,8 +113,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let _guard = runtime.enter();
     let cluster = ClusterClient::open(&dir).map_err(|e| usage(format!("{e:#}")))?;
     let topology = cluster.manifest.topology;
-    let from = super::parse_node(topology, &args.from)?;
-    let to = super::parse_set(topology, &args.to, "--to")?;
+    let from = super::parse_node(topology, &args.pair.from)?;
+    let to = super::parse_set(topology, &args.pair.to, "--to")?;
     let avoid = match &args.avoid {
         Some(text) => super::parse_set(topology, text, "--avoid")?,
         None => Vec::new(),
@@ -152,7 +153,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     })?;
     cluster.close();
     let mut out = std::io::stdout().lock();
-    if args.json {
+    if args.output.json {
         serde_json::to_writer(&mut out, &report)?;
         writeln!(out)?;
     } else {

@@ -3,7 +3,7 @@
 //! `show route --from S --to D`: the k paths with the state of every hop now
 //! (`cuberoute_cluster::ops::route`).
 
-use super::cluster::ClientArg;
+use super::args::{ClientArg, JsonArg, PairArgs};
 use super::{runtime, usage};
 use anyhow::Context;
 use cuberoute_cluster::ops::route;
@@ -24,29 +24,32 @@ pub enum Command {
     Route(RouteArgs),
 }
 
+// `--from` and `--to` of `show route` have no help of their own.
 #[derive(clap::Args, Debug)]
+#[command(
+    mut_arg("from", |a| a.help(None::<&str>)),
+    mut_arg("to", |a| a.help(None::<&str>)),
+    mut_arg("json", |a| a.help("One JSON document")),
+)]
 pub struct RouteArgs {
     #[command(flatten)]
     pub dir: ClientArg,
-    #[arg(long)]
-    pub from: String,
-    #[arg(long)]
-    pub to: String,
-    /// One JSON document.
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub pair: PairArgs,
+    #[command(flatten)]
+    pub output: JsonArg,
 }
 
 #[derive(clap::Args, Debug)]
+#[command(mut_arg("json", |a| a.help("The node's whole status as one JSON document")))]
 pub struct Args {
     #[command(flatten)]
     pub dir: ClientArg,
     /// The node.
     #[arg(long)]
     pub node: String,
-    /// The node's whole status as one JSON document.
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub output: JsonArg,
 }
 
 pub fn run(command: Command) -> anyhow::Result<()> {
@@ -65,7 +68,7 @@ pub fn run(command: Command) -> anyhow::Result<()> {
         .with_context(|| format!("show {}", if links { "links" } else { "node" }))?;
     cluster.close();
     let mut out = std::io::stdout().lock();
-    if args.json {
+    if args.output.json {
         serde_json::to_writer(&mut out, &status)?;
         writeln!(out)?;
     } else if links {
@@ -81,8 +84,8 @@ fn route(args: RouteArgs) -> anyhow::Result<()> {
     let _guard = runtime.enter();
     let cluster = args.dir.open()?;
     let topology = cluster.manifest.topology;
-    let from = super::parse_node(topology, &args.from)?;
-    let to = super::parse_node(topology, &args.to)?;
+    let from = super::parse_node(topology, &args.pair.from)?;
+    let to = super::parse_node(topology, &args.pair.to)?;
     if from == to {
         return Err(usage("--from and --to are the same node"));
     }
@@ -91,7 +94,7 @@ fn route(args: RouteArgs) -> anyhow::Result<()> {
         .map_err(|e| usage(e.to_string()))?;
     cluster.close();
     let mut out = std::io::stdout().lock();
-    if args.json {
+    if args.output.json {
         serde_json::to_writer(&mut out, &route)?;
         writeln!(out)?;
         return Ok(());

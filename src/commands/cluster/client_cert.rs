@@ -4,7 +4,7 @@
 //! Exits 2 for an unknown role, `--as` with a role that does not send or with a node outside
 //! the topology, no cluster (or no CA) in --dir, or an --out that holds credentials already.
 
-use super::DirArg;
+use crate::commands::args::DirArg;
 use crate::commands::usage;
 use cuberoute_cluster::launch::generate::{ClientCertError, write_client_cert};
 use cuberoute_daemon::roles::{ClientRole, Role};

@@ -2,7 +2,8 @@
 //! FROM-scratch image.
 
 use super::super::{runtime, usage};
-use super::{DirArg, UpArgs, check_size, ensure_free, print_summary, wait_ready};
+use super::{UpArgs, check_size, ensure_free, print_summary, wait_ready};
+use crate::commands::args::DirArg;
 use cuberoute_cluster::launch::docker::{self, Compose};
 use cuberoute_cluster::launch::run_state::RunState;
 use cuberoute_cluster::{Ports, launch::compose};

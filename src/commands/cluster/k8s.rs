@@ -1,7 +1,8 @@
 //! `cluster k8s <TOPO>`: Kubernetes manifests for a cluster.
 
 use super::super::usage;
-use super::{DirArg, ensure_free};
+use super::ensure_free;
+use crate::commands::args::DirArg;
 use cuberoute_cluster::launch::generate::{self, Addressing};
 use cuberoute_cluster::{Ports, launch::k8s};
 use std::path::PathBuf;

@@ -4,8 +4,7 @@
 //! * `k8s`: [`k8s`]; `placement`: [`placement`]; `swarm`: [`swarm`];
 //! * `status`, `down`, `logs`: here, the same for both kinds of cluster;
 //! * `reload`, `revoke`, `view`: [`reload`], [`revoke`], [`view`];
-//! * `client-cert`: [`client_cert`], a client certificate of a role. Every command that talks
-//!   to the control API takes its cluster and its client certificate as one [`ClientArg`].
+//! * `client-cert`: [`client_cert`], a client certificate of a role.
 
 pub mod client_cert;
 pub mod docker;
@@ -17,6 +16,7 @@ pub mod swarm;
 pub mod up;
 pub mod view;
 
+use super::args::{ClientArg, DirArg};
 use super::{runtime, usage};
 use cuberoute_cluster::launch::phases::Phases;
 use cuberoute_cluster::launch::run_state::RunState;
@@ -29,61 +29,9 @@ use cuberoute_protocol::wire::control::NodeStatus;
 use cuberoute_protocol::{NodeId, Topology};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::io::Write;
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 pub use up::{InitArgs, UpArgs};
-
-pub const DEFAULT_DIR: &str = "cuberoute-cluster";
-
-#[derive(clap::Args, Debug, Clone)]
-pub struct DirArg {
-    /// The cluster directory.
-    #[arg(long, default_value = DEFAULT_DIR)]
-    pub dir: PathBuf,
-}
-
-impl DirArg {
-    pub fn cluster(&self) -> ClusterDir {
-        ClusterDir::new(&self.dir)
-    }
-}
-
-/// The cluster a client command talks to, and the client certificate it talks with.
-#[derive(clap::Args, Debug, Clone)]
-pub struct ClientArg {
-    #[command(flatten)]
-    pub dir: DirArg,
-    /// The client certificate: a directory holding ca.pem, client.pem and client.key, as
-    /// `cuberoute cluster client-cert --out` writes one; the nodes answer what its role allows.
-    /// Default: the cluster's operator certificate in --dir (every role).
-    #[arg(long, value_name = "CERT_DIR")]
-    pub cert: Option<PathBuf>,
-}
-
-impl ClientArg {
-    /// The cluster, reached with --cert's credentials (unchecked: see [`ClientArg::checked`]).
-    pub fn cluster(&self) -> ClusterDir {
-        self.dir.cluster().with_client(self.cert.clone())
-    }
-
-    /// The cluster, once --cert is known to hold a client certificate of it (a usage error
-    /// otherwise: missing, incomplete, or of another cluster).
-    pub fn checked(&self) -> anyhow::Result<ClusterDir> {
-        let dir = self.cluster();
-        if dir.client_dir().is_some() {
-            cuberoute_cluster::launch::certs::client_credentials(&dir)
-                .map_err(|e| usage(format!("{e:#}")))?;
-        }
-        Ok(dir)
-    }
-
-    /// A client of the cluster (needs a tokio runtime); no cluster there or an unusable --cert
-    /// is a usage error.
-    pub fn open(&self) -> anyhow::Result<ClusterClient> {
-        ClusterClient::open(&self.cluster()).map_err(|e| usage(format!("{e:#}")))
-    }
-}
 
 #[derive(clap::Subcommand, Debug)]
 pub enum Command {

@@ -2,22 +2,24 @@
 //! configuration file again, as on SIGHUP, and says what it changed and what needs a restart.
 //! Exits 1 if any node did not reload (a bad file, or no answer).
 
-use super::ClientArg;
+use crate::commands::args::{ClientArg, JsonArg};
 use crate::commands::runtime;
 use cuberoute_protocol::NodeId;
 use cuberoute_protocol::wire::control::{Reload, Request, Response};
 use std::time::Duration;
 
 #[derive(clap::Args, Debug)]
+#[command(mut_arg("json", |a| a.help(
+    "One JSON document: per node, what changed, what needs a restart, or the error"
+)))]
 pub struct Args {
     #[command(flatten)]
     pub dir: ClientArg,
     /// A node to reload (repeat for more); every node when not given.
     #[arg(long)]
     pub node: Vec<String>,
-    /// One JSON document: per node, what changed, what needs a restart, or the error.
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub output: JsonArg,
 }
 
 pub fn run(args: &Args) -> anyhow::Result<()> {
@@ -54,7 +56,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         })
         .collect();
     let failed = results.iter().filter(|(_, r)| r.is_err()).count();
-    if args.json {
+    if args.output.json {
         let nodes: Vec<serde_json::Value> = results
             .iter()
             .map(|(node, result)| match result {

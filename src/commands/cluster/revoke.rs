@@ -4,7 +4,7 @@
 //! Exits 2 for an unknown or already revoked node or no cluster, 1 if the CA key cannot be
 //! read or a node refused the list.
 
-use super::ClientArg;
+use crate::commands::args::ClientArg;
 use crate::commands::{runtime, usage};
 use cuberoute_cluster::ops::revoke::{self, Listing, Report, RevokeError, Taken};
 use cuberoute_protocol::{NodeId, Topology};

@@ -2,7 +2,8 @@
 //! ([`cuberoute_cluster::launch::swarm`]), from a testbed (`cuberoute testbed up`) or a real manager.
 
 use super::super::{runtime, usage};
-use super::{DirArg, ensure_free};
+use super::ensure_free;
+use crate::commands::args::DirArg;
 use cuberoute_cluster::launch::placement::PlacementKind;
 use cuberoute_cluster::launch::run_state::RunState;
 use cuberoute_cluster::launch::swarm::{self, Plan, SwarmRun, Target};

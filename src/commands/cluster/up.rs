@@ -1,7 +1,8 @@
 //! `cluster init` and `cluster up` for local processes.
 
 use super::super::{runtime, usage};
-use super::{DirArg, check_size, ensure_free, print_summary, wait_ready};
+use super::{check_size, ensure_free, print_summary, wait_ready};
+use crate::commands::args::DirArg;
 use anyhow::Context;
 use cuberoute_cluster::launch::generate;
 use cuberoute_cluster::launch::local;

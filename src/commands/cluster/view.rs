@@ -1,7 +1,7 @@
 //! `cuberoute cluster view [--port P]`: serve the live view of the cluster on 127.0.0.1 and
 //! print its address; runs until interrupted (`cuberoute_cluster::ops::view`).
 
-use super::ClientArg;
+use crate::commands::args::ClientArg;
 use crate::commands::{runtime, usage};
 use cuberoute_cluster::ops::view::{self, MAX_NODES};
 
