@@ -1,6 +1,7 @@
 //! `cuberoute`: the one command-line binary. Each subcommand lives in `commands/`.
 
 mod commands;
+mod print;
 mod svg;
 
 use clap::{Parser, Subcommand};

@@ -1,9 +1,8 @@
 //! `cuberoute bench [TOPO...]`: start each cluster, measure it, take it down; and measure the
 //! baseline, one raw quinn stream relay hop between two processes, in the same run.
 
-use super::args::DirArg;
-use super::cluster::{self, UpArgs};
 use super::{runtime, usage};
+use crate::print;
 use anyhow::Context;
 use cuberoute_cluster::bench::measure::{
     self, HopCost, KeyAgreementCost, Load, PairLatency, RequestCost, SetCost, Throughput, Wakeups,
@@ -13,9 +12,11 @@ use cuberoute_cluster::bench::overload::{self, Overload};
 use cuberoute_cluster::bench::raw_hop::{self, RawHop};
 use cuberoute_cluster::bench::raw_mesh::{self, RawMesh};
 use cuberoute_cluster::bench::raw_ring::{self, RawRing};
+use cuberoute_cluster::launch::docker::DEFAULT_IMAGE;
 use cuberoute_cluster::launch::local::Lifetime;
 use cuberoute_cluster::launch::owned::OwnedClusters;
 use cuberoute_cluster::launch::run_state::RunState;
+use cuberoute_cluster::launch::start::{Containers, Local};
 use cuberoute_cluster::launch::start_cpu::StartCpu;
 use cuberoute_cluster::launch::usage::{self, Idle, Memory};
 use cuberoute_cluster::{ClusterClient, ClusterDir};
@@ -285,7 +286,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         let dir = ClusterDir::new(dir);
         let state = RunState::load(&dir)?
             .ok_or_else(|| usage(format!("no cluster is running in {}", dir.display())))?;
-        cluster::wait_running(&dir, None)?;
+        runtime()?.block_on(cuberoute_cluster::ops::up::wait_running(&dir, None))?;
         if args.idle_only {
             let idle = measure_idle(&dir, args.idle.expect("clap requires --idle"))?;
             let topology = state.topology();
@@ -401,21 +402,27 @@ fn start(
     owned: &OwnedClusters,
 ) -> anyhow::Result<(ClusterDir, Duration, Option<StartCpu>)> {
     let name = topology.to_string().replace([':', ','], "-");
-    let dir_arg = DirArg {
-        dir: args.dir.join(name),
-    };
-    let dir = dir_arg.cluster();
-    let mut up = UpArgs::local(topology, dir_arg, BASE);
-    // Killed outright, the bench takes its local daemons with it all the same.
-    up.lifetime = Lifetime::WithLauncher;
+    let dir = ClusterDir::new(args.dir.join(name));
+    let timeout = cuberoute_cluster::ops::ready::default_timeout(topology.node_count());
     if args.docker {
-        up.docker.docker = true;
-        up.docker.subnet = Ipv4Addr::new(10, 205, 0, 0);
-        let startup = owned.start(&dir, || cluster::docker::start(&up))?;
+        let containers = Containers {
+            topology,
+            dir: dir.clone(),
+            subnet: Ipv4Addr::new(10, 205, 0, 0),
+            image: DEFAULT_IMAGE.into(),
+        };
+        let up = owned.start(&dir, || print::start_containers(&containers, timeout))?;
+        let startup = up.phases.total();
         eprintln!("{topology}: up in {:.1} s", startup.as_secs_f64());
         return Ok((dir, startup, None));
     }
-    let (_, _, startup, cpu) = owned.start(&dir, || cluster::up::start(&up))?;
+    // Killed outright, the bench takes its local daemons with it all the same.
+    let local = Local {
+        lifetime: Lifetime::WithLauncher,
+        ..Local::loopback(topology, dir.clone(), BASE)
+    };
+    let up = owned.start(&dir, || print::start_local(&local, timeout))?;
+    let (startup, cpu) = (up.phases.total(), up.cpu.expect("local processes"));
     eprintln!(
         "{topology}: up in {:.1} s; {}",
         startup.as_secs_f64(),

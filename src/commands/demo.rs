@@ -3,11 +3,12 @@
 //! each delivery report with its k paths, draw them, and show the cluster's status.
 
 use super::args::DirArg;
-use super::cluster::{self, UpArgs};
 use super::{runtime, usage};
+use crate::print;
 use anyhow::Context;
 use cuberoute_cluster::ClusterClient;
 use cuberoute_cluster::launch::run_state::RunState;
+use cuberoute_cluster::launch::start::Local;
 use cuberoute_cluster::ops::traffic::SendOptions;
 use cuberoute_protocol::{NodeId, PathSet, SendRequest, Topology};
 use std::net::Ipv4Addr;
@@ -38,7 +39,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 "reusing the {topology} cluster running in {}",
                 dir.display()
             );
-            cluster::wait_running(&dir, None)?;
+            runtime()?.block_on(cuberoute_cluster::ops::up::wait_running(&dir, None))?;
         }
         Some(state) => {
             return Err(usage(format!(
@@ -49,7 +50,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             )));
         }
         None => {
-            cluster::up::up(&UpArgs::local(topology, args.dir.clone(), args.base_addr))?;
+            let local = Local::loopback(topology, dir.clone(), args.base_addr);
+            let timeout = cuberoute_cluster::ops::ready::default_timeout(topology.node_count());
+            print::up_summary(&print::start_local(&local, timeout)?, "processes")?;
         }
     }
     println!();
@@ -113,11 +116,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     client.close();
 
     println!("cluster status:");
-    let status = cluster::status(&dir, false);
+    let status = print::status(&dir, false);
     println!();
     let d = dir.display();
     if args.down {
-        cluster::down(&dir, false)?;
+        print::down(&dir, false)?;
     } else {
         println!("the cluster keeps running. Next:");
         println!(

@@ -20,6 +20,7 @@ pub mod study;
 pub mod testbed;
 pub mod topology;
 
+use cuberoute_cluster::launch::start::Refused;
 use cuberoute_protocol::{NodeId, Topology};
 
 /// Input the user must fix: a malformed topology or id, a node out of range, a bad option.
@@ -34,9 +35,13 @@ impl std::fmt::Display for UsageError {
 
 impl std::error::Error for UsageError {}
 
-/// 2 for a [`UsageError`] anywhere in the chain, else 1.
+/// 2 for a [`UsageError`] anywhere in the chain (or a start the cluster crate refused for what
+/// was asked, [`Refused`]), else 1.
 pub fn exit_code(err: &anyhow::Error) -> u8 {
-    if err.chain().any(|cause| cause.is::<UsageError>()) {
+    if err
+        .chain()
+        .any(|cause| cause.is::<UsageError>() || cause.is::<Refused>())
+    {
         2
     } else {
         1

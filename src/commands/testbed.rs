@@ -3,8 +3,8 @@
 //! This module parses, calls and prints; a bad host count or host name, a directory without a
 //! testbed and a user who is not root are usage errors (exit 2).
 
-use super::cluster::docker::DEFAULT_IMAGE;
 use super::usage;
+use cuberoute_cluster::launch::docker::DEFAULT_IMAGE;
 use cuberoute_cluster::launch::local::interrupt::Catch;
 use cuberoute_cluster::launch::testbed::{self, HostStatus, NoTestbed, UnknownHost, UpOptions};
 use std::io::Write;

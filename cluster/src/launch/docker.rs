@@ -11,6 +11,10 @@ use serde::{Deserialize, Serialize};
 use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// The image every generated compose file and manifest uses unless told otherwise.
+pub const DEFAULT_IMAGE: &str = "cuberoute:local";
 
 /// How a docker cluster was started: recorded in `DIR/run.toml`.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
@@ -470,6 +474,35 @@ pub fn build_image(workspace: &Path, version: &str) -> anyhow::Result<Vec<String
         String::from_utf8_lossy(&out.stderr).trim()
     );
     Ok(tags)
+}
+
+/// The source tree this program was built from, where [`build_this_image`] builds.
+pub fn source_tree() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("the cluster crate is a folder of the workspace")
+}
+
+/// An image [`build_this_image`] built.
+#[derive(Debug)]
+pub struct BuiltImage {
+    pub tags: Vec<String>,
+    pub took: Duration,
+    pub bytes: u64,
+}
+
+/// `cluster image`: build this program's static binary from [`source_tree`] and the
+/// FROM-scratch image of it, tagged with this version and `cuberoute:local`.
+pub fn build_this_image() -> anyhow::Result<BuiltImage> {
+    available().map_err(|e| anyhow::anyhow!("the Docker engine is not available: {e}"))?;
+    let started = Instant::now();
+    let tags = build_image(source_tree(), env!("CARGO_PKG_VERSION"))?;
+    let bytes = image_size(&tags[0])?;
+    Ok(BuiltImage {
+        tags,
+        took: started.elapsed(),
+        bytes,
+    })
 }
 
 /// Whether `name` is one of the variables cargo sets for a crate's program it runs (`cargo run`,

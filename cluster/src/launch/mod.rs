@@ -17,6 +17,8 @@
 //! * [`swarm`]: `cluster swarm`, one container per node over the hosts of a Docker Swarm;
 //! * [`testbed`]: `cuberoute testbed`, a Docker Swarm of several engines on one machine;
 //! * [`runner`]: what runs a cluster's nodes, processes or containers, behind one interface;
+//! * [`start`]: starting a cluster: the checks, generating it, spawning its processes or its
+//!   compose project's containers; what the caller must fix is `start::Refused`;
 //! * [`owned`]: the clusters a command starts for itself and takes down (`bench`);
 //! * [`phases`]: where the time of `cluster up` went, phase by phase;
 //! * [`start_cpu`]: what a start cost the processors;
@@ -36,6 +38,7 @@ pub mod phases;
 pub mod placement;
 pub mod run_state;
 pub mod runner;
+pub mod start;
 pub mod start_cpu;
 pub mod swarm;
 pub mod testbed;

@@ -3,6 +3,7 @@
 //!
 //! * [`cluster_client`]: a client of the whole cluster: requests, statuses, links up;
 //! * [`ready`]: the one readiness wait: every node answering, every link up;
+//! * [`up`]: the end of a start, its readiness wait, and the wait on a running cluster;
 //! * [`traffic`]: sending sets through a cluster and collecting delivery reports;
 //! * [`ping`]: `ping`, rounds of small traced sets, and each path's one-way time;
 //! * [`route`]: `show route`, a pair's k paths and each hop's link state;
@@ -23,4 +24,5 @@ pub mod revoke;
 pub mod route;
 pub mod shaping;
 pub mod traffic;
+pub mod up;
 pub mod view;

@@ -1,19 +1,15 @@
 //! `cluster up --docker`, `cluster compose` and `cluster image`: clusters of containers from the
 //! FROM-scratch image.
 
-use super::super::{runtime, usage};
-use super::{UpArgs, check_size, ensure_free, print_summary, wait_ready};
+use super::super::parse_topology;
+use super::UpArgs;
 use crate::commands::args::DirArg;
-use cuberoute_cluster::launch::docker::{self, Compose};
-use cuberoute_cluster::launch::run_state::RunState;
+use crate::print;
+use cuberoute_cluster::launch::docker::{self, DEFAULT_IMAGE};
+use cuberoute_cluster::launch::start::{Containers, Note, check_size, check_subnet, ensure_free};
 use cuberoute_cluster::{Ports, launch::compose};
-use cuberoute_protocol::Topology;
 use std::net::Ipv4Addr;
-use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
-
-/// The image every generated compose file and manifest uses unless told otherwise.
-pub const DEFAULT_IMAGE: &str = "cuberoute:local";
+use std::path::PathBuf;
 
 #[derive(clap::Args, Debug, Clone)]
 pub struct DockerArgs {
@@ -27,17 +23,6 @@ pub struct DockerArgs {
     /// The image to run.
     #[arg(long, default_value = DEFAULT_IMAGE)]
     pub image: String,
-}
-
-impl DockerArgs {
-    /// Not a docker cluster.
-    pub fn none() -> DockerArgs {
-        DockerArgs {
-            docker: false,
-            subnet: Ipv4Addr::new(10, 200, 0, 0),
-            image: DEFAULT_IMAGE.into(),
-        }
-    }
 }
 
 #[derive(clap::Args, Debug)]
@@ -57,18 +42,9 @@ pub struct ComposeArgs {
     pub image: String,
 }
 
-fn check_subnet(subnet: Ipv4Addr, topology: Topology) -> anyhow::Result<()> {
-    if u32::from(subnet) & 0xffff != 0 || topology.node_count() > 65_000 {
-        return Err(usage(format!(
-            "--subnet {subnet} must be the base of a /16 (like 10.200.0.0)"
-        )));
-    }
-    Ok(())
-}
-
 /// `cluster compose`: the cluster directory for containers, and its compose file.
 pub fn compose(args: &ComposeArgs) -> anyhow::Result<()> {
-    let topology = super::super::parse_topology(&args.topology)?;
+    let topology = parse_topology(&args.topology)?;
     check_size(topology)?;
     check_subnet(args.subnet, topology)?;
     let dir = args.dir.cluster();
@@ -95,70 +71,21 @@ pub fn compose(args: &ComposeArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The source tree the binary was built from, where `cluster image` builds.
-fn workspace() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
 /// `cluster image`.
 pub fn image() -> anyhow::Result<()> {
-    docker::available().map_err(|e| anyhow::anyhow!("the Docker engine is not available: {e}"))?;
-    let started = Instant::now();
-    let tags = docker::build_image(workspace(), env!("CARGO_PKG_VERSION"))?;
-    let size = docker::image_size(&tags[0])?;
-    println!(
-        "built {} in {:.0} s: {:.1} MB, FROM scratch",
-        tags.join(" and "),
-        started.elapsed().as_secs_f64(),
-        size as f64 / 1e6
-    );
+    print::note(Note::ImageBuilt(&docker::build_this_image()?));
     Ok(())
 }
 
 /// `cluster up --docker`: generate, build the image if missing, compose up, wait until every
-/// container is healthy and every link is up; print a summary. Returns that time.
-pub fn up(args: &UpArgs) -> anyhow::Result<Duration> {
-    let elapsed = start(args)?;
-    let topology = super::super::parse_topology(&args.init.topology)?;
-    print_summary(
-        &args.init.dir.cluster(),
-        topology,
-        "containers",
-        elapsed,
-        None,
-    )?;
-    Ok(elapsed)
-}
-
-/// The work of `up`, without the summary.
-pub fn start(args: &UpArgs) -> anyhow::Result<Duration> {
-    let topology = super::super::parse_topology(&args.init.topology)?;
-    check_size(topology)?;
-    check_subnet(args.docker.subnet, topology)?;
-    docker::available().map_err(|e| anyhow::anyhow!("the Docker engine is not available: {e}"))?;
-    let compose = Compose::detect()?;
-    let dir = args.init.dir.cluster();
-    ensure_free(&dir)?;
-    if args.docker.image == DEFAULT_IMAGE && workspace().join("deploy/Dockerfile").is_file() {
-        // The default image is this build's: brought up to date from the source tree this
-        // binary was built from (cargo and docker rebuild only what changed), so that the
-        // containers never run an older daemon than the client speaks to.
-        eprintln!("bringing the image {DEFAULT_IMAGE} up to date (cuberoute cluster image)");
-        image()?;
-    } else if !docker::image_exists(&args.docker.image) {
-        return Err(usage(format!("there is no image {}", args.docker.image)));
-    }
-    let started = Instant::now();
-    let run = docker::prepare(&dir, topology, args.docker.subnet, &args.docker.image)?;
-    RunState::Compose {
-        topology,
-        run: run.clone(),
-    }
-    .save(&dir)?;
-    if let Err(e) = compose.run(&run, &["up", "-d"]) {
-        let _ = cuberoute_cluster::launch::runner::stop(&dir);
-        return Err(e);
-    }
-    runtime()?.block_on(wait_ready(&dir, started, args.timeout(topology)))?;
-    Ok(started.elapsed())
+/// container is healthy and every link is up; print a summary.
+pub fn up(args: &UpArgs) -> anyhow::Result<()> {
+    let containers = Containers {
+        topology: parse_topology(&args.init.topology)?,
+        dir: args.init.dir.cluster(),
+        subnet: args.docker.subnet,
+        image: args.docker.image.clone(),
+    };
+    let up = print::start_containers(&containers, args.timeout(containers.topology))?;
+    print::up_summary(&up, "containers")
 }

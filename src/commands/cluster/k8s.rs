@@ -1,9 +1,9 @@
 //! `cluster k8s <TOPO>`: Kubernetes manifests for a cluster.
 
 use super::super::usage;
-use super::ensure_free;
 use crate::commands::args::DirArg;
 use cuberoute_cluster::launch::generate::{self, Addressing};
+use cuberoute_cluster::launch::start::ensure_free;
 use cuberoute_cluster::{Ports, launch::k8s};
 use std::path::PathBuf;
 

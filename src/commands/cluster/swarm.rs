@@ -2,10 +2,10 @@
 //! ([`cuberoute_cluster::launch::swarm`]), from a testbed (`cuberoute testbed up`) or a real manager.
 
 use super::super::{runtime, usage};
-use super::ensure_free;
 use crate::commands::args::DirArg;
 use cuberoute_cluster::launch::placement::PlacementKind;
 use cuberoute_cluster::launch::run_state::RunState;
+use cuberoute_cluster::launch::start::ensure_free;
 use cuberoute_cluster::launch::swarm::{self, Plan, SwarmRun, Target};
 use cuberoute_cluster::ops::cluster_client::links_up;
 use cuberoute_cluster::ops::ready::{self, NotReady};
