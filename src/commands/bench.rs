@@ -1,32 +1,24 @@
 //! `cuberoute bench [TOPO...]`: start each cluster, measure it, take it down; and measure the
-//! baseline, one raw quinn stream relay hop between two processes, in the same run.
+//! baseline, one raw quinn stream relay hop between two processes, in the same run. The run is
+//! the cluster crate's (`bench::run`); this command reads the arguments, shows what the run
+//! does as it goes, and prints its figures.
 
 use super::{runtime, usage};
-use crate::print;
-use anyhow::Context;
-use cuberoute_cluster::bench::measure::{
-    self, HopCost, KeyAgreementCost, Load, PairLatency, RequestCost, SetCost, Throughput, Wakeups,
-};
+use crate::print::{self, WaitBar};
+use cuberoute_cluster::ClusterDir;
+use cuberoute_cluster::bench::measure;
 use cuberoute_cluster::bench::memory_after_quiet;
-use cuberoute_cluster::bench::overload::{self, Overload};
-use cuberoute_cluster::bench::raw_hop::{self, RawHop};
-use cuberoute_cluster::bench::raw_mesh::{self, RawMesh};
-use cuberoute_cluster::bench::raw_ring::{self, RawRing};
-use cuberoute_cluster::launch::docker::DEFAULT_IMAGE;
-use cuberoute_cluster::launch::local::Lifetime;
-use cuberoute_cluster::launch::owned::OwnedClusters;
+use cuberoute_cluster::bench::raw_hop;
+use cuberoute_cluster::bench::raw_mesh;
+use cuberoute_cluster::bench::raw_ring;
+use cuberoute_cluster::bench::run::{self, Event, Figures, Options};
 use cuberoute_cluster::launch::run_state::RunState;
-use cuberoute_cluster::launch::start::{Containers, Local};
-use cuberoute_cluster::launch::start_cpu::StartCpu;
-use cuberoute_cluster::launch::usage::{self, Idle, Memory};
-use cuberoute_cluster::{ClusterClient, ClusterDir};
+use cuberoute_cluster::launch::usage::Idle;
 use cuberoute_daemon::tls::Credentials;
 use cuberoute_protocol::delivery::Mode;
 use cuberoute_protocol::{NodeId, Topology};
-use serde::Serialize;
-use std::net::{Ipv4Addr, SocketAddr};
+use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
 use std::time::Duration;
 
 #[derive(clap::Args, Debug)]
@@ -149,109 +141,6 @@ pub struct RelayPeerArgs {
     pub key: PathBuf,
 }
 
-#[derive(Serialize)]
-struct ClusterFigures {
-    topology: String,
-    nodes: u64,
-    /// The niceness the load generator (this process) ran at.
-    load_generator_nice: i32,
-    startup_seconds: f64,
-    /// The CPU the start took (local processes started by this command only).
-    startup_cpu: Option<StartCpu>,
-    farthest: PairLatency,
-    adjacent: PairLatency,
-    saturation: Throughput,
-    /// Daemon CPU per packet-hop: the farthest pair's sequential sets (one in flight)...
-    cpu_sequential: HopCost,
-    /// ...the adjacent pair's sequential sets, for the split below...
-    cpu_sequential_adjacent: HopCost,
-    /// ...and the two split by a line: what a set costs, and what each packet-hop adds. The line
-    /// holds only where a hop costs the same in both pairs' sets: on 32 daemons it does; from
-    /// 128 up the farthest pair's hops cost more each than the adjacent pair's (k long copies
-    /// keep more processes running at once), and the set's share comes out at or below zero
-    /// (docs/notes/2026-11-28-base-point-table.md, "The scaling table again, and one set at a
-    /// time split").
-    cpu_sequential_split: Option<SetCost>,
-    /// ...and the farthest pair's sets less their client's two control requests, whose cost
-    /// is measured apart in the same run: what a set costs that a raw relay's frame does not.
-    /// (`null` if the set whose wait is asked for again never arrived.)
-    cpu_sequential_requests: Option<RequestCost>,
-    /// ...and the saturation run (`--concurrency` in flight)...
-    cpu_saturation: HopCost,
-    /// ...of which the sealing's key agreements: the pairs of nodes its random pairs met for
-    /// the first time (on large clusters, nearly every set's).
-    key_agreements_saturation: KeyAgreementCost,
-    /// What woke the daemons per packet-hop: the farthest pair's sequential sets...
-    wakeups_sequential: Wakeups,
-    /// ...and the saturation run.
-    wakeups_saturation: Wakeups,
-    /// The saturation run's wake-ups per packet-hop (`wakeups_saturation` has what made them).
-    wakeups_per_packet_hop: f64,
-    /// With `--overload`: the saturation run with the overload runs' payload...
-    overload_reference: Option<Throughput>,
-    /// ...and one open-loop run per multiple of its rate.
-    overload: Vec<Overload>,
-    /// With `--sweep`: a saturation run per number of sets in flight, after the memory.
-    saturation_sweep: Vec<SweepPoint>,
-    rss_kib_mean: f64,
-    rss_kib_max: u64,
-    /// PSS and RSS per daemon after the traffic.
-    memory: Memory,
-    /// PSS and RSS per daemon right after the traffic and after 30 s without traffic.
-    memory_after_quiet: memory_after_quiet::AfterBurst,
-    /// With `--idle`: the cost of the cluster before any traffic.
-    idle: Option<Idle>,
-    /// Marginal latency of one hop, from a line through every copy of both pairs.
-    hop_slope_us: Option<f64>,
-    /// What input at the source and delivery cost, from the same line.
-    hop_fixed_us: Option<f64>,
-    /// Plain copies and each `--delivery` mode, with `--payload-bytes` payloads.
-    modes: Vec<ModeFigures>,
-    /// The baseline of this size: a ring of as many raw relay processes (local clusters only).
-    relay_ring: Option<RawRing>,
-    /// The baseline of this graph: a mesh of raw relays on the cluster's links, with as many
-    /// frames touring as the saturation run has packets in flight (local clusters only).
-    relay_mesh: Option<RawMesh>,
-}
-
-/// One run of `--sweep`: the saturation at one number of sets in flight, and its cost.
-#[derive(Serialize, Debug)]
-struct SweepPoint {
-    saturation: Throughput,
-    cpu: HopCost,
-    wakeups: Wakeups,
-    key_agreements: KeyAgreementCost,
-}
-
-/// One delivery mode on one cluster.
-#[derive(Serialize)]
-struct ModeFigures {
-    mode: String,
-    /// Whether the sets went sealed end to end.
-    sealed: bool,
-    payload_bytes: usize,
-    /// Sequential sets between the farthest pair, until complete at the destination.
-    farthest: PairLatency,
-    saturation: Throughput,
-}
-
-/// `--idle-only`: start-up and idle cost, nothing else.
-#[derive(Serialize)]
-struct IdleFigures {
-    topology: String,
-    nodes: u64,
-    startup_seconds: f64,
-    idle: Idle,
-}
-
-#[derive(Serialize)]
-struct Figures {
-    baseline: RawHop,
-    clusters: Vec<ClusterFigures>,
-}
-
-const BASE: Ipv4Addr = Ipv4Addr::new(127, 5, 0, 0);
-
 pub fn run(args: Args) -> anyhow::Result<()> {
     if !(-20..=19).contains(&args.load_generator_nice) {
         return Err(usage(format!(
@@ -282,13 +171,31 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             "--overload {bad}: each multiple of the saturation rate must be above 0 and at most 100"
         )));
     }
+    let options = Options {
+        dir: args.dir.clone(),
+        samples: args.samples,
+        duration: args.duration,
+        concurrency: args.concurrency,
+        seed: args.seed,
+        delivery: args.delivery.clone(),
+        clear_too: args.clear_too,
+        payload_bytes: args.payload_bytes,
+        docker: args.docker,
+        idle: args.idle,
+        quiet: args.quiet,
+        overload: args.overload.clone(),
+        sweep: args.sweep.clone(),
+    };
+    let mut shown = Shown::default();
+    let mut events = |event: Event| shown.event(event);
     if let Some(dir) = &args.running {
         let dir = ClusterDir::new(dir);
         let state = RunState::load(&dir)?
             .ok_or_else(|| usage(format!("no cluster is running in {}", dir.display())))?;
         runtime()?.block_on(cuberoute_cluster::ops::up::wait_running(&dir, None))?;
         if args.idle_only {
-            let idle = measure_idle(&dir, args.idle.expect("clap requires --idle"))?;
+            let window = args.idle.expect("clap requires --idle");
+            let idle = run::measure_idle(&dir, window, &mut events)?;
             let topology = state.topology();
             if args.json {
                 println!("{}", serde_json::to_string(&idle)?);
@@ -297,32 +204,29 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             }
             return Ok(());
         }
-        let figures = measure_running(&args, state.topology(), &dir, Duration::ZERO)?;
+        let figures = run::measure_running(
+            &options,
+            state.topology(),
+            &dir,
+            Duration::ZERO,
+            &mut events,
+        )?;
         println!("{}", serde_json::to_string(&figures)?);
         return Ok(());
     }
-    std::fs::create_dir_all(&args.dir)?;
-    let owned = OwnedClusters::watch();
     if args.idle_only {
-        return idle_only(&args, &topologies, &owned);
+        let window = args.idle.expect("clap requires --idle");
+        let all = run::idle_only(&options, &topologies, window, &mut events)?;
+        if args.json {
+            println!("{}", serde_json::to_string(&all)?);
+        } else {
+            for f in &all {
+                print_idle(&f.topology, f.nodes, f.startup_seconds, &f.idle);
+            }
+        }
+        return Ok(());
     }
-    let baseline = baseline(&args)?;
-    eprintln!(
-        "baseline: raw quinn relay hop p50 {:.0} µs, {:.0} frame-hops/s",
-        baseline.per_hop.p50_us, baseline.frame_hops_per_second
-    );
-    let mut clusters = Vec::new();
-    for topology in topologies {
-        let figures = measure(&args, topology, &owned)?;
-        eprintln!(
-            "{topology}: up in {:.1} s, farthest p50 {:.0} µs, {:.0} packet-hops/s",
-            figures.startup_seconds,
-            figures.farthest.set.p50_us,
-            figures.saturation.packet_hops_per_second
-        );
-        clusters.push(figures);
-    }
-    let figures = Figures { baseline, clusters };
+    let figures = run::clusters(&options, &topologies, &mut events)?;
     if args.json {
         println!("{}", serde_json::to_string(&figures)?);
     } else {
@@ -333,146 +237,113 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn measure(
-    args: &Args,
-    topology: Topology,
-    owned: &OwnedClusters,
-) -> anyhow::Result<ClusterFigures> {
-    let (dir, startup, startup_cpu) = start(args, topology, owned)?;
-    let result = measure_running(args, topology, &dir, startup);
-    eprintln!("{}", owned.stop(&dir)?);
-    let mut figures = result?;
-    figures.startup_cpu = startup_cpu;
-    if !args.docker {
-        let ring = runtime()?.block_on(raw_ring::run_on(
-            &dir,
-            &std::env::current_exe()?,
-            cuberoute_cluster::launch::generate::CLUSTER_NICE,
-            RELAY_FRAME_LEN,
-            args.samples * 40,
-            args.concurrency,
-            args.duration,
-        ))?;
-        eprintln!(
-            "{topology}: ring of {} raw relays: hop p50 {:.0} µs, CPU per frame-hop {:.1} µs one at a time, {:.1} µs with {} going round; {:.2} / {:.2} wake-ups per frame-hop",
-            ring.processes,
-            ring.hop.per_hop.p50_us,
-            ring.hop.cpu_us_per_frame_hop_sequential,
-            ring.hop.cpu_us_per_frame_hop_pipelined,
-            ring.hop.window,
-            ring.wakeups_per_frame_hop_sequential,
-            ring.wakeups_per_frame_hop_pipelined
-        );
-        figures.relay_ring = Some(ring);
-        let mesh = runtime()?.block_on(raw_mesh::run_on(
-            &dir,
-            &std::env::current_exe()?,
-            cuberoute_cluster::launch::generate::CLUSTER_NICE,
-            RELAY_FRAME_LEN,
-            args.samples * 40,
-            args.concurrency * figures.farthest.k as usize,
-            args.duration,
-            args.seed,
-        ))?;
-        eprintln!(
-            "{topology}: mesh of {} raw relays on its links: hop p50 {:.0} µs, CPU per frame-hop {:.1} µs one at a time, {:.1} µs with {} touring, {:.0} frame-hops/s; {:.2} / {:.2} wake-ups per frame-hop",
-            mesh.processes,
-            mesh.hop.per_hop.p50_us,
-            mesh.hop.cpu_us_per_frame_hop_sequential,
-            mesh.hop.cpu_us_per_frame_hop_pipelined,
-            mesh.hop.window,
-            mesh.hop.frame_hops_per_second,
-            mesh.wakeups_per_frame_hop_sequential,
-            mesh.wakeups_per_frame_hop_pipelined
-        );
-        figures.relay_mesh = Some(mesh);
-    }
-    Ok(figures)
+/// What a bench run does as it goes, on stderr: a progress bar while a cluster starts, and a
+/// line for each figure as it is measured.
+#[derive(Default)]
+struct Shown {
+    bar: WaitBar,
 }
 
-/// The size of a link data frame carrying a 64-byte payload without a trace: what the relay
-/// baselines send.
-const RELAY_FRAME_LEN: usize = 120;
-
-/// Start `topology` in its own directory under `--dir`; returns it, the start-up time and, for
-/// local processes, the CPU the start took.
-fn start(
-    args: &Args,
-    topology: Topology,
-    owned: &OwnedClusters,
-) -> anyhow::Result<(ClusterDir, Duration, Option<StartCpu>)> {
-    let name = topology.to_string().replace([':', ','], "-");
-    let dir = ClusterDir::new(args.dir.join(name));
-    let timeout = cuberoute_cluster::ops::ready::default_timeout(topology.node_count());
-    if args.docker {
-        let containers = Containers {
-            topology,
-            dir: dir.clone(),
-            subnet: Ipv4Addr::new(10, 205, 0, 0),
-            image: DEFAULT_IMAGE.into(),
-        };
-        let up = owned.start(&dir, || print::start_containers(&containers, timeout))?;
-        let startup = up.phases.total();
-        eprintln!("{topology}: up in {:.1} s", startup.as_secs_f64());
-        return Ok((dir, startup, None));
-    }
-    // Killed outright, the bench takes its local daemons with it all the same.
-    let local = Local {
-        lifetime: Lifetime::WithLauncher,
-        ..Local::loopback(topology, dir.clone(), BASE)
-    };
-    let up = owned.start(&dir, || print::start_local(&local, timeout))?;
-    let (startup, cpu) = (up.phases.total(), up.cpu.expect("local processes"));
-    eprintln!(
-        "{topology}: up in {:.1} s; {}",
-        startup.as_secs_f64(),
-        cpu.line()
-    );
-    Ok((dir, startup, Some(cpu)))
-}
-
-/// How long a cluster this command started rests before its idle cost is measured: the
-/// readiness wait's control connections are gone by then (their idle timeout).
-const SETTLE: Duration = cuberoute_daemon::tls::CONTROL_IDLE_TIMEOUT;
-
-/// The idle cost of a running cluster over `window`.
-fn measure_idle(dir: &ClusterDir, window: Duration) -> anyhow::Result<Idle> {
-    let pids = cuberoute_cluster::launch::runner::pids(dir)?;
-    let idle = usage::idle(&pids, window);
-    eprintln!(
-        "idle {:.0} s: {} daemons use {:.1}% of one core together; PSS mean {:.1} MiB, RSS mean {:.1} MiB",
-        idle.cpu.seconds,
-        idle.cpu.processes,
-        idle.cpu.percent_of_one_core,
-        idle.memory.pss_mib.mean,
-        idle.memory.rss_mib.mean
-    );
-    Ok(idle)
-}
-
-fn idle_only(args: &Args, topologies: &[Topology], owned: &OwnedClusters) -> anyhow::Result<()> {
-    let window = args.idle.expect("clap requires --idle");
-    let mut all = Vec::new();
-    for &topology in topologies {
-        let (dir, startup, _) = start(args, topology, owned)?;
-        std::thread::sleep(SETTLE);
-        let idle = measure_idle(&dir, window);
-        eprintln!("{}", owned.stop(&dir)?);
-        all.push(IdleFigures {
-            topology: topology.to_string(),
-            nodes: topology.node_count(),
-            startup_seconds: startup.as_secs_f64(),
-            idle: idle?,
-        });
-    }
-    if args.json {
-        println!("{}", serde_json::to_string(&all)?);
-    } else {
-        for f in &all {
-            print_idle(&f.topology, f.nodes, f.startup_seconds, &f.idle);
+impl Shown {
+    fn event(&mut self, event: Event) {
+        match event {
+            Event::Start(note) => print::note(note),
+            Event::Round(round) => self.bar.round(round),
+            Event::Waited(ready) => std::mem::take(&mut self.bar).done(ready),
+            Event::Up {
+                topology,
+                startup,
+                cpu: None,
+            } => eprintln!("{topology}: up in {:.1} s", startup.as_secs_f64()),
+            Event::Up {
+                topology,
+                startup,
+                cpu: Some(cpu),
+            } => eprintln!(
+                "{topology}: up in {:.1} s; {}",
+                startup.as_secs_f64(),
+                cpu.line()
+            ),
+            Event::Stopped(what) => eprintln!("{what}"),
+            Event::Baseline(baseline) => eprintln!(
+                "baseline: raw quinn relay hop p50 {:.0} µs, {:.0} frame-hops/s",
+                baseline.per_hop.p50_us, baseline.frame_hops_per_second
+            ),
+            Event::Idle(idle) => eprintln!(
+                "idle {:.0} s: {} daemons use {:.1}% of one core together; PSS mean {:.1} MiB, RSS mean {:.1} MiB",
+                idle.cpu.seconds,
+                idle.cpu.processes,
+                idle.cpu.percent_of_one_core,
+                idle.memory.pss_mib.mean,
+                idle.memory.rss_mib.mean
+            ),
+            Event::Swept { concurrency, point } => eprintln!(
+                "{} sets in flight: {:.0} packet-hops/s at {:.1} µs each, {} sets completed, {} not within the wait",
+                concurrency,
+                point.saturation.packet_hops_per_second,
+                point.cpu.cpu_us_per_packet_hop,
+                point.saturation.sets_completed,
+                point.saturation.sets_incomplete
+            ),
+            Event::Overload {
+                topology,
+                multiple,
+                rate,
+                run,
+            } => eprintln!(
+                "{topology} overload {multiple}x ({rate:.0} sets/s): peak RSS per daemon max {:.1} MiB, median {:.1} MiB; {} of {} offered complete, {} incomplete, refused {:?}, drops {:?}, events {:?}",
+                run.peak_rss_mib_max,
+                run.peak_rss_mib_median,
+                run.sets_completed,
+                run.sets_offered,
+                run.sets_incomplete,
+                run.refused,
+                run.drops,
+                run.events
+            ),
+            Event::Mode {
+                topology,
+                mode,
+                clear,
+                farthest,
+                saturation,
+            } => {
+                let sealing = if clear { "clear" } else { "sealed" };
+                eprintln!(
+                    "{topology} {mode} {sealing}: p50 {:.0} µs p99 {:.0} µs, {:.0} sets/s",
+                    farthest.set.p50_us, farthest.set.p99_us, saturation.sets_per_second
+                );
+            }
+            Event::Ring(topology, ring) => eprintln!(
+                "{topology}: ring of {} raw relays: hop p50 {:.0} µs, CPU per frame-hop {:.1} µs one at a time, {:.1} µs with {} going round; {:.2} / {:.2} wake-ups per frame-hop",
+                ring.processes,
+                ring.hop.per_hop.p50_us,
+                ring.hop.cpu_us_per_frame_hop_sequential,
+                ring.hop.cpu_us_per_frame_hop_pipelined,
+                ring.hop.window,
+                ring.wakeups_per_frame_hop_sequential,
+                ring.wakeups_per_frame_hop_pipelined
+            ),
+            Event::Mesh(topology, mesh) => eprintln!(
+                "{topology}: mesh of {} raw relays on its links: hop p50 {:.0} µs, CPU per frame-hop {:.1} µs one at a time, {:.1} µs with {} touring, {:.0} frame-hops/s; {:.2} / {:.2} wake-ups per frame-hop",
+                mesh.processes,
+                mesh.hop.per_hop.p50_us,
+                mesh.hop.cpu_us_per_frame_hop_sequential,
+                mesh.hop.cpu_us_per_frame_hop_pipelined,
+                mesh.hop.window,
+                mesh.hop.frame_hops_per_second,
+                mesh.wakeups_per_frame_hop_sequential,
+                mesh.wakeups_per_frame_hop_pipelined
+            ),
+            Event::Measured(figures) => eprintln!(
+                "{}: up in {:.1} s, farthest p50 {:.0} µs, {:.0} packet-hops/s",
+                figures.topology,
+                figures.startup_seconds,
+                figures.farthest.set.p50_us,
+                figures.saturation.packet_hops_per_second
+            ),
         }
     }
-    Ok(())
 }
 
 fn print_idle(topology: &str, nodes: u64, startup_seconds: f64, idle: &Idle) {
@@ -490,299 +361,6 @@ fn print_idle(topology: &str, nodes: u64, startup_seconds: f64, idle: &Idle) {
         m.rss_mib.mean,
         m.rss_mib.max
     );
-}
-
-/// `--sweep`: saturate the cluster in `dir` with each number of sets in flight in turn, on a
-/// client of its own (the main one is closed before the memory is read).
-fn sweep(
-    args: &Args,
-    dir: &ClusterDir,
-    pids: &[u32],
-    runtime: &tokio::runtime::Runtime,
-) -> anyhow::Result<Vec<SweepPoint>> {
-    if args.sweep.is_empty() {
-        return Ok(Vec::new());
-    }
-    let client = ClusterClient::open(dir)?;
-    let mut points = Vec::new();
-    for (run, &concurrency) in (1..).zip(&args.sweep) {
-        // Pairs of their own: the main run's would find their sealing keys agreed already.
-        let seed = args.seed.wrapping_add(run);
-        let (saturation, cost) = runtime.block_on(measure::saturate_costed(
-            &client,
-            pids,
-            args.duration,
-            concurrency,
-            seed,
-            Load::default(),
-        ));
-        eprintln!(
-            "{} sets in flight: {:.0} packet-hops/s at {:.1} µs each, {} sets completed, {} not within the wait",
-            concurrency,
-            saturation.packet_hops_per_second,
-            cost.cpu.cpu_us_per_packet_hop,
-            saturation.sets_completed,
-            saturation.sets_incomplete
-        );
-        points.push(SweepPoint {
-            saturation,
-            cpu: cost.cpu,
-            wakeups: cost.wakeups,
-            key_agreements: cost.key_agreements,
-        });
-    }
-    client.close();
-    Ok(points)
-}
-
-fn measure_running(
-    args: &Args,
-    topology: Topology,
-    dir: &ClusterDir,
-    startup: Duration,
-) -> anyhow::Result<ClusterFigures> {
-    let idle = args
-        .idle
-        .map(|w| {
-            if startup > Duration::ZERO {
-                std::thread::sleep(SETTLE);
-            }
-            measure_idle(dir, w)
-        })
-        .transpose()?;
-    let runtime = runtime()?;
-    let _guard = runtime.enter();
-    let client = ClusterClient::open(dir)?;
-    let src = NodeId(0);
-    let far = topology
-        .nodes()
-        .max_by_key(|&v| (topology.distance(src, v), v))
-        .expect("nodes");
-    let near = topology.neighbours(src).last().expect("a neighbour");
-    let pids = cuberoute_cluster::launch::runner::pids(dir)?;
-    let (
-        farthest,
-        cost_sequential,
-        adjacent,
-        cost_adjacent,
-        cpu_per_request,
-        saturation,
-        cost_saturation,
-    ) = runtime.block_on(async {
-        // Warm up: connections, and every daemon's first packets. Reading every node's
-        // counters opens the control connection to each; their handshakes and path MTU
-        // probes are over before the first window.
-        let plain = Load::default();
-        measure::pair_latency(&client, src, far, 20, plain).await?;
-        measure::pair_latency(&client, src, near, 20, plain).await?;
-        measure::cluster_counts(&client).await;
-        tokio::time::sleep(Duration::from_secs(2)).await;
-        let (farthest, cpu_sequential) = measure::window_cost(&client, &pids, async {
-            measure::pair_latency(&client, src, far, args.samples, plain).await
-        })
-        .await;
-        let (adjacent, cost_adjacent) = measure::window_cost(&client, &pids, async {
-            measure::pair_latency(&client, src, near, args.samples, plain).await
-        })
-        .await;
-        let cpu_per_request =
-            measure::cpu_per_request(&client, &pids, (src, far), args.samples).await?;
-        let (saturation, cost_saturation) = measure::saturate_costed(
-            &client,
-            &pids,
-            args.duration,
-            args.concurrency,
-            args.seed,
-            plain,
-        )
-        .await;
-        anyhow::Ok((
-            farthest?,
-            cpu_sequential,
-            adjacent?,
-            cost_adjacent,
-            cpu_per_request,
-            saturation,
-            cost_saturation,
-        ))
-    })?;
-    let mut overloads = Vec::new();
-    let overload_load = Load {
-        mode: Mode::PLAIN,
-        payload_bytes: args.payload_bytes,
-        clear: false,
-    };
-    // The saturation rate of the overload runs' own payload: what they offer multiples of.
-    let overload_reference = (!args.overload.is_empty()).then(|| {
-        runtime.block_on(measure::saturate(
-            &client,
-            args.duration,
-            args.concurrency,
-            args.seed,
-            overload_load,
-        ))
-    });
-    for &multiple in &args.overload {
-        let reference = overload_reference.as_ref().expect("with --overload");
-        let rate = multiple * reference.sets_per_second;
-        let run = runtime.block_on(overload::overload(
-            &client,
-            &pids,
-            multiple,
-            rate,
-            args.duration,
-            args.seed,
-            overload_load,
-        ));
-        eprintln!(
-            "{topology} overload {multiple}x ({rate:.0} sets/s): peak RSS per daemon max {:.1} MiB, median {:.1} MiB; {} of {} offered complete, {} incomplete, refused {:?}, drops {:?}, events {:?}",
-            run.peak_rss_mib_max,
-            run.peak_rss_mib_median,
-            run.sets_completed,
-            run.sets_offered,
-            run.sets_incomplete,
-            run.refused,
-            run.drops,
-            run.events
-        );
-        overloads.push(run);
-    }
-    let mut modes = Vec::new();
-    if !args.delivery.is_empty() || args.clear_too {
-        let plain = std::iter::once(Mode::PLAIN);
-        // Clear first: the baseline before what it is the baseline of, as everywhere here.
-        let ways: &[bool] = if args.clear_too {
-            &[true, false]
-        } else {
-            &[false]
-        };
-        let loads = plain
-            .chain(args.delivery.iter().copied())
-            .flat_map(|mode| ways.iter().map(move |&clear| (mode, clear)));
-        for (mode, clear) in loads {
-            let load = Load {
-                mode,
-                payload_bytes: args.payload_bytes,
-                clear,
-            };
-            let (farthest, saturation) = runtime.block_on(async {
-                measure::pair_latency(&client, src, far, 20, load).await?;
-                let farthest = measure::pair_latency(&client, src, far, args.samples, load).await?;
-                let saturation =
-                    measure::saturate(&client, args.duration, args.concurrency, args.seed, load)
-                        .await;
-                anyhow::Ok((farthest, saturation))
-            })?;
-            let sealing = if clear { "clear" } else { "sealed" };
-            eprintln!(
-                "{topology} {mode} {sealing}: p50 {:.0} µs p99 {:.0} µs, {:.0} sets/s",
-                farthest.set.p50_us, farthest.set.p99_us, saturation.sets_per_second
-            );
-            modes.push(ModeFigures {
-                mode: mode.to_string(),
-                sealed: !clear,
-                payload_bytes: args.payload_bytes,
-                farthest,
-                saturation,
-            });
-        }
-    }
-    client.close();
-    let memory = usage::memory(&cuberoute_cluster::launch::runner::pids(dir)?);
-    let memory_after_quiet = memory_after_quiet::after_burst(
-        &cuberoute_cluster::launch::runner::pids(dir)?,
-        args.quiet.unwrap_or(memory_after_quiet::QUIET),
-    );
-    let saturation_sweep = sweep(args, dir, &pids, &runtime)?;
-    let all_copies: Vec<(u32, f64)> = farthest
-        .copies
-        .iter()
-        .chain(&adjacent.copies)
-        .copied()
-        .collect();
-    let slope = measure::hop_slope(&all_copies);
-    Ok(ClusterFigures {
-        load_generator_nice: cuberoute_daemon::priority::current()?,
-        hop_slope_us: slope.map(|s| s.0),
-        hop_fixed_us: slope.map(|s| s.1),
-        topology: topology.to_string(),
-        nodes: topology.node_count(),
-        startup_seconds: startup.as_secs_f64(),
-        startup_cpu: None,
-        farthest,
-        adjacent,
-        saturation,
-        cpu_sequential: cost_sequential.cpu,
-        cpu_sequential_adjacent: cost_adjacent.cpu,
-        cpu_sequential_split: SetCost::between(
-            (&cost_sequential.cpu, args.samples),
-            (&cost_adjacent.cpu, args.samples),
-        ),
-        cpu_sequential_requests: cpu_per_request
-            .map(|per_request| RequestCost::of((&cost_sequential.cpu, args.samples), per_request)),
-        cpu_saturation: cost_saturation.cpu,
-        key_agreements_saturation: cost_saturation.key_agreements,
-        wakeups_sequential: cost_sequential.wakeups,
-        wakeups_saturation: cost_saturation.wakeups,
-        wakeups_per_packet_hop: cost_saturation.wakeups.wakeups_per_packet_hop,
-        overload: overloads,
-        overload_reference,
-        saturation_sweep,
-        rss_kib_mean: memory.rss_mib.mean * 1024.0,
-        rss_kib_max: (memory.rss_mib.max * 1024.0) as u64,
-        memory,
-        memory_after_quiet,
-        idle,
-        modes,
-        relay_ring: None,
-        relay_mesh: None,
-    })
-}
-
-/// Start a relay peer process with node 1's certificate of a generated Q_1 cluster, and
-/// measure against it with node 0's.
-fn baseline(args: &Args) -> anyhow::Result<RawHop> {
-    let dir = ClusterDir::new(args.dir.join("baseline"));
-    cuberoute_cluster::launch::generate::generate(
-        &dir,
-        "q:1".parse().expect("valid"),
-        &cuberoute_cluster::Addressing::Loopback {
-            base: Ipv4Addr::new(127, 5, 255, 0),
-            ports: cuberoute_cluster::Ports::default(),
-        },
-    )?;
-    let listen: SocketAddr = "127.5.255.2:7000".parse()?;
-    let node = |id: u64, file| dir.node_dir(NodeId(id)).join(file);
-    let mut peer = Command::new(std::env::current_exe()?)
-        .args(["bench-relay-peer", "--listen", &listen.to_string()])
-        .args(["--parent", &std::process::id().to_string()])
-        .arg("--ca")
-        .arg(dir.ca_cert())
-        .arg("--cert")
-        .arg(node(1, "node.pem"))
-        .arg("--key")
-        .arg(node(1, "node.key"))
-        .stdin(Stdio::null())
-        .spawn()
-        .context("starting the relay peer")?;
-    let credentials =
-        Credentials::load(&dir.ca_cert(), &node(0, "node.pem"), &node(0, "node.key"))?;
-    std::thread::sleep(Duration::from_millis(300));
-    let frame_len = RELAY_FRAME_LEN;
-    let pids = [std::process::id(), peer.id()];
-    let result = runtime()?.block_on(raw_hop::measure(
-        &pids,
-        listen,
-        NodeId(1),
-        &credentials,
-        frame_len,
-        args.samples * 4,
-        args.concurrency,
-        args.duration,
-    ));
-    let _ = peer.kill();
-    let _ = peer.wait();
-    result
 }
 
 pub fn relay_ring(args: RelayRingArgs) -> anyhow::Result<()> {

@@ -2,6 +2,8 @@
 //! memory, start-up) and the raw quinn baselines it is measured against. Imports the launching
 //! and operating rooms below it, never the chaos run.
 //!
+//! * [`run`]: a bench run: each cluster started, measured and taken down, with the baselines of
+//!   the same run; what it found ([`run::Figures`]) and what it does as it goes ([`run::Event`]);
 //! * [`measure`]: latency, saturation, the daemons' CPU and wake-ups per packet-hop, what a
 //!   set's ends cost apart from its hops;
 //! * [`raw_hop`]: the baseline of one hop, a raw quinn stream between two processes;
@@ -16,3 +18,4 @@ pub mod overload;
 pub mod raw_hop;
 pub mod raw_mesh;
 pub mod raw_ring;
+pub mod run;
