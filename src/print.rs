@@ -1,14 +1,19 @@
 //! What more than one command shows: the progress of a cluster's start and its summary once
-//! up (`cluster up`, `demo`), a cluster's status table (`cluster status`, `demo`), a cluster
-//! taken down (`cluster down`, `demo`). The commands share these instead of calling each other.
+//! up (`cluster up`, `demo`, `bench`), a cluster's status table (`cluster status`, `demo`), a
+//! cluster taken down (`cluster down`, `demo`), a set's delivery report (`send`, `demo`), a
+//! chaos run's report (`chaos run`, `sim`) and a redundancy study's table (`chaos study`,
+//! `sim --study`). The commands share these instead of calling each other.
 
 use crate::commands::{runtime, usage};
+use cuberoute_cluster::chaos;
+use cuberoute_cluster::chaos::redundancy::Cell;
 use cuberoute_cluster::launch::phases::Phases;
 use cuberoute_cluster::launch::runner;
 use cuberoute_cluster::launch::start::{self, Containers, Local, Note};
 use cuberoute_cluster::launch::start_cpu::StartCpu;
 use cuberoute_cluster::ops::cluster_client::{links_up, revoked};
 use cuberoute_cluster::ops::ready::{self, Readiness};
+use cuberoute_cluster::ops::traffic::{Destinations, SendReport};
 use cuberoute_cluster::ops::up::{self, Up};
 use cuberoute_cluster::{ClusterClient, ClusterDir};
 use cuberoute_protocol::wire::control::NodeStatus;
@@ -298,4 +303,385 @@ pub fn write_status_table(
 pub fn down(dir: &ClusterDir, keep_volumes: bool) -> anyhow::Result<()> {
     println!("{}", runner::stop_keeping(dir, keep_volumes)?);
     Ok(())
+}
+
+/// The human-readable delivery report.
+pub fn write_report(
+    out: &mut impl Write,
+    topology: Topology,
+    report: &SendReport,
+    waited: bool,
+) -> std::io::Result<()> {
+    let name = |v: u64| topology.format_node(cuberoute_protocol::NodeId(v));
+    let to = match &report.to {
+        Destinations::One(v) => name(*v),
+        Destinations::Many(vs) => vs.iter().map(|&v| name(v)).collect::<Vec<_>>().join(","),
+    };
+    if !report.mode.is_plain() {
+        return write_mode_report(out, report, waited, &name(report.from), &to);
+    }
+    if !waited {
+        return writeln!(
+            out,
+            "set {} from {} to {} accepted: {} packets on {} disjoint paths",
+            report.seq,
+            name(report.from),
+            to,
+            report.k,
+            report.k
+        );
+    }
+    writeln!(
+        out,
+        "set {} from {} to {}: {} of {} copies delivered",
+        report.seq,
+        name(report.from),
+        to,
+        report.copies_delivered(),
+        report.k
+    )?;
+    for copy in &report.copies {
+        match (&copy.path, copy.hops, copy.latency_us) {
+            (path, Some(hops), Some(latency)) => {
+                let path = path.as_ref().map_or(String::new(), |p| {
+                    p.iter().map(|&v| name(v)).collect::<Vec<_>>().join(" ")
+                });
+                let to = copy
+                    .to
+                    .map_or(String::new(), |v| format!(" to {}", name(v)));
+                writeln!(
+                    out,
+                    "  copy {}{to}: {hops:>2} hops, {:>7} µs  {path}",
+                    copy.index, latency
+                )?;
+            }
+            _ => {
+                let to = copy
+                    .to
+                    .map_or(String::new(), |v| format!(" to {}", name(v)));
+                writeln!(out, "  copy {}{to}: NOT delivered", copy.index)?
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The report of a set in a delivery mode: one payload, rebuilt from the k pieces.
+fn write_mode_report(
+    out: &mut impl Write,
+    report: &SendReport,
+    waited: bool,
+    from: &str,
+    to: &str,
+) -> std::io::Result<()> {
+    let head = format!(
+        "set {} from {from} to {to} ({}): {} pieces on {} disjoint paths, {} bytes on the wire for {} of payload ({} as plain copies)",
+        report.seq,
+        report.mode,
+        report.k,
+        report.k,
+        report.wire_bytes,
+        report.payload_bytes,
+        report.payload_bytes * u64::from(report.k),
+    );
+    writeln!(out, "{head}")?;
+    if !waited {
+        return Ok(());
+    }
+    match report.deliveries.first() {
+        Some(d) => writeln!(
+            out,
+            "  delivered once, whole: {} µs, completed by the piece on path {}",
+            d.latency_us, d.index
+        )?,
+        None => writeln!(out, "  NOT delivered")?,
+    }
+    if !report.rejected_paths.is_empty() {
+        writeln!(
+            out,
+            "  rejected as forged or misshapen: the pieces of paths {:?}",
+            report.rejected_paths
+        )?;
+    }
+    match (report.attempts, report.acked) {
+        (Some(n), Some(true)) => writeln!(out, "  acknowledged after {n} attempt(s)"),
+        (Some(n), _) => writeln!(out, "  NOT acknowledged after {n} attempt(s)"),
+        _ => Ok(()),
+    }
+}
+
+/// The verdict of a `crash-ends` run.
+fn print_ends(delivery: &str, e: &cuberoute_cluster::chaos::ends::EndsReport) {
+    println!(
+        "  {} kills and {} restarts of sources and destinations; delivery {delivery}",
+        e.kills, e.restarts
+    );
+    println!(
+        "  sends {}: accepted {}, not accepted {} (source down or killed before it answered; {} of those arrived all the same)",
+        e.sends, e.accepted, e.not_accepted, e.taken_not_accepted
+    );
+    println!(
+        "  accepted and taken by a consuming client: {}; accepted_lost {}; acked_lost {} (of {} acknowledged); duplicates_to_client {}; wrong payloads {}",
+        e.taken, e.accepted_lost, e.acked_lost, e.acked, e.duplicates_to_client, e.wrong_to_client
+    );
+    if e.expired + e.unsettled > 0 {
+        println!(
+            "  reliable sets expired at their source: {}; not known to their source (it restarted): {}",
+            e.expired, e.unsettled
+        );
+    }
+    println!(
+        "  read from the store on {} nodes, from the output buffer on {}",
+        e.nodes_consumed_from_store, e.nodes_read_from_output
+    );
+    for l in &e.lost {
+        println!(
+            "  lost: {} -> {} seq {} ({})",
+            l.from,
+            l.to,
+            l.seq,
+            l.settled.as_deref().unwrap_or("source could not tell")
+        );
+    }
+}
+
+pub fn print_report(r: &chaos::report::Report) {
+    let pct = |a: u64, b: u64| {
+        if b == 0 {
+            100.0
+        } else {
+            100.0 * a as f64 / b as f64
+        }
+    };
+    println!(
+        "chaos run on {} (seed {}), faults {:?}",
+        r.topology, r.seed, r.faults
+    );
+    if let Some(e) = &r.ends {
+        print_ends(&r.delivery, e);
+        return;
+    }
+    println!(
+        "  message sets sent: {}; copies delivered {} of {} ({:.2}%)",
+        r.sets_sent,
+        r.copies_delivered,
+        r.copies_expected,
+        pct(r.copies_delivered, r.copies_expected)
+    );
+    println!(
+        "  sets with at least one copy: {} ({:.2}%); sets lost: {}; corrupted copies handed to a client: {}",
+        r.sets_with_a_copy,
+        pct(r.sets_with_a_copy, r.sets_sent),
+        r.sets_lost,
+        r.corrupted_delivered_to_client
+    );
+    for w in &r.fault_windows {
+        println!(
+            "  fault {:>8.1} s to {:>8.1} s: {} on {} ({})",
+            w.start_ms / 1e3,
+            w.end_ms / 1e3,
+            w.what,
+            w.place,
+            w.mechanism
+        );
+    }
+    if let Some(dropped) = r.kernel_dropped {
+        println!("  datagrams the kernel's rules dropped: {dropped}");
+    }
+    if let Some(h) = &r.host_loss {
+        println!(
+            "  host {} lost ({} nodes): of {} sets between the other hosts' nodes, {} had a path \
+             avoiding it and {} of them kept a copy{} ({} below the placement's promise); {} had \
+             none, {} got a copy all the same",
+            h.host,
+            h.nodes.len(),
+            h.sets_between_others,
+            h.promised_a_copy,
+            h.kept_a_copy,
+            if h.copies_promised > 0 {
+                format!(
+                    "; {} of the {} copies on such paths arrived",
+                    h.copies_kept, h.copies_promised
+                )
+            } else {
+                String::new()
+            },
+            h.below_promise,
+            h.promised_none,
+            h.got_one_anyway
+        );
+        if h.sets_to_lost_host > 0 {
+            println!(
+                "  sets to the lost host's nodes: {} sent, {} arrived",
+                h.sets_to_lost_host, h.delivered_to_lost_host
+            );
+        }
+    }
+    let phases = [
+        ("fault-free", &r.phases.fault_free),
+        ("with faults", &r.phases.with_faults),
+        ("after", &r.phases.after_faults),
+    ];
+    for (name, p) in phases {
+        println!(
+            "  {name:<12} {:>6} sets, copies {:>6}/{:<6} ({:.2}%), sets with a copy {:.2}%, single-path baseline {:.2}%, path mismatches {}",
+            p.sets_sent,
+            p.copies_delivered,
+            p.copies_expected,
+            pct(p.copies_delivered, p.copies_expected),
+            pct(p.sets_with_a_copy, p.sets_sent),
+            pct(p.single_path_delivered, p.sets_sent),
+            p.path_mismatches
+        );
+    }
+    let l = &r.latency_us;
+    println!(
+        "  latency per copy: fault-free p50 {:.0} µs p99 {:.0} µs; with faults p50 {:.0} µs p99 {:.0} µs; after p50 {:.0} µs p99 {:.0} µs",
+        l.fault_free.p50_us,
+        l.fault_free.p99_us,
+        l.with_faults.p50_us,
+        l.with_faults.p99_us,
+        l.after_faults.p50_us,
+        l.after_faults.p99_us
+    );
+    if r.state_corruptions > 0 {
+        println!(
+            "  protocol variables overwritten {} times",
+            r.state_corruptions
+        );
+    }
+    let rec = &r.recovery;
+    if rec.packets_corrupted > 0 {
+        println!(
+            "  corrupted packets: {} ({} dropped, {} delivered intact, {} corrupted again); gone within {} hops (bound B = {}) and {:.1} ms",
+            rec.packets_corrupted,
+            rec.corrupted_dropped,
+            rec.corrupted_delivered,
+            rec.corrupted_again,
+            rec.max_hops,
+            rec.bound_hops,
+            rec.max_ms
+        );
+    }
+    if !r.crashed.is_empty() || !r.cut.is_empty() {
+        println!(
+            "  crashed {:?}, cut {:?}; every link up again {}",
+            r.crashed,
+            r.cut,
+            r.rejoin_ms
+                .map_or("NOT within 60 s".to_string(), |ms| format!(
+                    "{ms:.0} ms after the restart"
+                ))
+        );
+    }
+    if r.partition_bit.is_some() || r.loss_rate > 0.0 {
+        let partition = r.partition_bit.map_or(String::new(), |bit| {
+            format!(
+                "partitioned on id bit {bit} ({} links between the halves); ",
+                r.partitioned_links
+            )
+        });
+        let loss = if r.loss_rate > 0.0 {
+            format!("{:.1}% of datagrams lost; ", r.loss_rate * 100.0)
+        } else {
+            String::new()
+        };
+        // With crashes or cuts too, the line above says when the links came back.
+        let rejoin = if r.crashed.is_empty() && r.cut.is_empty() {
+            r.rejoin_ms
+                .map_or("every link up again NOT within 60 s".to_string(), |ms| {
+                    format!("every link up again {ms:.0} ms after the repair")
+                })
+        } else {
+            String::new()
+        };
+        println!("  {partition}{loss}{rejoin}");
+    }
+    if r.delivery != "plain" || r.forged_delivered_to_client > 0 || r.duplicates_to_client > 0 {
+        println!(
+            "  delivery {}: duplicates to a client {}, forged payloads to a client {}, {:.0} wire bytes per set for {:.0} of payload, attempts mean {:.2} max {} ({} settled), {} expired at the source",
+            r.delivery,
+            r.duplicates_to_client,
+            r.forged_delivered_to_client,
+            r.wire_bytes_per_set,
+            r.payload_bytes_per_set,
+            r.attempts.mean,
+            r.attempts.max,
+            r.attempts.settled,
+            r.sets_expired_at_source
+        );
+    }
+    if r.delivery.starts_with("reliable") {
+        let o = &r.reliable;
+        println!(
+            "  reliable sets: {} acknowledged, {} expired at the source ({} of them delivered all the same), {} refused at once, {} unsettled",
+            o.acked, o.expired, o.expired_but_delivered, o.refused, o.unsettled
+        );
+    }
+    for lost in &r.lost {
+        println!(
+            "  lost: {:?} {} -> {} seq {} sent at {} µs: {}{}",
+            lost.phase,
+            lost.from,
+            lost.to,
+            lost.seq,
+            lost.sent_at_us,
+            lost.outcome,
+            lost.attempts
+                .map_or(String::new(), |a| format!(" after {a} attempts"))
+        );
+    }
+    if !r.relays.is_empty() {
+        println!(
+            "  relays {:?}: {} payloads captured, {} of them holding their payload or an 8-byte run of it",
+            r.relays, r.captured, r.leaked
+        );
+        let f = &r.forgeries;
+        if f.payload + f.header + f.source + f.attempt + f.replayed > 0 {
+            println!(
+                "  forgeries: {} payloads, {} headers, {} sources, {} attempts rewritten, {} packets replayed",
+                f.payload, f.header, f.source, f.attempt, f.replayed
+            );
+        }
+    }
+    let w = &r.sweep;
+    println!(
+        "  outputs swept at the end: {} entries; beyond the sets awaited {} of sets never sent, {} with another payload, {} duplicates; {} in another mode or sealing (never taken for the run's sets); {} overwritten unread{}",
+        w.entries,
+        w.unknown_sets,
+        w.other_payloads,
+        w.duplicates,
+        w.not_taken,
+        w.missed,
+        if w.nodes_unread > 0 {
+            format!(", {} nodes not read", w.nodes_unread)
+        } else {
+            String::new()
+        }
+    );
+    println!(
+        "  drops: {:?}; output entries overwritten before a client read them: {}",
+        r.drops, r.output_overwritten
+    );
+}
+
+/// The study's table, one line per cell.
+pub fn print_study(cells: &[Cell]) {
+    println!(
+        "{:<22} {:<12} {:<9} {:>6} {:>8} {:>9} {:>9} {:>9}",
+        "condition", "paths", "delivery", "sets", "lost", "p50 ms", "p99 ms", "p99.9 ms"
+    );
+    for c in cells {
+        println!(
+            "{:<22} {:<12} {:<9} {:>6} {:>7.2}% {:>9.2} {:>9.2} {:>9.2}",
+            c.condition,
+            c.paths,
+            if c.reliable { "reliable" } else { "plain" },
+            c.sets,
+            c.lost_share * 100.0,
+            c.p50_ms,
+            c.p99_ms,
+            c.p999_ms
+        );
+    }
 }

@@ -84,7 +84,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             topology.distance(src, dst),
             report.k
         );
-        super::send::write_report(&mut out, topology, &report, true)?;
+        print::write_report(&mut out, topology, &report, true)?;
         all_delivered &= report.copies_delivered() == report.k as usize;
         let traced: Vec<Vec<NodeId>> = report
             .copies

@@ -8,7 +8,6 @@ pub mod cluster;
 pub mod daemon;
 pub mod demo;
 pub mod monitor;
-pub mod network;
 pub mod paths;
 pub mod ping;
 pub mod recv;
@@ -101,4 +100,50 @@ pub fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
         .worker_threads(2)
         .enable_all()
         .build()?)
+}
+
+#[cfg(test)]
+mod tests {
+    use cuberoute_layering::{Layers, Room, read_src};
+    use std::collections::BTreeSet;
+    use std::path::Path;
+
+    /// No command imports another: each module of `commands/` but `args` (a file or a folder)
+    /// is a room of its own, above what they share (`commands/mod.rs`, `args`, `print`,
+    /// `svg`), which imports no command. A command shares code with another through those, or
+    /// through the cluster crate.
+    #[test]
+    fn no_command_imports_another() {
+        let files = read_src(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src"));
+        let commands: BTreeSet<String> = files
+            .keys()
+            .filter_map(|f| f.strip_prefix("commands/"))
+            .map(|rest| rest.split('/').next().unwrap().trim_end_matches(".rs"))
+            .filter(|m| !matches!(*m, "mod" | "args"))
+            .map(|m| format!("commands::{m}"))
+            .collect();
+        assert!(commands.len() > 10, "{commands:?}");
+        let paths: Vec<[&str; 1]> = commands.iter().map(|m| [m.as_str()]).collect();
+        let rooms: Vec<Room> = paths
+            .iter()
+            .map(|path| Room {
+                name: &path[0]["commands::".len()..],
+                modules: path,
+            })
+            .collect();
+        let layers = Layers {
+            noun: "layer",
+            layers: &[
+                &[Room {
+                    name: "shared",
+                    modules: &["commands", "commands::args", "print", "svg"],
+                }],
+                &rooms,
+            ],
+            loops: false,
+        };
+        let found = layers.problems(&files);
+        assert!(found.is_empty(), "{}", found.join("\n"));
+        assert_eq!(layers.unused(&files), Vec::<String>::new());
+    }
 }

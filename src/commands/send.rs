@@ -6,14 +6,15 @@
 
 use super::args::{ClientArg, JsonArg, PairArgs};
 use super::{runtime, usage};
+use crate::print;
 use cuberoute_cluster::ClusterClient;
-use cuberoute_cluster::ops::traffic::{Destinations, SendOptions, SendReport};
+use cuberoute_cluster::ops::traffic::SendOptions;
 use cuberoute_daemon::client::ClientError;
 use cuberoute_daemon::roles;
+use cuberoute_protocol::SendRequest;
 use cuberoute_protocol::delivery::{MAX_CODED_PAYLOAD, Mode, Scheme};
 use cuberoute_protocol::wire::control::ControlErrorKind;
 use cuberoute_protocol::wire::control::MAX_PAYLOAD_LEN;
-use cuberoute_protocol::{SendRequest, Topology};
 use std::io::Write;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -157,7 +158,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         serde_json::to_writer(&mut out, &report)?;
         writeln!(out)?;
     } else {
-        write_report(&mut out, topology, &report, args.wait)?;
+        print::write_report(&mut out, topology, &report, args.wait)?;
     }
     if args.wait && !mode.is_plain() && !report.delivered {
         anyhow::bail!(
@@ -174,109 +175,4 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         );
     }
     Ok(())
-}
-
-/// The human-readable delivery report.
-pub fn write_report(
-    out: &mut impl Write,
-    topology: Topology,
-    report: &SendReport,
-    waited: bool,
-) -> std::io::Result<()> {
-    let name = |v: u64| topology.format_node(cuberoute_protocol::NodeId(v));
-    let to = match &report.to {
-        Destinations::One(v) => name(*v),
-        Destinations::Many(vs) => vs.iter().map(|&v| name(v)).collect::<Vec<_>>().join(","),
-    };
-    if !report.mode.is_plain() {
-        return write_mode_report(out, report, waited, &name(report.from), &to);
-    }
-    if !waited {
-        return writeln!(
-            out,
-            "set {} from {} to {} accepted: {} packets on {} disjoint paths",
-            report.seq,
-            name(report.from),
-            to,
-            report.k,
-            report.k
-        );
-    }
-    writeln!(
-        out,
-        "set {} from {} to {}: {} of {} copies delivered",
-        report.seq,
-        name(report.from),
-        to,
-        report.copies_delivered(),
-        report.k
-    )?;
-    for copy in &report.copies {
-        match (&copy.path, copy.hops, copy.latency_us) {
-            (path, Some(hops), Some(latency)) => {
-                let path = path.as_ref().map_or(String::new(), |p| {
-                    p.iter().map(|&v| name(v)).collect::<Vec<_>>().join(" ")
-                });
-                let to = copy
-                    .to
-                    .map_or(String::new(), |v| format!(" to {}", name(v)));
-                writeln!(
-                    out,
-                    "  copy {}{to}: {hops:>2} hops, {:>7} µs  {path}",
-                    copy.index, latency
-                )?;
-            }
-            _ => {
-                let to = copy
-                    .to
-                    .map_or(String::new(), |v| format!(" to {}", name(v)));
-                writeln!(out, "  copy {}{to}: NOT delivered", copy.index)?
-            }
-        }
-    }
-    Ok(())
-}
-
-/// The report of a set in a delivery mode: one payload, rebuilt from the k pieces.
-fn write_mode_report(
-    out: &mut impl Write,
-    report: &SendReport,
-    waited: bool,
-    from: &str,
-    to: &str,
-) -> std::io::Result<()> {
-    let head = format!(
-        "set {} from {from} to {to} ({}): {} pieces on {} disjoint paths, {} bytes on the wire for {} of payload ({} as plain copies)",
-        report.seq,
-        report.mode,
-        report.k,
-        report.k,
-        report.wire_bytes,
-        report.payload_bytes,
-        report.payload_bytes * u64::from(report.k),
-    );
-    writeln!(out, "{head}")?;
-    if !waited {
-        return Ok(());
-    }
-    match report.deliveries.first() {
-        Some(d) => writeln!(
-            out,
-            "  delivered once, whole: {} µs, completed by the piece on path {}",
-            d.latency_us, d.index
-        )?,
-        None => writeln!(out, "  NOT delivered")?,
-    }
-    if !report.rejected_paths.is_empty() {
-        writeln!(
-            out,
-            "  rejected as forged or misshapen: the pieces of paths {:?}",
-            report.rejected_paths
-        )?;
-    }
-    match (report.attempts, report.acked) {
-        (Some(n), Some(true)) => writeln!(out, "  acknowledged after {n} attempt(s)"),
-        (Some(n), _) => writeln!(out, "  NOT acknowledged after {n} attempt(s)"),
-        _ => Ok(()),
-    }
 }

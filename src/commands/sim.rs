@@ -3,11 +3,11 @@
 //! simulated network and clock (`cuberoute_cluster::chaos::sim`); the same seed gives the same
 //! report.
 
-use super::chaos::{Scenario, print_report};
-use super::network::{conditions, print_study};
+use super::args::Scenario;
 use super::{parse_topology, usage};
+use crate::print::{print_report, print_study};
 use cuberoute_cluster::ClusterDir;
-use cuberoute_cluster::chaos::redundancy::StudyConfig;
+use cuberoute_cluster::chaos::redundancy::{StudyConfig, conditions};
 use cuberoute_cluster::chaos::sim::{SimOptions, run};
 use std::time::Duration;
 

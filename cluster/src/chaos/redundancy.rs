@@ -99,6 +99,21 @@ pub struct Cell {
     pub mean_k: f64,
 }
 
+/// No fault, then each loss, then the delay: the study's conditions.
+pub fn conditions(losses: &[f64], delay: Duration, jitter: Duration) -> Vec<Condition> {
+    let mut conditions = vec![Condition::none()];
+    conditions.extend(
+        losses
+            .iter()
+            .filter(|&&l| l > 0.0)
+            .map(|&l| Condition::loss(l)),
+    );
+    if !delay.is_zero() {
+        conditions.push(Condition::delay(delay, jitter));
+    }
+    conditions
+}
+
 /// Run every condition, each with the four ways of sending, on the cluster `client` reaches.
 pub async fn run(
     client: &ClusterClient,

@@ -2,10 +2,11 @@
 //! nodes have a network of their own (`cluster up --netns`, or compose containers). What applies
 //! each part is `cuberoute_cluster::chaos::netfault`'s decision; this parses, calls and prints.
 
-use super::args::{ClientArg, DirArg};
-use super::{parse_node, parse_set, runtime, usage};
+use crate::commands::args::{ClientArg, DirArg};
+use crate::commands::{parse_node, parse_set, runtime, usage};
+use crate::print;
 use cuberoute_cluster::chaos::netfault::{self, Chain, Impairment, Network, Place};
-use cuberoute_cluster::chaos::redundancy::{self, Cell, Condition, StudyConfig};
+use cuberoute_cluster::chaos::redundancy::{self, StudyConfig};
 use cuberoute_cluster::chaos::scenario::Runners;
 use cuberoute_cluster::{ClusterClient, ClusterDir};
 use cuberoute_protocol::wire::control::{Fault, Request};
@@ -107,28 +108,13 @@ impl StudyArgs {
             return Err(usage("--sets must be from 1 to 1,000,000"));
         }
         Ok(StudyConfig {
-            conditions: conditions(&self.losses, self.delay, self.jitter),
+            conditions: redundancy::conditions(&self.losses, self.delay, self.jitter),
             sets: self.sets,
             rate: self.rate,
             wait: self.wait,
             seed: self.seed,
         })
     }
-}
-
-/// No fault, then each loss, then the delay: the study's conditions.
-pub fn conditions(losses: &[f64], delay: Duration, jitter: Duration) -> Vec<Condition> {
-    let mut conditions = vec![Condition::none()];
-    conditions.extend(
-        losses
-            .iter()
-            .filter(|&&l| l > 0.0)
-            .map(|&l| Condition::loss(l)),
-    );
-    if !delay.is_zero() {
-        conditions.push(Condition::delay(delay, jitter));
-    }
-    conditions
 }
 
 pub fn study(args: &StudyArgs) -> anyhow::Result<()> {
@@ -163,30 +149,9 @@ pub fn study(args: &StudyArgs) -> anyhow::Result<()> {
             serde_json::json!({"topology": client.manifest.topology.to_string(), "cells": cells})
         );
     } else {
-        print_study(&cells);
+        print::print_study(&cells);
     }
     Ok(())
-}
-
-/// The study's table, one line per cell.
-pub fn print_study(cells: &[Cell]) {
-    println!(
-        "{:<22} {:<12} {:<9} {:>6} {:>8} {:>9} {:>9} {:>9}",
-        "condition", "paths", "delivery", "sets", "lost", "p50 ms", "p99 ms", "p99.9 ms"
-    );
-    for c in cells {
-        println!(
-            "{:<22} {:<12} {:<9} {:>6} {:>7.2}% {:>9.2} {:>9.2} {:>9.2}",
-            c.condition,
-            c.paths,
-            if c.reliable { "reliable" } else { "plain" },
-            c.sets,
-            c.lost_share * 100.0,
-            c.p50_ms,
-            c.p99_ms,
-            c.p999_ms
-        );
-    }
 }
 
 /// `5%`, `5` or `0.5%`: a share from 0 to 100 percent.
