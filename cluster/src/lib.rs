@@ -20,7 +20,7 @@
 //! * [`launch`]: what a cluster starts from and what runs it;
 //! * [`ops`]: the client of a running cluster and what it asks the nodes;
 //! * [`chaos`]: the chaos run and everything only it uses;
-//! * [`bench`]: the benchmarks and their raw quinn baselines.
+//! * [`bench`](mod@bench): the benchmarks and their raw quinn baselines.
 //!
 //! Each room's `mod.rs` lists its modules. The root re-exports the names most callers want:
 //! [`ClusterDir`], [`Addressing`], [`Ports`] and [`ClusterClient`].

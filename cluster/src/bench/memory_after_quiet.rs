@@ -1,7 +1,7 @@
 //! Memory after a burst: the daemons' PSS and RSS read right after the traffic ends and again
 //! after [`QUIET`] with no traffic, the same way as every other memory figure
-//! ([`crate::launch::usage::memory`]: `/proc/<pid>/smaps_rollup` and `/proc/<pid>/status`). The daemons
-//! give back what a burst made them hold once they have been quiet for a while
+//! ([`crate::launch::usage::memory`]: `/proc/<pid>/smaps_rollup` and `/proc/<pid>/status`).
+//! The daemons give back what a burst made them hold once they have been quiet for a while
 //! (docs/daemon.md, "Memory after a burst"); this is what measures it.
 
 use crate::launch::usage::{self, Memory};

@@ -1,6 +1,6 @@
 //! Open-loop overload: offer sets at a fixed rate, whatever the cluster manages, and watch
-//! every daemon's resident memory. A closed loop (the saturation run of [`crate::bench::measure`]) never
-//! offers more than the cluster carries; users do.
+//! every daemon's resident memory. A closed loop (the saturation run of
+//! [`crate::bench::measure`]) never offers more than the cluster carries; users do.
 //!
 //! Each offered set is one task: a send between a random pair that waits for its copies. The
 //! client holds at most [`CLIENT_IN_FLIGHT`] of them; a set it could not even start counts as

@@ -1,12 +1,11 @@
 //! A bench run (`cuberoute bench`): each cluster started in turn under a directory, measured
 //! and taken down, with the raw quinn baselines of the same run: one hop between two processes
-//! ([`raw_hop`](super::raw_hop)) first, then for each cluster of local processes a ring and a
-//! mesh of its size on its addresses ([`raw_ring`](super::raw_ring),
-//! [`raw_mesh`](super::raw_mesh)). Or a cluster already running measured
+//! ([`raw_hop`]) first, then for each cluster of local processes a ring and a mesh of its size
+//! on its addresses ([`raw_ring`], [`raw_mesh`]). Or a cluster already running measured
 //! ([`measure_running`]), or only the idle cost of each ([`idle_only`]).
 //!
-//! What a run measures is [`measure`](super::measure)'s; what it found is in [`Figures`],
-//! serialised as the bench's JSON. What it does as it goes is told through [`Event`]s, for the
+//! What a run measures is [`measure`]'s; what it found is in [`Figures`], serialised as the
+//! bench's JSON. What it does as it goes is told through [`Event`]s, for the
 //! caller to show; this module prints nothing.
 
 use crate::bench::measure::{

@@ -3,8 +3,9 @@
 //! from the daemons' own sockets (the kernel here has no netem: [`crate::ops::shaping`]).
 //!
 //! A cluster has a network of its own when each node has a namespace: `cluster up --netns`
-//! ([`crate::launch::netns`]: `/var/run/netns/<name>`) or compose containers (`/proc/<pid>/ns/net`).
-//! On loopback processes every link is one perfect interface: network faults are refused there.
+//! ([`crate::launch::netns`]: `/var/run/netns/<name>`) or compose containers
+//! (`/proc/<pid>/ns/net`). On loopback processes every link is one perfect interface: network
+//! faults are refused there.
 //!
 //! Every fault acts on what a node sends (egress), so that each datagram meets it once per hop:
 //! [`egress`] is the one place that says which node's egress a place touches, for the kernel's

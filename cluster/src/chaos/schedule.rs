@@ -80,7 +80,8 @@ impl FaultKind {
     }
 
     /// Faults of the network itself: a simulated network injects them, and so does a cluster
-    /// whose nodes have a network of their own (`crate::chaos::netfault`); loopback processes cannot.
+    /// whose nodes have a network of their own (`crate::chaos::netfault`); loopback processes
+    /// cannot.
     pub fn is_of_the_network(self) -> bool {
         matches!(
             self,

@@ -54,9 +54,9 @@ pub enum Addressing {
     /// Hosts of a turmoil simulation (`cuberoute sim`), named by their service name
     /// (`node-<id>`), for the nodes and the client alike.
     Simulated { ports: Ports },
-    /// One Swarm service per node over several hosts (`cluster swarm`, [`crate::launch::swarm`]): nodes
-    /// reach each other by service name (`node-<id>`) on the stack's overlay network; a client
-    /// reaches node `i` on the address of its host, `hosts[i]`, at the ports its container
+    /// One Swarm service per node over several hosts (`cluster swarm`, [`crate::launch::swarm`]):
+    /// nodes reach each other by service name (`node-<id>`) on the stack's overlay network; a
+    /// client reaches node `i` on the address of its host, `hosts[i]`, at the ports its container
     /// publishes there ([`Published`]). The client's manifest names each node's link address
     /// by service name too: it is reachable on the overlay only.
     Swarm {

@@ -6,7 +6,7 @@
 //! ([`run_state`](crate::launch::run_state)): a pid that another program took over is never
 //! signalled. `down` forgets a process only once it has seen it gone.
 //!
-//! A `--netns` cluster ([`netns`](crate::launch::netns)) runs each daemon inside its node's network
+//! A `--netns` cluster ([`netns`]) runs each daemon inside its node's network
 //! namespace: the run state records the network ([`make_network`]) before any of it is made,
 //! each daemon enters its namespace between fork and exec (so the recorded pid is the daemon's
 //! own), and [`stop`] removes the network once the daemons are gone.

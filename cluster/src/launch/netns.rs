@@ -208,8 +208,8 @@ pub struct Claimed {
 /// Take the machine-wide lock, choose the first block of `prefix` in 198.18.0.0/15 that no
 /// address or route of the machine overlaps and a tag no claim, namespace, link or rule
 /// carries, and claim the tag for `dir` (however spelled: the claim is its canonical path).
-/// `cluster up --netns` and `testbed up` (crate::launch::testbed) share the claims, so their tags never
-/// meet.
+/// `cluster up --netns` and `testbed up` (crate::launch::testbed) share the claims, so their tags
+/// never meet.
 pub fn claim_block(dir: &Path, prefix: u8) -> anyhow::Result<Claimed> {
     fs::create_dir_all(CLAIMS).with_context(|| format!("making {CLAIMS}"))?;
     let lock_path = Path::new(CLAIMS).join(".lock");

@@ -4,8 +4,8 @@
 //! Ctrl-C does not reach them, outlived the bench that started them.
 //!
 //! A start and a stop each hold the lock on the cluster in hand, so an interrupt waits for
-//! them: a start interrupted stops what it started itself ([`crate::launch::local::start`]), and one
-//! that completed leaves a cluster whose every process is recorded.
+//! them: a start interrupted stops what it started itself ([`crate::launch::local::start`]), and
+//! one that completed leaves a cluster whose every process is recorded.
 
 use crate::launch::layout::ClusterDir;
 use crate::launch::local::interrupt::Catch;

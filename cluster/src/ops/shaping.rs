@@ -13,8 +13,8 @@ use std::time::Duration;
 const ANSWER_WITHIN: Duration = Duration::from_secs(5);
 
 /// Put `rule` in force at each of `nodes` (for the datagrams each sends to the rule's
-/// destinations; `netfault::node_addresses` names nodes as destinations). An error names every node that
-/// refused or did not answer; the others have the rule.
+/// destinations; `netfault::node_addresses` names nodes as destinations). An error names every node
+/// that refused or did not answer; the others have the rule.
 pub async fn shape(
     client: &ClusterClient,
     nodes: &[NodeId],

@@ -1,8 +1,9 @@
 //! `cuberoute cluster client-cert --role read|send|operate|chaos [--as N,...] --out DIR`: a
 //! client certificate of a role, signed by the cluster's CA
-//! (`cuberoute_cluster::launch::generate::write_client_cert`; the roles are `cuberoute_daemon::roles`).
-//! Exits 2 for an unknown role, `--as` with a role that does not send or with a node outside
-//! the topology, no cluster (or no CA) in --dir, or an --out that holds credentials already.
+//! (`cuberoute_cluster::launch::generate::write_client_cert`; the roles are
+//! `cuberoute_daemon::roles`). Exits 2 for an unknown role, `--as` with a role that does not send
+//! or with a node outside the topology, no cluster (or no CA) in --dir, or an --out that holds
+//! credentials already.
 
 use crate::commands::args::DirArg;
 use crate::commands::usage;

@@ -1,5 +1,6 @@
 //! `cluster swarm`: one container per node over the hosts of a Docker Swarm
-//! ([`cuberoute_cluster::launch::swarm`]), from a testbed (`cuberoute testbed up`) or a real manager.
+//! ([`cuberoute_cluster::launch::swarm`]), from a testbed (`cuberoute testbed up`) or a real
+//! manager.
 
 use super::super::{runtime, usage};
 use crate::commands::args::DirArg;
