@@ -88,14 +88,14 @@ impl Node {
                 Ok(Opened::Answer {
                     resp,
                     lost_since_us,
-                    renewal,
                 }) => {
                     Stats::count(&self.stats.packets_delivered);
+                    // As a first contact's: whether the initiator waits, only it knows.
                     let answer = Outgoing {
                         to: src,
                         bytes: resp,
                         attempt: message.attempt,
-                        renewal,
+                        renewal: false,
                     };
                     self.send_handshake(answer, Event::HandshakeAnswered);
                     if let Some(since) = lost_since_us {

@@ -16,7 +16,7 @@ use tracing::{debug, warn};
 impl Node {
     /// Send a handshake message (an Init, or the Resp answering one) to `out.to` on the paths
     /// its attempt goes on ([`Outgoing::paths`]): a first attempt on one, the others on every
-    /// path, as a set's copies go; a renewal's on one each, in turn.
+    /// path, as a set's copies go; a renewal's Inits on one each, in turn.
     pub(super) fn send_handshake(&self, out: Outgoing, what: Event) {
         let routes = match SendRequest::to(out.to).routes(self.topology, self.id) {
             Ok(routes) => routes,

@@ -248,9 +248,6 @@ pub enum Opened {
     Answer {
         resp: Vec<u8>,
         lost_since_us: Option<u64>,
-        /// This node holds a session with the initiator that still seals: the answer goes as a
-        /// renewal's ([`Outgoing::renewal`]).
-        renewal: bool,
     },
     /// A Resp, taken: the session with this peer is ready.
     Established(NodeId),
@@ -286,8 +283,10 @@ pub struct Outgoing {
     pub to: NodeId,
     pub bytes: Vec<u8>,
     pub attempt: u32,
-    /// Made while a session with `to` still seals ([`Sessions::can_seal`]): nothing waits for
-    /// this handshake.
+    /// An Init made while a session with `to` still seals ([`Sessions::can_seal`]): nothing
+    /// waits for this handshake. Never an answer: a responder cannot tell whether its
+    /// initiator waits (both ends may have started a handshake at once, and the initiator
+    /// seals under neither until one is confirmed), so an answer goes as a first contact's.
     pub renewal: bool,
 }
 
@@ -296,9 +295,9 @@ impl Outgoing {
     /// answer to one) goes on the first path only: most handshakes are answered so, for a
     /// fraction `1/k` of the packets. Every later attempt goes on every path, so that a dead
     /// node or a relay dropping on one path costs one wait, not the handshake; but a renewal's
-    /// attempts go on one path each, in turn: nothing waits for it (the session it renews
-    /// seals until long after its last attempt), and a burst of renewals on a loaded cluster
-    /// whose answers come late would otherwise send `k` times what it must.
+    /// Inits go on one path each, in turn: nothing waits for it (the session it renews seals
+    /// until long after its last attempt), and a burst of renewals on a loaded cluster whose
+    /// answers come late would otherwise send `k` times the Inits it must.
     pub fn paths(&self, k: usize) -> std::ops::Range<usize> {
         if self.renewal && k > 0 {
             let i = self.attempt.saturating_sub(1) as usize % k;
@@ -889,7 +888,6 @@ impl Sessions {
             // public; a replayed Init earns a copy of them, no key agreement.
             let gap = (self.wait_after_us(1) / 2).max(1);
             let attempts = self.limits.handshake_attempts;
-            let renewal = self.can_seal(init.sealer, now_us);
             let peer = self.peers.get_mut(&init.sealer).expect("entered above");
             return match peer.answer.as_mut() {
                 Some(answer)
@@ -904,7 +902,6 @@ impl Sessions {
                     Ok(Opened::Answer {
                         resp: answer.bytes.clone(),
                         lost_since_us: None,
-                        renewal,
                     })
                 }
                 _ => Err(OpenError::Duplicate),
@@ -1019,7 +1016,6 @@ impl Sessions {
             resp,
             // Nothing sealed under a session it holds was lost.
             lost_since_us: flags.lost_since_us.filter(|_| flags.recovery && ended > 0),
-            renewal: self.can_seal(init.sealer, now_us),
         })
     }
 
@@ -1425,10 +1421,11 @@ mod tests {
     }
 
     /// A renewal (a handshake started while a session still seals) is not waited for: its
-    /// Init, its answer and their later attempts go on one path each, in turn, so that a dead
-    /// node on one path costs a renewal one attempt, and late answers on a loaded cluster do
-    /// not multiply its packets by `k`. Once the session it renews stops sealing, the attempts
-    /// go on every path again.
+    /// Inits go on one path each, in turn, so that a dead node on one path costs a renewal one
+    /// attempt, and late answers on a loaded cluster do not multiply its Inits by `k`. Once the
+    /// session it renews stops sealing, the attempts go on every path again. Its answers go as
+    /// a first contact's (the daemon sends every answer so): a responder cannot tell whether
+    /// its initiator waits.
     #[test]
     fn a_renewal_goes_on_one_path_per_attempt_in_turn() {
         let dir = keys();
@@ -1447,27 +1444,10 @@ mod tests {
         let init = a.start(&dir, NodeId(1), at, [1; 32]).unwrap().unwrap();
         assert!(init.renewal);
         assert_eq!((init.attempt, init.paths(4)), (1, 0..1));
-        let Opened::Answer { resp, renewal, .. } = b
-            .open(&dir, &bound(0, 1, 0), at, &init.bytes, || [2; 32])
-            .unwrap()
-        else {
-            panic!("an Init is answered")
-        };
-        assert!(
-            renewal,
-            "the responder holds a session that seals: a renewal's answer"
-        );
-        let answer = Outgoing {
-            to: NodeId(0),
-            bytes: resp,
-            attempt: 2,
-            renewal,
-        };
-        assert_eq!(
-            answer.paths(4),
-            1..2,
-            "the answer to a second attempt, on its path"
-        );
+        assert!(matches!(
+            b.open(&dir, &bound(0, 1, 0), at, &init.bytes, || [2; 32]),
+            Ok(Opened::Answer { .. })
+        ));
         let gap = limits.handshake_timeout_us;
         let mut now = at;
         for attempt in 2..=6 {
@@ -1484,17 +1464,12 @@ mod tests {
         let late = a.hurry(&dir, NodeId(1), rekeyed, [4; 32]).unwrap().unwrap();
         assert!(!late.renewal);
         assert_eq!((late.attempt, late.paths(4)), (7, 0..4));
-        // A first contact is no renewal, at either end.
-        let (mut c, mut d) = (node(2), node(3));
-        let first = c.start(&dir, NodeId(3), START, [5; 32]).unwrap().unwrap();
-        assert!(!first.renewal);
-        let Opened::Answer { renewal, .. } = d
-            .open(&dir, &bound(2, 3, 0), START, &first.bytes, || [6; 32])
+        // A first contact is no renewal.
+        let first = node(2)
+            .start(&dir, NodeId(3), START, [5; 32])
             .unwrap()
-        else {
-            panic!("an Init is answered")
-        };
-        assert!(!renewal);
+            .unwrap();
+        assert!(!first.renewal);
     }
 
     /// A peer moved to a new session: its first message under it came first (on a shorter
@@ -2032,8 +2007,7 @@ mod tests {
             answer(&mut b, &second, t + gap / 2, 5),
             Ok(Opened::Answer {
                 resp: resp.clone(),
-                lost_since_us: None,
-                renewal: false,
+                lost_since_us: None
             })
         );
         assert_eq!(agreements(&b), before);
