@@ -20,7 +20,7 @@
 //! Pairs are all ordered pairs up to [`ALL_PAIRS_UP_TO`] of them, else a fixed sample of that
 //! many (the same every time), and the cost says which.
 
-use cuberoute_protocol::paths::{Instance, table};
+use cuberoute_protocol::paths::table::node_to_node_paths;
 use cuberoute_protocol::{NodeId, Topology};
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
@@ -39,13 +39,6 @@ const PARTNERS_PER_NODE: usize = 48;
 /// Passes of the local search at most (each tries every node).
 const MAX_PASSES: usize = 12;
 
-/// The k paths from `src` to `dst` that a cluster routes on: the algorithm table's node-to-node
-/// answer (none if it has none).
-fn paths_of(topology: Topology, src: NodeId, dst: NodeId) -> Vec<Vec<NodeId>> {
-    table::solve(topology, &Instance::NodeToNode { s: src, d: dst }, None)
-        .map(|(_, system)| system.paths)
-        .unwrap_or_default()
-}
 /// Up to this many nodes, the search for `paths` starts from several placements.
 const SEARCH_STARTS_UP_TO: usize = 64;
 
@@ -321,7 +314,7 @@ impl PairPaths {
         let paths: Vec<Vec<Vec<usize>>> = pairs
             .iter()
             .map(|(s, d)| {
-                paths_of(topology, placement.nodes[*s], placement.nodes[*d])
+                node_to_node_paths(topology, placement.nodes[*s], placement.nodes[*d])
                     .iter()
                     .map(|p| {
                         let inner = if p.len() > 2 { &p[1..p.len() - 1] } else { &[] };
@@ -589,7 +582,7 @@ mod tests {
                         ends += 1;
                         continue;
                     }
-                    let paths = paths_of(t, s, d);
+                    let paths = node_to_node_paths(t, s, d);
                     let k = p.paths_kept(lost, &paths);
                     pairs += 1;
                     kept += k;

@@ -3,10 +3,10 @@
 //! state of its link as the hop's sending node reports it now, and which paths are broken.
 
 use crate::ops::cluster_client::ClusterClient;
+use cuberoute_protocol::NodeId;
 use cuberoute_protocol::paths::table;
 use cuberoute_protocol::paths::{Instance, PathError};
 use cuberoute_protocol::wire::control::NodeStatus;
-use cuberoute_protocol::{NodeId, Topology};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -44,14 +44,6 @@ pub struct Route {
     pub paths: Vec<PathNow>,
     /// Paths with every hop up.
     pub intact: usize,
-}
-
-/// The k paths the algorithm table constructs from `src` to `dst` (none if it has none): the
-/// paths every delivered copy follows.
-pub fn constructed(topology: Topology, src: NodeId, dst: NodeId) -> Vec<Vec<NodeId>> {
-    table::solve(topology, &Instance::NodeToNode { s: src, d: dst }, None)
-        .map(|(_, system)| system.paths)
-        .unwrap_or_default()
 }
 
 /// The paths from `from` to `to` and the state of every hop on them now.

@@ -14,8 +14,8 @@
 
 use crate::ops::cluster_client::ClusterClient;
 use crate::ops::monitor::{Watched, follow};
-use crate::ops::route::constructed;
 use bytes::Bytes;
+use cuberoute_protocol::paths::table::node_to_node_paths;
 use cuberoute_protocol::wire::control::{Happening, NodeStatus};
 use cuberoute_protocol::{NodeId, Topology};
 use futures_util::StreamExt;
@@ -338,7 +338,7 @@ async fn forward_notices(cluster: ClusterClient, view: Arc<View>) {
                 let path = path.or_else(|| {
                     paths
                         .entry((src, node))
-                        .or_insert_with(|| constructed(topology, src, node))
+                        .or_insert_with(|| node_to_node_paths(topology, src, node))
                         .get(usize::from(index))
                         .cloned()
                 });

@@ -341,6 +341,14 @@ pub fn solve(
     (algorithm.run)(topology, instance).map(|system| (algorithm, system))
 }
 
+/// The k paths the table's node-to-node answer gives from `src` to `dst` (none if it has
+/// none): the paths a cluster routes every copy on.
+pub fn node_to_node_paths(topology: Topology, src: NodeId, dst: NodeId) -> Vec<Vec<NodeId>> {
+    solve(topology, &Instance::NodeToNode { s: src, d: dst }, None)
+        .map(|(_, system)| system.paths)
+        .unwrap_or_default()
+}
+
 /// The entry named `name` (as the papers write it).
 pub fn by_name(name: &str) -> Option<&'static Algorithm> {
     ALGORITHMS.iter().find(|a| a.name == name)
