@@ -266,16 +266,12 @@ fn key_files_taken_later_open_no_captured_traffic() {
 /// `[seal] rekey_after = "2s"`, `erase_after = "3s"` on both ends of a q:2: a session seals
 /// for 2 s, then a new handshake makes another, and both ends erase the first 3 s after it was
 /// made; `show node` says so.
-#[test]
-fn sessions_are_renewed_and_erased_at_both_ends_on_their_clock() {
-    let cluster = Cluster::up("q:2", "127.2.133.0");
-    for node in ["0", "3"] {
+/// Give nodes `nodes` the `[seal]` table whose keys are `table`, and restart them.
+fn seal_table(cluster: &Cluster, nodes: &[&str], table: &str) {
+    for node in nodes {
         let config = cluster.node_file(node.parse().unwrap(), "node.toml");
         let text = std::fs::read_to_string(&config).unwrap();
-        let text = text.replace(
-            "seal = true\n",
-            "[seal]\non = true\nrekey_after = \"2s\"\nerase_after = \"3s\"\n",
-        );
+        let text = text.replace("seal = true\n", &format!("[seal]\non = true\n{table}"));
         // The table goes last: every top-level key stays before it.
         let (before, seal) = text.split_at(text.find("[seal]").unwrap());
         let (seal, rest) = seal.split_at(seal.find("\n\n").unwrap() + 2);
@@ -283,6 +279,17 @@ fn sessions_are_renewed_and_erased_at_both_ends_on_their_clock() {
         cluster.ok(&["chaos", "kill", "--node", node]);
         cluster.ok(&["chaos", "restart", "--node", node]);
     }
+}
+
+#[test]
+fn sessions_are_renewed_and_erased_at_both_ends_on_their_clock() {
+    let cluster = Cluster::up("q:2", "127.2.133.0");
+    // Every renewal a full handshake: the session is past `rekey_after` when the next set goes.
+    seal_table(
+        &cluster,
+        &["0", "3"],
+        "rekey_after = \"2s\"\nerase_after = \"3s\"\nhandshake_after = \"0s\"\n",
+    );
     let sealing = |node: &str| show(&cluster, node)["sealing"].clone();
     assert_eq!(sealing("0")["rekey_after_ms"], 2000);
     assert_eq!(sealing("3")["erase_after_ms"], 3000);
@@ -306,6 +313,52 @@ fn sessions_are_renewed_and_erased_at_both_ends_on_their_clock() {
     assert_eq!(delivered(&send(&cluster, "0", "3", "third")), 2);
 }
 
+/// Between its renewal point and `rekey_after` (less the skew), a session is renewed by its
+/// successor: the sealer derives it as it seals, the destination as it opens, with no key
+/// agreement at either end; the successor's answer goes back under it.
+#[test]
+fn a_session_due_for_renewal_is_derived_at_both_ends_without_a_key_agreement() {
+    let cluster = Cluster::up("q:2", "127.2.136.0");
+    seal_table(
+        &cluster,
+        &["0", "3"],
+        "rekey_after = \"6s\"\nerase_after = \"9s\"\nskew = \"100ms\"\n",
+    );
+    let sealing = |node: &str| show(&cluster, node)["sealing"].clone();
+    let agreements = |node: &str| {
+        let k = &show(&cluster, node)["counters"]["key_agreements"];
+        k["to_seal"].as_u64().unwrap() + k["to_open"].as_u64().unwrap()
+    };
+    assert_eq!(sealing("0")["handshake_after_ms"], 600_000);
+    let first = Instant::now();
+    assert_eq!(delivered(&send(&cluster, "0", "3", "first")), 2);
+    let before = (agreements("0"), agreements("3"));
+    assert!(before.0 > 0 && before.1 > 0, "{before:?}");
+    // Renewal falls between 3 and 4.5 s of the session's age; it seals until 5.9 s.
+    std::thread::sleep(Duration::from_millis(5000).saturating_sub(first.elapsed()));
+    assert_eq!(delivered(&send(&cluster, "0", "3", "second")), 2);
+    assert!(
+        first.elapsed() < Duration::from_millis(5900),
+        "too slow to show it"
+    );
+    let (a, b) = (sealing("0"), sealing("3"));
+    assert_eq!(
+        (a["initiated"].clone(), b["answered"].clone()),
+        (1.into(), 1.into())
+    );
+    assert_eq!(a["derived_sealing"], 1, "{a}");
+    assert_eq!(b["derived_opening"], 1, "{b}");
+    assert_eq!(
+        (agreements("0"), agreements("3")),
+        before,
+        "no key agreement"
+    );
+    // And the other way, under the successor.
+    assert_eq!(delivered(&send(&cluster, "3", "0", "back")), 2);
+    assert_eq!(sealing("3")["initiated"], 0);
+    assert_eq!((agreements("0"), agreements("3")), before);
+}
+
 #[test]
 fn bad_seal_settings_name_the_key_and_exit_2() {
     let cluster = Cluster::up("q:1", "127.2.134.0");
@@ -319,6 +372,7 @@ fn bad_seal_settings_name_the_key_and_exit_2() {
         ("rekey_after = \"0s\"", "seal.rekey_after"),
         ("rekey_after = \"soon\"", "seal.rekey_after"),
         ("skew = \"2h\"", "seal.skew"),
+        ("handshake_after = \"2d\"", "seal.handshake_after"),
         ("bogus = 1", "seal"),
         ("on = \"yes\"", "seal.on"),
     ] {

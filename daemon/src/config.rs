@@ -19,6 +19,8 @@
 //! # rekey_after = "2m"            # a session seals nothing once this old: keys renewed
 //! # erase_after = "3m"            # both ends erase a session's keys once this old
 //! # skew = "1s"                   # how far other nodes' clocks may be ahead of this one's
+//! # handshake_after = "10m"       # renew by derivation until a chain is this old, then by a
+//! #                               # full handshake ("0s": every renewal a full handshake)
 //!
 //! [tls]
 //! ca = "ca.pem"
@@ -180,6 +182,10 @@ pub struct DaemonArgs {
     /// How far other nodes' clocks may be ahead of this one's (`seal.skew`).
     #[arg(long, value_name = "DURATION")]
     pub seal_skew: Option<String>,
+    /// How long sessions are renewed by deriving their successor before a full handshake
+    /// (`seal.handshake_after`; `0s`: every renewal is a full handshake).
+    #[arg(long, value_name = "DURATION")]
+    pub seal_handshake_after: Option<String>,
     /// The cluster's key directory (signed by the CA).
     #[arg(long, value_name = "FILE")]
     pub keys_directory: Option<PathBuf>,
@@ -380,6 +386,11 @@ impl NodeConfig {
             (
                 "seal.skew",
                 humantime::format_duration(Duration::from_micros(self.sessions.skew_us))
+                    .to_string(),
+            ),
+            (
+                "seal.handshake_after",
+                humantime::format_duration(Duration::from_micros(self.sessions.handshake_after_us))
                     .to_string(),
             ),
             (
@@ -739,20 +750,26 @@ fn store_config(
     }))
 }
 
-/// The longest `seal.rekey_after` and `seal.erase_after`: a day.
+/// The longest `seal.rekey_after`, `seal.erase_after` and `seal.handshake_after`: a day.
 const SEAL_MAX: Duration = Duration::from_secs(86_400);
 /// The longest `seal.skew`: a minute.
 const SKEW_MAX: Duration = Duration::from_secs(60);
 
 /// Whether the node seals, and its sessions' times: `seal = BOOL` and the `--seal` flag, or a
-/// `[seal]` table (`on`, `rekey_after`, `erase_after`, `skew`) and their flags.
+/// `[seal]` table (`on`, `rekey_after`, `erase_after`, `skew`, `handshake_after`) and their
+/// flags.
 fn seal_config(
     args: &DaemonArgs,
     file: Option<toml::Value>,
 ) -> Result<(bool, SessionLimits), ConfigError> {
     let mut on = None;
-    let mut times: [Option<String>; 3] = [None, None, None];
-    const KEYS: [&str; 3] = ["seal.rekey_after", "seal.erase_after", "seal.skew"];
+    let mut times: [Option<String>; 4] = [None, None, None, None];
+    const KEYS: [&str; 4] = [
+        "seal.rekey_after",
+        "seal.erase_after",
+        "seal.skew",
+        "seal.handshake_after",
+    ];
     match file {
         None => {}
         Some(toml::Value::Boolean(b)) => on = Some(b),
@@ -770,11 +787,12 @@ fn seal_config(
                     "rekey_after" => 0,
                     "erase_after" => 1,
                     "skew" => 2,
+                    "handshake_after" => 3,
                     _ => {
                         return Err(error(
                             "seal",
                             format!(
-                                "unknown key `seal.{key}` (known: on, rekey_after, erase_after, skew)"
+                                "unknown key `seal.{key}` (known: on, rekey_after, erase_after, skew, handshake_after)"
                             ),
                         ));
                     }
@@ -795,15 +813,17 @@ fn seal_config(
         &args.seal_rekey_after,
         &args.seal_erase_after,
         &args.seal_skew,
+        &args.seal_handshake_after,
     ];
     let defaults = SessionLimits::default();
     let default_us = [
         defaults.rekey_after_us,
         defaults.erase_after_us,
         defaults.skew_us,
+        defaults.handshake_after_us,
     ];
-    let mut us = [0u64; 3];
-    for at in 0..3 {
+    let mut us = [0u64; 4];
+    for at in 0..4 {
         us[at] = match flags[at].clone().or(times[at].take()) {
             None => default_us[at],
             Some(text) => {
@@ -830,6 +850,7 @@ fn seal_config(
         rekey_after_us: us[0],
         erase_after_us: us[1],
         skew_us: us[2],
+        handshake_after_us: us[3],
         ..defaults
     };
     sessions.check().map_err(|e| error("seal.erase_after", e))?;

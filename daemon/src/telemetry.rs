@@ -89,6 +89,8 @@ fn publish(node: &Node) {
         ("answered", sealing.answered),
         ("erased", sealing.erased),
         ("evicted", sealing.evicted),
+        ("derived_sealing", sealing.derived_sealing),
+        ("derived_opening", sealing.derived_opening),
     ] {
         counter!("cuberoute_seal_sessions_total", "event" => what).absolute(n);
     }

@@ -174,6 +174,12 @@ fn seal(c: &mut Criterion) {
             criterion::BatchSize::SmallInput,
         )
     });
+    // A renewal by derivation: a successor's id, message keys and chain key from its parent's
+    // chain key (four HMAC-SHA256 expansions and one extraction), beside the full handshake's
+    // steps above.
+    setup.bench_function("either end derives a successor (HKDF-SHA256)", |b| {
+        b.iter(|| cuberoute_protocol::seal::ratchet::successor(black_box(&[7; 32])))
+    });
     setup.finish();
 }
 

@@ -199,14 +199,17 @@ fn write_node(out: &mut impl Write, t: Topology, s: &NodeStatus) -> std::io::Res
     let z = &s.sealing;
     writeln!(
         out,
-        "  sealing: {} sessions held, {} handshakes in flight, {} sets waiting for one; sessions seal for {} s, keys erased at {} s; made {} as initiator, {} as responder; erased {}, pushed out {}, handshakes given up {}, answers sent again {}; sets sealed again for a restarted destination {}",
+        "  sealing: {} sessions held, {} handshakes in flight, {} sets waiting for one; sessions seal for {} s, keys erased at {} s, renewed by derivation for {} s; made {} as initiator, {} as responder, {} derived sealing, {} opening; erased {}, pushed out {}, handshakes given up {}, answers sent again {}; sets sealed again for a restarted destination {}",
         z.sessions,
         z.handshakes_in_flight,
         z.waiting_sets,
         z.rekey_after_ms / 1000,
         z.erase_after_ms / 1000,
+        z.handshake_after_ms / 1000,
         z.initiated,
         z.answered,
+        z.derived_sealing,
+        z.derived_opening,
         z.erased,
         z.evicted,
         z.handshakes_failed,

@@ -608,6 +608,7 @@ impl Node {
             waiting_sets: self.sealing.waiting() as u64,
             rekey_after_ms: limits.rekey_after_us / 1000,
             erase_after_ms: limits.erase_after_us / 1000,
+            handshake_after_ms: limits.handshake_after_us / 1000,
             initiated: c.initiated,
             answered: c.answered,
             erased: c.erased,
@@ -615,6 +616,8 @@ impl Node {
             handshakes_failed: c.failed,
             sets_sealed_again: self.sealing.sealed_again(),
             answers_sent_again: c.answered_again,
+            derived_sealing: c.derived_sealing,
+            derived_opening: c.derived_opening,
         }
     }
 }

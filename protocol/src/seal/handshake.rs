@@ -30,12 +30,15 @@ use zeroize::Zeroizing;
 /// A key of one direction of a session (ChaCha20-Poly1305), zeroized when dropped.
 pub type SessionKey = Zeroizing<[u8; 32]>;
 
-/// The keys of a session, one per direction.
+/// The keys of a session, one per direction, and the chain key its successor is derived from
+/// (`ratchet.rs`).
 pub struct SessionKeys {
     /// What the initiator seals with and the responder opens with.
     pub initiator_to_responder: SessionKey,
     /// What the responder seals with and the initiator opens with.
     pub responder_to_initiator: SessionKey,
+    /// What the session's successor is derived from.
+    pub chain: SessionKey,
 }
 
 /// The initiator's ephemeral key pair, kept until its Init is answered or given up; the secret
@@ -69,6 +72,7 @@ fn resp_info(initiator: NodeId, responder: NodeId, init_ts_us: u64, session: u64
 
 const I_TO_R: &[u8] = b"cuberoute initiator to responder";
 const R_TO_I: &[u8] = b"cuberoute responder to initiator";
+const CHAIN: &[u8] = b"cuberoute chain";
 
 fn enc_bytes(encapped: &<NodeKem as Kem>::EncappedKey) -> [u8; 32] {
     let mut enc = [0; 32];
@@ -291,6 +295,7 @@ pub fn respond(
     let keys = SessionKeys {
         initiator_to_responder: export(|label, out| context.export(label, out), I_TO_R),
         responder_to_initiator: export(|label, out| context.export(label, out), R_TO_I),
+        chain: export(|label, out| context.export(label, out), CHAIN),
     };
     let ciphertext = context
         .seal(&[], &session.to_le_bytes())
@@ -329,6 +334,7 @@ pub fn open_resp(
     Ok(SessionKeys {
         initiator_to_responder: export(|label, out| context.export(label, out), I_TO_R),
         responder_to_initiator: export(|label, out| context.export(label, out), R_TO_I),
+        chain: export(|label, out| context.export(label, out), CHAIN),
     })
 }
 
@@ -418,6 +424,9 @@ mod tests {
         assert_eq!(*mine.initiator_to_responder, *keys.initiator_to_responder);
         assert_eq!(*mine.responder_to_initiator, *keys.responder_to_initiator);
         assert_ne!(*keys.initiator_to_responder, *keys.responder_to_initiator);
+        assert_eq!(*mine.chain, *keys.chain);
+        assert_ne!(*keys.chain, *keys.initiator_to_responder);
+        assert_ne!(*keys.chain, *keys.responder_to_initiator);
 
         // Another node's static key opens neither message.
         assert_eq!(

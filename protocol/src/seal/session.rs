@@ -12,10 +12,14 @@
 //! again, so no message is ever taken twice, whatever fills the memory.
 //!
 //! Times, all from [`SessionLimits`]:
-//! - a session seals nothing once `rekey_after` old (2 minutes by default), and the sender starts
-//!   a new handshake when one it made as initiator and seals under is between a half and three
-//!   quarters of that old (a point drawn from the session's id: the sessions a burst made renew
-//!   apart), one it answered only at seven eighths (so one end renews, not both);
+//! - a session seals nothing once `rekey_after` old (2 minutes by default), and the sender renews
+//!   it when one it made as initiator and seals under is between a half and three quarters of
+//!   that old (a point drawn from the session's id: the sessions a burst made renew apart), one
+//!   it answered only at seven eighths (so one end renews, not both). The renewal derives the
+//!   session's successor (`ratchet.rs`) and seals under it at once, while the handshake that
+//!   began the chain is younger than `handshake_after` (10 minutes); the receiver derives it
+//!   when a message under it opens, and each end erases the parent's chain key as it derives.
+//!   Past `handshake_after`, the renewal is a new handshake;
 //! - both ends erase its keys (zeroized) once it is `erase_after` old (3 minutes);
 //! - an Init is taken only within `init_max_age` of its time, never from before this node
 //!   started (less `skew`), never at or below the greatest time taken from its sender, never from
@@ -50,6 +54,7 @@
 use super::handshake::{self, Ephemeral, InitFlags, SessionKeys};
 use super::keys::{PublicKey, SecretKey};
 use super::limit::{Bucket, Rate};
+use super::ratchet;
 use super::replay::ReplayWindow;
 use super::sealed::{Bound, Init, Resp, SealError, Sealed, SealedData, TAG_LEN, associated_data};
 use crate::NodeId;
@@ -77,6 +82,11 @@ pub struct HandshakeLimits {
 pub struct SessionLimits {
     /// A session seals nothing once this old.
     pub rekey_after_us: u64,
+    /// A session is renewed by deriving its successor (`ratchet.rs`: no key agreement, no
+    /// message) until the handshake that began its chain is this old; then by a full
+    /// handshake, whose fresh ephemeral keys end what a stolen chain key could derive. 0: every
+    /// renewal is a full handshake.
+    pub handshake_after_us: u64,
     /// A session's keys are erased once this old.
     pub erase_after_us: u64,
     /// How far another node's clock may be ahead of this one's, or behind it at this node's
@@ -107,6 +117,7 @@ impl Default for SessionLimits {
     fn default() -> SessionLimits {
         SessionLimits {
             rekey_after_us: 120_000_000,
+            handshake_after_us: 600_000_000,
             erase_after_us: 180_000_000,
             skew_us: 1_000_000,
             init_max_age_us: 30_000_000,
@@ -340,6 +351,10 @@ pub struct SessionCounters {
     /// Sessions erased with age, and pushed out by memory.
     pub erased: u64,
     pub evicted: u64,
+    /// Sessions renewed by deriving their successor (no key agreement): as sealer, and as
+    /// receiver when a message named the successor.
+    pub derived_sealing: u64,
+    pub derived_opening: u64,
 }
 
 struct SendKey {
@@ -364,6 +379,115 @@ struct Session {
     send: Option<SendKey>,
     recv: ChaCha20Poly1305,
     window: ReplayWindow,
+    /// What its successor is derived from; `None` (erased) once this end derived it.
+    chain: Option<Chain>,
+    /// When the full handshake that began its chain was made (here).
+    chain_from_us: u64,
+}
+
+struct Chain {
+    key: handshake::SessionKey,
+    /// The successor's id, known ahead: a message naming an unknown session costs a
+    /// comparison, not a derivation.
+    next_id: u64,
+}
+
+impl Session {
+    /// A session named `id`, made at `now_us` from `keys`: by a handshake this node initiated
+    /// (`init_us` `None`) or answered (the Init's time), or derived from such a session (its
+    /// parent's `init_us` and `chain_from_us`).
+    fn new(
+        id: u64,
+        now_us: u64,
+        init_us: Option<u64>,
+        keys: SessionKeys,
+        confirmed: bool,
+        chain_from_us: u64,
+    ) -> Session {
+        let SessionKeys {
+            initiator_to_responder,
+            responder_to_initiator,
+            chain,
+        } = keys;
+        let (send, recv) = match init_us {
+            None => (initiator_to_responder, responder_to_initiator),
+            Some(_) => (responder_to_initiator, initiator_to_responder),
+        };
+        Session {
+            id,
+            created_us: now_us,
+            used_us: now_us,
+            confirmed,
+            init_us,
+            send: Some(SendKey {
+                aead: aead(&send),
+                next_nonce: 0,
+            }),
+            recv: aead(&recv),
+            window: ReplayWindow::default(),
+            chain: Some(Chain {
+                next_id: ratchet::next_id(&chain),
+                key: chain,
+            }),
+            chain_from_us,
+        }
+    }
+
+    /// This session's successor, made at `now_us` (its chain key is the caller's to erase).
+    fn successor(&self, chain: &Chain, now_us: u64, confirmed: bool) -> Session {
+        let (id, keys) = ratchet::successor(&chain.key);
+        Session::new(
+            id,
+            now_us,
+            self.init_us,
+            keys,
+            confirmed,
+            self.chain_from_us,
+        )
+    }
+
+    /// Open `data` under this session, bound to `bound`, at `now_us`: a seal time beyond the
+    /// skew, a tag that does not check, a sealer that is not the source and a nonce taken
+    /// before are refused.
+    fn open(
+        &mut self,
+        bound: &Bound,
+        data: SealedData,
+        now_us: u64,
+        skew_us: u64,
+    ) -> Result<Vec<u8>, OpenError> {
+        // Cheap refusals before the AEAD: the seal time is bound, so it cannot be made earlier.
+        if data.sealed_at_us > now_us.saturating_add(skew_us) {
+            return Err(OpenError::Future);
+        }
+        let aad = associated_data(
+            bound,
+            data.sealer,
+            data.session,
+            data.sealed_at_us,
+            data.nonce,
+        );
+        let mut text = data.ciphertext;
+        let Some(len) = text.len().checked_sub(TAG_LEN) else {
+            return Err(OpenError::Broken);
+        };
+        let (body, tag) = text.split_at_mut(len);
+        let tag = chacha20poly1305::Tag::try_from(&tag[..]).map_err(|_| OpenError::Broken)?;
+        self.recv
+            .decrypt_inout_detached(&nonce(data.nonce), &aad, body.into(), &tag)
+            .map_err(|_| OpenError::Broken)?;
+        text.truncate(len);
+        if data.sealer != bound.src {
+            return Err(OpenError::ForgedSource {
+                sealer: data.sealer,
+            });
+        }
+        if !self.window.accept(data.nonce) {
+            return Err(OpenError::Replayed);
+        }
+        self.used_us = self.used_us.max(now_us);
+        Ok(text)
+    }
 }
 
 /// Answers tried against an Init, per path index.
@@ -523,19 +647,48 @@ impl Sessions {
     ) -> Result<Sealing, SealError> {
         let limits = self.limits;
         let rekey_after = limits.rekey_after_us;
+        let sealing = |s: &Session| {
+            s.confirmed && s.send.is_some() && now_us < s.created_us.saturating_add(rekey_after)
+        };
         let peer = self
             .peers
             .get_mut(&bound.dst)
             .ok_or(SealError::NoSession(bound.dst))?;
         let pending = peer.pending.is_some();
+        let at = peer
+            .sessions
+            .iter()
+            .rposition(sealing)
+            .ok_or(SealError::NoSession(bound.dst))?;
+        let due = |s: &Session| {
+            let renew_at = match s.init_us {
+                None => limits.renew_at_us(s.id),
+                Some(_) => limits.responder_renews_at_us(),
+            };
+            now_us >= s.created_us.saturating_add(renew_at)
+        };
+        let parent = &mut peer.sessions[at];
+        if due(parent)
+            && now_us
+                < parent
+                    .chain_from_us
+                    .saturating_add(limits.handshake_after_us)
+            && let Some(chain) = parent.chain.take()
+        {
+            // Renewed by its successor, derived at once: the parent's chain key goes
+            // (zeroized), its message keys with its age.
+            let successor = parent.successor(&chain, now_us, true);
+            drop(chain);
+            self.counters.derived_sealing += 1;
+            self.keep(bound.dst, successor);
+        }
+        let peer = self.peers.get_mut(&bound.dst).expect("found above");
         let session = peer
             .sessions
             .iter_mut()
             .rev()
-            .find(|s| {
-                s.confirmed && s.send.is_some() && now_us < s.created_us.saturating_add(rekey_after)
-            })
-            .ok_or(SealError::NoSession(bound.dst))?;
+            .find(|s| sealing(s))
+            .expect("found above, or its successor");
         session.used_us = now_us;
         let send = session.send.as_mut().expect("found sealing");
         let counter = send.next_nonce;
@@ -551,11 +704,7 @@ impl Sessions {
                 Ok::<_, chacha20poly1305::Error>(bytes)
             })
             .expect("ChaCha20-Poly1305 seals any length a frame holds");
-        let renew_at = match session.init_us {
-            None => limits.renew_at_us(session.id),
-            Some(_) => limits.responder_renews_at_us(),
-        };
-        let renew = !pending && now_us >= session.created_us.saturating_add(renew_at);
+        let renew = !pending && due(&*session);
         Ok(Sealing { bytes, renew })
     }
 
@@ -806,48 +955,45 @@ impl Sessions {
         now_us: u64,
         data: SealedData,
     ) -> Result<Vec<u8>, OpenError> {
-        let erase_after = self.limits.erase_after_us;
-        let session = self
+        let (erase_after, skew) = (self.limits.erase_after_us, self.limits.skew_us);
+        let alive = |s: &&mut Session| now_us < s.created_us.saturating_add(erase_after);
+        let peer = self
             .peers
             .get_mut(&data.sealer)
-            .and_then(|p| p.sessions.iter_mut().find(|s| s.id == data.session))
-            .filter(|s| now_us < s.created_us.saturating_add(erase_after))
             .ok_or(OpenError::NoSession)?;
-        // Cheap refusals before the AEAD: the seal time is bound, so it cannot be made earlier.
-        if data.sealed_at_us > now_us.saturating_add(self.limits.skew_us) {
-            return Err(OpenError::Future);
+        let sealer = data.sealer;
+        if let Some(session) = peer
+            .sessions
+            .iter_mut()
+            .find(|s| s.id == data.session)
+            .filter(alive)
+        {
+            let text = session.open(bound, data, now_us, skew)?;
+            if !session.confirmed {
+                // The initiator holds it: from now on it seals here too.
+                session.confirmed = true;
+                self.bound_confirmed(sealer);
+            }
+            return Ok(text);
         }
-        let aad = associated_data(
-            bound,
-            data.sealer,
-            data.session,
-            data.sealed_at_us,
-            data.nonce,
-        );
-        let mut text = data.ciphertext;
-        let Some(len) = text.len().checked_sub(TAG_LEN) else {
-            return Err(OpenError::Broken);
-        };
-        let (body, tag) = text.split_at_mut(len);
-        let tag = chacha20poly1305::Tag::try_from(&tag[..]).map_err(|_| OpenError::Broken)?;
-        session
-            .recv
-            .decrypt_inout_detached(&nonce(data.nonce), &aad, body.into(), &tag)
-            .map_err(|_| OpenError::Broken)?;
-        text.truncate(len);
-        if data.sealer != bound.src {
-            return Err(OpenError::ForgedSource {
-                sealer: data.sealer,
-            });
-        }
-        if !session.window.accept(data.nonce) {
-            return Err(OpenError::Replayed);
-        }
-        session.used_us = session.used_us.max(now_us);
-        if !session.confirmed {
-            // The initiator holds it: from now on it seals here too.
-            session.confirmed = true;
-            self.bound_confirmed(data.sealer);
+        // The successor of a session held, which the sealer derived: derived here too, and
+        // kept only if the message opens under it.
+        let parent = peer
+            .sessions
+            .iter_mut()
+            .filter(alive)
+            .find(|s| s.chain.as_ref().is_some_and(|c| c.next_id == data.session))
+            .ok_or(OpenError::NoSession)?;
+        let chain = parent.chain.as_ref().expect("found by its chain");
+        let mut successor = parent.successor(chain, now_us, true);
+        let text = successor.open(bound, data, now_us, skew)?;
+        // The sealer held the parent: confirmed, and its chain key goes (zeroized).
+        parent.chain = None;
+        let confirmed = std::mem::replace(&mut parent.confirmed, true);
+        self.counters.derived_opening += 1;
+        self.keep(sealer, successor);
+        if !confirmed {
+            self.bound_confirmed(sealer);
         }
         Ok(text)
     }
@@ -946,10 +1092,6 @@ impl Sessions {
             fresh,
         )
         .map_err(|_| OpenError::Broken)?;
-        let SessionKeys {
-            initiator_to_responder,
-            responder_to_initiator,
-        } = keys;
         self.counters.answered += 1;
         let mut ended = 0;
         if flags.recovery {
@@ -972,19 +1114,7 @@ impl Sessions {
         }
         self.keep(
             init.sealer,
-            Session {
-                id,
-                created_us: now_us,
-                used_us: now_us,
-                confirmed: false,
-                init_us: Some(init.ts_us),
-                send: Some(SendKey {
-                    aead: aead(&responder_to_initiator),
-                    next_nonce: 0,
-                }),
-                recv: aead(&initiator_to_responder),
-                window: ReplayWindow::default(),
-            },
+            Session::new(id, now_us, Some(init.ts_us), keys, false, now_us),
         );
         let resp = Sealed::Resp(resp).to_bytes();
         let peer = self.peers.entry(init.sealer).or_default();
@@ -1099,26 +1229,10 @@ impl Sessions {
         self.due.remove(&(pending.due_us, resp.sealer));
         // The ephemeral secrets go with `pending`, zeroized.
         drop(pending);
-        let SessionKeys {
-            initiator_to_responder,
-            responder_to_initiator,
-        } = keys;
         self.counters.initiated += 1;
         self.keep(
             resp.sealer,
-            Session {
-                id: resp.session,
-                created_us: now_us,
-                used_us: now_us,
-                confirmed: true,
-                init_us: None,
-                send: Some(SendKey {
-                    aead: aead(&initiator_to_responder),
-                    next_nonce: 0,
-                }),
-                recv: aead(&responder_to_initiator),
-                window: ReplayWindow::default(),
-            },
+            Session::new(resp.session, now_us, None, keys, true, now_us),
         );
         Ok(Opened::Established(resp.sealer))
     }
@@ -1337,6 +1451,15 @@ mod tests {
         Sessions::new(NodeId(id), secret(id), START, SessionLimits::default())
     }
 
+    /// A node that renews every session by a full handshake.
+    fn full_handshakes(id: u64) -> Sessions {
+        let limits = SessionLimits {
+            handshake_after_us: 0,
+            ..SessionLimits::default()
+        };
+        Sessions::new(NodeId(id), secret(id), START, limits)
+    }
+
     fn bound(src: u64, dst: u64, seq: u64) -> Bound {
         Bound {
             src: NodeId(src),
@@ -1430,7 +1553,7 @@ mod tests {
     fn a_renewal_goes_on_one_path_per_attempt_in_turn() {
         let dir = keys();
         let limits = SessionLimits::default();
-        let (mut a, mut b) = (node(0), node(1));
+        let (mut a, mut b) = (full_handshakes(0), full_handshakes(1));
         handshake(&mut a, &mut b, START);
         let id = a.peers[&NodeId(1)].sessions[0].id;
         let at = START + limits.renew_at_us(id);
@@ -2178,7 +2301,7 @@ mod tests {
     #[test]
     fn sessions_are_renewed_then_erased_at_both_ends() {
         let dir = keys();
-        let (mut a, mut b) = (node(0), node(1));
+        let (mut a, mut b) = (full_handshakes(0), full_handshakes(1));
         let limits = SessionLimits::default();
         handshake(&mut a, &mut b, START);
         let early = a.seal(&bound(0, 1, 1), START + 1, b"x").unwrap();
@@ -2264,6 +2387,149 @@ mod tests {
             assert!(s.peers.is_empty(), "{:?}", tick.next_us);
             assert_eq!(s.tick(&dir, pruned, fresh()).next_us, None);
         }
+    }
+
+    /// Within `handshake_after` of its chain's handshake, a session due for renewal is renewed
+    /// by its successor: derived by the sealer at once, by the receiver when a message names
+    /// it, with no key agreement and no message of its own; the parent's chain key is erased at
+    /// both ends, what was sealed under the parent still opens until it is erased. Past
+    /// `handshake_after`, the renewal is a full handshake again.
+    #[test]
+    fn a_session_is_renewed_by_its_successor_without_a_key_agreement() {
+        let dir = keys();
+        let limits = SessionLimits::default();
+        let (mut a, mut b) = (node(0), node(1));
+        handshake(&mut a, &mut b, START);
+        let agreements = |s: &Sessions| {
+            let c = s.counters();
+            c.agreements_sealing + c.agreements_opening
+        };
+        let before = (agreements(&a), agreements(&b));
+        let parent = a.peers[&NodeId(1)].sessions[0].id;
+        let old = seal(&mut a, &bound(0, 1, 1), START + 1, b"old");
+        let at = START + limits.renew_at_us(parent);
+        let renewed = a.seal(&bound(0, 1, 2), at, b"new").unwrap();
+        assert!(!renewed.renew, "derived: no handshake to start");
+        let sessions = &a.peers[&NodeId(1)].sessions;
+        assert_eq!(sessions.len(), 2);
+        assert!(
+            sessions[0].chain.is_none(),
+            "the parent's chain key is erased"
+        );
+        let successor = sessions[1].id;
+        assert_ne!(successor, parent);
+        assert_eq!(a.counters().derived_sealing, 1);
+        assert_eq!(
+            b.open(&dir, &bound(0, 1, 2), at, &renewed.bytes, || unreachable!()),
+            Ok(Opened::Payload(b"new".to_vec()))
+        );
+        let held = &b.peers[&NodeId(0)].sessions;
+        assert_eq!(
+            held.iter().map(|s| s.id).collect::<Vec<_>>(),
+            [parent, successor]
+        );
+        assert!(held[0].chain.is_none() && held[1].chain.is_some());
+        assert_eq!(b.counters().derived_opening, 1);
+        assert_eq!(
+            b.open(&dir, &bound(0, 1, 2), at, &renewed.bytes, || unreachable!()),
+            Err(OpenError::Replayed),
+            "taken once under the successor too"
+        );
+        // The responder seals under the successor now; the parent's messages still open.
+        let reply = b.seal(&bound(1, 0, 1), at, b"reply").unwrap();
+        assert!(!reply.renew);
+        assert_eq!(
+            a.open(&dir, &bound(1, 0, 1), at, &reply.bytes, || unreachable!()),
+            Ok(Opened::Payload(b"reply".to_vec()))
+        );
+        assert_eq!(
+            b.open(&dir, &bound(0, 1, 1), at, &old, || unreachable!()),
+            Ok(Opened::Payload(b"old".to_vec()))
+        );
+        assert_eq!((agreements(&a), agreements(&b)), before, "no key agreement");
+        // Generation after generation, until the chain's handshake is `handshake_after` old.
+        let mut now = at;
+        let mut seq = 3;
+        loop {
+            let newest = a.peers[&NodeId(1)].sessions.last().unwrap();
+            now = newest.created_us + limits.renew_at_us(newest.id);
+            let sealed = a.seal(&bound(0, 1, seq), now, b"x").unwrap();
+            assert!(
+                b.open(
+                    &dir,
+                    &bound(0, 1, seq),
+                    now,
+                    &sealed.bytes,
+                    || unreachable!()
+                )
+                .is_ok()
+            );
+            seq += 1;
+            if sealed.renew {
+                break;
+            }
+            assert!(now < START + limits.handshake_after_us);
+            b.tick(&dir, now, fresh());
+            a.tick(&dir, now, fresh());
+        }
+        assert!(
+            now >= START + limits.handshake_after_us,
+            "then a full handshake"
+        );
+        assert_eq!((agreements(&a), agreements(&b)), before);
+        assert!(a.counters().derived_sealing >= 5);
+        assert!(a.len() <= limits.per_peer && b.len() <= limits.per_peer);
+    }
+
+    /// A message naming a successor's id but not sealed under its keys opens nothing and
+    /// derives nothing: the parent keeps its chain key, and the true successor opens after.
+    #[test]
+    fn a_made_up_message_under_a_successor_id_derives_nothing() {
+        let dir = keys();
+        let limits = SessionLimits::default();
+        let (mut a, mut b) = (node(0), node(1));
+        handshake(&mut a, &mut b, START);
+        let first = seal(&mut a, &bound(0, 1, 1), START, b"x");
+        assert!(
+            b.open(&dir, &bound(0, 1, 1), START, &first, || [0; 32])
+                .is_ok()
+        );
+        let parent = &b.peers[&NodeId(0)].sessions[0];
+        let next = parent.chain.as_ref().unwrap().next_id;
+        let at = START + limits.renew_at_us(parent.id);
+        let forged = Sealed::Data(SealedData {
+            sealer: NodeId(0),
+            session: next,
+            nonce: 0,
+            sealed_at_us: at,
+            ciphertext: vec![7; 40],
+        })
+        .to_bytes();
+        assert_eq!(
+            b.open(&dir, &bound(0, 1, 2), at, &forged, || unreachable!()),
+            Err(OpenError::Broken)
+        );
+        assert_eq!(b.len(), 1);
+        assert!(b.peers[&NodeId(0)].sessions[0].chain.is_some());
+        assert_eq!(b.counters().derived_opening, 0);
+        // Another sealer naming that id holds no such parent.
+        let other = Sealed::Data(SealedData {
+            sealer: NodeId(2),
+            session: next,
+            nonce: 0,
+            sealed_at_us: at,
+            ciphertext: vec![7; 40],
+        })
+        .to_bytes();
+        assert_eq!(
+            b.open(&dir, &bound(2, 1, 2), at, &other, || unreachable!()),
+            Err(OpenError::NoSession)
+        );
+        let true_one = seal(&mut a, &bound(0, 1, 2), at, b"y");
+        assert_eq!(
+            b.open(&dir, &bound(0, 1, 2), at, &true_one, || unreachable!()),
+            Ok(Opened::Payload(b"y".to_vec()))
+        );
     }
 
     #[test]

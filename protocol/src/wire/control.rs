@@ -564,6 +564,8 @@ pub struct SealingStatus {
     /// How long a session seals, and when its keys are erased, in ms (`[seal]`).
     pub rekey_after_ms: u64,
     pub erase_after_ms: u64,
+    /// How long sessions are renewed by derivation before a full handshake (`[seal]`), in ms.
+    pub handshake_after_ms: u64,
     /// Sessions made as initiator and as responder, erased with age, pushed out by memory;
     /// handshakes given up.
     pub initiated: u64,
@@ -577,6 +579,10 @@ pub struct SealingStatus {
     /// Answers sent again, unchanged, to an initiator's next attempt of a handshake answered
     /// already (no key agreement, no second session).
     pub answers_sent_again: u64,
+    /// Sessions renewed by deriving their successor (no key agreement): as sealer, and as
+    /// receiver of a message under the successor.
+    pub derived_sealing: u64,
+    pub derived_opening: u64,
 }
 
 /// What a daemon's process did on the network and on its timers since it started: the causes
