@@ -329,7 +329,7 @@ fn a_session_due_for_renewal_is_derived_at_both_ends_without_a_key_agreement() {
         let k = &show(&cluster, node)["counters"]["key_agreements"];
         k["to_seal"].as_u64().unwrap() + k["to_open"].as_u64().unwrap()
     };
-    assert_eq!(sealing("0")["handshake_after_ms"], 600_000);
+    assert_eq!(sealing("0")["handshake_after_ms"], 3_600_000);
     let first = Instant::now();
     assert_eq!(delivered(&send(&cluster, "0", "3", "first")), 2);
     let before = (agreements("0"), agreements("3"));

@@ -19,7 +19,7 @@
 //! # rekey_after = "2m"            # a session seals nothing once this old: keys renewed
 //! # erase_after = "3m"            # both ends erase a session's keys once this old
 //! # skew = "1s"                   # how far other nodes' clocks may be ahead of this one's
-//! # handshake_after = "10m"       # renew by derivation until a chain is this old, then by a
+//! # handshake_after = "1h"        # renew by derivation until a chain is this old, then by a
 //! #                               # full handshake ("0s": every renewal a full handshake)
 //!
 //! [tls]

@@ -14,8 +14,8 @@
 //! (`session.rs`, [`session::SessionLimits`]); the ephemeral secret is dropped once its answer
 //! opens. So a static key leaked later opens nothing sealed before: forward secrecy. A renewal
 //! derives the session's successor from a chain key by HKDF (`ratchet.rs`), at each end on its
-//! own, with no message and no key agreement, and erases the chain key it came from; every 10
-//! minutes (`handshake_after`) it is a full handshake instead, whose fresh ephemeral keys end
+//! own, with no message and no key agreement, and erases the chain key it came from; every 30
+//! to 60 minutes (`handshake_after`) it is a full handshake instead, whose fresh ephemeral keys end
 //! what a chain key stolen from memory could derive. A receiver
 //! opens a message only under a session it holds, once (a replay window per session): a session
 //! forgotten for any reason (age, memory, a restart) opens nothing again.

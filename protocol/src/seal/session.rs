@@ -17,9 +17,10 @@
 //!   that old (a point drawn from the session's id: the sessions a burst made renew apart), one
 //!   it answered only at seven eighths (so one end renews, not both). The renewal derives the
 //!   session's successor (`ratchet.rs`) and seals under it at once, while the handshake that
-//!   began the chain is younger than `handshake_after` (10 minutes); the receiver derives it
+//!   began the chain is younger than a point between a half and the whole of `handshake_after`
+//!   (an hour) drawn from the chain's id; the receiver derives it
 //!   when a message under it opens, and each end erases the parent's chain key as it derives.
-//!   Past `handshake_after`, the renewal is a new handshake;
+//!   Past that point, the renewal is a new handshake;
 //! - both ends erase its keys (zeroized) once it is `erase_after` old (3 minutes);
 //! - an Init is taken only within `init_max_age` of its time, never from before this node
 //!   started (less `skew`), never at or below the greatest time taken from its sender, never from
@@ -83,7 +84,8 @@ pub struct SessionLimits {
     /// A session seals nothing once this old.
     pub rekey_after_us: u64,
     /// A session is renewed by deriving its successor (`ratchet.rs`: no key agreement, no
-    /// message) until the handshake that began its chain is this old; then by a full
+    /// message) until the handshake that began its chain is at most this old (a point between
+    /// a half and the whole of it: [`SessionLimits::chain_ends_at_us`]); then by a full
     /// handshake, whose fresh ephemeral keys end what a stolen chain key could derive. 0: every
     /// renewal is a full handshake.
     pub handshake_after_us: u64,
@@ -117,7 +119,7 @@ impl Default for SessionLimits {
     fn default() -> SessionLimits {
         SessionLimits {
             rekey_after_us: 120_000_000,
-            handshake_after_us: 600_000_000,
+            handshake_after_us: 3_600_000_000,
             erase_after_us: 180_000_000,
             skew_us: 1_000_000,
             init_max_age_us: 30_000_000,
@@ -154,6 +156,16 @@ impl SessionLimits {
     pub fn renew_at_us(&self, id: u64) -> u64 {
         let spread = (self.rekey_after_us / 4).max(1);
         self.rekey_after_us / 2 + id % spread
+    }
+
+    /// How long after the handshake that began chain `chain` (the id of the session it made)
+    /// its sessions are renewed by derivation: between a half and the whole of
+    /// `handshake_after`, at a point drawn from the chain's id, so that the chains a burst of
+    /// first contacts began do not all come to their full handshake in one burst; 0 when
+    /// `handshake_after` is.
+    pub fn chain_ends_at_us(&self, chain: u64) -> u64 {
+        let spread = (self.handshake_after_us / 2).max(1);
+        self.handshake_after_us / 2 + chain.rotate_left(32) % spread
     }
 
     /// How old any session is when its initiator has started its renewal: three quarters of
@@ -381,8 +393,10 @@ struct Session {
     window: ReplayWindow,
     /// What its successor is derived from; `None` (erased) once this end derived it.
     chain: Option<Chain>,
-    /// When the full handshake that began its chain was made (here).
+    /// When the full handshake that began its chain was made (here), and the id of the
+    /// session it made.
     chain_from_us: u64,
+    chain_id: u64,
 }
 
 struct Chain {
@@ -402,7 +416,7 @@ impl Session {
         init_us: Option<u64>,
         keys: SessionKeys,
         confirmed: bool,
-        chain_from_us: u64,
+        (chain_from_us, chain_id): (u64, u64),
     ) -> Session {
         let SessionKeys {
             initiator_to_responder,
@@ -430,6 +444,7 @@ impl Session {
                 key: chain,
             }),
             chain_from_us,
+            chain_id,
         }
     }
 
@@ -442,7 +457,7 @@ impl Session {
             self.init_us,
             keys,
             confirmed,
-            self.chain_from_us,
+            (self.chain_from_us, self.chain_id),
         )
     }
 
@@ -672,7 +687,7 @@ impl Sessions {
             && now_us
                 < parent
                     .chain_from_us
-                    .saturating_add(limits.handshake_after_us)
+                    .saturating_add(limits.chain_ends_at_us(parent.chain_id))
             && let Some(chain) = parent.chain.take()
         {
             // Renewed by its successor, derived at once: the parent's chain key goes
@@ -1114,7 +1129,7 @@ impl Sessions {
         }
         self.keep(
             init.sealer,
-            Session::new(id, now_us, Some(init.ts_us), keys, false, now_us),
+            Session::new(id, now_us, Some(init.ts_us), keys, false, (now_us, id)),
         );
         let resp = Sealed::Resp(resp).to_bytes();
         let peer = self.peers.entry(init.sealer).or_default();
@@ -1232,7 +1247,14 @@ impl Sessions {
         self.counters.initiated += 1;
         self.keep(
             resp.sealer,
-            Session::new(resp.session, now_us, None, keys, true, now_us),
+            Session::new(
+                resp.session,
+                now_us,
+                None,
+                keys,
+                true,
+                (now_us, resp.session),
+            ),
         );
         Ok(Opened::Established(resp.sealer))
     }
@@ -2468,14 +2490,13 @@ mod tests {
             if sealed.renew {
                 break;
             }
-            assert!(now < START + limits.handshake_after_us);
+            assert!(now < START + limits.chain_ends_at_us(parent));
             b.tick(&dir, now, fresh());
             a.tick(&dir, now, fresh());
         }
-        assert!(
-            now >= START + limits.handshake_after_us,
-            "then a full handshake"
-        );
+        let ends = limits.chain_ends_at_us(parent);
+        assert!(limits.handshake_after_us / 2 <= ends && ends <= limits.handshake_after_us);
+        assert!(now >= START + ends, "then a full handshake");
         assert_eq!((agreements(&a), agreements(&b)), before);
         assert!(a.counters().derived_sealing >= 5);
         assert!(a.len() <= limits.per_peer && b.len() <= limits.per_peer);
