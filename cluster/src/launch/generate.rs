@@ -427,8 +427,8 @@ path = "{store}"
 /// Probe round trips a second that all the links of a generated cluster may make together:
 /// its daemons share one machine, and each round trip wakes the prober twice (its timer, the
 /// answer) and the listener once. Measured (docs/notes/2026-12-03-link-liveness.md, a debug
-/// binary): 290 to 360 µs of CPU per round trip on 128 and 1,024 daemons, so 25 a second take
-/// about 1% of one core, half of EH(4,5)'s idle budget of 2%.
+/// binary): 290 to 460 µs of CPU per round trip on 128 and 1,024 daemons; EH(4,5)'s 1,024 idle
+/// daemons paced to 25 a second took 1.16% of one core, within its idle budget of 2%.
 pub const CLUSTER_PROBES_PER_SECOND: u32 = 25;
 
 /// The liveness interval of a generated cluster's nodes: the daemon's default, or longer where
