@@ -27,6 +27,28 @@ fn link(cluster: &Cluster, node: u64, neighbour: u64) -> Value {
         .clone()
 }
 
+/// The metrics of the daemon whose Prometheus endpoint is `addr`.
+fn scrape(addr: &str) -> String {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(addr).unwrap();
+    write!(
+        stream,
+        "GET /metrics HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut text = String::new();
+    stream.read_to_string(&mut text).unwrap();
+    text
+}
+
+/// The value of the metric line that starts with `prefix`.
+fn metric(text: &str, prefix: &str) -> Option<f64> {
+    text.lines()
+        .find(|l| l.starts_with(prefix))
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|v| v.parse().ok())
+}
+
 #[test]
 fn a_killed_node_is_marked_down_by_every_neighbour_and_said_at_once() {
     let cluster = Cluster::up("q:3", "127.3.48.0");
@@ -129,6 +151,14 @@ fn a_killed_node_is_marked_down_by_every_neighbour_and_said_at_once() {
             stderr(&out)
         );
     }
+    // Prometheus counts the suspicions (node 1 suspected node 0 before it took it for dead),
+    // and none found alive after a down.
+    let counted = within(Duration::from_secs(10), || {
+        let text = scrape("127.3.48.2:7002");
+        metric(&text, "cuberoute_links_suspected_total").is_some_and(|n| n >= 1.0)
+            && metric(&text, "cuberoute_links_found_alive_total{after=\"down\"}") == Some(0.0)
+    });
+    assert!(counted.is_some(), "{}", scrape("127.3.48.2:7002"));
     // Restarted, each is up again, and monitor says so.
     cluster.ok(&["chaos", "restart", "--node", "0"]);
     let line = monitor.wait_for_stdout("\"node_up\"");
@@ -188,7 +218,8 @@ fn bad_liveness_settings_get_one_line_and_exit_2() {
 }
 
 /// A measurement, not a test (docs/notes/2026-12-03-link-liveness.md): kill a node of a local
-/// cluster (`LIVENESS_TOPOLOGY`, EH(2,2) by default) with SIGKILL, `LIVENESS_TRIALS` times (30),
+/// cluster (`LIVENESS_TOPOLOGY`, EH(2,2) by default; probes every `LIVENESS_INTERVAL`, 300 ms
+/// by default) with SIGKILL, `LIVENESS_TRIALS` times (30),
 /// a different node each time, restarting it after; print the time from the kill to each
 /// neighbour's `link_down` (the notice's own clock: the same machine's), p50, p99 and max, by
 /// the neighbour's role (the prober dials the dead node, the listener waits for its probes).
@@ -198,7 +229,17 @@ fn bad_liveness_settings_get_one_line_and_exit_2() {
 fn measure_detection_after_a_kill() {
     let topology = std::env::var("LIVENESS_TOPOLOGY").unwrap_or("eh:2,2".into());
     let trials: usize = std::env::var("LIVENESS_TRIALS").map_or(30, |t| t.parse().unwrap());
-    let cluster = Cluster::up(&topology, "127.3.50.0");
+    // At the daemon's default unless told (a generated cluster paces its probes by its size).
+    let interval = std::env::var("LIVENESS_INTERVAL").unwrap_or("300ms".into());
+    let cluster = Cluster::up_with(
+        &topology,
+        &[
+            "--base-addr",
+            "127.3.50.0",
+            "--liveness-interval",
+            &interval,
+        ],
+    );
     let pids = cluster.pids();
     let nodes = pids.len() as u64;
     let mut monitor = cluster.spawn(&["monitor", "--json"]);

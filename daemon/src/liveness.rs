@@ -16,8 +16,9 @@
 //!   multiplier of 3 and 5% loss each way, eleven round trips lost in a row, about 1 in 10^11).
 //! * It takes the neighbour for **dead** once nothing was heard for the detection time,
 //!   `multiplier` intervals, counted from the last look that is known to precede something
-//!   heard: so a neighbour that dies is marked down at most `multiplier` intervals (plus a
-//!   wake-up) after its last sign of life.
+//!   heard, and it has been suspected (and probed ten times) for an interval: so a neighbour
+//!   that dies is marked down at most the detection time and an interval after its last sign
+//!   of life (the prober, with the default multiplier of 3, within the detection time).
 //! * Not under overload (Lifeguard's local health multiplier): an end woken late by its own
 //!   node judges nothing on that look (what the neighbour sent may wait in its own socket),
 //!   and every late wake-up of any link of the node raises the node's [`Health`] score, every
@@ -195,7 +196,8 @@ pub struct Detector {
     /// The neighbour is known to have been alive at this time (the look before the one that
     /// saw a datagram had come).
     alive_at: Instant,
-    suspected: bool,
+    /// Since when the neighbour is suspected.
+    suspected_since: Option<Instant>,
 }
 
 impl Detector {
@@ -208,7 +210,7 @@ impl Detector {
             received,
             last_look: now,
             alive_at: now,
-            suspected: false,
+            suspected_since: None,
         }
     }
 
@@ -228,7 +230,7 @@ impl Detector {
     }
 
     pub fn is_suspected(&self) -> bool {
-        self.suspected
+        self.suspected_since.is_some()
     }
 
     /// The silence that makes the neighbour dead now: `multiplier` intervals, times one plus
@@ -253,13 +255,21 @@ impl Detector {
         self.last_look = look.now;
         let silent_for = look.now.saturating_duration_since(self.alive_at);
         let limit = self.limit(look.rtt, look.health);
+        // A neighbour is taken for dead only after an interval of suspicion, ten probes of its
+        // own (a listener's first silent look may already be a detection time after its last
+        // sign of life), unless this node is so late that it never gets to suspect.
+        let suspected_for = self.suspected_since.map_or(Duration::ZERO, |since| {
+            look.now.saturating_duration_since(since)
+        });
         let verdict = if heard {
-            if std::mem::take(&mut self.suspected) {
+            if self.suspected_since.take().is_some() {
                 Verdict::FoundAlive
             } else {
                 Verdict::Same
             }
-        } else if silent_for >= limit && (!late || silent_for >= limit * SILENT_AT_MOST) {
+        } else if silent_for >= limit * SILENT_AT_MOST
+            || (!late && silent_for >= limit && suspected_for >= self.settings.interval)
+        {
             Verdict::Down(format!(
                 "nothing heard from the neighbour for {} ms (detection time {} ms: {} x {} ms{})",
                 silent_for.as_millis(),
@@ -271,19 +281,19 @@ impl Detector {
                     h => format!(", x {} for this node's own delays", 1 + h.min(MAX_HEALTH)),
                 }
             ))
-        } else if !self.suspected && !late {
-            self.suspected = true;
+        } else if self.suspected_since.is_none() && !late {
+            self.suspected_since = Some(look.now);
             Verdict::Suspected
         } else {
             Verdict::Same
         };
-        let every = if self.suspected {
+        let every = if self.is_suspected() {
             self.settings.interval / SUSPECT_PROBES_PER_INTERVAL
         } else {
             self.every()
         };
         Step {
-            probe: !matches!(verdict, Verdict::Down(_)) && (self.prober || self.suspected),
+            probe: !matches!(verdict, Verdict::Down(_)) && (self.prober || self.is_suspected()),
             verdict,
             next: look.now + every,
         }
@@ -400,6 +410,25 @@ mod tests {
     }
 
     #[test]
+    fn a_listener_takes_a_dead_prober_for_dead_within_the_detection_time_and_an_interval() {
+        for died_ms in [1000, 1050, 1150, 1299, 1301, 2222] {
+            let start = Instant::now();
+            let died = start + Duration::from_millis(died_ms);
+            let mut d = Detector::new(settings(), false, start, 0);
+            // The prober's probes arrive every interval, until it died.
+            let (down, seen) = run(&mut d, start, Duration::from_secs(60), |t| {
+                (t.min(died) - start).as_millis() as u64 / 300
+            });
+            let took = down.expect("taken for dead") - died;
+            assert!(
+                took <= settings().detection_time() + I,
+                "died at {died_ms} ms, down {took:?} later"
+            );
+            assert_eq!(seen[0], Verdict::Suspected, "{seen:?}");
+        }
+    }
+
+    #[test]
     fn a_late_look_judges_nothing_until_four_detection_times() {
         let start = Instant::now();
         let mut d = Detector::new(settings(), true, start, 0);
@@ -488,6 +517,44 @@ mod tests {
         }
         assert!(suspected > 10_000, "{suspected} suspicions");
         assert!(found_alive >= suspected - 1);
+    }
+
+    #[test]
+    fn a_listener_with_five_percent_loss_each_way_makes_no_false_down_in_a_million_looks() {
+        let mut state = 49u64;
+        let mut lost = move || {
+            state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+            let mut z = state;
+            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+            (z ^ (z >> 31)) % 100 < 5
+        };
+        let start = Instant::now();
+        let mut d = Detector::new(settings(), false, start, 0);
+        let (mut at, mut received, mut probed) = (d.first(), 0u64, false);
+        // The prober's probes: one every interval, from 100 ms on, each lost 5% of the time.
+        let mut next_probe = start + Duration::from_millis(100);
+        let mut suspected = 0;
+        for _ in 0..1_000_000 {
+            while next_probe <= at {
+                if !lost() {
+                    received += 1;
+                }
+                next_probe += I;
+            }
+            // The listener's own probe at its last look, and its answer.
+            if probed && !lost() && !lost() {
+                received += 1;
+            }
+            let step = d.look(look(at, received));
+            match step.verdict {
+                Verdict::Down(why) => panic!("a false down: {why}"),
+                Verdict::Suspected => suspected += 1,
+                _ => {}
+            }
+            (at, probed) = (step.next, step.probe);
+        }
+        assert!(suspected > 1_000, "{suspected} suspicions");
     }
 
     #[test]
