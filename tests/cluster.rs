@@ -1032,10 +1032,10 @@ fn show_node_and_links_report_configuration_state_and_traffic() {
     );
     let table = cluster.ok(&["show", "links", "--node", "0"]);
     assert!(
-        table
-            .lines()
-            .any(|l| l.contains(" dialling ") && l.contains("dial(s) failed, next in")),
-        "{table}"
+        table.lines().any(|l| l.contains(" down ")
+            && l.contains("dial(s) failed, next in")
+            && l.contains("; down: ")),
+        "the dead hop marked down, with its redialling and why: {table}"
     );
 }
 

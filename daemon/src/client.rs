@@ -31,6 +31,9 @@ pub enum ClientError {
     Malformed { node: NodeId, error: WireError },
     #[error("node {node}: the control stream failed: {message}")]
     Stream { node: NodeId, message: String },
+    /// Not asked: the node is known not to run (its launcher saw its process exit).
+    #[error("node {node} is down: {why}")]
+    Down { node: NodeId, why: String },
     #[error("cannot open a local QUIC endpoint: {0}")]
     Endpoint(std::io::Error),
 }

@@ -42,6 +42,10 @@
 //! [chaos]
 //! allow = true                    # whether clients of role chaos may inject faults
 //!
+//! [liveness]                      # optional; these are the defaults (crate::liveness)
+//! interval = "300ms"              # the dialling end of each link probes this often
+//! multiplier = 3                  # a neighbour silent this many intervals is taken for dead
+//!
 //! [store]                         # optional: without it reliable sets are kept in memory only
 //! path = "store.redb"             # delivered reliable sets and unsettled sends (crate::store)
 //! max_mib = 256                   # entries held together; a set past it is refused, not acked
@@ -57,6 +61,7 @@
 //! Every problem is a [`ConfigError`] naming the key; the binary exits 2 on it.
 
 use crate::keys::{KeyPaths, Keys};
+use crate::liveness;
 use crate::manifest::Manifest;
 use crate::store::Retention;
 use crate::tls::Credentials;
@@ -224,6 +229,14 @@ pub struct DaemonArgs {
     /// is (see docs/daemon.md, "Priority").
     #[arg(long, value_name = "N")]
     pub nice: Option<i32>,
+    /// How often the dialling end of each link probes its neighbour (`liveness.interval`, e.g.
+    /// `300ms`).
+    #[arg(long, value_name = "DURATION")]
+    pub liveness_interval: Option<String>,
+    /// How many intervals without a datagram from a neighbour make it dead
+    /// (`liveness.multiplier`).
+    #[arg(long, value_name = "N")]
+    pub liveness_multiplier: Option<u32>,
     /// The node's store (`store.path`): reliable sets are acknowledged only once written
     /// there, and kept across a restart. `none`: keep them in memory only.
     #[arg(long, value_name = "FILE|none")]
@@ -261,6 +274,15 @@ struct FileConfig {
     buffers: FileBuffers,
     #[serde(default)]
     store: FileStore,
+    #[serde(default)]
+    liveness: FileLiveness,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct FileLiveness {
+    interval: Option<String>,
+    multiplier: Option<i64>,
 }
 
 #[derive(Deserialize, Default)]
@@ -344,6 +366,8 @@ pub struct NodeConfig {
     pub nice: i32,
     /// Where reliable sets are kept across a crash, and how much of them; `None`: in memory.
     pub store: Option<StoreConfig>,
+    /// How links find a dead neighbour.
+    pub liveness: liveness::Settings,
 }
 
 /// The node's store, as configured (opened by the daemon at start, and by `--check`).
@@ -410,6 +434,11 @@ impl NodeConfig {
             ("buffers.memory_mib", (b.memory_bytes >> 20).to_string()),
             ("chaos.allow", self.chaos_allowed.to_string()),
             ("nice", self.nice.to_string()),
+            (
+                "liveness.interval",
+                humantime::format_duration(self.liveness.interval).to_string(),
+            ),
+            ("liveness.multiplier", self.liveness.multiplier.to_string()),
             (
                 "store",
                 self.store
@@ -662,6 +691,7 @@ impl NodeConfig {
 
         let store = store_config(args.store.clone(), file.store, &relative, &with_id)?;
         let (seal, sessions) = seal_config(args, file.seal)?;
+        let liveness = liveness_config(args, file.liveness)?;
 
         Ok(NodeConfig {
             topology,
@@ -681,8 +711,42 @@ impl NodeConfig {
             chaos_allowed: args.chaos_allowed.or(file.chaos.allow).unwrap_or(true),
             nice,
             store,
+            liveness,
         })
     }
+}
+
+/// The `[liveness]` table and its flags, checked: an interval of 0 (a detection time of 0) or a
+/// multiplier below 1 is refused.
+fn liveness_config(
+    args: &DaemonArgs,
+    file: FileLiveness,
+) -> Result<liveness::Settings, ConfigError> {
+    let defaults = liveness::Settings::default();
+    let interval = match args.liveness_interval.clone().or(file.interval) {
+        None => defaults.interval,
+        Some(text) => humantime::parse_duration(&text).map_err(|e| {
+            error(
+                "liveness.interval",
+                format!("{text:?} is not a duration: {e}"),
+            )
+        })?,
+    };
+    let multiplier = match args.liveness_multiplier.map(i64::from).or(file.multiplier) {
+        None => defaults.multiplier,
+        Some(n) => u32::try_from(n).map_err(|_| {
+            error(
+                "liveness.multiplier",
+                format!("{n}: must be from 1 to {}", liveness::MAX_MULTIPLIER),
+            )
+        })?,
+    };
+    let settings = liveness::Settings {
+        interval,
+        multiplier,
+    };
+    settings.check().map_err(|(key, why)| error(key, why))?;
+    Ok(settings)
 }
 
 /// The most a store may hold: 1 TiB.

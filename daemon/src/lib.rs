@@ -41,6 +41,7 @@ pub mod journal;
 pub mod keeping;
 pub mod keys;
 pub mod link;
+pub mod liveness;
 pub mod logging;
 pub mod manifest;
 pub mod net;

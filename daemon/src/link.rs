@@ -26,9 +26,11 @@
 //!   the same list send none, and each list crosses a connection at most once each way. The
 //!   node decides whether to take a list it is handed ([`LinkOwner::on_revocations`]); one that
 //!   is malformed or not signed by the CA counts as a malformed frame.
-//! * Liveness is checked where it matters: a link with frames written and no acknowledgement
-//!   for [`SILENT_LINK`] is closed as dead (a live neighbour's QUIC acknowledges within
-//!   [`LONE_AFTER`]); an idle link only carries QUIC's rare keep-alive ([`tls::KEEP_ALIVE`]).
+//! * Liveness: the dialler probes every `liveness.interval`, and both ends take the neighbour
+//!   for dead after the detection time without a datagram from it ([`crate::liveness`] decides;
+//!   [`Link::watch_liveness`] looks when it asks, probes and closes). Besides, a link with
+//!   frames written and no acknowledgement for [`SILENT_LINK`] is closed as dead (a live
+//!   neighbour's QUIC acknowledges within [`LONE_AFTER`]), whatever the interval.
 //! * A restarted neighbour is found at once: the endpoint's stateless-reset key is derived from
 //!   the node's key, so the first packet the old connection sends draws a reset from the new
 //!   process. The accepting side of a link that stays down [`KNOCK_AFTER`] knocks (dials the
@@ -43,6 +45,7 @@
 use crate::budget::Budget;
 use crate::env::{self, Instant};
 use crate::io_counts;
+use crate::liveness::{self, Detector, Liveness, Verdict};
 use crate::stats::{Event, Stats};
 use crate::tls;
 use bytes::Bytes;
@@ -107,6 +110,8 @@ pub mod close {
     pub const KNOCKED: u32 = 6;
     /// The neighbour knocked from another address: this connection went to where it was.
     pub const MOVED: u32 = 7;
+    /// Liveness took the neighbour for dead (it hears this only if it was not).
+    pub const DEAD: u32 = 8;
 }
 
 /// What a link needs of the node it belongs to: who the node is, where to count, and where a
@@ -127,6 +132,8 @@ pub trait LinkOwner: Send + Sync {
     /// A revocation list neighbour `from` handed over: take it if it is newer (and pass it on
     /// to the other neighbours), and say what became of it.
     fn on_revocations(&self, from: NodeId, signed: &[u8]) -> ListOffered;
+    /// The liveness settings, and the node's health its links share.
+    fn liveness(&self) -> &Liveness;
 }
 
 /// What became of a revocation list a neighbour handed over.
@@ -183,6 +190,13 @@ pub struct Link {
     peer_serial: AtomicU64,
     /// The writer looks whether the neighbour is to be handed the revocation list in force.
     hand_over: AtomicBool,
+    /// Liveness suspects the neighbour: nothing heard from it for an interval.
+    suspected: AtomicBool,
+    /// Why the link last went down (kept while it is down).
+    down_cause: Mutex<Option<String>>,
+    /// The neighbour's incarnation when liveness took it for dead: a hello from the same one
+    /// later says it was alive after all.
+    taken_for_dead: Mutex<Option<u64>>,
 }
 
 struct LinkState {
@@ -293,6 +307,9 @@ impl Link {
             redial: Mutex::new((0, BACKOFF_MIN, Instant::now())),
             peer_serial: AtomicU64::new(0),
             hand_over: AtomicBool::new(false),
+            suspected: AtomicBool::new(false),
+            down_cause: Mutex::new(None),
+            taken_for_dead: Mutex::new(None),
         }
     }
 
@@ -340,6 +357,12 @@ impl Link {
         LinkStatus {
             dials: self.dials(),
             redial,
+            suspected: self.is_up() && self.suspected.load(Relaxed),
+            down: if self.is_up() {
+                None
+            } else {
+                self.down_cause.lock().expect("link lock").clone()
+            },
             neighbour: self.neighbour,
             up: self.is_up(),
             cut: self.is_cut(),
@@ -708,8 +731,11 @@ impl Link {
         let result = self.exchange(node, &connection).await;
         if self.up.swap(false, Relaxed) {
             self.changed();
-            node.stats().event_about(Event::LinkLost, self.neighbour);
-            info!(neighbour = %self.neighbour, reason = %display_result(&result), "link down");
+            self.suspected.store(false, Relaxed);
+            let why = display_result(&result);
+            *self.down_cause.lock().expect("link lock") = Some(why.clone());
+            node.stats().link_down(self.neighbour, why.clone());
+            info!(neighbour = %self.neighbour, reason = %why, "link down");
         } else {
             debug!(neighbour = %self.neighbour, reason = %display_result(&result), "connection failed before hello");
         }
@@ -753,6 +779,12 @@ impl Link {
             }
         };
         self.on_hello(node.incarnation(), &peer);
+        if self.taken_for_dead.lock().expect("link lock").take() == Some(peer.incarnation) {
+            // Liveness took this very process for dead: it was alive after all.
+            node.stats()
+                .event_about(Event::LinkDownFoundAlive, self.neighbour);
+            warn!(neighbour = %self.neighbour, "a neighbour taken for dead was alive: the same process linked again");
+        }
         self.up.store(true, Relaxed);
         self.changed();
         node.stats().event_about(Event::LinkUp, self.neighbour);
@@ -771,6 +803,7 @@ impl Link {
                 r = self.write_frames(node, connection, &mut send, acks) => r,
                 r = self.await_acks(written) => r,
                 r = self.watch_silence(connection) => r,
+                r = self.watch_liveness(node, connection, peer.incarnation) => r,
             };
             connection.close(0u32.into(), b"");
             result
@@ -864,6 +897,62 @@ impl Link {
                 // Acknowledged (or newly outstanding): look again.
                 () = changed => {}
             }
+        }
+    }
+
+    /// Look at the connection when the liveness detector asks ([`crate::liveness`]), send its
+    /// probes (an IMMEDIATE_ACK frame: the neighbour's QUIC acknowledges at once), count its
+    /// suspicions, and fail when it takes the neighbour for dead. Every look tells the node's
+    /// health whether the node woke it on time.
+    async fn watch_liveness(
+        &self,
+        node: &dyn LinkOwner,
+        connection: &quinn::Connection,
+        peer_incarnation: u64,
+    ) -> anyhow::Result<()> {
+        let liveness = node.liveness();
+        let received = || connection.stats().udp_rx.datagrams;
+        let mut detector =
+            Detector::new(liveness.settings, self.dials(), Instant::now(), received());
+        let mut due = detector.first();
+        loop {
+            tokio::time::sleep_until(due).await;
+            io_counts::link_timer_fired();
+            let now = Instant::now();
+            liveness
+                .health
+                .woke(now.saturating_duration_since(due) > liveness::LATE);
+            let step = detector.look(liveness::Look {
+                now,
+                due,
+                received: received(),
+                rtt: connection.rtt(),
+                health: liveness.health.score(),
+            });
+            match step.verdict {
+                Verdict::Same => {}
+                Verdict::Suspected => {
+                    self.suspected.store(true, Relaxed);
+                    node.stats()
+                        .event_about(Event::LinkSuspected, self.neighbour);
+                    debug!(neighbour = %self.neighbour, "neighbour suspected");
+                }
+                Verdict::FoundAlive => {
+                    self.suspected.store(false, Relaxed);
+                    node.stats()
+                        .event_about(Event::LinkFoundAlive, self.neighbour);
+                    debug!(neighbour = %self.neighbour, "suspected neighbour heard from");
+                }
+                Verdict::Down(why) => {
+                    *self.taken_for_dead.lock().expect("link lock") = Some(peer_incarnation);
+                    connection.close(close::DEAD.into(), b"taken for dead");
+                    anyhow::bail!("{why}");
+                }
+            }
+            if step.probe {
+                connection.request_immediate_ack();
+            }
+            due = step.next;
         }
     }
 

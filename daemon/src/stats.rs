@@ -101,6 +101,12 @@ impl Drop {
 pub enum Event {
     LinkUp,
     LinkLost,
+    /// Liveness heard nothing from a neighbour for an interval (`crate::liveness`)...
+    LinkSuspected,
+    /// ...and then heard from it: alive after all.
+    LinkFoundAlive,
+    /// A neighbour liveness took for dead linked again as the same process: it was alive.
+    LinkDownFoundAlive,
     DialFailed,
     /// A peer whose handshake failed: no certificate, or one not signed by the cluster CA.
     PeerRefusedTls,
@@ -174,6 +180,9 @@ impl Event {
         match self {
             Event::LinkUp => "link_up",
             Event::LinkLost => "link_lost",
+            Event::LinkSuspected => "link_suspected",
+            Event::LinkFoundAlive => "link_found_alive",
+            Event::LinkDownFoundAlive => "link_down_found_alive",
             Event::DialFailed => "dial_failed",
             Event::PeerRefusedTls => "peer_refused_tls",
             Event::PeerRefusedNotANode => "peer_refused_not_a_node",
@@ -271,12 +280,21 @@ impl Stats {
         self.count_event(event);
         self.journal.note(match event {
             Event::LinkUp => Happening::LinkUp { neighbour },
-            Event::LinkLost => Happening::LinkDown { neighbour },
+            Event::LinkLost => Happening::LinkDown {
+                neighbour,
+                why: String::new(),
+            },
             _ => Happening::Event {
                 name: event.as_str().to_string(),
                 neighbour: Some(neighbour),
             },
         });
+    }
+
+    /// The link to `neighbour` went down, and why: counted as `link_lost`, noted as a link down.
+    pub fn link_down(&self, neighbour: NodeId, why: String) {
+        self.count_event(Event::LinkLost);
+        self.journal.note(Happening::LinkDown { neighbour, why });
     }
 
     /// A fault the chaos tooling injected: counted under `event`, noted as `done` says.

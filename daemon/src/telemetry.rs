@@ -3,6 +3,7 @@
 //! is idle. (Logs are [`crate::logging`].)
 
 use crate::node::Node;
+use crate::stats::Event;
 use metrics::{counter, gauge};
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 use std::net::SocketAddr;
@@ -74,9 +75,18 @@ fn publish(node: &Node) {
     for (reason, n) in s.drops() {
         counter!("cuberoute_packets_dropped_total", "reason" => reason.as_str()).absolute(n);
     }
-    for (event, n) in s.events() {
-        counter!("cuberoute_events_total", "event" => event.as_str()).absolute(n);
+    let events = s.events();
+    for (event, n) in &events {
+        counter!("cuberoute_events_total", "event" => event.as_str()).absolute(*n);
     }
+    // Liveness's suspicions, and those the neighbour then proved wrong: before it was taken
+    // for dead (heard from again), and after (it linked again as the same process).
+    let count = |event| events.get(&event).copied().unwrap_or(0);
+    counter!("cuberoute_links_suspected_total").absolute(count(Event::LinkSuspected));
+    counter!("cuberoute_links_found_alive_total", "after" => "suspicion")
+        .absolute(count(Event::LinkFoundAlive));
+    counter!("cuberoute_links_found_alive_total", "after" => "down")
+        .absolute(count(Event::LinkDownFoundAlive));
     let agreed = s.key_agreements();
     counter!("cuberoute_key_agreements_total", "side" => "seal").absolute(agreed.to_seal);
     counter!("cuberoute_key_agreements_total", "side" => "open").absolute(agreed.to_open);

@@ -37,6 +37,7 @@ const TIERS: Layers = Layers {
                 "reload",
                 "budget",
                 "waiters",
+                "liveness",
             ],
         }],
         &[Room {

@@ -44,7 +44,8 @@ fn summary(c: &NodeConfig) -> String {
          \x20 certificate names {}; manifest lists {} nodes\n\
          \x20 sealing {}: key directory of {} nodes, {} revoked\n\
          \x20 buffers: input {} sets, link {} packets, output {} copies, {} requests, {} MiB in all\n\
-         \x20 log level {}, format {}; fault injection {}; niceness {}\n",
+         \x20 log level {}, format {}; fault injection {}; niceness {}\n\
+         \x20 liveness: a probe every {}, a neighbour silent {} intervals ({}) taken for dead\n",
         c.id,
         c.topology.format_node(c.id),
         c.topology,
@@ -68,6 +69,9 @@ fn summary(c: &NodeConfig) -> String {
         } else {
             "refused"
         },
-        c.nice
+        c.nice,
+        humantime::format_duration(c.liveness.interval),
+        c.liveness.multiplier,
+        humantime::format_duration(c.liveness.detection_time())
     )
 }

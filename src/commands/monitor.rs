@@ -1,10 +1,12 @@
 //! `cuberoute monitor [--node N ...] [--json] [--count C] [--for T]`: what the nodes see
 //! happen, one line (or one JSON object) per notice, as it happens, until interrupted
-//! (`cuberoute_cluster::ops::monitor` follows the nodes).
+//! (`cuberoute_cluster::ops::monitor` follows the nodes); and a `node_down` line when every
+//! followed neighbour of a node saw its link to it go down (`NodeVerdicts` decides), `node_up`
+//! when it is back.
 
 use super::args::{ClientArg, JsonArg};
 use super::{runtime, usage};
-use cuberoute_cluster::ops::monitor::{Watched, follow};
+use cuberoute_cluster::ops::monitor::{NodeChange, NodeVerdicts, Watched, follow};
 use cuberoute_protocol::wire::control::{Happening, Notice};
 use cuberoute_protocol::{NodeId, Topology};
 use serde_json::{Value, json};
@@ -61,6 +63,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         };
         tokio::pin!(stop);
         let (mut seen, mut following, total) = (0u64, 0usize, nodes.len());
+        let mut verdicts = NodeVerdicts::new(topology, &nodes);
         let mut out = std::io::stdout().lock();
         loop {
             let (node, watched) = tokio::select! {
@@ -84,6 +87,14 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 text_line(topology, node, &watched)
             };
             writeln!(out, "{line}")?;
+            for change in verdicts.watched(node, &watched) {
+                let line = if args.output.json {
+                    json_change(&change).to_string()
+                } else {
+                    text_change(topology, &change)
+                };
+                writeln!(out, "{line}")?;
+            }
             out.flush()?;
             if matches!(watched, Watched::Notice(_)) {
                 seen += 1;
@@ -142,6 +153,70 @@ fn json_line(node: NodeId, watched: &Watched) -> Value {
     }
 }
 
+/// A node's verdict as one JSON object: `kind` `node_down` (with `seen_by`, each neighbour
+/// and its `at_ms`) or `node_up`.
+fn json_change(change: &NodeChange) -> Value {
+    match change {
+        NodeChange::Down { node, seen_by } => json!({
+            "node": node.0,
+            "kind": "node_down",
+            "at_ms": seen_by.iter().map(|(_, at)| *at).max().unwrap_or(0),
+            "seen_by": seen_by
+                .iter()
+                .map(|(n, at)| json!({"node": n.0, "at_ms": at}))
+                .collect::<Vec<_>>(),
+        }),
+        NodeChange::Up {
+            node,
+            seen_by,
+            at_ms,
+        } => json!({"node": node.0, "kind": "node_up", "at_ms": at_ms, "seen_by": seen_by.0}),
+    }
+}
+
+/// `node N down: seen by A at T, B at T', ...`, at the time the last of them saw it.
+fn text_change(topology: Topology, change: &NodeChange) -> String {
+    let name = |n: NodeId| format!("{} ({})", n.0, topology.format_node(n));
+    let clock = |at_ms: u64| {
+        humantime::format_rfc3339_millis(SystemTime::UNIX_EPOCH + Duration::from_millis(at_ms))
+            .to_string()
+    };
+    let (node, at_ms, kind, what) = match change {
+        NodeChange::Down { node, seen_by } => {
+            let seen: Vec<String> = seen_by
+                .iter()
+                .map(|(n, at)| format!("{} at {}", name(*n), clock(*at)))
+                .collect();
+            (
+                *node,
+                seen_by.iter().map(|(_, at)| *at).max().unwrap_or(0),
+                "node_down",
+                format!("node {} down: seen by {}", node.0, seen.join(", ")),
+            )
+        }
+        NodeChange::Up {
+            node,
+            seen_by,
+            at_ms,
+        } => (
+            *node,
+            *at_ms,
+            "node_up",
+            if seen_by == node {
+                format!("node {} up: answers again", node.0)
+            } else {
+                format!("node {} up: link up at {}", node.0, name(*seen_by))
+            },
+        ),
+    };
+    format!(
+        "{}  node {:<12} {:<11} {what}",
+        clock(at_ms),
+        name(node),
+        kind
+    )
+}
+
 fn now_ms() -> u64 {
     SystemTime::now()
         .duration_since(SystemTime::UNIX_EPOCH)
@@ -171,8 +246,12 @@ fn text_line(topology: Topology, node: NodeId, watched: &Watched) -> String {
 
 fn describe(name: &dyn Fn(NodeId) -> String, what: &Happening) -> String {
     match what {
-        Happening::LinkUp { neighbour } | Happening::LinkDown { neighbour } => {
+        Happening::LinkUp { neighbour } => format!("neighbour {}", name(*neighbour)),
+        Happening::LinkDown { neighbour, why } if why.is_empty() => {
             format!("neighbour {}", name(*neighbour))
+        }
+        Happening::LinkDown { neighbour, why } => {
+            format!("neighbour {}: {why}", name(*neighbour))
         }
         Happening::Delivered {
             src,

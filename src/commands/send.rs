@@ -120,6 +120,15 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         Some(text) => super::parse_set(topology, text, "--avoid")?,
         None => Vec::new(),
     };
+    // Waiting for copies at a destination whose process is known to have exited would only
+    // time out: say so at once.
+    if args.wait
+        && let Some((node, why)) = to
+            .iter()
+            .find_map(|&n| cluster.known_down(n).map(|why| (n, why)))
+    {
+        anyhow::bail!("node {node} is down: {why}");
+    }
     let options = SendOptions {
         trace: args.wait,
         wait: args.wait.then_some(args.timeout),

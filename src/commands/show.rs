@@ -280,19 +280,26 @@ fn write_links(out: &mut impl Write, t: Topology, s: &NodeStatus) -> std::io::Re
                 r.failures,
                 duration(r.next_in_ms),
                 duration(r.backoff_ms)
-            ))
+            )) + &l
+                .down
+                .as_ref()
+                .map_or(String::new(), |why| format!("; down: {why}"))
         )?;
     }
     Ok(())
 }
 
-/// `up`, `cut`, `revoked` (refused for good: either end is revoked), or while down,
-/// `dialling` (this side dials) or `waiting` (for the neighbour to dial).
+/// `up` (`suspect` while liveness heard nothing from the neighbour for an interval), `cut`,
+/// `revoked` (refused for good: either end is revoked), `down` (it was up, and went down: the
+/// line ends with why), or, while it never came up, `dialling` (this side dials) or `waiting`
+/// (for the neighbour to dial).
 fn state(l: &LinkStatus, revoked: bool) -> &'static str {
     match (l.cut, l.up, l.dials) {
         (true, _, _) if revoked => "revoked",
         (true, _, _) => "cut",
+        (false, true, _) if l.suspected => "suspect",
         (false, true, _) => "up",
+        (false, false, _) if l.down.is_some() => "down",
         (false, false, true) => "dialling",
         (false, false, false) => "waiting",
     }

@@ -69,7 +69,7 @@ impl Cluster {
 
     /// `cluster up TOPOLOGY ARGS` in a new temporary directory. The cluster is created before
     /// `up` runs, so that it is taken down even when `up` fails half way.
-    fn up_with(topology: &str, args: &[&str]) -> Cluster {
+    pub fn up_with(topology: &str, args: &[&str]) -> Cluster {
         let cluster = Cluster {
             dir: tempfile::tempdir().unwrap(),
             topology: topology.to_string(),

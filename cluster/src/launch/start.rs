@@ -46,6 +46,9 @@ pub struct Local {
     pub port: u16,
     /// Reliable sets in memory only: no store in the nodes' configurations.
     pub no_store: bool,
+    /// The nodes' liveness interval, instead of the one paced by the cluster's links
+    /// (`generate::liveness_interval`).
+    pub liveness_interval: Option<Duration>,
     /// Every node in a network namespace of its own, on a bridge (root only).
     pub netns: bool,
     /// How long the daemons live.
@@ -62,6 +65,7 @@ impl Local {
             base_addr: base,
             port: 7000,
             no_store: false,
+            liveness_interval: None,
             netns: false,
             lifetime: Lifetime::UntilStopped,
         }
@@ -195,6 +199,10 @@ fn write(
     if local.no_store {
         generate::drop_store(dir, topology)?;
         phases.end("no store");
+    }
+    if let Some(interval) = local.liveness_interval {
+        generate::set_liveness_interval(dir, topology, interval)?;
+        phases.end("liveness");
     }
     Ok(())
 }

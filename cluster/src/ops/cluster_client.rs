@@ -1,9 +1,12 @@
 //! A client of a whole cluster: its manifest, a control client with a client certificate (the
 //! operator's, or the one `--cert` names, checked to be of this cluster), and one cached
-//! connection per node.
+//! connection per node. A node whose process the launcher started and saw exit (the run state
+//! of a local cluster: `launch::run_state`) is not asked: a request to it fails at once with
+//! [`ClientError::Down`] ("node 3 is down: process exited"), not after a timeout.
 
 use crate::launch::certs::client_credentials;
 use crate::launch::layout::ClusterDir;
+use crate::launch::run_state::RunState;
 use cuberoute_daemon::client::{Client, ClientError, Connection};
 use cuberoute_daemon::manifest::Manifest;
 use cuberoute_daemon::roles::ClientRole;
@@ -40,7 +43,12 @@ pub struct ClusterClient {
     /// The role of the client certificate ([`ClientRole::OPERATOR`]: the operator's).
     pub role: ClientRole,
     connections: Arc<Mutex<HashMap<NodeId, Connection>>>,
+    /// The run state as last read, with the modification time of its file then.
+    run_state: Arc<Mutex<Option<ReadRunState>>>,
 }
+
+/// The run state as read (`None`: no run state), and the modification time of its file then.
+type ReadRunState = (std::time::SystemTime, Option<RunState>);
 
 impl ClusterClient {
     /// Open the cluster generated in `dir`. Needs a tokio runtime.
@@ -66,7 +74,26 @@ impl ClusterClient {
             client,
             role,
             connections: Arc::default(),
+            run_state: Arc::default(),
         })
+    }
+
+    /// Why `node` is known to be down, if it is: the launcher of this local cluster started
+    /// its process and it has exited ("process exited"). `None` when it runs, or when nothing
+    /// says (containers, a cluster started elsewhere, no run state). The run state is read
+    /// again whenever its file changed (a restart records a new process).
+    pub fn known_down(&self, node: NodeId) -> Option<String> {
+        let path = self.dir.run_state();
+        let modified = std::fs::metadata(&path).and_then(|m| m.modified()).ok()?;
+        let mut cached = self.run_state.lock().expect("run state lock");
+        if cached.as_ref().is_none_or(|(at, _)| *at != modified) {
+            *cached = Some((modified, RunState::load(&self.dir).ok().flatten()));
+        }
+        let Some((_, Some(RunState::Processes(processes)))) = cached.as_ref() else {
+            return None;
+        };
+        let process = processes.processes.iter().find(|p| p.id == node)?;
+        (!processes.is_running(&self.dir, process)).then(|| "process exited".to_string())
     }
 
     /// Whether this client's certificate may make each of `requests` at each of `nodes`, as
@@ -84,6 +111,9 @@ impl ClusterClient {
     /// Send `request` to `node`, over a cached connection if there is one. A connection that
     /// failed is replaced once.
     pub async fn request(&self, node: NodeId, request: &Request) -> Result<Response, ClientError> {
+        if let Some(why) = self.known_down(node) {
+            return Err(ClientError::Down { node, why });
+        }
         let cached = self
             .connections
             .lock()

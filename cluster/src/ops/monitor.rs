@@ -1,11 +1,13 @@
 //! Following what nodes see happen: one long-polling loop per node over its notice ring
 //! (`Request::Notices`), merged into one stream. A node that does not answer is reported once,
 //! asked again every second, and reported back when it answers; a restarted node is followed
-//! from its new ring's present.
+//! from its new ring's present. [`NodeVerdicts`] says from those notices when a node is down:
+//! every neighbour of it that is followed and answers saw its link to it go down.
 
 use crate::ops::cluster_client::{ClusterClient, FAN_OUT};
-use cuberoute_protocol::NodeId;
-use cuberoute_protocol::wire::control::{Notice, Request, Response};
+use cuberoute_protocol::wire::control::{Happening, Notice, Request, Response};
+use cuberoute_protocol::{NodeId, Topology};
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{Semaphore, mpsc};
@@ -115,4 +117,213 @@ async fn follow_one(
 async fn send(out: &mpsc::Sender<(NodeId, Watched)>, node: NodeId, watched: Watched) {
     // A closed stream ends `follow`, which aborts this task.
     let _ = out.send((node, watched)).await;
+}
+
+/// A node's verdict changed, by the notices of its neighbours.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum NodeChange {
+    /// Every neighbour of `node` that is followed and answers saw its link to it go down:
+    /// who saw it, and when (its clock's `at_ms`), in the order they said so.
+    Down {
+        node: NodeId,
+        seen_by: Vec<(NodeId, u64)>,
+    },
+    /// A node taken for down has a link up again (`seen_by` saw it at `at_ms`), or answers.
+    Up {
+        node: NodeId,
+        seen_by: NodeId,
+        at_ms: u64,
+    },
+}
+
+/// Which nodes are down, as the notices of the nodes followed say: the one place `monitor`
+/// decides it. A node is down once every neighbour of it that is followed and answers has
+/// noted its link to it down since it was last up (at least one neighbour); an unreachable
+/// neighbour (itself down, say) is not waited for. Up again at its first link up, or when it
+/// answers after not answering.
+#[derive(Debug)]
+pub struct NodeVerdicts {
+    topology: Topology,
+    followed: BTreeSet<NodeId>,
+    unreachable: BTreeSet<NodeId>,
+    /// For each node, the neighbours that saw their link to it down, and when.
+    seen_down: BTreeMap<NodeId, Vec<(NodeId, u64)>>,
+    down: BTreeSet<NodeId>,
+}
+
+impl NodeVerdicts {
+    pub fn new(topology: Topology, followed: &[NodeId]) -> NodeVerdicts {
+        NodeVerdicts {
+            topology,
+            followed: followed.iter().copied().collect(),
+            unreachable: BTreeSet::new(),
+            seen_down: BTreeMap::new(),
+            down: BTreeSet::new(),
+        }
+    }
+
+    /// Whether `node` is down now.
+    pub fn is_down(&self, node: NodeId) -> bool {
+        self.down.contains(&node)
+    }
+
+    /// Take what following `from` yielded; the verdicts it changed.
+    pub fn watched(&mut self, from: NodeId, watched: &Watched) -> Vec<NodeChange> {
+        let mut changes = Vec::new();
+        match watched {
+            Watched::Notice(Notice {
+                what: Happening::LinkDown { neighbour, .. },
+                at_ms,
+                ..
+            }) => {
+                let seen = self.seen_down.entry(*neighbour).or_default();
+                if !seen.iter().any(|(n, _)| *n == from) {
+                    seen.push((from, *at_ms));
+                }
+                changes.extend(self.judge(*neighbour));
+            }
+            Watched::Notice(Notice {
+                what: Happening::LinkUp { neighbour },
+                at_ms,
+                ..
+            }) => {
+                if let Some(seen) = self.seen_down.get_mut(neighbour) {
+                    seen.retain(|(n, _)| *n != from);
+                }
+                if self.down.remove(neighbour) {
+                    self.seen_down.remove(neighbour);
+                    changes.push(NodeChange::Up {
+                        node: *neighbour,
+                        seen_by: from,
+                        at_ms: *at_ms,
+                    });
+                }
+            }
+            Watched::Unreachable(_) => {
+                self.unreachable.insert(from);
+                // Its neighbours no longer wait for its word.
+                let around: Vec<NodeId> = self.topology.neighbours(from).collect();
+                for n in around {
+                    changes.extend(self.judge(n));
+                }
+            }
+            Watched::Back => {
+                self.unreachable.remove(&from);
+                if self.down.remove(&from) {
+                    self.seen_down.remove(&from);
+                    changes.push(NodeChange::Up {
+                        node: from,
+                        seen_by: from,
+                        at_ms: now_ms(),
+                    });
+                }
+            }
+            Watched::Notice(_) | Watched::Missed(_) | Watched::Following => {}
+        }
+        changes
+    }
+
+    /// `node` is down if every neighbour that is followed and answers saw its link go down.
+    fn judge(&mut self, node: NodeId) -> Option<NodeChange> {
+        if self.down.contains(&node) {
+            return None;
+        }
+        let seen = self.seen_down.get(&node)?;
+        if seen.is_empty() {
+            return None;
+        }
+        let all = self
+            .topology
+            .neighbours(node)
+            .filter(|n| self.followed.contains(n) && !self.unreachable.contains(n))
+            .all(|n| seen.iter().any(|(s, _)| *s == n));
+        all.then(|| {
+            self.down.insert(node);
+            NodeChange::Down {
+                node,
+                seen_by: seen.clone(),
+            }
+        })
+    }
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn down(neighbour: u64, at_ms: u64) -> Watched {
+        Watched::Notice(Notice {
+            index: 0,
+            at_ms,
+            what: Happening::LinkDown {
+                neighbour: NodeId(neighbour),
+                why: "taken for dead".into(),
+            },
+        })
+    }
+
+    fn up(neighbour: u64) -> Watched {
+        Watched::Notice(Notice {
+            index: 0,
+            at_ms: 9,
+            what: Happening::LinkUp {
+                neighbour: NodeId(neighbour),
+            },
+        })
+    }
+
+    #[test]
+    fn a_node_is_down_once_every_neighbour_saw_its_link_go_down_and_up_at_its_first_link_up() {
+        let q3: Topology = "q:3".parse().expect("a topology");
+        let all: Vec<NodeId> = q3.nodes().collect();
+        let mut v = NodeVerdicts::new(q3, &all);
+        // Node 0's neighbours are 1, 2 and 4.
+        assert_eq!(v.watched(NodeId(1), &down(0, 10)), vec![]);
+        assert_eq!(v.watched(NodeId(2), &down(0, 11)), vec![]);
+        // A link down elsewhere says nothing of node 0.
+        assert_eq!(v.watched(NodeId(5), &down(7, 11)), vec![]);
+        assert_eq!(
+            v.watched(NodeId(4), &down(0, 12)),
+            vec![NodeChange::Down {
+                node: NodeId(0),
+                seen_by: vec![(NodeId(1), 10), (NodeId(2), 11), (NodeId(4), 12)],
+            }]
+        );
+        assert!(v.is_down(NodeId(0)));
+        // Said once.
+        assert_eq!(v.watched(NodeId(4), &down(0, 13)), vec![]);
+        assert_eq!(
+            v.watched(NodeId(2), &up(0)),
+            vec![NodeChange::Up {
+                node: NodeId(0),
+                seen_by: NodeId(2),
+                at_ms: 9
+            }]
+        );
+        assert!(!v.is_down(NodeId(0)));
+    }
+
+    #[test]
+    fn an_unreachable_neighbour_is_not_waited_for_and_an_unfollowed_one_never() {
+        let q3: Topology = "q:3".parse().expect("a topology");
+        // Node 4 is not followed.
+        let followed: Vec<NodeId> = q3.nodes().filter(|n| n.0 != 4).collect();
+        let mut v = NodeVerdicts::new(q3, &followed);
+        assert_eq!(v.watched(NodeId(1), &down(0, 10)), vec![]);
+        // Node 2 does not answer (down with node 0, say): node 1's word is enough.
+        let changes = v.watched(NodeId(2), &Watched::Unreachable("no answer".into()));
+        assert_eq!(
+            changes,
+            vec![NodeChange::Down {
+                node: NodeId(0),
+                seen_by: vec![(NodeId(1), 10)],
+            }]
+        );
+    }
 }

@@ -340,6 +340,8 @@ mod tests {
                     transport: None,
                     dials: false,
                     redial: None,
+                    suspected: false,
+                    down: None,
                 })
                 .collect(),
             input_queued: 0,

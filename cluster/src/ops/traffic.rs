@@ -246,12 +246,19 @@ impl ClusterClient {
             match self.request(dst, &request).await {
                 Ok(Response::Copies(entries)) => return Ok(entries),
                 Ok(other) => return Err(unexpected(dst, other)),
-                Err(ClientError::Unreachable { .. } | ClientError::Stream { .. })
-                    if left > Duration::from_millis(500) =>
-                {
+                // A destination known down may be restarted meanwhile (a chaos run).
+                Err(
+                    ClientError::Unreachable { .. }
+                    | ClientError::Stream { .. }
+                    | ClientError::Down { .. },
+                ) if left > Duration::from_millis(500) => {
                     tokio::time::sleep(Duration::from_millis(250)).await;
                 }
-                Err(ClientError::Unreachable { .. } | ClientError::Stream { .. }) => {
+                Err(
+                    ClientError::Unreachable { .. }
+                    | ClientError::Stream { .. }
+                    | ClientError::Down { .. },
+                ) => {
                     return Ok(Vec::new());
                 }
                 Err(e) => return Err(e),

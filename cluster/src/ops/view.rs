@@ -311,7 +311,7 @@ async fn forward_notices(cluster: ClusterClient, view: Arc<View>) {
             continue;
         };
         let event = match notice.what {
-            Happening::LinkUp { neighbour } | Happening::LinkDown { neighbour } => json!({
+            Happening::LinkUp { neighbour } | Happening::LinkDown { neighbour, .. } => json!({
                 "kind": if matches!(notice.what, Happening::LinkUp { .. }) { "link_up" } else { "link_down" },
                 "node": node.0, "neighbour": neighbour.0,
             }),
@@ -378,6 +378,8 @@ mod tests {
                 transport: None,
                 dials: id < n.0,
                 redial: None,
+                suspected: false,
+                down: None,
             })
             .collect();
         NodeStatus {

@@ -30,6 +30,7 @@ use crate::io_counts;
 use crate::keeping::Keeping;
 use crate::keys::{Adopted, KeyError, Keys, Origin};
 use crate::link::{Link, LinkOwner, ListOffered, NotQueued};
+use crate::liveness::Liveness;
 use crate::output::Output;
 use crate::relay::Forwarding;
 use crate::reload::Settings;
@@ -123,6 +124,8 @@ pub struct Node {
     sealing: Sealing<InputJob>,
     /// The store: reliable sets kept across a crash (`None`: in memory only).
     keeping: Option<Keeping>,
+    /// The links' liveness settings and this node's health.
+    liveness: Liveness,
 }
 
 impl Node {
@@ -197,6 +200,7 @@ impl Node {
             control_bytes: Arc::new(tokio::sync::Semaphore::new(shares.control)),
             control_bytes_limit: shares.control,
             keys: config.keys.clone(),
+            liveness: Liveness::new(config.liveness),
             seal: config.seal,
             sealing: Sealing::new(&config.keys, config.id, now_us(), config.sessions),
             keeping,
@@ -661,5 +665,9 @@ impl LinkOwner for Node {
             }
             Err(_) => ListOffered::Invalid,
         }
+    }
+
+    fn liveness(&self) -> &Liveness {
+        &self.liveness
     }
 }

@@ -397,6 +397,8 @@ pub enum Happening {
     },
     LinkDown {
         neighbour: NodeId,
+        /// Why: the neighbour taken for dead (liveness), the connection closed or lost, ...
+        why: String,
     },
     /// A copy (or, in a delivery mode, a whole set) handed to this node's output buffer.
     Delivered {
@@ -701,6 +703,10 @@ pub struct LinkStatus {
     pub dials: bool,
     /// While this side dials, the link is not up and not cut: how its redialling stands.
     pub redial: Option<Redial>,
+    /// Up, but liveness heard nothing from the neighbour for an interval.
+    pub suspected: bool,
+    /// Down after it was up: why it went down (the neighbour taken for dead, ...).
+    pub down: Option<String>,
 }
 
 /// A dialling side's retries: dials that failed in a row, the backoff (doubling from 50 ms to

@@ -28,6 +28,11 @@ pub struct InitArgs {
     /// comparison for what durability costs; a restart forgets what a node held).
     #[arg(long)]
     pub no_store: bool,
+    /// How often the dialling end of each link probes its neighbour (`liveness.interval` in
+    /// every node's configuration; default: 300 ms, or longer for a cluster whose links would
+    /// probe more than 200 times a second together).
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
+    pub liveness_interval: Option<Duration>,
 }
 
 #[derive(clap::Args, Debug)]
@@ -56,6 +61,7 @@ impl InitArgs {
             base_addr: self.base_addr,
             port: self.port,
             no_store: self.no_store,
+            liveness_interval: self.liveness_interval,
             netns,
             lifetime: Lifetime::UntilStopped,
         })
