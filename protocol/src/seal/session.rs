@@ -2470,7 +2470,7 @@ mod tests {
         );
         assert_eq!((agreements(&a), agreements(&b)), before, "no key agreement");
         // Generation after generation, until the chain's handshake is `handshake_after` old.
-        let mut now = at;
+        let mut now;
         let mut seq = 3;
         loop {
             let newest = a.peers[&NodeId(1)].sessions.last().unwrap();
