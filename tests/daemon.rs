@@ -3,8 +3,8 @@
 
 mod common;
 
-use common::{Cluster, cuberoute, ok, stderr, stdout, within};
-use std::io::{Read, Write};
+use common::{Cluster, cuberoute, metric, ok, scrape, stderr, stdout, within};
+use std::io::Read;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -66,26 +66,6 @@ fn sigterm_drains_and_exits_0_with_json_logs() {
     assert!(messages.contains(&"node stopped"), "{messages:?}");
     // Node 1 never ran, so node 0 kept dialling it: debug logs show the failures.
     assert!(messages.contains(&"dial failed"), "{messages:?}");
-}
-
-fn scrape(addr: &str) -> String {
-    let mut stream = std::net::TcpStream::connect(addr).unwrap();
-    write!(
-        stream,
-        "GET /metrics HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut text = String::new();
-    stream.read_to_string(&mut text).unwrap();
-    text
-}
-
-/// The value of the metric line that starts with `prefix`.
-fn metric(text: &str, prefix: &str) -> Option<f64> {
-    text.lines()
-        .find(|l| l.starts_with(prefix))
-        .and_then(|l| l.rsplit(' ').next())
-        .and_then(|v| v.parse().ok())
 }
 
 #[test]

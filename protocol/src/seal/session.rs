@@ -2518,14 +2518,7 @@ mod tests {
         let parent = &b.peers[&NodeId(0)].sessions[0];
         let next = parent.chain.as_ref().unwrap().next_id;
         let at = START + limits.renew_at_us(parent.id);
-        let forged = Sealed::Data(SealedData {
-            sealer: NodeId(0),
-            session: next,
-            nonce: 0,
-            sealed_at_us: at,
-            ciphertext: vec![7; 40],
-        })
-        .to_bytes();
+        let forged = made_up_data(0, next, at, 7);
         assert_eq!(
             b.open(&dir, &bound(0, 1, 2), at, &forged, || unreachable!()),
             Err(OpenError::Broken)
@@ -2534,14 +2527,7 @@ mod tests {
         assert!(b.peers[&NodeId(0)].sessions[0].chain.is_some());
         assert_eq!(b.counters().derived_opening, 0);
         // Another sealer naming that id holds no such parent.
-        let other = Sealed::Data(SealedData {
-            sealer: NodeId(2),
-            session: next,
-            nonce: 0,
-            sealed_at_us: at,
-            ciphertext: vec![7; 40],
-        })
-        .to_bytes();
+        let other = made_up_data(2, next, at, 7);
         assert_eq!(
             b.open(&dir, &bound(2, 1, 2), at, &other, || unreachable!()),
             Err(OpenError::NoSession)
@@ -2698,16 +2684,9 @@ mod tests {
         // Data naming sessions that do not exist: refused without a key agreement.
         let before = b.counters();
         for s in 0..100 {
-            let data = Sealed::Data(SealedData {
-                sealer: NodeId(3),
-                session: s,
-                nonce: 0,
-                sealed_at_us: START,
-                ciphertext: vec![0; 40],
-            });
+            let data = made_up_data(3, s, START, 0);
             assert_eq!(
-                b.open(&dir, &bound(3, 1, 0), START + 400, &data.to_bytes(), || [0;
-                    32]),
+                b.open(&dir, &bound(3, 1, 0), START + 400, &data, || [0; 32]),
                 Err(OpenError::NoSession)
             );
         }
@@ -2754,6 +2733,19 @@ mod tests {
     }
 
     /// An answer to `init` in its responder's name that no key made: it names the Init's time.
+    /// A data message in `sealer`'s name under `session`, sealed at `at`, whose ciphertext
+    /// and tag are 40 bytes of `byte`: no key seals it.
+    fn made_up_data(sealer: u64, session: u64, at: u64, byte: u8) -> Vec<u8> {
+        Sealed::Data(SealedData {
+            sealer: NodeId(sealer),
+            session,
+            nonce: 0,
+            sealed_at_us: at,
+            ciphertext: vec![byte; 40],
+        })
+        .to_bytes()
+    }
+
     fn made_up_answer(init: &Outgoing) -> Vec<u8> {
         let Some(Sealed::Init(sent)) = Sealed::from_bytes(&init.bytes) else {
             panic!("an Init")
