@@ -486,17 +486,21 @@ mod tests {
         assert_eq!(h.score(), 0);
     }
 
-    #[test]
-    fn five_percent_loss_each_way_makes_no_false_down_in_a_million_probes() {
-        // A deterministic generator (splitmix64): each probe and each answer lost with 5%.
-        let mut state = 48u64;
-        let mut lost = move || {
+    /// A deterministic 5% loss from `seed` (splitmix64): true when a packet is lost.
+    fn losses(mut state: u64) -> impl FnMut() -> bool {
+        move || {
             state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
             let mut z = state;
             z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
             z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
             (z ^ (z >> 31)) % 100 < 5
-        };
+        }
+    }
+
+    #[test]
+    fn five_percent_loss_each_way_makes_no_false_down_in_a_million_probes() {
+        // Each probe and each answer lost with 5%.
+        let mut lost = losses(48);
         let start = Instant::now();
         let mut d = Detector::new(settings(), true, start, 0);
         let (mut at, mut received, mut probe) = (d.first(), 0u64, true);
@@ -521,14 +525,7 @@ mod tests {
 
     #[test]
     fn a_listener_with_five_percent_loss_each_way_makes_no_false_down_in_a_million_looks() {
-        let mut state = 49u64;
-        let mut lost = move || {
-            state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-            let mut z = state;
-            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-            (z ^ (z >> 31)) % 100 < 5
-        };
+        let mut lost = losses(49);
         let start = Instant::now();
         let mut d = Detector::new(settings(), false, start, 0);
         let (mut at, mut received, mut probed) = (d.first(), 0u64, false);
