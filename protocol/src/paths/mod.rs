@@ -32,6 +32,7 @@ pub mod fallback;
 pub mod guarded;
 pub mod hhc;
 pub mod instance;
+pub mod live;
 pub mod metacube;
 pub mod optimum;
 pub mod system;

@@ -12,6 +12,7 @@
 //! * [`process`]: the paper's process variables, assigned and never read;
 //! * [`sim`]: a round-based simulator of a whole network, the stage for the stabilization tests.
 
+pub mod down;
 pub mod guarded;
 pub mod header;
 pub mod hop;

@@ -19,6 +19,7 @@ use crate::paths::error::PathError;
 use crate::paths::guarded;
 use crate::paths::guarded::map::{self, MapError, Plan};
 use crate::paths::instance::{Instance, Kind};
+use crate::paths::live::{self, Faults};
 use crate::paths::system::{Path, PathSystem};
 use crate::paths::table;
 use crate::topology::Topology;
@@ -138,6 +139,7 @@ impl SendRequest {
             src,
             split: self.split,
             single: self.single,
+            reroutable: self.is_node_to_node(topology) && self.constraint.is_none(),
             plan,
         })
     }
@@ -232,6 +234,8 @@ pub struct Routes {
     src: NodeId,
     split: bool,
     single: bool,
+    /// Node-to-node with no constraint: [`Routes::around`] may choose other paths.
+    reroutable: bool,
     plan: RoutesPlan,
 }
 
@@ -274,6 +278,72 @@ impl Routes {
         match &self.plan {
             RoutesPlan::Guarded { plans, .. } => Some(plans),
             RoutesPlan::Source(_) => None,
+        }
+    }
+
+    /// The path each copy travels, in copy order: a guarded plan walked with the per-hop rule,
+    /// or the source route.
+    pub fn paths(&self, topology: Topology) -> Vec<Path> {
+        match &self.plan {
+            RoutesPlan::Guarded { dst, plans } => plans
+                .iter()
+                .map(|plan| guarded::walk(topology, self.src, *dst, plan))
+                .collect(),
+            RoutesPlan::Source(paths) => paths.clone(),
+        }
+    }
+
+    /// These routes with what the source knows is dead (`faults`): `None` when they stay as
+    /// they are (no path crosses a dead node or link, or the routes are not node-to-node
+    /// without a constraint, or nothing live connects the ends); otherwise source routes on
+    /// the most internally disjoint live paths the graph without the faults has (its max flow,
+    /// [`live::around`]), the unbroken paths kept unless the maximum needs them moved, shortest
+    /// first; with `single`,
+    /// the shortest of them.
+    pub fn around(&self, topology: Topology, faults: &Faults) -> Option<Routes> {
+        if !self.reroutable || faults.is_empty() {
+            return None;
+        }
+        let paths = self.paths(topology);
+        if !paths.iter().any(|p| faults.breaks(p)) {
+            return None;
+        }
+        let dst = *paths.first()?.last()?;
+        let start = match &self.plan {
+            // All k paths of the pair, so a single copy's reroute can pick the shortest.
+            RoutesPlan::Guarded { .. } if self.single => {
+                guarded::disjoint_paths(topology, self.src, dst)
+                    .map(|set| set.paths)
+                    .unwrap_or(paths)
+            }
+            _ => paths,
+        };
+        let mut live = live::around(topology, self.src, dst, faults, &start, live::BUDGET);
+        if live.is_empty() {
+            return None;
+        }
+        if self.single {
+            live.truncate(1);
+        }
+        Some(Routes {
+            plan: RoutesPlan::Source(live),
+            ..self.clone()
+        })
+    }
+
+    /// These routes made `k` long by taking their paths again in turn (route `i` on path
+    /// `i mod len`): how a set made of k pieces (a reliable one, or its resend) travels when
+    /// fewer paths are live. Unchanged if they are `k` long already; source routes only.
+    pub fn cycled(self, k: usize) -> Routes {
+        match &self.plan {
+            RoutesPlan::Source(paths) if paths.len() < k && !paths.is_empty() => {
+                let paths = (0..k).map(|i| paths[i % paths.len()].clone()).collect();
+                Routes {
+                    plan: RoutesPlan::Source(paths),
+                    ..self
+                }
+            }
+            _ => self,
         }
     }
 
@@ -682,5 +752,101 @@ mod tests {
         assert_eq!(shortest(&[p(4), p(3), p(3), p(5)]), Some(1));
         assert_eq!(shortest(&[p(2)]), Some(0));
         assert_eq!(shortest(&[]), None);
+    }
+
+    #[test]
+    fn routes_around_dead_nodes_keep_the_live_paths_and_take_the_max_flow() {
+        use crate::paths::live::Faults;
+        for t in ["q:4", "eh:2,2", "hhc:2"] {
+            let t: Topology = t.parse().unwrap();
+            let (s, d) = (NodeId(0), NodeId(t.node_count() - 1));
+            let routes = SendRequest::to(d).routes(t, s).unwrap();
+            let paths = routes.paths(t);
+            assert_eq!(routes.around(t, &Faults::new()), None);
+            // A dead link on no path changes nothing.
+            let mut off = Faults::new();
+            let unused = t
+                .nodes()
+                .find(|v| !paths.iter().flatten().any(|w| w == v))
+                .unwrap();
+            off.link(unused, t.neighbours(unused).next().unwrap());
+            if !paths.iter().any(|p| off.breaks(p)) {
+                assert_eq!(routes.around(t, &off), None, "{t}");
+            }
+            // A middle node of the first path dies: the others stay, and the most live paths go.
+            let mut faults = Faults::new();
+            faults.node(paths[0][paths[0].len() / 2]);
+            let around = routes.around(t, &faults).expect("a path is broken");
+            assert_eq!(around.kind(), RouteKind::Source);
+            let live = around.paths(t);
+            assert!(faults.check(t, s, d, &live), "{t}: {live:?}");
+            let kept = paths[1..].iter().filter(|p| live.contains(p)).count();
+            assert!(
+                kept == paths.len() - 1 || live.len() == t.local_connectivity(s, d) as usize - 1,
+                "{t}: the unbroken paths are kept unless the max flow moves them"
+            );
+            assert!(
+                live.len() + 1 >= paths.len(),
+                "{t}: one dead node takes one path at most"
+            );
+            let packets = around.start(vec![(); live.len()]);
+            assert!(packets.iter().all(|(first, _)| !faults.is_dead(*first)));
+            // One copy: the shortest live path.
+            let single = SendRequest {
+                single: true,
+                ..SendRequest::to(d)
+            }
+            .routes(t, s)
+            .unwrap();
+            if let Some(one) = single.around(t, &faults) {
+                assert_eq!(one.k(), 1);
+                assert!(faults.check(t, s, d, &one.paths(t)));
+            }
+        }
+    }
+
+    #[test]
+    fn constrained_sets_and_sets_of_destinations_are_not_rerouted() {
+        use crate::paths::live::Faults;
+        let q: Topology = "q:4".parse().unwrap();
+        let constrained = SendRequest {
+            constraint: Some(2),
+            ..SendRequest::to(NodeId(0b1100))
+        }
+        .routes(q, NodeId(0b0011))
+        .unwrap();
+        let to_set = set(&[NodeId(3), NodeId(12)]).routes(q, NodeId(0)).unwrap();
+        for routes in [constrained, to_set] {
+            let mut faults = Faults::new();
+            for p in routes.paths(q) {
+                faults.node(p[1]);
+            }
+            assert_eq!(routes.around(q, &faults), None);
+        }
+    }
+
+    #[test]
+    fn cycled_routes_carry_every_piece_over_the_live_paths() {
+        use crate::paths::live::Faults;
+        let q: Topology = "q:3".parse().unwrap();
+        let routes = SendRequest::to(NodeId(7)).routes(q, NodeId(0)).unwrap();
+        let mut faults = Faults::new();
+        faults.node(NodeId(1));
+        let around = routes.around(q, &faults).unwrap();
+        assert_eq!(around.k(), 2, "two of Q_3's three neighbours of 0 are live");
+        let cycled = around.clone().cycled(3);
+        assert_eq!(cycled.k(), 3);
+        let packets = cycled.start(vec!['a', 'b', 'c']);
+        let indices: Vec<u8> = packets.iter().map(|(_, p)| p.route.index()).collect();
+        assert_eq!(indices, [0, 1, 2]);
+        assert!(packets.iter().all(|(_, p)| p.route.copies(q) == 3));
+        let paths = cycled.paths(q);
+        assert_eq!(paths[2], paths[0]);
+        assert_eq!(around.clone().cycled(2), around);
+        assert_eq!(
+            routes.clone().cycled(5),
+            routes,
+            "guarded routes are never cycled"
+        );
     }
 }

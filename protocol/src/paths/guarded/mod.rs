@@ -46,7 +46,7 @@ pub fn disjoint_paths(topology: Topology, src: NodeId, dst: NodeId) -> Result<Pa
 
 /// One message's path: the first hop, then the rule's hops to the turning point (if any) and to
 /// Pd, then the last hop into `dst`. The same decisions as `rcv` makes at every node.
-fn walk(topology: Topology, src: NodeId, dst: NodeId, plan: &Plan) -> Path {
+pub(crate) fn walk(topology: Topology, src: NodeId, dst: NodeId, plan: &Plan) -> Path {
     let stretch = max_stretch(topology).expect("the map succeeded, so the topology routes");
     let limit = (topology.distance(src, dst) + stretch) as usize;
     let mut path = vec![src, plan.first];
