@@ -199,7 +199,7 @@ pub fn status(dir: &ClusterDir, json: bool) -> anyhow::Result<()> {
                     "link_queued": s.links.iter().map(|l| l.queued).sum::<u64>(),
                     "runner": runner_note(*id), "counters": s.counters, "chaos": s.chaos,
                     "chaos_allowed": s.config.chaos_allowed,
-                    "revocation_serial": s.revocation_serial,
+                    "revocation_serial": s.revocation_serial, "around": s.around,
                 }),
                 Err(e) => serde_json::json!({
                     "id": id.0, "up": false, "error": e, "runner": runner_note(*id),

@@ -6,7 +6,10 @@
 //!
 //! The bounds here are generous on purpose (two loaded cores): they check behaviour, not the
 //! detection time, which docs/notes/2026-12-03-link-liveness.md measures.
-//! Addresses: 127.3.48.0/24.
+//! Goal 3: sources that know of a dead node (their own links, and their neighbours' reports)
+//! send new sets, reliable ones and their acknowledgements over the most disjoint live paths,
+//! and go back to the guarded-action paths when it returns.
+//! Addresses: 127.3.48.0/24, 127.3.51.0/24.
 
 mod common;
 
@@ -147,6 +150,131 @@ fn a_killed_node_is_marked_down_by_every_neighbour_and_said_at_once() {
         let events = &node["counters"]["events"];
         assert_eq!(events["link_down_found_alive"], Value::Null, "{node}");
     }
+}
+
+/// The dead links node `id` knows of, as `show node --json` gives them.
+fn dead_links(cluster: &Cluster, id: u64) -> Vec<(u64, u64)> {
+    cluster.node_status(id)["around"]["dead_links"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| (l[0].as_u64().unwrap(), l[1].as_u64().unwrap()))
+        .collect()
+}
+
+/// Send `from` -> `to` and wait: the paths of the copies delivered (every copy is).
+fn send_paths(cluster: &Cluster, from: u64, to: u64, extra: &[&str]) -> Vec<Vec<u64>> {
+    let (from, to) = (from.to_string(), to.to_string());
+    let mut args = vec![
+        "send",
+        "--from",
+        &from,
+        "--to",
+        &to,
+        "--message",
+        "around",
+        "--wait",
+        "--json",
+    ];
+    args.extend(extra);
+    let report: Value = serde_json::from_str(cluster.ok(&args).trim()).unwrap();
+    let copies = report["copies"].as_array().unwrap();
+    assert!(
+        copies.iter().all(|c| c["delivered"] == true),
+        "{args:?}: {report}"
+    );
+    copies
+        .iter()
+        .filter(|c| c["path"].is_array())
+        .map(|c| {
+            c["path"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|v| v.as_u64().unwrap())
+                .collect()
+        })
+        .collect()
+}
+
+/// Internally disjoint, none through `dead`.
+fn disjoint_around(paths: &[Vec<u64>], dead: u64) -> bool {
+    let mut inner: Vec<u64> = paths
+        .iter()
+        .flat_map(|p| p[1..p.len() - 1].to_vec())
+        .collect();
+    let n = inner.len();
+    inner.sort();
+    inner.dedup();
+    inner.len() == n && paths.iter().all(|p| !p.contains(&dead))
+}
+
+#[test]
+fn sets_go_around_a_killed_node_and_come_back_when_it_returns() {
+    let cluster = Cluster::up("q:3", "127.3.51.0");
+    // Before: 0 -> 7 on Q_3's three guarded-action paths, one through node 1.
+    let before = send_paths(&cluster, 0, 7, &[]);
+    assert_eq!(before.len(), 3);
+    assert!(before.iter().any(|p| p.contains(&1)));
+    cluster.ok(&["chaos", "kill", "--node", "1"]);
+    // Node 0 sees its own link down; node 2, two hops from 1, learns the dead links 1-3 and
+    // 0-1 (or 1-5) from its neighbours' reports.
+    let known = within(Duration::from_secs(20), || {
+        let zero = dead_links(&cluster, 0);
+        let two = dead_links(&cluster, 2);
+        [(0, 1), (1, 3), (1, 5)].iter().all(|l| zero.contains(l))
+            && [(0, 1), (1, 3), (1, 5)].iter().all(|l| two.contains(l))
+    });
+    eprintln!("the dead links were known at nodes 0 and 2 after {known:?}");
+    assert!(known.is_some(), "{:?}", dead_links(&cluster, 2));
+    // 0 -> 7: node 0 has two live neighbours, so two disjoint live paths (the max flow).
+    let around = send_paths(&cluster, 0, 7, &[]);
+    assert_eq!(around.len(), 2, "{around:?}");
+    assert!(disjoint_around(&around, 1), "{around:?}");
+    // 2 -> 5 from a node that only heard of it: node 5 has two live neighbours left.
+    let heard = send_paths(&cluster, 2, 5, &[]);
+    assert_eq!(heard.len(), 2, "{heard:?}");
+    assert!(disjoint_around(&heard, 1), "{heard:?}");
+    // A reliable set, acknowledged back over live paths too.
+    let report: Value = serde_json::from_str(
+        cluster
+            .ok(&[
+                "send",
+                "--from",
+                "6",
+                "--to",
+                "0",
+                "--message",
+                "sure",
+                "--reliable",
+                "--wait",
+                "--json",
+            ])
+            .trim(),
+    )
+    .unwrap();
+    assert!(
+        report["copies"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c["delivered"] == true),
+        "{report}"
+    );
+    let rerouted = |id: u64| {
+        cluster.node_status(id)["around"]["sets_rerouted"]
+            .as_u64()
+            .unwrap()
+    };
+    assert!(rerouted(0) >= 1 && rerouted(2) >= 1 && rerouted(6) >= 1);
+    // Back: the reports of the links up again reach node 2, and 0 -> 7 takes the guarded
+    // paths again.
+    cluster.ok(&["chaos", "restart", "--node", "1"]);
+    let healed = within(Duration::from_secs(20), || {
+        dead_links(&cluster, 0).is_empty() && dead_links(&cluster, 2).is_empty()
+    });
+    assert!(healed.is_some(), "{:?}", dead_links(&cluster, 2));
+    assert_eq!(send_paths(&cluster, 0, 7, &[]), before);
 }
 
 #[test]

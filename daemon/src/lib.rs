@@ -34,6 +34,7 @@ pub mod config;
 pub mod control;
 pub mod delivery;
 pub mod disk;
+pub mod down;
 pub mod env;
 pub mod faults;
 pub mod io_counts;
@@ -128,6 +129,7 @@ pub async fn run_until(
     let client = config.credentials.client_config(tls::ALPN_LINK);
     tokio::spawn(node.clone().run_input(input));
     tokio::spawn(node.clone().run_delivery_timer());
+    tokio::spawn(node.clone().run_down_timer());
     tokio::spawn(node.clone().run_seal_timer());
     tokio::spawn(node.clone().run_sealing_peers());
     tokio::spawn(node.clone().recover_sealing_peers());

@@ -49,6 +49,7 @@ use crate::liveness::{self, Detector, Liveness, Verdict};
 use crate::stats::{Event, Stats};
 use crate::tls;
 use bytes::Bytes;
+use cuberoute_protocol::routing::down::Report;
 use cuberoute_protocol::wire::control::{LinkStatus, LinkTransport, Redial};
 use cuberoute_protocol::wire::link::{ChaosMark, Hello, LinkFrame, Received};
 use cuberoute_protocol::wire::{MAX_FRAME_LEN, PREFIX_LEN, decode_body, encode_frame};
@@ -86,6 +87,10 @@ pub const KNOCK_AFTER: Duration = Duration::from_secs(1);
 pub const KNOCK_EVERY: Duration = Duration::from_secs(5);
 /// Data frames written in one batch (one stream).
 const WRITE_BATCH: usize = 256;
+/// Reports of dead and live links per frame on the hello stream.
+const REPORTS_PER_FRAME: usize = 1024;
+/// Reports waiting for one neighbour at most; more are not queued.
+const MAX_PENDING_REPORTS: usize = 8192;
 /// The read buffer a batch's stream starts with (frames are mostly far smaller).
 const BATCH_READ_BUFFER: usize = 4096;
 /// A batch written this long after the link's previous one is lone: it asks its neighbour to
@@ -134,6 +139,13 @@ pub trait LinkOwner: Send + Sync {
     fn on_revocations(&self, from: NodeId, signed: &[u8]) -> ListOffered;
     /// The liveness settings, and the node's health its links share.
     fn liveness(&self) -> &Liveness;
+    /// The link to `neighbour` went up or down: the node reports it to its other neighbours.
+    fn link_went(&self, neighbour: NodeId, up: bool);
+    /// Reports of dead and live links that neighbour `from` passed on: take the new ones and
+    /// pass them on. Whether any was malformed (not about a link of the topology).
+    fn on_reports(&self, from: NodeId, reports: Vec<Report>) -> bool;
+    /// Every report the node holds, for a neighbour on a new connection.
+    fn reports(&self) -> Vec<Report>;
 }
 
 /// What became of a revocation list a neighbour handed over.
@@ -192,6 +204,8 @@ pub struct Link {
     hand_over: AtomicBool,
     /// Liveness suspects the neighbour: nothing heard from it for an interval.
     suspected: AtomicBool,
+    /// Reports of dead and live links to hand the neighbour on the hello stream.
+    reports: Mutex<Vec<Report>>,
     /// Why the link last went down (kept while it is down).
     down_cause: Mutex<Option<String>>,
     /// The neighbour's incarnation when liveness took it for dead: a hello from the same one
@@ -308,6 +322,7 @@ impl Link {
             peer_serial: AtomicU64::new(0),
             hand_over: AtomicBool::new(false),
             suspected: AtomicBool::new(false),
+            reports: Mutex::new(Vec::new()),
             down_cause: Mutex::new(None),
             taken_for_dead: Mutex::new(None),
         }
@@ -526,6 +541,24 @@ impl Link {
         self.wake.notify_one();
     }
 
+    /// Hand the neighbour these reports of dead and live links, if the link is up (a link that
+    /// comes up is handed every report the node holds).
+    pub fn pass_reports(&self, reports: &[Report]) {
+        if !self.is_up() || reports.is_empty() {
+            return;
+        }
+        {
+            let mut pending = self.reports.lock().expect("link lock");
+            if pending.len() + reports.len() > MAX_PENDING_REPORTS {
+                // The neighbour is far behind: it gets the newest; what it missed it hears
+                // again when the reporters say it again, or on its next connection.
+                return;
+            }
+            pending.extend_from_slice(reports);
+        }
+        self.wake.notify_one();
+    }
+
     /// The revocation list to hand the neighbour now, of the one in force here (`mine`): it, if
     /// it is newer than any the neighbour is known to hold on this connection. The neighbour
     /// is known to hold it from then on: a list crosses a connection at most once each way.
@@ -735,6 +768,8 @@ impl Link {
             let why = display_result(&result);
             *self.down_cause.lock().expect("link lock") = Some(why.clone());
             node.stats().link_down(self.neighbour, why.clone());
+            self.reports.lock().expect("link lock").clear();
+            node.link_went(self.neighbour, false);
             info!(neighbour = %self.neighbour, reason = %why, "link down");
         } else {
             debug!(neighbour = %self.neighbour, reason = %display_result(&result), "connection failed before hello");
@@ -785,9 +820,11 @@ impl Link {
                 .event_about(Event::LinkDownFoundAlive, self.neighbour);
             warn!(neighbour = %self.neighbour, "a neighbour taken for dead was alive: the same process linked again");
         }
+        *self.reports.lock().expect("link lock") = node.reports();
         self.up.store(true, Relaxed);
         self.changed();
         node.stats().event_about(Event::LinkUp, self.neighbour);
+        node.link_went(self.neighbour, true);
         info!(neighbour = %self.neighbour, "link up");
         let (acks, written) = mpsc::unbounded_channel();
         // Whichever side ends first closes the connection, which ends the other: the batches
@@ -972,6 +1009,11 @@ impl Link {
                         self.malformed(node, &mut bad, connection)?;
                     }
                 }
+                Ok(LinkFrame::Reports(reports)) => {
+                    if node.on_reports(self.neighbour, reports) {
+                        self.malformed(node, &mut bad, connection)?;
+                    }
+                }
                 _ => self.malformed(node, &mut bad, connection)?,
             }
         }
@@ -1060,6 +1102,7 @@ impl Link {
             notified.as_mut().enable();
             let handed = self.hand_over.swap(false, Relaxed)
                 && self.hand_revocations(node, hello_stream).await?;
+            let handed = self.hand_reports(hello_stream).await? || handed;
             let work = self.take_work(Instant::now())?;
             if let Some(nudge) = &work.knock_answer {
                 hello_stream.write_all(nudge).await?;
@@ -1114,6 +1157,18 @@ impl Link {
                 Ok(false)
             }
         }
+    }
+
+    /// Hand the neighbour the reports waiting for it, in frames of at most
+    /// [`REPORTS_PER_FRAME`]; whether any was written.
+    async fn hand_reports(&self, hello_stream: &mut quinn::SendStream) -> anyhow::Result<bool> {
+        let reports = std::mem::take(&mut *self.reports.lock().expect("link lock"));
+        for chunk in reports.chunks(REPORTS_PER_FRAME) {
+            hello_stream
+                .write_all(&encode_frame(&LinkFrame::Reports(chunk.to_vec()))?)
+                .await?;
+        }
+        Ok(!reports.is_empty())
     }
 
     /// Take each batch as acknowledged once QUIC has acknowledged all of it, in the order the

@@ -104,6 +104,18 @@ fn publish(node: &Node) {
     ] {
         counter!("cuberoute_seal_sessions_total", "event" => what).absolute(n);
     }
+    let around = node.down().status();
+    gauge!("cuberoute_links_dead_known").set(around.dead_links.len() as f64);
+    gauge!("cuberoute_link_reports_held").set(around.reports_held as f64);
+    for (outcome, n) in [
+        ("new", around.reports_new),
+        ("known", around.reports_known),
+        ("not_a_link", around.reports_not_a_link),
+        ("full", around.reports_full),
+    ] {
+        counter!("cuberoute_link_reports_total", "outcome" => outcome).absolute(n);
+    }
+    counter!("cuberoute_sets_rerouted_total").absolute(around.sets_rerouted);
     counter!("cuberoute_seal_handshakes_failed_total").absolute(sealing.handshakes_failed);
     counter!("cuberoute_seal_sets_sealed_again_total").absolute(sealing.sets_sealed_again);
     counter!("cuberoute_seal_answers_sent_again_total").absolute(sealing.answers_sent_again);

@@ -216,6 +216,28 @@ fn write_node(out: &mut impl Write, t: Topology, s: &NodeStatus) -> std::io::Res
         z.answers_sent_again,
         z.sets_sealed_again
     )?;
+    let a = &s.around;
+    let dead: Vec<String> = a
+        .dead_links
+        .iter()
+        .map(|&(x, y)| format!("{}-{}", t.format_node(x), t.format_node(y)))
+        .collect();
+    writeln!(
+        out,
+        "  routing around: {} dead links known{}; {} reports held, {} new, {} met again, {} about no link, {} refused (table full); {} sets sent around them",
+        dead.len(),
+        if dead.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", dead.join(", "))
+        },
+        a.reports_held,
+        a.reports_new,
+        a.reports_known,
+        a.reports_not_a_link,
+        a.reports_full,
+        a.sets_rerouted
+    )?;
     let k = &s.counters;
     writeln!(
         out,

@@ -401,6 +401,7 @@ mod tests {
             revocation_serial: 0,
             io: Default::default(),
             sealing: Default::default(),
+            around: Default::default(),
         }
     }
 

@@ -333,6 +333,7 @@ impl Node {
                 return;
             }
         };
+        let routes = self.around(routes, false);
         let ack = Envelope::Ack { set, shape }.to_bytes();
         let payload = Payload::Enveloped(vec![ack; routes.k()]);
         let job = InputJob {

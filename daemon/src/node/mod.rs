@@ -25,6 +25,7 @@ use crate::budget::{Budget, Shares};
 use crate::chaos::{Chaos, Fate};
 use crate::config::{ConfigError, DaemonArgs, NodeConfig};
 use crate::delivery::DeliveryEnds;
+use crate::down::Down;
 use crate::env::{self, Instant, now_us};
 use crate::io_counts;
 use crate::keeping::Keeping;
@@ -37,6 +38,7 @@ use crate::reload::Settings;
 use crate::sealing::Sealing;
 use crate::stats::{Drop, Event, Stats};
 use cuberoute_protocol::delivery::{InboxLimits, OutboxLimits};
+use cuberoute_protocol::routing::down::{DownLimits, Report, Taken};
 use cuberoute_protocol::seal::sealed::Bound;
 use cuberoute_protocol::wire::control::{Happening, NodeStatus, Reload, SealingStatus};
 use cuberoute_protocol::wire::link::ChaosMark;
@@ -126,6 +128,8 @@ pub struct Node {
     keeping: Option<Keeping>,
     /// The links' liveness settings and this node's health.
     liveness: Liveness,
+    /// The dead links this node knows of, and the routes around them.
+    down: Down,
 }
 
 impl Node {
@@ -201,6 +205,7 @@ impl Node {
             control_bytes_limit: shares.control,
             keys: config.keys.clone(),
             liveness: Liveness::new(config.liveness),
+            down: Down::new(config.topology, config.id, DownLimits::default()),
             seal: config.seal,
             sealing: Sealing::new(&config.keys, config.id, now_us(), config.sessions),
             keeping,
@@ -446,6 +451,47 @@ impl Node {
         self.links.values()
     }
 
+    /// Hand `reports` to every neighbour but `except`.
+    fn pass_on(&self, reports: &[Report], except: Option<NodeId>) {
+        for (neighbour, link) in &self.links {
+            if Some(*neighbour) != except {
+                link.pass_reports(reports);
+            }
+        }
+    }
+
+    /// The dead links this node knows of, and the routes around them.
+    pub fn down(&self) -> &Down {
+        &self.down
+    }
+
+    /// `routes` around the dead links this node knows of, if any is on them (counted), else as
+    /// they are. `pieces`: the set is made of `routes.k()` pieces, all of which must travel
+    /// (several on one path, if fewer are live).
+    pub(super) fn around(&self, routes: Routes, pieces: bool) -> Routes {
+        match self.down.around(&routes) {
+            Some(around) => {
+                self.down.counters.sets_rerouted.fetch_add(1, Relaxed);
+                if pieces {
+                    around.cycled(routes.k())
+                } else {
+                    around
+                }
+            }
+            None => routes,
+        }
+    }
+
+    /// The table of dead links' timer, forever: forget old reports, say again which of this
+    /// node's links are still down.
+    pub async fn run_down_timer(self: Arc<Self>) {
+        loop {
+            let (again, after) = self.down.tick();
+            self.pass_on(&again, None);
+            self.down.wait(after).await;
+        }
+    }
+
     /// The link to `neighbour`, if it is one.
     pub fn link(&self, neighbour: NodeId) -> Option<&Arc<Link>> {
         self.links.get(&neighbour)
@@ -598,6 +644,7 @@ impl Node {
                     .collect::<Vec<_>>(),
             ),
             sealing: self.sealing_status(),
+            around: self.down.status(),
         }
     }
 
@@ -669,5 +716,29 @@ impl LinkOwner for Node {
 
     fn liveness(&self) -> &Liveness {
         &self.liveness
+    }
+
+    fn link_went(&self, neighbour: NodeId, up: bool) {
+        if let Some(report) = self.down.own(neighbour, !up) {
+            self.pass_on(&[report], None);
+        }
+    }
+
+    fn on_reports(&self, from: NodeId, reports: Vec<Report>) -> bool {
+        let mut malformed = false;
+        let mut new = Vec::new();
+        for report in reports {
+            match self.down.take(report) {
+                Taken::New => new.push(report),
+                Taken::NotALink => malformed = true,
+                Taken::Known | Taken::Full => {}
+            }
+        }
+        self.pass_on(&new, Some(from));
+        malformed
+    }
+
+    fn reports(&self) -> Vec<Report> {
+        self.down.reports()
     }
 }

@@ -147,7 +147,8 @@ impl Node {
         if request.single && mode.scheme != Scheme::Copies {
             return Err(NotSent::SingleSpread(mode));
         }
-        let routes = request.routes(self.topology, self.id)?;
+        // Around the dead links this node knows of; a set of pieces keeps its k.
+        let routes = self.around(request.routes(self.topology, self.id)?, !mode.is_plain());
         let (k, to) = (routes.k() as u32, routes.destinations());
         let (payload, wire_bytes, keep) = if mode.is_plain() {
             let bytes = routes.parts(&payload).iter().map(Vec::len).sum::<usize>();
@@ -488,7 +489,8 @@ impl Node {
                 self.input(InputJob {
                     seq: key.seq,
                     attempt,
-                    routes: resend.routes,
+                    // The set's own routes, or around what is dead now.
+                    routes: self.around(resend.routes, true),
                     payload: Payload::Enveloped(resend.envelopes),
                     trace: resend.trace,
                     sent_at_us: key.sent_at_us,

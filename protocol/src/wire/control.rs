@@ -554,6 +554,25 @@ pub struct NodeStatus {
     pub io: IoCounters,
     /// End-to-end sealing's sessions.
     pub sealing: SealingStatus,
+    /// The dead links this node knows of and routes around.
+    pub around: AroundStatus,
+}
+
+/// The dead links a node knows of (its own links' verdicts and its neighbours' reports), and
+/// what it did with the reports.
+#[derive(Clone, PartialEq, Eq, Debug, Default, Serialize, Deserialize)]
+pub struct AroundStatus {
+    /// Each dead link once, lower end first.
+    pub dead_links: Vec<(NodeId, NodeId)>,
+    /// Reports held (of links down and up).
+    pub reports_held: u64,
+    /// Reports new here (and passed on), met again, about no link, refused for a full table.
+    pub reports_new: u64,
+    pub reports_known: u64,
+    pub reports_not_a_link: u64,
+    pub reports_full: u64,
+    /// Sets, resends and acknowledgements of this node's sent on routes around dead links.
+    pub sets_rerouted: u64,
 }
 
 /// A node's sealing sessions now, and what they did since it started.

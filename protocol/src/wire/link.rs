@@ -13,6 +13,7 @@
 //! connection each side's hello says what it already handled, so the sender resends exactly the
 //! frames that were not.
 
+use crate::routing::down::Report;
 use crate::{NodeId, Topology};
 use serde::{Deserialize, Serialize};
 
@@ -43,6 +44,10 @@ pub enum LinkFrame {
         #[serde(with = "serde_bytes")]
         signed: Vec<u8>,
     },
+    /// Reports of links taken for down or up, made by the sender or passed on by it
+    /// ([`crate::routing::down`]), on the hello stream: each new one to every neighbour but the
+    /// one it came from, and every one held to a neighbour on a new connection.
+    Reports(Vec<Report>),
 }
 
 /// Where and when a packet was corrupted, and how far it has gone since.
@@ -112,6 +117,12 @@ mod tests {
             LinkFrame::Revocations {
                 signed: vec![0xca; 300],
             },
+            LinkFrame::Reports(vec![Report {
+                reporter: NodeId(1),
+                subject: NodeId(3),
+                down: true,
+                stamp: u64::MAX,
+            }]),
         ];
         for frame in frames {
             let bytes = encode_frame(&frame).unwrap();

@@ -1,0 +1,225 @@
+//! What this node knows of dead links, carried out: the protocol's
+//! [`DownTable`](cuberoute_protocol::routing::down::DownTable) behind a lock, fed by this node's
+//! own links going down and up ([`Down::own`]) and by the reports its neighbours pass on
+//! ([`Down::take`]); the routes a source takes around the dead links it knows of
+//! ([`Down::around`], asked once per destination and generation of the table, then cached); and
+//! the timer that forgets old reports and says again which of this node's links are still down.
+//! Which reports are new, and which routes go around, is decided in the protocol crate.
+
+use crate::env::now_us;
+use cuberoute_protocol::paths::live::Faults;
+use cuberoute_protocol::routing::down::{DownLimits, DownTable, Report, Taken};
+use cuberoute_protocol::wire::control::AroundStatus;
+use cuberoute_protocol::{NodeId, Routes, Topology};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::Notify;
+
+/// At most this many destinations' rerouted routes are cached; a full cache starts again.
+const CACHED_ROUTES: usize = 4096;
+
+/// What the table did with reports, for the metrics.
+#[derive(Default, Debug)]
+pub struct DownCounters {
+    pub reports_new: AtomicU64,
+    pub reports_known: AtomicU64,
+    pub reports_not_a_link: AtomicU64,
+    pub reports_full: AtomicU64,
+    /// Sets (and resends, and acknowledgements) sent on routes around dead links.
+    pub sets_rerouted: AtomicU64,
+}
+
+pub struct Down {
+    topology: Topology,
+    me: NodeId,
+    table: Mutex<DownTable>,
+    /// The dead links at the table's generation, for the sources.
+    faults: Mutex<(u64, Arc<Faults>)>,
+    /// This node's links it took for down, still down, and when that was last said: said again
+    /// every [`DownLimits::repeat_us`].
+    own_down: Mutex<BTreeMap<NodeId, u64>>,
+    last_stamp: AtomicU64,
+    routes: Mutex<RouteCache>,
+    /// Wakes the timer: the table has something to forget or say again.
+    wake: Notify,
+    pub counters: DownCounters,
+}
+
+#[derive(Default)]
+struct RouteCache {
+    generation: u64,
+    /// (destination, single, split) -> the routes around, or none needed.
+    routes: HashMap<(NodeId, bool, bool), Option<Routes>>,
+}
+
+impl Down {
+    pub fn new(topology: Topology, me: NodeId, limits: DownLimits) -> Down {
+        Down {
+            topology,
+            me,
+            table: Mutex::new(DownTable::new(topology, limits)),
+            faults: Mutex::new((0, Arc::new(Faults::new()))),
+            own_down: Mutex::new(BTreeMap::new()),
+            last_stamp: AtomicU64::new(0),
+            routes: Mutex::new(RouteCache::default()),
+            wake: Notify::new(),
+            counters: DownCounters::default(),
+        }
+    }
+
+    /// A stamp larger than any this node gave before: its wall clock, or one more.
+    fn stamp(&self) -> u64 {
+        let now = now_us();
+        let last = self.last_stamp.fetch_max(now, Relaxed);
+        if last >= now {
+            self.last_stamp.fetch_add(1, Relaxed) + 1
+        } else {
+            now
+        }
+    }
+
+    /// This node's link to `neighbour` went down or up: the report to pass to every neighbour.
+    pub fn own(&self, neighbour: NodeId, down: bool) -> Option<Report> {
+        {
+            let mut own = self.own_down.lock().expect("down lock");
+            if down {
+                own.insert(neighbour, now_us());
+            } else {
+                own.remove(&neighbour);
+            }
+        }
+        let report = Report {
+            reporter: self.me,
+            subject: neighbour,
+            down,
+            stamp: self.stamp(),
+        };
+        (self.take(report) == Taken::New).then_some(report)
+    }
+
+    /// A report from a neighbour (or made here): what became of it, counted.
+    pub fn take(&self, report: Report) -> Taken {
+        let taken = {
+            let mut table = self.table.lock().expect("down lock");
+            let taken = table.take(report, now_us());
+            self.refresh(&table);
+            taken
+        };
+        let counter = match taken {
+            Taken::New => &self.counters.reports_new,
+            Taken::Known => &self.counters.reports_known,
+            Taken::NotALink => &self.counters.reports_not_a_link,
+            Taken::Full => &self.counters.reports_full,
+        };
+        counter.fetch_add(1, Relaxed);
+        if taken == Taken::New {
+            self.wake.notify_one();
+        }
+        taken
+    }
+
+    /// Publish the table's dead links if its generation moved.
+    fn refresh(&self, table: &DownTable) {
+        let mut faults = self.faults.lock().expect("down lock");
+        if faults.0 != table.generation() {
+            *faults = (table.generation(), Arc::new(table.faults()));
+        }
+    }
+
+    /// Every report held: what a neighbour is handed on a new connection.
+    pub fn reports(&self) -> Vec<Report> {
+        self.table.lock().expect("down lock").reports()
+    }
+
+    /// The dead links known now.
+    pub fn faults(&self) -> Arc<Faults> {
+        self.faults.lock().expect("down lock").1.clone()
+    }
+
+    /// `routes` around the dead links known now: the protocol's
+    /// [`Routes::around`](cuberoute_protocol::Routes::around), asked once per destination and
+    /// generation; unchanged when nothing is dead on them.
+    pub fn around(&self, routes: &Routes) -> Option<Routes> {
+        let (generation, faults) = self.faults.lock().expect("down lock").clone();
+        if faults.is_empty() {
+            return None;
+        }
+        let dst = *routes.destinations().first()?;
+        let key = (dst, routes.is_single(), routes.is_split());
+        {
+            let mut cache = self.routes.lock().expect("down lock");
+            if cache.generation != generation || cache.routes.len() >= CACHED_ROUTES {
+                cache.generation = generation;
+                cache.routes.clear();
+            }
+            if let Some(cached) = cache.routes.get(&key) {
+                return cached.clone();
+            }
+        }
+        let around = routes.around(self.topology, &faults);
+        let mut cache = self.routes.lock().expect("down lock");
+        if cache.generation == generation {
+            cache.routes.insert(key, around.clone());
+        }
+        around
+    }
+
+    /// Forget old reports; the reports of this node's links still down that are due to be said
+    /// again, made again, to pass on. Then how long until this is due again (`None`: nothing
+    /// is held, and only a new report starts the timer again).
+    pub fn tick(&self) -> (Vec<Report>, Option<Duration>) {
+        let now = now_us();
+        let limits = {
+            let mut table = self.table.lock().expect("down lock");
+            table.expire(now);
+            self.refresh(&table);
+            table.limits()
+        };
+        let due: Vec<NodeId> = self
+            .own_down
+            .lock()
+            .expect("down lock")
+            .iter()
+            .filter(|(_, said)| now.saturating_sub(**said) >= limits.repeat_us())
+            .map(|(n, _)| *n)
+            .collect();
+        let again = due
+            .into_iter()
+            .filter_map(|neighbour| self.own(neighbour, true))
+            .collect();
+        let held = !self.table.lock().expect("down lock").is_empty();
+        (
+            again,
+            held.then(|| Duration::from_micros(limits.repeat_us() / 2)),
+        )
+    }
+
+    /// Wait until the table needs a tick: `after` (if something is held), else a new report.
+    pub async fn wait(&self, after: Option<Duration>) {
+        match after {
+            Some(after) => tokio::time::sleep(after).await,
+            None => self.wake.notified().await,
+        }
+    }
+
+    /// What [`AroundStatus`] says of this node.
+    pub fn status(&self) -> AroundStatus {
+        let c = &self.counters;
+        AroundStatus {
+            dead_links: self.faults().links().collect(),
+            reports_held: self.held() as u64,
+            reports_new: c.reports_new.load(Relaxed),
+            reports_known: c.reports_known.load(Relaxed),
+            reports_not_a_link: c.reports_not_a_link.load(Relaxed),
+            reports_full: c.reports_full.load(Relaxed),
+            sets_rerouted: c.sets_rerouted.load(Relaxed),
+        }
+    }
+
+    /// How many entries the table holds.
+    pub fn held(&self) -> usize {
+        self.table.lock().expect("down lock").len()
+    }
+}
