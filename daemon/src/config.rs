@@ -45,6 +45,7 @@
 //! [liveness]                      # optional; these are the defaults (crate::liveness)
 //! interval = "300ms"              # the dialling end of each link probes this often
 //! multiplier = 3                  # a neighbour silent this many intervals is taken for dead
+//! route_around = true             # sources send around the dead links they know of (crate::down)
 //!
 //! [store]                         # optional: without it reliable sets are kept in memory only
 //! path = "store.redb"             # delivered reliable sets and unsettled sends (crate::store)
@@ -237,6 +238,10 @@ pub struct DaemonArgs {
     /// (`liveness.multiplier`).
     #[arg(long, value_name = "N")]
     pub liveness_multiplier: Option<u32>,
+    /// Whether this node, as a source, sends around the dead links it knows of
+    /// (`liveness.route_around`; false: always on the constructed paths, the baseline).
+    #[arg(long, value_name = "BOOL")]
+    pub route_around: Option<bool>,
     /// The node's store (`store.path`): reliable sets are acknowledged only once written
     /// there, and kept across a restart. `none`: keep them in memory only.
     #[arg(long, value_name = "FILE|none")]
@@ -283,6 +288,7 @@ struct FileConfig {
 struct FileLiveness {
     interval: Option<String>,
     multiplier: Option<i64>,
+    route_around: Option<bool>,
 }
 
 #[derive(Deserialize, Default)]
@@ -368,6 +374,8 @@ pub struct NodeConfig {
     pub store: Option<StoreConfig>,
     /// How links find a dead neighbour.
     pub liveness: liveness::Settings,
+    /// Whether sources send around the dead links they know of (`liveness.route_around`).
+    pub route_around: bool,
 }
 
 /// The node's store, as configured (opened by the daemon at start, and by `--check`).
@@ -439,6 +447,7 @@ impl NodeConfig {
                 humantime::format_duration(self.liveness.interval).to_string(),
             ),
             ("liveness.multiplier", self.liveness.multiplier.to_string()),
+            ("liveness.route_around", self.route_around.to_string()),
             (
                 "store",
                 self.store
@@ -691,6 +700,10 @@ impl NodeConfig {
 
         let store = store_config(args.store.clone(), file.store, &relative, &with_id)?;
         let (seal, sessions) = seal_config(args, file.seal)?;
+        let route_around = args
+            .route_around
+            .or(file.liveness.route_around)
+            .unwrap_or(true);
         let liveness = liveness_config(args, file.liveness)?;
 
         Ok(NodeConfig {
@@ -712,6 +725,7 @@ impl NodeConfig {
             nice,
             store,
             liveness,
+            route_around,
         })
     }
 }

@@ -42,6 +42,9 @@ pub struct Down {
     own_down: Mutex<BTreeMap<NodeId, u64>>,
     last_stamp: AtomicU64,
     routes: Mutex<RouteCache>,
+    /// Whether sources route around what is known (`liveness.route_around`); the table is kept
+    /// and passed on either way.
+    enabled: bool,
     /// Wakes the timer: the table has something to forget or say again.
     wake: Notify,
     pub counters: DownCounters,
@@ -55,7 +58,7 @@ struct RouteCache {
 }
 
 impl Down {
-    pub fn new(topology: Topology, me: NodeId, limits: DownLimits) -> Down {
+    pub fn new(topology: Topology, me: NodeId, limits: DownLimits, enabled: bool) -> Down {
         Down {
             topology,
             me,
@@ -64,6 +67,7 @@ impl Down {
             own_down: Mutex::new(BTreeMap::new()),
             last_stamp: AtomicU64::new(0),
             routes: Mutex::new(RouteCache::default()),
+            enabled,
             wake: Notify::new(),
             counters: DownCounters::default(),
         }
@@ -142,6 +146,9 @@ impl Down {
     /// [`Routes::around`](cuberoute_protocol::Routes::around), asked once per destination and
     /// generation; unchanged when nothing is dead on them.
     pub fn around(&self, routes: &Routes) -> Option<Routes> {
+        if !self.enabled {
+            return None;
+        }
         let (generation, faults) = self.faults.lock().expect("down lock").clone();
         if faults.is_empty() {
             return None;

@@ -462,6 +462,21 @@ pub fn set_liveness_interval(
     Ok(())
 }
 
+/// Add `line` to the `[liveness]` table of every node's configuration that [`generate`] wrote.
+pub fn set_liveness(dir: &ClusterDir, topology: Topology, line: &str) -> anyhow::Result<()> {
+    for id in topology.nodes() {
+        let path = dir.node_config(id);
+        let text =
+            fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+        let Some(at) = text.find(LIVENESS_TABLE) else {
+            anyhow::bail!("{} has no [liveness] table", path.display());
+        };
+        let start = at + LIVENESS_TABLE.len();
+        write(&path, &format!("{}{line}\n{}", &text[..start], &text[start..]))?;
+    }
+    Ok(())
+}
+
 /// Where the interval of the `[liveness]` table begins in a configuration [`node_config`] wrote.
 const LIVENESS_TABLE: &str = "[liveness]\n";
 
@@ -669,6 +684,17 @@ mod tests {
                 ..Default::default()
             })
             .unwrap();
+        assert_eq!(config.liveness.interval, Duration::from_secs(2));
+        assert!(config.route_around, "sources route around by default");
+        // `cluster up --no-route-around` turns that off, and keeps the interval.
+        set_liveness(&dir, t, "route_around = false").unwrap();
+        let config =
+            cuberoute_daemon::config::NodeConfig::resolve(&cuberoute_daemon::config::DaemonArgs {
+                config: Some(dir.node_config(NodeId(3))),
+                ..Default::default()
+            })
+            .unwrap();
+        assert!(!config.route_around);
         assert_eq!(config.liveness.interval, Duration::from_secs(2));
     }
 

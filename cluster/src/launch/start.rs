@@ -49,6 +49,9 @@ pub struct Local {
     /// The nodes' liveness interval, instead of the one paced by the cluster's links
     /// (`generate::liveness_interval`).
     pub liveness_interval: Option<Duration>,
+    /// Sources always send on the constructed paths, even around dead links they know of
+    /// (`liveness.route_around = false`): the baseline routing around is measured against.
+    pub no_route_around: bool,
     /// Every node in a network namespace of its own, on a bridge (root only).
     pub netns: bool,
     /// How long the daemons live.
@@ -66,6 +69,7 @@ impl Local {
             port: 7000,
             no_store: false,
             liveness_interval: None,
+            no_route_around: false,
             netns: false,
             lifetime: Lifetime::UntilStopped,
         }
@@ -203,6 +207,9 @@ fn write(
     if let Some(interval) = local.liveness_interval {
         generate::set_liveness_interval(dir, topology, interval)?;
         phases.end("liveness");
+    }
+    if local.no_route_around {
+        generate::set_liveness(dir, topology, "route_around = false")?;
     }
     Ok(())
 }

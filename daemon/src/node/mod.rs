@@ -205,7 +205,12 @@ impl Node {
             control_bytes_limit: shares.control,
             keys: config.keys.clone(),
             liveness: Liveness::new(config.liveness),
-            down: Down::new(config.topology, config.id, DownLimits::default()),
+            down: Down::new(
+                config.topology,
+                config.id,
+                DownLimits::default(),
+                config.route_around,
+            ),
             seal: config.seal,
             sealing: Sealing::new(&config.keys, config.id, now_us(), config.sessions),
             keeping,

@@ -33,6 +33,10 @@ pub struct InitArgs {
     /// probe more than 200 times a second together).
     #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
     pub liveness_interval: Option<Duration>,
+    /// Sources send on the constructed paths even around the dead links they know of
+    /// (`liveness.route_around = false`): the baseline routing around is compared with.
+    #[arg(long)]
+    pub no_route_around: bool,
 }
 
 #[derive(clap::Args, Debug)]
@@ -62,6 +66,7 @@ impl InitArgs {
             port: self.port,
             no_store: self.no_store,
             liveness_interval: self.liveness_interval,
+            no_route_around: self.no_route_around,
             netns,
             lifetime: Lifetime::UntilStopped,
         })
