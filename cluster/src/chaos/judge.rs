@@ -44,8 +44,14 @@ pub(super) struct SetResult {
     pub(super) wire_bytes: u64,
     /// Delivered copies whose payload differs from what was sent.
     pub(super) corrupted: u32,
-    /// Delivered copies whose path differs from the protocol's construction.
+    /// Delivered copies whose path is neither the protocol's construction nor a path around
+    /// dead links (a simple path of real links, disjoint from the set's other copies).
     pub(super) path_mismatches: u32,
+    /// Delivered copies that went around dead links: not the construction's path, but a simple
+    /// path of real links disjoint from the set's other copies.
+    pub(super) rerouted: u32,
+    /// The paths of the copies delivered, when traced (plain sets: one per copy).
+    pub(super) paths: Vec<Vec<NodeId>>,
     /// Whether the copy on the shortest constructed path arrived (the single-path baseline).
     pub(super) shortest_delivered: bool,
     pub(super) latencies_us: Vec<u64>,
@@ -85,6 +91,8 @@ impl SetResult {
             delivered: 0,
             corrupted: 0,
             path_mismatches: 0,
+            rerouted: 0,
+            paths: Vec::new(),
             shortest_delivered: false,
             latencies_us: Vec::new(),
             failed: false,
@@ -107,6 +115,7 @@ impl SetResult {
     /// paths; a payload that differs is forged while relays were `forging`, else corrupted.
     pub(super) fn judge(
         &mut self,
+        topology: Topology,
         report: &SendReport,
         expected: &[Vec<NodeId>],
         mode: Mode,
@@ -149,14 +158,48 @@ impl SetResult {
                 }
             }
             let path_ok = d.path.as_ref() == expected.get(d.index as usize);
-            if !path_ok {
+            if path_ok {
+                if d.index as usize == shortest {
+                    self.shortest_delivered = true;
+                }
+            } else if d
+                .path
+                .as_ref()
+                .is_some_and(|p| mode.is_plain() && is_route(topology, report.from, d.dst, p))
+            {
+                self.rerouted += 1;
+            } else {
                 self.path_mismatches += 1;
             }
-            if d.index as usize == shortest {
-                self.shortest_delivered = true;
+            if let Some(path) = &d.path {
+                self.paths.push(path.clone());
             }
         }
+        // Copies around dead links must still be internally disjoint.
+        if self.rerouted > 0 && !internally_disjoint(&self.paths) {
+            self.path_mismatches += self.rerouted;
+            self.rerouted = 0;
+        }
     }
+}
+
+/// Whether `path` is a simple path of real links from `from` to `to`.
+pub(super) fn is_route(topology: Topology, from: u64, to: NodeId, path: &[NodeId]) -> bool {
+    let distinct: BTreeSet<NodeId> = path.iter().copied().collect();
+    path.len() >= 2
+        && path[0] == NodeId(from)
+        && path[path.len() - 1] == to
+        && distinct.len() == path.len()
+        && path.windows(2).all(|w| topology.is_adjacent(w[0], w[1]))
+}
+
+/// Whether no two of `paths` share an inner node.
+pub(super) fn internally_disjoint(paths: &[Vec<NodeId>]) -> bool {
+    let mut seen = BTreeSet::new();
+    paths
+        .iter()
+        .flat_map(|p| p[1..p.len().saturating_sub(1)].iter())
+        .all(|v| seen.insert(*v))
 }
 
 /// What the forging relays did: packets rewritten, by what, and packets sent again.

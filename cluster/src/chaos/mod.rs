@@ -3,6 +3,8 @@
 //! cluster simulated in this process. Imports the launching and operating rooms below it, never
 //! the benchmarks.
 //!
+//! * [`around`]: routing around crashes and cuts, judged: when every live node knew, and the
+//!   sets before, until then and after, against the max flow of the live graph;
 //! * [`run`]: running: three phases of traffic between random pairs, the faults of the schedule
 //!   injected and undone, step by step;
 //! * [`judge`]: judging: what each set became, what else reached the clients (the sweep of
@@ -22,6 +24,7 @@
 //!   clock;
 //! * [`page`]: a run's report as one self-contained HTML page with SVG charts, and its JSON.
 
+pub mod around;
 pub mod ends;
 pub mod judge;
 pub mod netfault;

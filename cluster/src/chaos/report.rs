@@ -3,6 +3,7 @@
 //! lost (the [`Report`] the CLI prints and writes as JSON), and the timeline its report page
 //! draws. The numbers come from [`run`](super::run) and [`judge`](super::judge).
 
+use crate::chaos::around::AroundReport;
 use crate::chaos::ends::EndsReport;
 use crate::chaos::judge::{Forgeries, HostLossOutcome, SetResult, Sweep};
 use crate::chaos::scenario::{Phase, RunConfig};
@@ -25,6 +26,9 @@ pub struct PhaseReport {
     pub sets_lost: u64,
     pub sets_failed_to_send: u64,
     pub path_mismatches: u64,
+    /// Copies delivered on a path around dead links (not the construction's, but a simple path
+    /// of real links disjoint from the set's other copies).
+    pub copies_rerouted: u64,
     pub corrupted_delivered_to_client: u64,
     /// Sets whose copy on the shortest constructed path arrived: what routing over one path
     /// would have delivered.
@@ -146,6 +150,10 @@ pub struct Report {
     /// Every fault of the run: from when to when (ms from the run's start), what, where, and
     /// what applied it.
     pub fault_windows: Vec<FaultWindow>,
+    /// With crashes or cuts: when every live node knew of them, and what the sets became before,
+    /// until then, after then and after the repair ([`crate::chaos::around`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub around: Option<AroundReport>,
     /// Every set and fault window, for the report page ([`crate::chaos::page`]); not in the JSON.
     #[serde(skip)]
     pub timeline: Timeline,
@@ -238,6 +246,7 @@ impl Report {
             p.sets_lost += u64::from(r.delivered == 0);
             p.sets_failed_to_send += u64::from(r.failed);
             p.path_mismatches += u64::from(r.path_mismatches);
+            p.copies_rerouted += u64::from(r.rerouted);
             p.corrupted_delivered_to_client += u64::from(r.corrupted);
             p.single_path_delivered += u64::from(r.shortest_delivered);
             p.duplicates_to_client += u64::from(r.duplicates);

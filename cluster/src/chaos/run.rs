@@ -28,6 +28,7 @@
 //! faults, and `Run::judge_and_report`. What each set became is judged in
 //! [`judge`](super::judge), the totals are made in [`report`](super::report).
 
+use crate::chaos::around::{self, AroundReport};
 use crate::chaos::judge::{
     Judge, SetResult, captures_and_leaks, forgeries, host_loss_outcome, output_cursors,
     sweep_outputs,
@@ -102,7 +103,7 @@ async fn one_set(
         return result;
     };
     match client.send(from, request, payload, options).await {
-        Ok(report) => result.judge(&report, &expected, set.mode, set.forging),
+        Ok(report) => result.judge(topology, &report, &expected, set.mode, set.forging),
         Err(e) => result.failed(e),
     }
     result
@@ -296,6 +297,8 @@ struct Run<'a> {
     output_at_start: BTreeMap<NodeId, u64>,
     traffic: Traffic,
     windows: Windows,
+    /// When the crashes and cuts were injected, and when every live node knew of them.
+    known: Option<(f64, Option<f64>)>,
 }
 
 /// The faults of the phase with faults, as injected: what to undo when it ends, and the
@@ -361,6 +364,7 @@ impl<'a> Run<'a> {
             output_at_start,
             traffic,
             windows: Windows::default(),
+            known: None,
         }
     }
 
@@ -600,14 +604,23 @@ impl<'a> Run<'a> {
         } else {
             alive.clone()
         };
-        self.traffic
-            .run_to(
+        // Meanwhile, ask the nodes until every live one knows every dead link.
+        let dead = around::dead_links(self.topology, &faults.schedule);
+        let faults_at_ms = self.now_ms();
+        let live: Vec<NodeId> = faults.schedule.alive(self.topology);
+        let t0 = self.traffic.t0;
+        let (_, known_at_ms) = tokio::join!(
+            self.traffic.run_to(
                 Phase::WithFaults,
                 self.config.with_faults,
                 &alive,
                 &destinations,
-            )
-            .await;
+            ),
+            around::detection(&self.client, &live, &dead, t0, self.config.with_faults,)
+        );
+        if !dead.is_empty() {
+            self.known = Some((faults_at_ms, known_at_ms));
+        }
     }
 
     /// The network's own faults end with the phase, and its sets are then waited for: what a
@@ -744,13 +757,14 @@ impl<'a> Run<'a> {
         let mut judge = Judge::new(sealed, config.mode, &results);
         sweep_outputs(client, &from, &mut judge).await;
         client.close();
+        let schedule = faults.schedule.clone();
         let mut report = Report::of(
             config,
             topology,
             &results,
             &self.before,
             &after,
-            faults.schedule,
+            schedule.clone(),
             rejoin,
         );
         report.add_sweep(judge.done(), config.faults.contains(&FaultKind::Forge));
@@ -774,6 +788,9 @@ impl<'a> Run<'a> {
         report.timeline = timeline(config, topology, &results, &report.fault_windows, end_ms);
         report.captured = captured;
         report.leaked = leaked;
+        report.around = self.known.map(|(faults_at_ms, known_at_ms)| {
+            AroundReport::of(topology, &schedule, &results, faults_at_ms, known_at_ms)
+        });
         Ok(report)
     }
 }

@@ -472,7 +472,10 @@ pub fn set_liveness(dir: &ClusterDir, topology: Topology, line: &str) -> anyhow:
             anyhow::bail!("{} has no [liveness] table", path.display());
         };
         let start = at + LIVENESS_TABLE.len();
-        write(&path, &format!("{}{line}\n{}", &text[..start], &text[start..]))?;
+        write(
+            &path,
+            &format!("{}{line}\n{}", &text[..start], &text[start..]),
+        )?;
     }
     Ok(())
 }
