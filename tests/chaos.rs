@@ -164,6 +164,15 @@ fn crash_of_k_minus_1_nodes(topology: &str, base: &str) {
         with["single_path_delivered"].as_u64() < with["sets_sent"].as_u64(),
         "{with}"
     );
+    // Every live node learnt of every dead link within the phase, and from then on every set
+    // went on as many disjoint live paths as the graph without the crashed nodes has.
+    let around = &report["around"];
+    assert!(around["known_at_ms"].as_f64().is_some(), "{around}");
+    let after = &around["after_known"];
+    assert!(after["sets"].as_u64().unwrap() > 0, "{around}");
+    assert_eq!(after["sets_on_max_flow"], after["sets"], "{around}");
+    assert_eq!(after["sets_on_disjoint_live_paths"], after["sets"], "{around}");
+    assert_eq!(with["path_mismatches"], 0, "{with}");
     // The killed nodes rejoined: every link is up again.
     assert!(report["rejoin_ms"].as_f64().is_some(), "{report}");
     assert_eq!(status["link_ends_up"], status["link_ends"]);
