@@ -171,7 +171,10 @@ fn crash_of_k_minus_1_nodes(topology: &str, base: &str) {
     let after = &around["after_known"];
     assert!(after["sets"].as_u64().unwrap() > 0, "{around}");
     assert_eq!(after["sets_on_max_flow"], after["sets"], "{around}");
-    assert_eq!(after["sets_on_disjoint_live_paths"], after["sets"], "{around}");
+    assert_eq!(
+        after["sets_on_disjoint_live_paths"], after["sets"],
+        "{around}"
+    );
     assert_eq!(with["path_mismatches"], 0, "{with}");
     // The killed nodes rejoined: every link is up again.
     assert!(report["rejoin_ms"].as_f64().is_some(), "{report}");

@@ -3,11 +3,16 @@
 //! * `plan`: the source's map, the k headers (what `input` computes);
 //! * `paths`: the k full paths, by running `receive` hop by hop (what `cuberoute paths` prints);
 //! * `maxflow`: petgraph's Dinic on the node-split graph, which finds k disjoint paths for any
-//!   graph; the baseline, on EH(4,4) and EH(5,5) (2,048 nodes).
+//!   graph; the baseline, on EH(4,4) and EH(5,5) (2,048 nodes);
+//! * `around`: the paths a source takes around one dead node, the middle of the pair's first
+//!   path (`paths::live::around` from the unbroken paths, what a source computes once per
+//!   destination while what it knows of dead links stays the same), beside `paths` of the same
+//!   sizes.
 //!
 //! Each iteration handles the next pair of a fixed list of 1,024 random pairs.
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use cuberoute_protocol::paths::live::{self, Faults};
 use cuberoute_protocol::{NodeId, Topology, disjoint_paths, map};
 use petgraph::algo::dinics;
 use petgraph::graph::{DiGraph, NodeIndex};
@@ -105,5 +110,32 @@ fn maxflow(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, construction, maxflow);
+fn around(c: &mut Criterion) {
+    let mut g = c.benchmark_group("around");
+    g.throughput(Throughput::Elements(1));
+    for name in ["eh:2,2", "eh:5,5", "q:8", "q:16"] {
+        let t: Topology = name.parse().unwrap();
+        let cases: Vec<_> = pairs(t)
+            .into_iter()
+            .map(|(src, dst)| {
+                let start = disjoint_paths(t, src, dst).unwrap().paths;
+                let mut faults = Faults::new();
+                faults.node(start[0][start[0].len() / 2]);
+                (src, dst, start, faults)
+            })
+            .filter(|(src, dst, _, faults)| !faults.is_dead(*src) && !faults.is_dead(*dst))
+            .collect();
+        let mut i = 0;
+        g.bench_function(BenchmarkId::from_parameter(name), |b| {
+            b.iter(|| {
+                let (src, dst, start, faults) = &cases[i % cases.len()];
+                i += 1;
+                black_box(live::around(t, *src, *dst, faults, start, live::BUDGET))
+            })
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(benches, construction, maxflow, around);
 criterion_main!(benches);

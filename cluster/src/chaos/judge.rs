@@ -165,7 +165,7 @@ impl SetResult {
             } else if d
                 .path
                 .as_ref()
-                .is_some_and(|p| mode.is_plain() && is_route(topology, report.from, d.dst, p))
+                .is_some_and(|p| is_route(topology, report.from, d.dst, p))
             {
                 self.rerouted += 1;
             } else {
@@ -599,6 +599,18 @@ mod tests {
     /// A lost host's outcome counts, set by set, the copies on paths that avoid it: all of
     /// them arrived (the promise kept), one missing (below it), none promised, and a set to
     /// the lost host.
+    #[test]
+    fn a_path_around_dead_links_is_a_simple_path_of_real_links_disjoint_from_the_others() {
+        let q3: Topology = "q:3".parse().unwrap();
+        let p = |v: &[u64]| v.iter().map(|&n| NodeId(n)).collect::<Vec<_>>();
+        assert!(is_route(q3, 0, NodeId(7), &p(&[0, 2, 6, 7])));
+        assert!(!is_route(q3, 0, NodeId(7), &p(&[0, 3, 7])), "not links");
+        assert!(!is_route(q3, 0, NodeId(7), &p(&[0, 2, 0, 1, 3, 7])), "not simple");
+        assert!(!is_route(q3, 1, NodeId(7), &p(&[0, 2, 6, 7])), "another source");
+        assert!(internally_disjoint(&[p(&[0, 2, 6, 7]), p(&[0, 4, 5, 7])]));
+        assert!(!internally_disjoint(&[p(&[0, 2, 6, 7]), p(&[0, 4, 6, 7])]));
+    }
+
     #[test]
     fn a_lost_hosts_outcome_is_judged_path_by_path() {
         let topology: Topology = "q:3".parse().unwrap();

@@ -19,7 +19,8 @@ impl Node {
     /// path, as a set's copies go; a renewal's Inits on one each, in turn.
     pub(super) fn send_handshake(&self, out: Outgoing, what: Event) {
         let routes = match SendRequest::to(out.to).routes(self.topology, self.id) {
-            Ok(routes) => routes,
+            // Around the dead links known, its k paths kept (an attempt names its paths).
+            Ok(routes) => self.around(routes, true),
             Err(e) => {
                 warn!(error = %e, to = %out.to, "no route for a handshake");
                 return;
