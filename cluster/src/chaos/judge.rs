@@ -605,8 +605,14 @@ mod tests {
         let p = |v: &[u64]| v.iter().map(|&n| NodeId(n)).collect::<Vec<_>>();
         assert!(is_route(q3, 0, NodeId(7), &p(&[0, 2, 6, 7])));
         assert!(!is_route(q3, 0, NodeId(7), &p(&[0, 3, 7])), "not links");
-        assert!(!is_route(q3, 0, NodeId(7), &p(&[0, 2, 0, 1, 3, 7])), "not simple");
-        assert!(!is_route(q3, 1, NodeId(7), &p(&[0, 2, 6, 7])), "another source");
+        assert!(
+            !is_route(q3, 0, NodeId(7), &p(&[0, 2, 0, 1, 3, 7])),
+            "not simple"
+        );
+        assert!(
+            !is_route(q3, 1, NodeId(7), &p(&[0, 2, 6, 7])),
+            "another source"
+        );
         assert!(internally_disjoint(&[p(&[0, 2, 6, 7]), p(&[0, 4, 5, 7])]));
         assert!(!internally_disjoint(&[p(&[0, 2, 6, 7]), p(&[0, 4, 6, 7])]));
     }

@@ -217,7 +217,10 @@ impl Flow {
 
     /// One shortest augmenting path, applied; false when there is none (or the search ran out
     /// of budget). `frozen`: the paths already found stay as they are (the search only goes
-    /// around them).
+    /// around them). On Q_n and EH, whose distance is in closed form, the search first looks
+    /// only at paths at most 2, then 6, hops longer than the distance from s to d (a node whose
+    /// depth plus its distance to d passes that is not entered): on Q_16 a whole breadth-first
+    /// search visits most of the cube, a bounded one a sliver. Then unbounded.
     fn augment(
         &mut self,
         topology: Topology,
@@ -225,39 +228,73 @@ impl Flow {
         budget: usize,
         frozen: bool,
     ) -> bool {
+        let bounded = matches!(topology, Topology::Hypercube(_) | Topology::Exchanged(_));
+        let h = if bounded {
+            topology.distance(self.s, self.d)
+        } else {
+            0
+        };
+        let limits = if bounded {
+            vec![Some(h + 2), Some(h + 6), None]
+        } else {
+            vec![None]
+        };
+        limits
+            .into_iter()
+            .any(|limit| self.search(topology, faults, budget, frozen, limit))
+    }
+
+    /// [`Flow::augment`] within `limit` links (depth plus distance to d), applied if found.
+    fn search(
+        &mut self,
+        topology: Topology,
+        faults: &Faults,
+        budget: usize,
+        frozen: bool,
+        limit: Option<u32>,
+    ) -> bool {
         let start: Side = (self.s, true);
-        let mut parent: HashMap<Side, Side> = HashMap::from([(start, start)]);
+        let d = self.d;
+        let within =
+            |depth: u32, w: NodeId| limit.is_none_or(|l| depth + topology.distance(w, d) <= l);
+        // Each side reached: the side it was reached from, and how many links it is from s.
+        let mut parent: HashMap<Side, (Side, u32)> = HashMap::from([(start, (start, 0))]);
         let mut queue = VecDeque::from([start]);
         let mut found = false;
         while let Some((v, exit)) = queue.pop_front() {
             if parent.len() > budget {
                 return false;
             }
-            let mut next: Vec<Side> = Vec::new();
+            let depth = parent[&(v, exit)].1;
+            let mut next: Vec<(Side, u32)> = Vec::new();
             if exit {
                 // Over a live link to a neighbour's entry, unless the link carries flow already.
                 for w in topology.neighbours(v) {
-                    if w != self.s && !faults.blocks(v, w) && !self.links.contains(&(v, w)) {
-                        next.push((w, false));
+                    if w != self.s
+                        && !faults.blocks(v, w)
+                        && !self.links.contains(&(v, w))
+                        && within(depth + 1, w)
+                    {
+                        next.push(((w, false), depth + 1));
                     }
                 }
                 // Back through the node, undoing its unit.
                 if !frozen && v != self.s && self.into.contains_key(&v) {
-                    next.push((v, false));
+                    next.push(((v, false), depth));
                 }
             } else if let Some(&from) = self.into.get(&v) {
                 // The node is taken: only back along the link its unit came in by.
-                if !frozen {
-                    next.push((from, true));
+                if !frozen && within(depth + 1, from) {
+                    next.push(((from, true), depth + 1));
                 }
             } else {
-                next.push((v, true));
+                next.push(((v, true), depth));
             }
-            for side in next {
+            for (side, depth) in next {
                 if parent.contains_key(&side) {
                     continue;
                 }
-                parent.insert(side, (v, exit));
+                parent.insert(side, ((v, exit), depth));
                 if side == (self.d, false) {
                     found = true;
                     break;
@@ -275,7 +312,7 @@ impl Flow {
         let mut at: Side = (self.d, false);
         let mut arcs = Vec::new();
         while at != start {
-            let before = parent[&at];
+            let before = parent[&at].0;
             arcs.push((before, at));
             at = before;
         }
