@@ -169,12 +169,22 @@ fn reliable_sets_survive_sustained_faults(
 /// the first resend follows the measured round trip and no wait is longer than an eighth of
 /// the set's life, so it has a dozen sends. Without stores, as it was found: the stores' writes
 /// change the seed's order of events, and with them the set takes no more than five sends.
+/// Since sources route around the dead links they know of (2026-12-03), its resends leave the
+/// corrupting path once node 23 and link 28-29 are known dead, and no set needs more than a few
+/// sends (the resend schedule itself: `protocol/src/delivery/outbox.rs`,
+/// `a_short_deadline_still_gets_about_twenty_attempts`).
 #[test]
 fn the_reliable_set_lost_under_sustained_faults_arrives() {
     let r = reliable_sets_survive_sustained_faults("eh:2,2", 20, "30s", &["--no-store"]);
     assert_eq!(r["crashed"], serde_json::json!([23]), "{r}");
     assert_eq!(r["cut"], serde_json::json!([[28, 29]]), "{r}");
-    assert!(r["attempts"]["max"].as_u64().unwrap() > 5, "{r}");
+    // Every live node knew of both within the phase, and the sets after went around them.
+    let around = &r["around"];
+    assert!(around["known_at_ms"].as_f64().is_some(), "{around}");
+    assert!(
+        around["after_known"]["copies_rerouted"].as_u64().unwrap() > 0,
+        "{around}"
+    );
 }
 
 proptest! {
