@@ -199,7 +199,9 @@ fn q4_with_k_minus_1_crashed_nodes_delivers_every_set() {
 #[test]
 fn cut_links_refuse_both_ways_and_heal() {
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let cluster = Cluster::up("q:3", "127.2.15.0");
+    // Sources on the constructed paths whatever they know, so that a copy waits for the cut
+    // link (routing around it: tests/liveness.rs).
+    let cluster = Cluster::up_with("q:3", &["--base-addr", "127.2.15.0", "--no-route-around"]);
     cluster.ok(&["chaos", "cut", "--link", "0-1"]);
     let node0 = cluster.node_status(0);
     assert_eq!(node0["links_up"], 2, "{node0}");

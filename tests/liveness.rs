@@ -275,6 +275,22 @@ fn sets_go_around_a_killed_node_and_come_back_when_it_returns() {
     });
     assert!(healed.is_some(), "{:?}", dead_links(&cluster, 2));
     assert_eq!(send_paths(&cluster, 0, 7, &[]), before);
+    // A cut link is gone around as well: 0 -> 2 on the two live paths, nothing waiting for the
+    // cut one, and back on the three after the heal.
+    cluster.ok(&["chaos", "cut", "--link", "0-2"]);
+    let cut = within(Duration::from_secs(20), || {
+        dead_links(&cluster, 0).contains(&(0, 2))
+    });
+    assert!(cut.is_some(), "{:?}", dead_links(&cluster, 0));
+    let around = send_paths(&cluster, 0, 2, &[]);
+    assert_eq!(around.len(), 2, "{around:?}");
+    assert!(around.iter().all(|p| p.len() > 2), "{around:?}");
+    cluster.ok(&["chaos", "heal", "--link", "0-2"]);
+    let healed = within(Duration::from_secs(20), || {
+        dead_links(&cluster, 0).is_empty()
+    });
+    assert!(healed.is_some(), "{:?}", dead_links(&cluster, 0));
+    assert_eq!(send_paths(&cluster, 0, 2, &[]).len(), 3);
 }
 
 #[test]

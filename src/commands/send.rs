@@ -120,17 +120,6 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         Some(text) => super::parse_set(topology, text, "--avoid")?,
         None => Vec::new(),
     };
-    // Waiting for plain copies at a destination whose process is known to have exited would
-    // only time out: say so at once. A reliable set is kept and sent again until the
-    // destination is back: waiting for it is what --reliable --wait asks.
-    if args.wait
-        && !args.reliable
-        && let Some((node, why)) = to
-            .iter()
-            .find_map(|&n| cluster.known_down(n).map(|why| (n, why)))
-    {
-        anyhow::bail!("node {node} is down: {why}");
-    }
     let options = SendOptions {
         trace: args.wait,
         wait: args.wait.then_some(args.timeout),

@@ -130,6 +130,11 @@ fn unexpected(node: NodeId, response: Response) -> ClientError {
 impl ClusterClient {
     /// Send `payload` from `from` as `request` says (the front door decides how it travels),
     /// and with [`SendOptions::wait`] wait for the copies at their destinations.
+    ///
+    /// Waiting for a set that is not reliable at a destination whose process is known to have
+    /// exited would only time out: that is [`ClientError::Down`] at once, and nothing is sent.
+    /// A reliable set is kept and sent again until the destination is back: waiting for it is
+    /// what a reliable wait asks.
     pub async fn send(
         &self,
         from: NodeId,
@@ -137,6 +142,15 @@ impl ClusterClient {
         payload: Vec<u8>,
         options: SendOptions,
     ) -> Result<SendReport, ClientError> {
+        if options.wait.is_some()
+            && !options.mode.reliable
+            && let Some((node, why)) = request
+                .to
+                .iter()
+                .find_map(|&n| self.known_down(n).map(|why| (n, why)))
+        {
+            return Err(ClientError::Down { node, why });
+        }
         let topology = self.manifest.topology;
         let many = !request.is_node_to_node(topology);
         let split = request.split;
