@@ -353,15 +353,16 @@ fn measure_detection_after_a_kill() {
     let trials: usize = std::env::var("LIVENESS_TRIALS").map_or(30, |t| t.parse().unwrap());
     // At the daemon's default unless told (a generated cluster paces its probes by its size).
     let interval = std::env::var("LIVENESS_INTERVAL").unwrap_or("300ms".into());
-    let cluster = Cluster::up_with(
-        &topology,
-        &[
-            "--base-addr",
-            "127.3.50.0",
-            "--liveness-interval",
-            &interval,
-        ],
-    );
+    // `kill` (SIGKILL), or `loss`: every datagram of the node's links dropped by the kernel
+    // (`chaos net --node N --loss 100%` on a `--netns` cluster, root only), then restored.
+    let fault = std::env::var("LIVENESS_FAULT").unwrap_or("kill".into());
+    let mut args = vec!["--liveness-interval", &interval];
+    if fault == "loss" {
+        args.push("--netns");
+    } else {
+        args.extend(["--base-addr", "127.3.50.0"]);
+    }
+    let cluster = Cluster::up_with(&topology, &args);
     let pids = cluster.pids();
     let nodes = pids.len() as u64;
     let mut monitor = cluster.spawn(&["monitor", "--json"]);
@@ -384,12 +385,23 @@ fn measure_detection_after_a_kill() {
             .map(|l| l["neighbour"].as_u64().unwrap())
             .collect();
         let pid = status["pid"].as_u64().unwrap() as i32;
-        nix::sys::signal::kill(
-            nix::unistd::Pid::from_raw(pid),
-            nix::sys::signal::Signal::SIGKILL,
-        )
-        .unwrap();
         let killed = now_ms();
+        if fault == "loss" {
+            cluster.ok(&[
+                "chaos",
+                "net",
+                "--node",
+                &node.to_string(),
+                "--loss",
+                "100%",
+            ]);
+        } else {
+            nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid),
+                nix::sys::signal::Signal::SIGKILL,
+            )
+            .unwrap();
+        }
         let mut seen = std::collections::BTreeMap::new();
         while seen.len() < neighbours.len() {
             let line = monitor.wait_for_stdout("\"kind\"");
@@ -407,8 +419,12 @@ fn measure_detection_after_a_kill() {
                 listeners.push(*took);
             }
         }
-        eprintln!("trial {trial}: node {node} killed, seen down after {seen:?} ms");
-        cluster.ok(&["chaos", "restart", "--node", &node.to_string()]);
+        eprintln!("trial {trial}: node {node} {fault}, seen down after {seen:?} ms");
+        if fault == "loss" {
+            cluster.ok(&["chaos", "net", "--off"]);
+        } else {
+            cluster.ok(&["chaos", "restart", "--node", &node.to_string()]);
+        }
         let back = within(Duration::from_secs(30), || {
             neighbours
                 .iter()
@@ -423,7 +439,7 @@ fn measure_detection_after_a_kill() {
         }
         let at = |q: f64| v[((v.len() as f64 * q).ceil() as usize).clamp(1, v.len()) - 1];
         eprintln!(
-            "{topology}, {name}: {} samples, p50 {} ms, p99 {} ms, max {} ms, min {} ms",
+            "{topology}, {fault}, {name}: {} samples, p50 {} ms, p99 {} ms, max {} ms, min {} ms",
             v.len(),
             at(0.5),
             at(0.99),

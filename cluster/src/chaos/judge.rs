@@ -403,7 +403,18 @@ pub(super) fn host_loss_outcome(
         let missed = if reliable {
             r.delivered == 0
         } else {
-            let kept = avoiding.iter().filter(|i| r.indices.contains(i)).count();
+            // The copies that arrived on paths avoiding the host: the constructed ones the
+            // placement counted on, or others a source took around the host's dead links.
+            let kept = if r.paths.is_empty() {
+                avoiding.iter().filter(|i| r.indices.contains(i)).count()
+            } else {
+                let around: BTreeSet<&Vec<NodeId>> = r
+                    .paths
+                    .iter()
+                    .filter(|p| p.len() < 3 || p[1..p.len() - 1].iter().all(|v| !lost.contains(v)))
+                    .collect();
+                around.len()
+            };
             out.copies_promised += avoiding.len() as u64;
             out.copies_kept += kept as u64;
             kept < avoiding.len()
