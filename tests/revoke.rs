@@ -69,7 +69,9 @@ fn links_settled(cluster: &Cluster, revoked: u64) -> bool {
 /// 14 the second path starts at 3.
 #[test]
 fn a_revoked_node_is_refused_everywhere_within_seconds_and_for_good() {
-    let cluster = Cluster::up("q:4", "127.2.210.0");
+    // Sources on the constructed paths whatever they know, so that copies wait behind the cut
+    // links (a source that routes around sends on the live paths: tests/liveness.rs).
+    let cluster = Cluster::up_with("q:4", &["--base-addr", "127.2.210.0", "--no-route-around"]);
 
     // Two copies of a set from 3 held in flight: behind the cut 0-4 (at relay 0, whose next
     // hop 4 will drop it) and behind the cut 13-12 (at 13, next to the destination).

@@ -410,7 +410,12 @@ fn a_swarm_cluster_over_three_hosts_routes_across_them_and_leaves_nothing() {
     assert!(lost["sets_between_others"].as_u64().unwrap() > 50, "{lost}");
     assert_eq!(lost["below_promise"], 0, "{lost}");
     assert_eq!(lost["kept_a_copy"], lost["promised_a_copy"], "{lost}");
-    assert_eq!(lost["copies_kept"], lost["copies_promised"], "{lost}");
+    // At least the copies the placement promised: sources that know the host's nodes are dead
+    // send on the live graph's max flow, often more paths than the constructed ones left.
+    assert!(
+        lost["copies_kept"].as_u64() >= lost["copies_promised"].as_u64(),
+        "{lost}"
+    );
     assert!(
         lost["promised_none"].as_u64().unwrap() * 20
             <= lost["sets_between_others"].as_u64().unwrap(),
