@@ -441,29 +441,30 @@ pub fn liveness_interval(topology: Topology) -> Duration {
 }
 
 /// Write `interval` as the liveness interval of every node's configuration that [`generate`]
-/// wrote (`cluster up --liveness-interval`).
+/// wrote (`cluster up --liveness-interval`): it replaces the table's first line.
 pub fn set_liveness_interval(
     dir: &ClusterDir,
     topology: Topology,
     interval: Duration,
 ) -> anyhow::Result<()> {
     let line = format!("interval = \"{}ms\"", interval.as_millis());
-    for id in topology.nodes() {
-        let path = dir.node_config(id);
-        let text =
-            fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
-        let Some(at) = text.find(LIVENESS_TABLE) else {
-            anyhow::bail!("{} has no [liveness] table", path.display());
-        };
-        let start = at + LIVENESS_TABLE.len();
-        let end = start + text[start..].find('\n').unwrap_or(text.len() - start);
-        write(&path, &format!("{}{line}{}", &text[..start], &text[end..]))?;
-    }
-    Ok(())
+    edit_liveness_table(dir, topology, |rest| {
+        let end = rest.find('\n').unwrap_or(rest.len());
+        format!("{line}{}", &rest[end..])
+    })
 }
 
 /// Add `line` to the `[liveness]` table of every node's configuration that [`generate`] wrote.
 pub fn set_liveness(dir: &ClusterDir, topology: Topology, line: &str) -> anyhow::Result<()> {
+    edit_liveness_table(dir, topology, |rest| format!("{line}\n{rest}"))
+}
+
+/// Rewrite what follows the `[liveness]` header of every node's configuration with `edit`.
+fn edit_liveness_table(
+    dir: &ClusterDir,
+    topology: Topology,
+    edit: impl Fn(&str) -> String,
+) -> anyhow::Result<()> {
     for id in topology.nodes() {
         let path = dir.node_config(id);
         let text =
@@ -474,7 +475,7 @@ pub fn set_liveness(dir: &ClusterDir, topology: Topology, line: &str) -> anyhow:
         let start = at + LIVENESS_TABLE.len();
         write(
             &path,
-            &format!("{}{line}\n{}", &text[..start], &text[start..]),
+            &format!("{}{}", &text[..start], edit(&text[start..])),
         )?;
     }
     Ok(())
