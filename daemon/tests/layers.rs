@@ -42,7 +42,9 @@ const TIERS: Layers = Layers {
         }],
         &[Room {
             name: "node's parts",
-            modules: &["output", "relay", "chaos", "delivery", "sealing", "keeping"],
+            modules: &[
+                "output", "relay", "chaos", "delivery", "sealing", "keeping", "down",
+            ],
         }],
         &[Room {
             name: "link",
