@@ -1,5 +1,6 @@
 //! Link liveness on real processes (issue 48, goals 1 and 2): a killed node's neighbours mark
-//! their links to it down with no traffic at all (probes, not data, find it), `monitor` prints
+//! their links to it down with no traffic at all (probes, not data, find it; on one machine the
+//! kernel tells them first, without probes), `monitor` prints
 //! each `link_down` and a `node_down` naming who saw it, `show links` marks the dead hops, and
 //! the operator's commands answer at once for a node whose process the launcher saw exit. Bad
 //! `[liveness]` settings get one line and exit 2.
@@ -9,7 +10,7 @@
 //! Goal 3: sources that know of a dead node (their own links, and their neighbours' reports)
 //! send new sets, reliable ones and their acknowledgements over the most disjoint live paths,
 //! and go back to the guarded-action paths when it returns.
-//! Addresses: 127.3.48.0/24, 127.3.51.0/24.
+//! Addresses: 127.3.48.0/24 to 127.3.52.0/24.
 
 mod common;
 
@@ -30,9 +31,19 @@ fn link(cluster: &Cluster, node: u64, neighbour: u64) -> Value {
         .clone()
 }
 
+/// Probes find a dead neighbour (the links do not watch processes here, as between hosts).
 #[test]
 fn a_killed_node_is_marked_down_by_every_neighbour_and_said_at_once() {
-    let cluster = Cluster::up("q:3", "127.3.48.0");
+    let cluster = Cluster::up_with(
+        "q:3",
+        &[
+            "--base-addr",
+            "127.3.48.0",
+            "--liveness-interval",
+            "200ms",
+            "--no-watch-exits",
+        ],
+    );
     // Node 0 dials 1, 2 and 4: on those links node 0 probes, and its neighbours listen.
     // Node 7 accepts from 3, 5 and 6: there they probe. Kill one of each kind.
     let mut monitor = cluster.spawn(&["monitor", "--json"]);
@@ -149,6 +160,46 @@ fn a_killed_node_is_marked_down_by_every_neighbour_and_said_at_once() {
     for node in status["nodes"].as_array().unwrap() {
         let events = &node["counters"]["events"];
         assert_eq!(events["link_down_found_alive"], Value::Null, "{node}");
+    }
+}
+
+/// On one machine no probe is needed: the kernel says when a neighbour's process exits. With
+/// probes an hour apart, every neighbour of a killed node marks its link down, naming the exit,
+/// whichever end dialled; the restarted node links again and is watched anew.
+#[test]
+fn a_neighbour_process_that_exits_on_this_machine_is_seen_without_probes() {
+    let cluster = Cluster::up_with(
+        "q:3",
+        &["--base-addr", "127.3.52.0", "--liveness-interval", "1h"],
+    );
+    // Node 0 dials all its links, node 7 accepts all its own; node 0 dies twice.
+    for (node, neighbours) in [(0u64, [1u64, 2, 4]), (7, [3, 5, 6]), (0, [1, 2, 4])] {
+        let up = within(Duration::from_secs(20), || {
+            neighbours
+                .iter()
+                .all(|&n| link(&cluster, n, node)["up"] == true)
+        });
+        assert!(up.is_some(), "every link is up before the kill");
+        cluster.ok(&["chaos", "kill", "--node", &node.to_string()]);
+        let noticed = within(Duration::from_secs(20), || {
+            neighbours
+                .iter()
+                .all(|&n| link(&cluster, n, node)["up"] == false)
+        });
+        eprintln!("node {node} killed: every neighbour's link down after {noticed:?}");
+        assert!(noticed.is_some(), "{}", cluster.status());
+        for &n in &neighbours {
+            let l = link(&cluster, n, node);
+            let why = l["down"].as_str().unwrap_or_default();
+            assert!(why.contains("process exited"), "{n}-{node}: {l}");
+        }
+        cluster.ok(&["chaos", "restart", "--node", &node.to_string()]);
+    }
+    // Nobody suspected anyone: no probe ran.
+    let status = cluster.status();
+    for node in status["nodes"].as_array().unwrap() {
+        let events = &node["counters"]["events"];
+        assert_eq!(events["link_suspected"], Value::Null, "{node}");
     }
 }
 
@@ -332,39 +383,57 @@ fn bad_liveness_settings_get_one_line_and_exit_2() {
     let out = common::cuberoute(&["daemon", "--check", "--config", config]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(
-        stdout(&out)
-            .contains("liveness: a probe every 300ms, a neighbour silent 5 intervals (1s 500ms)"),
+        stdout(&out).contains("liveness: a probe every 200ms, a neighbour silent 5 intervals (1s)"),
         "{}",
         stdout(&out)
     );
 }
 
-/// A measurement, not a test (docs/notes/2026-12-03-link-liveness.md): kill a node of a local
-/// cluster (`LIVENESS_TOPOLOGY`, EH(2,2) by default; probes every `LIVENESS_INTERVAL`, 300 ms
-/// by default) with SIGKILL, `LIVENESS_TRIALS` times (30),
-/// a different node each time, restarting it after; print the time from the kill to each
-/// neighbour's `link_down` (the notice's own clock: the same machine's), p50, p99 and max, by
-/// the neighbour's role (the prober dials the dead node, the listener waits for its probes).
+/// A measurement, not a test (docs/notes/2026-12-03-link-liveness.md): a fault on one node or
+/// one cut of a local cluster (`LIVENESS_TOPOLOGY`, EH(2,2) by default; probes every
+/// `LIVENESS_INTERVAL`, the daemon's default 200 ms unless told, `paced` for the interval
+/// `cluster up` paces by the cluster's size), `LIVENESS_TRIALS` times (30), a different node
+/// or cut each time, undone after; print the time from the fault to each `link_down` it causes
+/// (the notice's own clock: the same machine's), p50, p99 and max, by the noticing end's role
+/// (the prober dials, the listener waits for its probes).
 /// `cargo test --test liveness -- --ignored --nocapture measure`.
 #[test]
 #[ignore = "a measurement of detection times, not a test: docs/notes/2026-12-03-link-liveness.md"]
-fn measure_detection_after_a_kill() {
+fn measure_detection_after_a_fault() {
     let topology = std::env::var("LIVENESS_TOPOLOGY").unwrap_or("eh:2,2".into());
     let trials: usize = std::env::var("LIVENESS_TRIALS").map_or(30, |t| t.parse().unwrap());
-    // At the daemon's default unless told (a generated cluster paces its probes by its size).
-    let interval = std::env::var("LIVENESS_INTERVAL").unwrap_or("300ms".into());
-    // `kill` (SIGKILL), or `loss`: every datagram of the node's links dropped by the kernel
-    // (`chaos net --node N --loss 100%` on a `--netns` cluster, root only), then restored.
+    let interval = std::env::var("LIVENESS_INTERVAL").unwrap_or("200ms".into());
+    // `kill`: SIGKILL, with the links watching processes (the default); `kill-probes`: the
+    // same without (`--no-watch-exits`), probes alone; `loss`: every datagram of the node's
+    // links dropped by the kernel (`chaos net --node N --loss 100%`); `partition`: the nodes
+    // with one id bit set cut off from the others (`chaos partition --nodes`), every link
+    // across the cut. The last two on a `--netns` cluster (root only), then restored.
     let fault = std::env::var("LIVENESS_FAULT").unwrap_or("kill".into());
-    let mut args = vec!["--liveness-interval", &interval];
-    if fault == "loss" {
-        args.push("--netns");
-    } else {
-        args.extend(["--base-addr", "127.3.50.0"]);
+    let mut args: Vec<&str> = Vec::new();
+    if interval != "paced" {
+        args.extend(["--liveness-interval", &interval]);
+    }
+    match fault.as_str() {
+        "loss" | "partition" => args.push("--netns"),
+        "kill" => args.extend(["--base-addr", "127.3.50.0"]),
+        "kill-probes" => args.extend(["--base-addr", "127.3.50.0", "--no-watch-exits"]),
+        other => panic!("LIVENESS_FAULT={other}: kill, kill-probes, loss or partition"),
     }
     let cluster = Cluster::up_with(&topology, &args);
     let pids = cluster.pids();
     let nodes = pids.len() as u64;
+    let bits = nodes.trailing_zeros() as u64;
+    let neighbours_of = |node: u64| -> (Vec<u64>, i32) {
+        let out = cluster.ok(&["show", "links", "--node", &node.to_string(), "--json"]);
+        let status: Value = serde_json::from_str(out.trim()).unwrap();
+        let neighbours = status["links"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|l| l["neighbour"].as_u64().unwrap())
+            .collect();
+        (neighbours, status["pid"].as_u64().unwrap() as i32)
+    };
     let mut monitor = cluster.spawn(&["monitor", "--json"]);
     monitor.wait_for_stderr("following");
     let now_ms = || {
@@ -374,64 +443,90 @@ fn measure_detection_after_a_kill() {
             .as_millis() as u64
     };
     let (mut probers, mut listeners) = (Vec::new(), Vec::new());
+    let mut by_watch = 0;
     for trial in 0..trials {
+        // The link downs the fault must cause, as (the end that notices, the other end).
+        let mut expected = std::collections::BTreeSet::new();
         let node = (trial as u64 * 7 + 3) % nodes;
-        let out = cluster.ok(&["show", "links", "--node", &node.to_string(), "--json"]);
-        let status: Value = serde_json::from_str(out.trim()).unwrap();
-        let neighbours: Vec<u64> = status["links"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|l| l["neighbour"].as_u64().unwrap())
+        let (neighbours, pid) = neighbours_of(node);
+        let cut: Vec<u64> = (0..nodes)
+            .filter(|id| id >> (trial as u64 % bits) & 1 == 1)
             .collect();
-        let pid = status["pid"].as_u64().unwrap() as i32;
-        let killed = now_ms();
-        if fault == "loss" {
-            cluster.ok(&[
-                "chaos",
-                "net",
-                "--node",
-                &node.to_string(),
-                "--loss",
-                "100%",
-            ]);
+        if fault == "partition" {
+            for &a in &cut {
+                for b in neighbours_of(a).0 {
+                    if !cut.contains(&b) {
+                        expected.extend([(a, b), (b, a)]);
+                    }
+                }
+            }
         } else {
-            nix::sys::signal::kill(
+            expected.extend(neighbours.iter().map(|&n| (n, node)));
+        }
+        let started = now_ms();
+        match fault.as_str() {
+            "loss" => {
+                cluster.ok(&[
+                    "chaos",
+                    "net",
+                    "--node",
+                    &node.to_string(),
+                    "--loss",
+                    "100%",
+                ]);
+            }
+            "partition" => {
+                let list: Vec<String> = cut.iter().map(u64::to_string).collect();
+                cluster.ok(&["chaos", "partition", "--nodes", &list.join(",")]);
+            }
+            _ => nix::sys::signal::kill(
                 nix::unistd::Pid::from_raw(pid),
                 nix::sys::signal::Signal::SIGKILL,
             )
-            .unwrap();
+            .unwrap(),
         }
         let mut seen = std::collections::BTreeMap::new();
-        while seen.len() < neighbours.len() {
+        while seen.len() < expected.len() {
             let line = monitor.wait_for_stdout("\"kind\"");
             let notice: Value = serde_json::from_str(line.trim()).unwrap();
-            if notice["kind"] == "link_down" && notice["neighbour"] == node {
-                let by = notice["node"].as_u64().unwrap();
+            if notice["kind"] != "link_down" {
+                continue;
+            }
+            let by = notice["node"].as_u64().unwrap();
+            let other = notice["neighbour"].as_u64().unwrap();
+            if expected.contains(&(by, other)) && !seen.contains_key(&(by, other)) {
                 let at = notice["at_ms"].as_u64().unwrap();
-                seen.entry(by).or_insert(at.saturating_sub(killed));
+                seen.insert((by, other), at.saturating_sub(started));
+                by_watch += notice["why"]
+                    .as_str()
+                    .is_some_and(|w| w.contains("process exited"))
+                    as usize;
             }
         }
-        for (by, took) in &seen {
-            if *by < node {
+        for (&(by, other), took) in &seen {
+            if by < other {
                 probers.push(*took);
             } else {
                 listeners.push(*took);
             }
         }
-        eprintln!("trial {trial}: node {node} {fault}, seen down after {seen:?} ms");
-        if fault == "loss" {
-            cluster.ok(&["chaos", "net", "--off"]);
-        } else {
-            cluster.ok(&["chaos", "restart", "--node", &node.to_string()]);
+        let took: Vec<u64> = seen.values().copied().collect();
+        eprintln!(
+            "trial {trial}: {fault} at node {node} (or cut {cut:?}), downs after {took:?} ms"
+        );
+        match fault.as_str() {
+            "loss" => drop(cluster.ok(&["chaos", "net", "--off"])),
+            "partition" => drop(cluster.ok(&["chaos", "heal"])),
+            _ => drop(cluster.ok(&["chaos", "restart", "--node", &node.to_string()])),
         }
-        let back = within(Duration::from_secs(30), || {
-            neighbours
+        let back = within(Duration::from_secs(60), || {
+            expected
                 .iter()
-                .all(|&n| link(&cluster, n, node)["up"] == true)
+                .all(|&(by, other)| link(&cluster, by, other)["up"] == true)
         });
-        assert!(back.is_some(), "node {node} relinked");
+        assert!(back.is_some(), "trial {trial}: every link relinked");
     }
+    eprintln!("downs said to be seen by the exit watch: {by_watch}");
     let describe = |name: &str, mut v: Vec<u64>| {
         v.sort();
         if v.is_empty() {

@@ -376,6 +376,7 @@ async fn a_neighbours_bad_or_older_list_is_counted_and_never_taken_and_a_newer_o
         incarnation: 77,
         received: None,
         revocation_serial: 0,
+        process: None,
     })))
     .await
     .unwrap();

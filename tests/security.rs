@@ -187,6 +187,7 @@ async fn a_peer_sending_garbage_is_counted_and_disconnected_and_the_daemon_serve
         incarnation: 42,
         received: None,
         revocation_serial: 0,
+        process: None,
     });
     send.write_all(&encode_frame(&hello).unwrap())
         .await
@@ -290,6 +291,7 @@ async fn a_certified_neighbour_sending_hostile_frames_poisons_nothing() {
         incarnation: 4242,
         received: None,
         revocation_serial: 0,
+        process: None,
     });
     send.write_all(&encode_frame(&hello).unwrap())
         .await

@@ -43,8 +43,9 @@
 //! allow = true                    # whether clients of role chaos may inject faults
 //!
 //! [liveness]                      # optional; these are the defaults (crate::liveness)
-//! interval = "300ms"              # the dialling end of each link probes this often
+//! interval = "200ms"              # the dialling end of each link probes this often
 //! multiplier = 3                  # a neighbour silent this many intervals is taken for dead
+//! watch_exits = true              # a neighbour's process on this machine is watched (crate::exits)
 //! route_around = true             # sources send around the dead links they know of (crate::down)
 //!
 //! [store]                         # optional: without it reliable sets are kept in memory only
@@ -231,13 +232,17 @@ pub struct DaemonArgs {
     #[arg(long, value_name = "N")]
     pub nice: Option<i32>,
     /// How often the dialling end of each link probes its neighbour (`liveness.interval`, e.g.
-    /// `300ms`).
+    /// `200ms`).
     #[arg(long, value_name = "DURATION")]
     pub liveness_interval: Option<String>,
     /// How many intervals without a datagram from a neighbour make it dead
     /// (`liveness.multiplier`).
     #[arg(long, value_name = "N")]
     pub liveness_multiplier: Option<u32>,
+    /// Whether a link to a neighbour on the same machine watches its process exit
+    /// (`liveness.watch_exits`; false: probes alone find it gone).
+    #[arg(long, value_name = "BOOL")]
+    pub watch_exits: Option<bool>,
     /// Whether this node, as a source, sends around the dead links it knows of
     /// (`liveness.route_around`; false: always on the constructed paths, the baseline).
     #[arg(long, value_name = "BOOL")]
@@ -288,6 +293,7 @@ struct FileConfig {
 struct FileLiveness {
     interval: Option<String>,
     multiplier: Option<i64>,
+    watch_exits: Option<bool>,
     route_around: Option<bool>,
 }
 
@@ -447,6 +453,10 @@ impl NodeConfig {
                 humantime::format_duration(self.liveness.interval).to_string(),
             ),
             ("liveness.multiplier", self.liveness.multiplier.to_string()),
+            (
+                "liveness.watch_exits",
+                self.liveness.watch_exits.to_string(),
+            ),
             ("liveness.route_around", self.route_around.to_string()),
             (
                 "store",
@@ -758,6 +768,10 @@ fn liveness_config(
     let settings = liveness::Settings {
         interval,
         multiplier,
+        watch_exits: args
+            .watch_exits
+            .or(file.watch_exits)
+            .unwrap_or(defaults.watch_exits),
     };
     settings.check().map_err(|(key, why)| error(key, why))?;
     Ok(settings)

@@ -36,6 +36,7 @@ pub mod delivery;
 pub mod disk;
 pub mod down;
 pub mod env;
+pub mod exits;
 pub mod faults;
 pub mod io_counts;
 pub mod journal;

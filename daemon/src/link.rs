@@ -44,6 +44,7 @@
 
 use crate::budget::Budget;
 use crate::env::{self, Instant};
+use crate::exits::{self, Watch};
 use crate::io_counts;
 use crate::liveness::{self, Detector, Liveness, Verdict};
 use crate::stats::{Event, Stats};
@@ -793,6 +794,7 @@ impl Link {
             incarnation: node.incarnation(),
             received: self.lock().received,
             revocation_serial: node.revocation_serial(),
+            process: exits::own(),
         };
         send.write_all(&encode_frame(&LinkFrame::Hello(hello))?)
             .await?;
@@ -814,6 +816,10 @@ impl Link {
             }
         };
         self.on_hello(node.incarnation(), &peer);
+        let exit = match peer.process {
+            Some(mark) if node.liveness().settings.watch_exits => exits::watch(&mark),
+            _ => Watch::Elsewhere,
+        };
         if self.taken_for_dead.lock().expect("link lock").take() == Some(peer.incarnation) {
             // Liveness took this very process for dead: it was alive after all.
             node.stats()
@@ -841,6 +847,7 @@ impl Link {
                 r = self.await_acks(written) => r,
                 r = self.watch_silence(connection) => r,
                 r = self.watch_liveness(node, connection, peer.incarnation) => r,
+                r = watch_exit(exit) => r,
             };
             connection.close(0u32.into(), b"");
             result
@@ -1290,6 +1297,17 @@ struct Work {
 }
 
 /// Whether two socket addresses are one (an IPv4 address and its IPv4-mapped IPv6 form alike).
+/// Fail once the neighbour's process, on this machine, has exited ([`crate::exits`]); never
+/// for a neighbour elsewhere.
+async fn watch_exit(exit: Watch) -> anyhow::Result<()> {
+    match exit {
+        Watch::Elsewhere => std::future::pending().await,
+        Watch::Exited => {}
+        Watch::Watching(process) => process.exited().await,
+    }
+    anyhow::bail!("the neighbour's process exited (seen on this machine)")
+}
+
 fn same_address(a: std::net::SocketAddr, b: std::net::SocketAddr) -> bool {
     a.port() == b.port() && a.ip().to_canonical() == b.ip().to_canonical()
 }
@@ -1386,6 +1404,7 @@ mod tests {
             incarnation,
             received: received.map(|(incarnation, upto)| Received { incarnation, upto }),
             revocation_serial: 0,
+            process: None,
         }
     }
 

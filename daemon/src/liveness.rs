@@ -31,7 +31,7 @@ use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 use std::time::Duration;
 
 /// How often the dialling end probes a link (`liveness.interval`).
-pub const DEFAULT_INTERVAL: Duration = Duration::from_millis(300);
+pub const DEFAULT_INTERVAL: Duration = Duration::from_millis(200);
 /// How many intervals of silence make a neighbour dead (`liveness.multiplier`).
 pub const DEFAULT_MULTIPLIER: u32 = 3;
 /// The shortest interval: below it a link's probes are its load.
@@ -60,6 +60,9 @@ const LISTEN_EVERY_HALVES: u32 = 3;
 pub struct Settings {
     pub interval: Duration,
     pub multiplier: u32,
+    /// Whether a link to a neighbour on the same machine also watches its process exit
+    /// (`liveness.watch_exits`, [`crate::exits`]).
+    pub watch_exits: bool,
 }
 
 impl Default for Settings {
@@ -67,6 +70,7 @@ impl Default for Settings {
         Settings {
             interval: DEFAULT_INTERVAL,
             multiplier: DEFAULT_MULTIPLIER,
+            watch_exits: true,
         }
     }
 }
@@ -310,6 +314,7 @@ mod tests {
         Settings {
             interval: I,
             multiplier: 3,
+            watch_exits: true,
         }
     }
 
@@ -560,6 +565,7 @@ mod tests {
             Settings {
                 interval: Duration::from_millis(interval_ms),
                 multiplier,
+                watch_exits: true,
             }
             .check()
             .unwrap_err()

@@ -38,6 +38,7 @@ const TIERS: Layers = Layers {
                 "budget",
                 "waiters",
                 "liveness",
+                "exits",
             ],
         }],
         &[Room {

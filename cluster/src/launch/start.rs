@@ -52,6 +52,9 @@ pub struct Local {
     /// Sources always send on the constructed paths, even around dead links they know of
     /// (`liveness.route_around = false`): the baseline routing around is measured against.
     pub no_route_around: bool,
+    /// Links do not watch a neighbour's process exit (`liveness.watch_exits = false`): probes
+    /// alone find it gone.
+    pub no_watch_exits: bool,
     /// Every node in a network namespace of its own, on a bridge (root only).
     pub netns: bool,
     /// How long the daemons live.
@@ -70,6 +73,7 @@ impl Local {
             no_store: false,
             liveness_interval: None,
             no_route_around: false,
+            no_watch_exits: false,
             netns: false,
             lifetime: Lifetime::UntilStopped,
         }
@@ -210,6 +214,9 @@ fn write(
     }
     if local.no_route_around {
         generate::set_liveness(dir, topology, "route_around = false")?;
+    }
+    if local.no_watch_exits {
+        generate::set_liveness(dir, topology, "watch_exits = false")?;
     }
     Ok(())
 }

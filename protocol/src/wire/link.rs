@@ -73,6 +73,25 @@ pub struct Hello {
     /// The serial of the revocation list in force at the sender (0: none): the peer hands its
     /// own over only if it is newer.
     pub revocation_serial: u64,
+    /// The sender's process, for a neighbour on the same machine to see it exit without
+    /// probing it (`None`: not said). Only a hint: a neighbour that cannot find this very
+    /// process on its own machine ignores it.
+    pub process: Option<ProcessMark>,
+}
+
+/// Which process on which machine sent a hello: enough for a receiver that runs under the same
+/// boot of the same kernel and in the same process-id namespace to find it, and to tell it from
+/// a later process that reuses its id.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub struct ProcessMark {
+    /// The kernel's boot id (`/proc/sys/kernel/random/boot_id`), as 16 bytes.
+    pub boot: [u8; 16],
+    /// The inode of the sender's process-id namespace (`/proc/self/ns/pid`).
+    pub pid_namespace: u64,
+    /// The process id, in that namespace.
+    pub pid: u32,
+    /// When the process started, in clock ticks after boot (`/proc/<pid>/stat`, field 22).
+    pub started: u64,
 }
 
 /// The last data frame handled from one incarnation of a peer.
@@ -99,6 +118,12 @@ mod tests {
                     upto: 99,
                 }),
                 revocation_serial: 3,
+                process: Some(ProcessMark {
+                    boot: [7; 16],
+                    pid_namespace: 4026531836,
+                    pid: 4_194_304,
+                    started: u64::MAX,
+                }),
             }),
             LinkFrame::Data {
                 seq: 1,

@@ -29,14 +29,18 @@ pub struct InitArgs {
     #[arg(long)]
     pub no_store: bool,
     /// How often the dialling end of each link probes its neighbour (`liveness.interval` in
-    /// every node's configuration; default: 300 ms, or longer for a cluster whose links would
-    /// probe more than 200 times a second together).
+    /// every node's configuration; default: the daemon's 200 ms, or longer for a cluster whose
+    /// links would probe more than 25 times a second together).
     #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
     pub liveness_interval: Option<Duration>,
     /// Sources send on the constructed paths even around the dead links they know of
     /// (`liveness.route_around = false`): the baseline routing around is compared with.
     #[arg(long)]
     pub no_route_around: bool,
+    /// Links do not watch a neighbour's process exit (`liveness.watch_exits = false`): probes
+    /// alone find it gone, the baseline the watch is compared with.
+    #[arg(long)]
+    pub no_watch_exits: bool,
 }
 
 #[derive(clap::Args, Debug)]
@@ -67,6 +71,7 @@ impl InitArgs {
             no_store: self.no_store,
             liveness_interval: self.liveness_interval,
             no_route_around: self.no_route_around,
+            no_watch_exits: self.no_watch_exits,
             netns,
             lifetime: Lifetime::UntilStopped,
         })
