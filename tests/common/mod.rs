@@ -174,7 +174,21 @@ impl Cluster {
             .clone()
     }
 
-    /// The pids recorded in run.toml.
+    /// Wait (up to 20 s) until every node has every link up and knows of no dead one: after a
+    /// restart, its neighbours saw the old process exit at once, and a source routes around
+    /// that until the links are up again and the reports of it have spread.
+    pub fn wait_linked(&self) {
+        let linked = within(Duration::from_secs(20), || {
+            self.status()["nodes"].as_array().unwrap().iter().all(|n| {
+                n["links_up"] == n["degree"]
+                    && n["around"]["dead_links"]
+                        .as_array()
+                        .is_some_and(|d| d.is_empty())
+            })
+        });
+        assert!(linked.is_some(), "{}", self.status());
+    }
+
     /// The daemons' pids in node id order (run.toml lists them in the order they started).
     pub fn pids(&self) -> Vec<u32> {
         let text = std::fs::read_to_string(self.path().join("run.toml")).unwrap();
