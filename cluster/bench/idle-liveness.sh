@@ -1,14 +1,16 @@
 #!/bin/bash
 # idle-liveness.sh TOPOLOGY BASE WINDOW_S [cluster up flags]: the CPU all daemons of an idle
 # local cluster take over a window, REST (10) s after it is up, and its liveness counters; for
-# docs/notes/2026-12-03-link-liveness.md. Uses target/release/cuberoute if built, else debug.
+# docs/notes/2026-12-03-link-liveness.md. Uses the repository's target/release/cuberoute if
+# built, else its debug one (CARGO_TARGET_DIR is followed).
 set -u
 topo=$1; base=$2; window=$3; shift 3
-bin=/work/w48/target/debug/cuberoute
-[ -x /work/w48/target/release/cuberoute ] && bin=/work/w48/target/release/cuberoute
-dir=$(mktemp -u /tmp/w48-idle.XXXX)
+target=${CARGO_TARGET_DIR:-$(cd "$(dirname "$0")/../.." && pwd)/target}
+bin=$target/debug/cuberoute
+[ -x "$target/release/cuberoute" ] && bin=$target/release/cuberoute
+dir=$(mktemp -u /tmp/idle-liveness.XXXX)
 start=$(date +%s.%N)
-$bin cluster up $topo --dir $dir --base-addr $base "$@" >/dev/null 2>/tmp/w48-up.err || { echo "up failed"; tail -3 /tmp/w48-up.err; $bin cluster down --dir $dir >/dev/null 2>&1; exit 1; }
+$bin cluster up $topo --dir $dir --base-addr $base "$@" >/dev/null 2>$dir.up.err || { echo "up failed"; tail -3 $dir.up.err; $bin cluster down --dir $dir >/dev/null 2>&1; exit 1; }
 up=$(echo "$(date +%s.%N) - $start" | bc)
 sleep ${REST:-10}
 pids=$(grep '^pid = ' $dir/run.toml | awk '{print $3}')
@@ -27,4 +29,4 @@ for n in d["nodes"]:
 print(f"suspected {s} found_alive {a} down_found_alive {f} link_lost {u}")' 2>&1)
 echo "$(date -u +%FT%TZ) $topo $* daemons $n up_in ${up}s window ${window}s cpu_all_daemons ${cpu}% of one core; $ev; load $(cut -d' ' -f1-3 /proc/loadavg)"
 $bin cluster down --dir $dir >/dev/null 2>&1
-rm -rf $dir
+rm -rf $dir $dir.up.err

@@ -84,15 +84,27 @@ impl Down {
         }
     }
 
-    /// This node's link to `neighbour` went down or up: the report to pass to every neighbour.
+    /// This node's link to `neighbour` went down or up: the report to pass to every neighbour,
+    /// if any. An up is reported only where a down of the link may be held
+    /// ([`DownTable::up_worth_reporting`]).
     pub fn own(&self, neighbour: NodeId, down: bool) -> Option<Report> {
-        {
+        let said_down = {
             let mut own = self.own_down.lock().expect("down lock");
             if down {
                 own.insert(neighbour, now_us());
+                true
             } else {
-                own.remove(&neighbour);
+                own.remove(&neighbour).is_some()
             }
+        };
+        if !down
+            && !self
+                .table
+                .lock()
+                .expect("down lock")
+                .up_worth_reporting(self.me, neighbour, said_down)
+        {
+            return None;
         }
         let report = Report {
             reporter: self.me,
@@ -101,6 +113,18 @@ impl Down {
             stamp: self.stamp(),
         };
         (self.take(report) == Taken::New).then_some(report)
+    }
+
+    /// Whether `report`, taken new, is this node's own from before a restart that says a link
+    /// down which this node holds up: to be answered by a report of it up.
+    pub fn refutes(&self, report: &Report) -> bool {
+        report.reporter == self.me
+            && report.down
+            && !self
+                .own_down
+                .lock()
+                .expect("down lock")
+                .contains_key(&report.subject)
     }
 
     /// A report from a neighbour (or made here): what became of it, counted.
@@ -228,5 +252,67 @@ impl Down {
     /// How many entries the table holds.
     pub fn held(&self) -> usize {
         self.table.lock().expect("down lock").len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn down(me: u64) -> Down {
+        Down::new(
+            "q:3".parse().unwrap(),
+            NodeId(me),
+            DownLimits::default(),
+            true,
+        )
+    }
+
+    #[test]
+    fn links_up_at_a_start_are_not_reported_and_a_down_is_followed_by_its_up() {
+        let d = down(0);
+        assert_eq!(
+            d.own(NodeId(1), false),
+            None,
+            "first up: nobody holds a down"
+        );
+        let gone = d.own(NodeId(1), true).expect("a down is reported");
+        assert!(gone.down);
+        let back = d.own(NodeId(1), false).expect("its up follows");
+        assert!(!back.down && back.stamp > gone.stamp);
+        // The other end's down held here: this end's up is reported too.
+        let d = down(0);
+        d.take(Report {
+            reporter: NodeId(2),
+            subject: NodeId(0),
+            down: true,
+            stamp: 1,
+        });
+        assert!(d.own(NodeId(2), false).is_some());
+    }
+
+    #[test]
+    fn a_down_of_this_node_from_before_a_restart_is_refuted_only_while_not_held_down() {
+        let old = Report {
+            reporter: NodeId(0),
+            subject: NodeId(4),
+            down: true,
+            stamp: 1,
+        };
+        let d = down(0);
+        assert_eq!(d.take(old), Taken::New);
+        assert!(d.refutes(&old), "this process never took 0-4 down");
+        let up = d.own(NodeId(4), false).expect("the refutation");
+        assert!(!up.down && up.stamp > old.stamp);
+        assert!(d.own(NodeId(4), true).is_some());
+        assert!(!d.refutes(&old), "held down now");
+        assert!(
+            !d.refutes(&Report {
+                reporter: NodeId(4),
+                subject: NodeId(0),
+                ..old
+            }),
+            "another node's report"
+        );
     }
 }

@@ -732,14 +732,26 @@ impl LinkOwner for Node {
     fn on_reports(&self, from: NodeId, reports: Vec<Report>) -> bool {
         let mut malformed = false;
         let mut new = Vec::new();
+        let mut refuted = Vec::new();
         for report in reports {
             match self.down.take(report) {
-                Taken::New => new.push(report),
+                Taken::New => {
+                    new.push(report);
+                    // This node's own report from before a restart, of a link it holds up.
+                    if self.down.refutes(&report)
+                        && self.link(report.subject).is_some_and(|l| l.is_up())
+                    {
+                        refuted.push(report.subject);
+                    }
+                }
                 Taken::NotALink => malformed = true,
                 Taken::Known | Taken::Full => {}
             }
         }
         self.pass_on(&new, Some(from));
+        for neighbour in refuted {
+            self.link_went(neighbour, true);
+        }
         malformed
     }
 

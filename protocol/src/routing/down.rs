@@ -189,6 +189,15 @@ impl DownTable {
             .is_some_and(|e| e.down)
     }
 
+    /// Whether `me`'s link to `neighbour`, just up, is worth a report of it: only where a
+    /// report of it down may be held somewhere, because `me` reported it down (`said_down`) or a
+    /// report held here says so (its other end's, or `me`'s own from before a restart). A link
+    /// that comes up for the first time, as every link does when a cluster starts, is reported
+    /// by nobody: on 1,024 daemons those reports crossed the links 18.8 million times.
+    pub fn up_worth_reporting(&self, me: NodeId, neighbour: NodeId, said_down: bool) -> bool {
+        said_down || self.says_down(me, neighbour) || self.says_down(neighbour, me)
+    }
+
     /// Every report held, newest per (reporter, subject): what a neighbour is handed on a new
     /// connection.
     pub fn reports(&self) -> Vec<Report> {
@@ -230,6 +239,27 @@ mod tests {
 
     fn table() -> DownTable {
         DownTable::new("q:3".parse().unwrap(), DownLimits::default())
+    }
+
+    #[test]
+    fn a_link_up_is_reported_only_where_a_down_may_be_held() {
+        let mut t = table();
+        let (me, n) = (NodeId(0), NodeId(1));
+        // At a start nobody holds anything: not worth a report.
+        assert!(!t.up_worth_reporting(me, n, false));
+        // This node said it down: its up must follow.
+        assert!(t.up_worth_reporting(me, n, true));
+        // The other end's down is held here, or this node's own from before a restart.
+        assert_eq!(t.take(report(1, 0, true, 5), 10), Taken::New);
+        assert!(t.up_worth_reporting(me, n, false));
+        let mut t = table();
+        assert_eq!(t.take(report(0, 1, true, 5), 10), Taken::New);
+        assert!(t.up_worth_reporting(me, n, false));
+        // An up held is nothing to answer; another link's down neither.
+        let mut t = table();
+        t.take(report(0, 1, false, 5), 10);
+        t.take(report(0, 2, true, 5), 10);
+        assert!(!t.up_worth_reporting(me, n, false));
     }
 
     #[test]
