@@ -511,9 +511,12 @@ fn measure_detection_after_a_fault() {
             }
         }
         let took: Vec<u64> = seen.values().copied().collect();
-        eprintln!(
-            "trial {trial}: {fault} at node {node} (or cut {cut:?}), downs after {took:?} ms"
-        );
+        let at = if fault == "partition" {
+            format!("the cut of {} nodes", cut.len())
+        } else {
+            format!("node {node}")
+        };
+        eprintln!("trial {trial}: {fault} at {at}, downs after {took:?} ms");
         match fault.as_str() {
             "loss" => drop(cluster.ok(&["chaos", "net", "--off"])),
             "partition" => drop(cluster.ok(&["chaos", "heal"])),

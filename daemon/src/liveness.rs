@@ -25,6 +25,9 @@
 //!   timely one lowers it; the detection time is multiplied by one plus the score (at most
 //!   [`MAX_HEALTH`]). It is never shorter than [`ROUND_TRIPS`] smoothed round trips of the
 //!   connection either: a machine loaded past saturation has round trips of seconds.
+//!
+//! A neighbour on the same machine needs no probe to be found dead when its process exits: the
+//! link watches that process too ([`crate::exits`], `liveness.watch_exits`).
 
 use crate::env::Instant;
 use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
