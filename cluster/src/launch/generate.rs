@@ -399,7 +399,7 @@ secret = "{seal_key}"
 revoked = "{revoked}"
 
 # Every daemon of the cluster shares this machine, and every link's probes wake both ends: the
-# interval is paced for {links} links (docs/daemon.md, "Links"; the daemon's own default is 300ms).
+# interval is paced for {links} links (docs/daemon.md, "Links"; the daemon's own default is {default_ms}ms).
 [liveness]
 interval = "{interval_ms}ms"
 
@@ -421,6 +421,7 @@ path = "{store}"
         store = layout::NODE_STORE,
         links = link_count(topology),
         interval_ms = liveness_interval(topology).as_millis(),
+        default_ms = cuberoute_daemon::liveness::DEFAULT_INTERVAL.as_millis(),
     )
 }
 
@@ -653,8 +654,8 @@ mod tests {
     fn a_generated_clusters_probes_are_paced_by_its_links() {
         let interval = |t: &str| liveness_interval(t.parse().unwrap());
         // The smallest clusters probe at the daemon's default...
-        assert_eq!(interval("q:1"), Duration::from_millis(300));
-        assert_eq!(interval("q:2"), Duration::from_millis(300));
+        assert_eq!(interval("q:1"), Duration::from_millis(200));
+        assert_eq!(interval("q:2"), Duration::from_millis(200));
         // (Q_3's 12 links: 480 ms, rounded up.)
         assert_eq!(interval("q:3"), Duration::from_millis(500));
         // ...large ones no more than CLUSTER_PROBES_PER_SECOND times a second in all.
@@ -672,7 +673,7 @@ mod tests {
         };
         generate(&dir, t, &addressing).unwrap();
         let text = fs::read_to_string(dir.node_config(NodeId(1))).unwrap();
-        assert!(text.contains("[liveness]\ninterval = \"300ms\""), "{text}");
+        assert!(text.contains("[liveness]\ninterval = \"200ms\""), "{text}");
         let config =
             cuberoute_daemon::config::NodeConfig::resolve(&cuberoute_daemon::config::DaemonArgs {
                 config: Some(dir.node_config(NodeId(1))),

@@ -64,6 +64,10 @@ pub struct Args {
     /// engines, not through the nodes, and work either way).
     #[arg(long)]
     pub allow_chaos: bool,
+    /// How often the dialling end of each link probes its neighbour (`liveness.interval` in
+    /// every node's configuration; default: paced by the cluster's links, as `cluster up`'s).
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
+    pub liveness_interval: Option<Duration>,
 }
 
 fn parse_placement(name: &str) -> Result<PlacementKind, String> {
@@ -134,6 +138,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
             .unwrap_or_else(|| DEFAULT_IMAGE.into()),
         subnet: args.subnet,
         allow_chaos: args.allow_chaos,
+        liveness_interval: args.liveness_interval,
     };
     let run = swarm::prepare(&dir, &target, hosts, &plan)?;
     // Recorded before the deploy: `cluster down` finds whatever part of it was made.

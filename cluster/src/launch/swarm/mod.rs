@@ -105,6 +105,9 @@ pub struct Plan {
     pub subnet: Ipv4Addr,
     /// Whether the nodes take fault injection (`chaos.allow`; off unless asked for).
     pub allow_chaos: bool,
+    /// The nodes' liveness interval, instead of the one paced by the cluster's links
+    /// (`generate::liveness_interval`: its hosts are few, and share one machine on a test bed).
+    pub liveness_interval: Option<std::time::Duration>,
 }
 
 /// Check what can be checked before anything is written: the image on every engine known, the
@@ -167,6 +170,9 @@ pub fn prepare(
         published,
     };
     generate::generate(dir, topology, &addressing)?;
+    if let Some(interval) = plan.liveness_interval {
+        generate::set_liveness_interval(dir, topology, interval)?;
+    }
     for id in topology.nodes() {
         let path = dir.node_config(id);
         let text = std::fs::read_to_string(&path)
