@@ -18,17 +18,21 @@ use common::{Cluster, metric, scrape, stderr, stdout, within};
 use serde_json::Value;
 use std::time::{Duration, Instant};
 
-/// The link of `node` to `neighbour`, as `show links --json` gives it.
-fn link(cluster: &Cluster, node: u64, neighbour: u64) -> Value {
-    let out = cluster.ok(&["show", "links", "--node", &node.to_string(), "--json"]);
-    let status: Value = serde_json::from_str(out.trim()).unwrap();
-    status["links"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|l| l["neighbour"] == neighbour)
-        .unwrap_or_else(|| panic!("node {node} has no link to {neighbour}: {status}"))
-        .clone()
+/// Wait until every one of `neighbours` has its link to `node` down, and check each says why
+/// (`why` in its `down`).
+fn all_down_saying(cluster: &Cluster, neighbours: &[u64], node: u64, why: &str) {
+    let noticed = within(Duration::from_secs(20), || {
+        neighbours
+            .iter()
+            .all(|&n| cluster.link(n, node)["up"] == false)
+    });
+    eprintln!("node {node} killed: every neighbour's link down after {noticed:?}");
+    assert!(noticed.is_some(), "{}", cluster.status());
+    for &n in neighbours {
+        let l = cluster.link(n, node);
+        let said = l["down"].as_str().unwrap_or_default();
+        assert!(said.contains(why), "{n}-{node}: {l}");
+    }
 }
 
 /// Probes find a dead neighbour (the links do not watch processes here, as between hosts).
@@ -52,23 +56,14 @@ fn a_killed_node_is_marked_down_by_every_neighbour_and_said_at_once() {
         assert!(
             neighbours
                 .iter()
-                .all(|&n| link(&cluster, n, node)["up"] == true),
+                .all(|&n| cluster.link(n, node)["up"] == true),
             "every link is up before the kill"
         );
         cluster.ok(&["chaos", "kill", "--node", &node.to_string()]);
         let killed = Instant::now();
         // No traffic at all: only liveness can find the dead node.
-        let noticed = within(Duration::from_secs(20), || {
-            neighbours
-                .iter()
-                .all(|&n| link(&cluster, n, node)["up"] == false)
-        });
-        eprintln!("node {node} killed: every neighbour's link down after {noticed:?}");
-        assert!(noticed.is_some(), "{}", cluster.status());
+        all_down_saying(&cluster, &neighbours, node, "nothing heard");
         for &n in &neighbours {
-            let l = link(&cluster, n, node);
-            let why = l["down"].as_str().unwrap_or_default();
-            assert!(why.contains("nothing heard"), "{n}-{node}: {l}");
             // `show links` marks the dead hop, with why.
             let text = cluster.ok(&["show", "links", "--node", &n.to_string()]);
             let line = text
@@ -177,22 +172,11 @@ fn a_neighbour_process_that_exits_on_this_machine_is_seen_without_probes() {
         let up = within(Duration::from_secs(20), || {
             neighbours
                 .iter()
-                .all(|&n| link(&cluster, n, node)["up"] == true)
+                .all(|&n| cluster.link(n, node)["up"] == true)
         });
         assert!(up.is_some(), "every link is up before the kill");
         cluster.ok(&["chaos", "kill", "--node", &node.to_string()]);
-        let noticed = within(Duration::from_secs(20), || {
-            neighbours
-                .iter()
-                .all(|&n| link(&cluster, n, node)["up"] == false)
-        });
-        eprintln!("node {node} killed: every neighbour's link down after {noticed:?}");
-        assert!(noticed.is_some(), "{}", cluster.status());
-        for &n in &neighbours {
-            let l = link(&cluster, n, node);
-            let why = l["down"].as_str().unwrap_or_default();
-            assert!(why.contains("process exited"), "{n}-{node}: {l}");
-        }
+        all_down_saying(&cluster, &neighbours, node, "process exited");
         cluster.ok(&["chaos", "restart", "--node", &node.to_string()]);
     }
     // Nobody suspected anyone: no probe ran.
@@ -389,7 +373,7 @@ fn bad_liveness_settings_get_one_line_and_exit_2() {
     );
 }
 
-/// A measurement, not a test (docs/notes/2026-12-03-link-liveness.md): a fault on one node or
+/// A measurement, not a test (docs/notes/2026-12-03-exit-watch-and-faults.md): a fault on one node or
 /// one cut of a local cluster (`LIVENESS_TOPOLOGY`, EH(2,2) by default; probes every
 /// `LIVENESS_INTERVAL`, the daemon's default 200 ms unless told, `paced` for the interval
 /// `cluster up` paces by the cluster's size), `LIVENESS_TRIALS` times (30), a different node
@@ -398,7 +382,7 @@ fn bad_liveness_settings_get_one_line_and_exit_2() {
 /// (the prober dials, the listener waits for its probes).
 /// `cargo test --test liveness -- --ignored --nocapture measure`.
 #[test]
-#[ignore = "a measurement of detection times, not a test: docs/notes/2026-12-03-link-liveness.md"]
+#[ignore = "a measurement of detection times, not a test: docs/notes/2026-12-03-exit-watch-and-faults.md"]
 fn measure_detection_after_a_fault() {
     let topology = std::env::var("LIVENESS_TOPOLOGY").unwrap_or("eh:2,2".into());
     let trials: usize = std::env::var("LIVENESS_TRIALS").map_or(30, |t| t.parse().unwrap());
@@ -525,7 +509,7 @@ fn measure_detection_after_a_fault() {
         let back = within(Duration::from_secs(60), || {
             expected
                 .iter()
-                .all(|&(by, other)| link(&cluster, by, other)["up"] == true)
+                .all(|&(by, other)| cluster.link(by, other)["up"] == true)
         });
         assert!(back.is_some(), "trial {trial}: every link relinked");
     }

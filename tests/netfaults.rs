@@ -50,15 +50,9 @@ fn netns_cluster_with(topology: &str, args: &[&str]) -> Cluster {
 
 /// Whether every link of `node` to a neighbour in `neighbours` is up (`up`) or down.
 fn links_are(cluster: &Cluster, neighbours: &[u64], node: u64, up: bool) -> bool {
-    neighbours.iter().all(|&n| {
-        let out = cluster.ok(&["show", "links", "--node", &n.to_string(), "--json"]);
-        let status: Value = serde_json::from_str(out.trim()).unwrap();
-        status["links"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|l| l["neighbour"] == node && l["up"] == up)
-    })
+    neighbours
+        .iter()
+        .all(|&n| cluster.link(n, node)["up"] == up)
 }
 
 /// The least one-way time of each path over a few rounds of `ping`, with its hops.

@@ -174,6 +174,19 @@ impl Cluster {
             .clone()
     }
 
+    /// The link of `node` to `neighbour`, as `show links --json` gives it.
+    pub fn link(&self, node: u64, neighbour: u64) -> Value {
+        let out = self.ok(&["show", "links", "--node", &node.to_string(), "--json"]);
+        let status: Value = serde_json::from_str(out.trim()).unwrap();
+        status["links"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|l| l["neighbour"] == neighbour)
+            .unwrap_or_else(|| panic!("node {node} has no link to {neighbour}: {status}"))
+            .clone()
+    }
+
     /// Wait (up to 20 s) until every node has every link up and knows of no dead one: after a
     /// restart, its neighbours saw the old process exit at once, and a source routes around
     /// that until the links are up again and the reports of it have spread.
