@@ -14,6 +14,7 @@
 use cuberoute_protocol::wire::link::ProcessMark;
 use std::os::fd::{FromRawFd, OwnedFd, RawFd};
 use std::sync::OnceLock;
+use std::time::Duration;
 use tokio::io::unix::AsyncFd;
 
 /// This process's mark, read from `/proc` once; `None` where `/proc` does not say, and in a
@@ -53,6 +54,32 @@ pub enum Watch {
 /// A pidfd on a neighbour's process.
 pub struct ExitWatch {
     fd: AsyncFd<OwnedFd>,
+    pid: u32,
+}
+
+impl Watch {
+    /// How long the watched process has waited for a CPU since it started (`None` unless it
+    /// is watched): the run-queue delay of its main thread, which runs the daemon (a tokio
+    /// runtime on the current thread), from `/proc/PID/schedstat`. Liveness does not count
+    /// that wait as silence (`crate::liveness`): on a machine loaded past its cores, a
+    /// neighbour waits its turn, it is not dead. The pidfd holds the process, so the id is
+    /// its own until the exit, which ends the link.
+    pub fn waited_for_cpu(&self) -> Option<Duration> {
+        match self {
+            Watch::Watching(w) => waited_for_cpu(w.pid),
+            _ => None,
+        }
+    }
+}
+
+fn waited_for_cpu(pid: u32) -> Option<Duration> {
+    parse_schedstat(&std::fs::read_to_string(format!("/proc/{pid}/schedstat")).ok()?)
+}
+
+/// The second of `schedstat`'s three numbers: nanoseconds spent waiting on a run queue.
+fn parse_schedstat(text: &str) -> Option<Duration> {
+    let waited = text.split_whitespace().nth(1)?.parse().ok()?;
+    Some(Duration::from_nanos(waited))
 }
 
 impl ExitWatch {
@@ -98,7 +125,7 @@ pub fn watch(peer: &ProcessMark) -> Watch {
     // SAFETY: an OwnedFd owned by the AsyncFd keeps its descriptor open, and the same, until
     // the AsyncFd is dropped.
     match unsafe { AsyncFd::register_with_interest(fd, tokio::io::Interest::READABLE) } {
-        Ok(fd) => Watch::Watching(ExitWatch { fd }),
+        Ok(fd) => Watch::Watching(ExitWatch { fd, pid: peer.pid }),
         Err(_) => Watch::Elsewhere,
     }
 }
@@ -165,6 +192,11 @@ mod tests {
                     1000 10 18446744073709551615";
         assert_eq!(parse_started(stat), Some(123456));
         assert_eq!(parse_started("42 (x) S 1"), None);
+        assert_eq!(
+            parse_schedstat("104225 295813466 1\n"),
+            Some(Duration::from_nanos(295813466))
+        );
+        assert_eq!(parse_schedstat("104225"), None);
     }
 
     #[test]
@@ -215,7 +247,13 @@ mod tests {
             }),
             Watch::Exited
         ));
-        let Watch::Watching(w) = watch(&mark) else {
+        let watching = watch(&mark);
+        assert!(
+            watching.waited_for_cpu().is_some(),
+            "its run-queue wait is read"
+        );
+        assert!(Watch::Elsewhere.waited_for_cpu().is_none());
+        let Watch::Watching(w) = watching else {
             panic!("a child of this process is on this machine")
         };
         let exited = w.exited();

@@ -845,9 +845,9 @@ impl Link {
                 r = self.read_frames(node, frames, connection) => r,
                 r = self.write_frames(node, connection, &mut send, acks) => r,
                 r = self.await_acks(written) => r,
-                r = self.watch_silence(connection) => r,
-                r = self.watch_liveness(node, connection, peer.incarnation) => r,
-                r = watch_exit(exit) => r,
+                r = self.watch_silence(node.stats(), connection, &exit) => r,
+                r = self.watch_liveness(node, connection, peer.incarnation, &exit) => r,
+                r = watch_exit(&exit) => r,
             };
             connection.close(0u32.into(), b"");
             result
@@ -894,10 +894,18 @@ impl Link {
     /// after a wake-up on time ([`LATE_WAKE`]), or after [`SILENT_AT_MOST`] limits. Sleeps while
     /// nothing is outstanding, and stops its timer when an acknowledgement makes progress:
     /// neither an idle link nor an acknowledged one costs a wake-up.
-    async fn watch_silence(&self, connection: &quinn::Connection) -> anyhow::Result<()> {
+    async fn watch_silence(
+        &self,
+        node_stats: &Stats,
+        connection: &quinn::Connection,
+        process: &Watch,
+    ) -> anyhow::Result<()> {
         let mut heard = Heard::now(connection);
         let mut probed = false;
         let mut woke_late = false;
+        // Since when, and the neighbour's wait for a CPU then: on this machine, the silence it
+        // spent waiting for one is not held against it (`crate::liveness`).
+        let mut waited_since: Option<(Instant, Duration)> = None;
         loop {
             let changed = self.outstanding.notified();
             tokio::pin!(changed);
@@ -913,19 +921,34 @@ impl Link {
             }
             let limit = silence_limit(connection.rtt());
             let silent_since = since.max(heard.at);
-            let deadline = silent_since + limit;
+            let waited = process.waited_for_cpu();
+            let starved = match (waited, waited_since) {
+                (Some(w), Some((at, then))) if at == silent_since => w.saturating_sub(then),
+                _ => {
+                    waited_since = waited.map(|w| (silent_since, w));
+                    Duration::ZERO
+                }
+            };
+            let deadline = silent_since + limit + starved;
             let silent_for = now.saturating_duration_since(silent_since);
-            if now >= deadline && (!woke_late || silent_for >= limit * SILENT_AT_MOST) {
+            if now >= deadline
+                && (!woke_late || silent_for.saturating_sub(starved) >= limit * SILENT_AT_MOST)
+            {
                 let waiting = self.lock().written_unacknowledged();
                 anyhow::bail!(
                     "no acknowledgement with {waiting} frames written, and nothing heard from \
-                     the neighbour for {} ms, a probe included",
-                    silent_for.as_millis()
+                     the neighbour for {} ms, a probe included{}",
+                    silent_for.as_millis(),
+                    match starved.as_millis() {
+                        0 => String::new(),
+                        ms => format!(" ({ms} ms of it waiting for a CPU)"),
+                    }
                 );
             }
             let halfway = silent_since + limit / 2;
             if now >= halfway && !probed {
                 connection.request_immediate_ack();
+                node_stats.probe_sent();
                 probed = true;
             }
             let wake_at = match (probed, woke_late) {
@@ -953,6 +976,7 @@ impl Link {
         node: &dyn LinkOwner,
         connection: &quinn::Connection,
         peer_incarnation: u64,
+        process: &Watch,
     ) -> anyhow::Result<()> {
         let liveness = node.liveness();
         let received = || connection.stats().udp_rx.datagrams;
@@ -972,6 +996,7 @@ impl Link {
                 received: received(),
                 rtt: connection.rtt(),
                 health: liveness.health.score(),
+                neighbour_waited: process.waited_for_cpu(),
             });
             match step.verdict {
                 Verdict::Same => {}
@@ -995,6 +1020,7 @@ impl Link {
             }
             if step.probe {
                 connection.request_immediate_ack();
+                node.stats().probe_sent();
             }
             due = step.next;
         }
@@ -1299,7 +1325,7 @@ struct Work {
 /// Whether two socket addresses are one (an IPv4 address and its IPv4-mapped IPv6 form alike).
 /// Fail once the neighbour's process, on this machine, has exited ([`crate::exits`]); never
 /// for a neighbour elsewhere.
-async fn watch_exit(exit: Watch) -> anyhow::Result<()> {
+async fn watch_exit(exit: &Watch) -> anyhow::Result<()> {
     match exit {
         Watch::Elsewhere => std::future::pending().await,
         Watch::Exited => {}

@@ -25,6 +25,10 @@
 //!   timely one lowers it; the detection time is multiplied by one plus the score (at most
 //!   [`MAX_HEALTH`]). It is never shorter than [`ROUND_TRIPS`] smoothed round trips of the
 //!   connection either: a machine loaded past saturation has round trips of seconds.
+//! * Not for the neighbour's own starvation: where its process runs on this machine, the time
+//!   it spent waiting for a CPU ([`Look::neighbour_waited`]) is taken off its silence: a
+//!   machine loaded past its cores makes every process wait its turn, and a process that
+//!   waits is alive (its death is seen at once, by its exit).
 //!
 //! A neighbour on the same machine needs no probe to be found dead when its process exits: the
 //! link watches that process too ([`crate::exits`], `liveness.watch_exits`).
@@ -166,6 +170,10 @@ pub struct Look {
     pub rtt: Duration,
     /// The node's health score ([`Health::score`]).
     pub health: u32,
+    /// How long the neighbour's process has waited for a CPU since it started, where it runs
+    /// on this machine ([`crate::exits::Watch::waited_for_cpu`]): silence it spent waiting
+    /// in the machine's run queues is not counted against it.
+    pub neighbour_waited: Option<Duration>,
 }
 
 /// What the detector concluded at a look.
@@ -205,6 +213,10 @@ pub struct Detector {
     alive_at: Instant,
     /// Since when the neighbour is suspected.
     suspected_since: Option<Instant>,
+    /// The neighbour's wait for a CPU ([`Look::neighbour_waited`]) at the last look, and at
+    /// `alive_at`.
+    waited_at_last_look: Option<Duration>,
+    waited_at_alive: Option<Duration>,
 }
 
 impl Detector {
@@ -218,6 +230,8 @@ impl Detector {
             last_look: now,
             alive_at: now,
             suspected_since: None,
+            waited_at_last_look: None,
+            waited_at_alive: None,
         }
     }
 
@@ -256,11 +270,26 @@ impl Detector {
         let late = look.now.saturating_duration_since(look.due) > LATE;
         if heard {
             // Something came after the last look was taken: the neighbour was alive then.
-            self.alive_at = self.alive_at.max(self.last_look);
+            if self.last_look > self.alive_at {
+                self.alive_at = self.last_look;
+                self.waited_at_alive = self.waited_at_last_look;
+            }
             self.received = look.received;
         }
         self.last_look = look.now;
+        if self.waited_at_alive.is_none() {
+            self.waited_at_alive = look.neighbour_waited;
+        }
+        self.waited_at_last_look = look.neighbour_waited;
+        // A neighbour on this machine that waited for a CPU could not answer meanwhile: an
+        // overloaded machine starves its processes, it does not kill them (its exit is seen
+        // at once, `crate::exits`). Only the silence it could have broken counts.
+        let starved = match (look.neighbour_waited, self.waited_at_alive) {
+            (Some(now), Some(then)) => now.saturating_sub(then),
+            _ => Duration::ZERO,
+        };
         let silent_for = look.now.saturating_duration_since(self.alive_at);
+        let silent = silent_for.saturating_sub(starved);
         let limit = self.limit(look.rtt, look.health);
         // A neighbour is taken for dead only after an interval of suspicion, ten probes of its
         // own (a listener's first silent look may already be a detection time after its last
@@ -274,12 +303,16 @@ impl Detector {
             } else {
                 Verdict::Same
             }
-        } else if silent_for >= limit * SILENT_AT_MOST
-            || (!late && silent_for >= limit && suspected_for >= self.settings.interval)
+        } else if silent >= limit * SILENT_AT_MOST
+            || (!late && silent >= limit && suspected_for >= self.settings.interval)
         {
             Verdict::Down(format!(
-                "nothing heard from the neighbour for {} ms (detection time {} ms: {} x {} ms{})",
+                "nothing heard from the neighbour for {} ms{} (detection time {} ms: {} x {} ms{})",
                 silent_for.as_millis(),
+                match starved.as_millis() {
+                    0 => String::new(),
+                    ms => format!(", {ms} ms of it waiting for a CPU"),
+                },
                 limit.as_millis(),
                 self.settings.multiplier,
                 self.settings.interval.as_millis(),
@@ -329,6 +362,7 @@ mod tests {
             received,
             rtt: Duration::from_millis(1),
             health: 0,
+            neighbour_waited: None,
         }
     }
 
@@ -433,6 +467,53 @@ mod tests {
                 "died at {died_ms} ms, down {took:?} later"
             );
             assert_eq!(seen[0], Verdict::Suspected, "{seen:?}");
+        }
+    }
+
+    /// A neighbour on this machine, alive, that waits in the run queues of an overloaded
+    /// machine (all but `ran` of each second) is not taken for dead however long it is
+    /// silent, as long as the silence it could have broken stays under the detection time; one
+    /// that does not wait (it hangs, or is partitioned off) is taken for dead as before; and a
+    /// neighbour elsewhere (no wait known) as before.
+    #[test]
+    fn a_neighbour_starved_of_cpu_on_this_machine_is_not_taken_for_dead() {
+        let start = Instant::now();
+        // Heard from until 1 s, then silent for a minute.
+        let heard =
+            |t: Instant| (t.min(start + Duration::from_secs(1)) - start).as_millis() as u64 / 300;
+        let drive = |waited: &dyn Fn(Instant) -> Option<Duration>| {
+            let mut d = Detector::new(settings(), true, start, 0);
+            let mut at = d.first();
+            while at < start + Duration::from_secs(60) {
+                let step = d.look(Look {
+                    neighbour_waited: waited(at),
+                    ..look(at, heard(at))
+                });
+                if let Verdict::Down(why) = step.verdict {
+                    return Some((at - start, why));
+                }
+                at = step.next;
+            }
+            None
+        };
+        // Waiting 99% of the time since a large wait before: 0.6 s of silence it could have
+        // broken after a minute; never down.
+        let starved = |t: Instant| Some(Duration::from_secs(100) + (t - start).mul_f64(0.99));
+        assert_eq!(drive(&starved), None);
+        // Waiting half the time: down once its own silence reaches the detection time (0.9 s),
+        // 1.8 s after its last sign of life (0.6 s), and the verdict says how long it waited.
+        let half = |t: Instant| Some(Duration::from_secs(100) + (t - start) / 2);
+        let (at, why) = drive(&half).expect("down");
+        assert_eq!(at, Duration::from_millis(2400));
+        assert!(why.contains("of it waiting for a CPU"), "{why}");
+        // Not waiting at all (sleeping: partitioned off, or hung), or elsewhere: as before.
+        for waited in [
+            &(|_| Some(Duration::from_secs(100))) as &dyn Fn(Instant) -> Option<Duration>,
+            &|_| None,
+        ] {
+            let (at, why) = drive(waited).expect("down");
+            assert_eq!(at, Duration::from_millis(1500));
+            assert!(!why.contains("CPU"), "{why}");
         }
     }
 

@@ -107,6 +107,10 @@ pub enum Event {
     LinkFoundAlive,
     /// A neighbour liveness took for dead linked again as the same process: it was alive.
     LinkDownFoundAlive,
+    /// A probe sent on a link: an IMMEDIATE_ACK its neighbour's QUIC answers at once (the
+    /// liveness detector's, and the silence watch's). Counted apart ([`Stats::probe_sent`]):
+    /// the denominator of false downs.
+    LinkProbeSent,
     DialFailed,
     /// A peer whose handshake failed: no certificate, or one not signed by the cluster CA.
     PeerRefusedTls,
@@ -183,6 +187,7 @@ impl Event {
             Event::LinkSuspected => "link_suspected",
             Event::LinkFoundAlive => "link_found_alive",
             Event::LinkDownFoundAlive => "link_down_found_alive",
+            Event::LinkProbeSent => "link_probe_sent",
             Event::DialFailed => "dial_failed",
             Event::PeerRefusedTls => "peer_refused_tls",
             Event::PeerRefusedNotANode => "peer_refused_not_a_node",
@@ -241,6 +246,9 @@ pub struct Stats {
     touches: AtomicU64,
     key_agreements: [AtomicU64; 2],
     key_agreement_cpu_ns: AtomicU64,
+    /// Probes sent on links: counted without a wake-up of the metrics publisher, so that an
+    /// idle node's probes cost nothing more; published with the node's other counters.
+    probes_sent: AtomicU64,
     /// Every drop and event counted here is noted there too, with what else is worth
     /// following (deliveries, faults, reloads).
     pub journal: Journal,
@@ -314,6 +322,11 @@ impl Stats {
             .expect("stats lock")
             .entry(event)
             .or_default() += 1;
+    }
+
+    /// A link sent a probe ([`Event::LinkProbeSent`]): counted, nothing woken, nothing noted.
+    pub fn probe_sent(&self) {
+        self.probes_sent.fetch_add(1, Relaxed);
     }
 
     /// Note activity (a set, a frame, a request) for the metrics publisher.
@@ -393,7 +406,14 @@ impl Stats {
     }
 
     pub fn events(&self) -> BTreeMap<Event, u64> {
-        self.events.lock().expect("stats lock").clone()
+        let mut events = self.events.lock().expect("stats lock").clone();
+        match self.probes_sent.load(Relaxed) {
+            0 => {}
+            n => {
+                events.insert(Event::LinkProbeSent, n);
+            }
+        }
+        events
     }
 
     /// A snapshot for the control API.
@@ -484,6 +504,19 @@ mod tests {
         assert_eq!(c.dropped_total(), 4);
         assert_eq!(c.events["link_up"], 1);
         assert_eq!(c.packets_forwarded, 1);
+    }
+
+    #[test]
+    fn probes_are_counted_as_an_event_without_a_wake_up() {
+        let stats = Stats::default();
+        assert!(!stats.counters().events.contains_key("link_probe_sent"));
+        let touched = stats.touches();
+        for _ in 0..3 {
+            stats.probe_sent();
+        }
+        assert_eq!(stats.touches(), touched, "a probe wakes nothing");
+        assert_eq!(stats.counters().events["link_probe_sent"], 3);
+        assert_eq!(stats.events()[&Event::LinkProbeSent], 3);
     }
 
     #[test]

@@ -83,6 +83,7 @@ fn publish(node: &Node) {
     // for dead (heard from again), and after (it linked again as the same process).
     let count = |event| events.get(&event).copied().unwrap_or(0);
     counter!("cuberoute_links_suspected_total").absolute(count(Event::LinkSuspected));
+    counter!("cuberoute_link_probes_total").absolute(count(Event::LinkProbeSent));
     counter!("cuberoute_links_found_alive_total", "after" => "suspicion")
         .absolute(count(Event::LinkFoundAlive));
     counter!("cuberoute_links_found_alive_total", "after" => "down")
