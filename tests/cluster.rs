@@ -524,10 +524,60 @@ fn down_finds_processes_recorded_without_a_start_time() {
 #[test]
 fn refused_requests_are_one_line_and_non_zero() {
     let cluster = Cluster::up("q:2", "127.2.4.0");
-    let cases: [(&[&str], &str); 5] = [
+    let cases: [(&[&str], &str); 9] = [
         (
             &["send", "--from", "0", "--to", "9", "--message", "x"],
             "not in q:2",
+        ),
+        (
+            &[
+                "send",
+                "--from",
+                "0",
+                "--to",
+                "3",
+                "--message",
+                "x",
+                "--life",
+                "1m",
+            ],
+            "give it with --reliable",
+        ),
+        (
+            &[
+                "send",
+                "--from",
+                "0",
+                "--to",
+                "3",
+                "--message",
+                "x",
+                "--reliable",
+                "--life",
+                "0s",
+            ],
+            "must be above 0 and at most 10m",
+        ),
+        (
+            &[
+                "send",
+                "--from",
+                "0",
+                "--to",
+                "3",
+                "--message",
+                "x",
+                "--reliable",
+                "--life",
+                "11m",
+            ],
+            "must be above 0 and at most 10m",
+        ),
+        (
+            &[
+                "chaos", "run", "--rate", "5", "--faults", "crash", "--life", "1m",
+            ],
+            "is not reliable",
         ),
         (
             &["send", "--from", "0", "--to", "0", "--message", "x"],

@@ -218,7 +218,7 @@ fn sets_accepted_while_the_destination_is_down_survive_a_source_crash() {
     let sent = messages("accepted", 0..10);
     for m in &sent {
         // Accepted: written to the source's store, not acknowledged (the destination is down).
-        let report = send_reliable(&cluster, 0, 5, m, &["--timeout", "120s"]);
+        let report = send_reliable(&cluster, 0, 5, m, &["--life", "120s"]);
         assert_eq!(report["mode"], "reliable", "{report}");
         assert_eq!(report["delivered"], false, "{report}");
     }
@@ -381,7 +381,7 @@ fn a_resend_after_a_destination_restart_is_not_handed_over_twice() {
     // The destination is stopped: the set reaches it only once its source is dead, and the
     // acknowledgement is lost.
     let stopped = Stopped::stop(show(&cluster, 5)["pid"].as_u64().unwrap());
-    send_reliable(&cluster, 0, 5, "once", &["--timeout", "120s"]);
+    send_reliable(&cluster, 0, 5, "once", &["--life", "120s"]);
     // The pieces left the source: its neighbours forwarded them (5 is not one of them).
     assert!(
         within(LIMIT, || forwarded(&cluster) >= before + 3).is_some(),

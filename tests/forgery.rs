@@ -297,7 +297,7 @@ fn a_relay_rewriting_attempt_does_not_stop_a_later_resend_from_being_acknowledge
         "resent",
         "--reliable",
         "--clear",
-        "--timeout",
+        "--life",
         "40s",
     ]);
     let event = |node: u64, name: &str| {
@@ -326,7 +326,7 @@ fn a_relay_rewriting_attempt_does_not_stop_a_later_resend_from_being_acknowledge
     for node in ["1", "6", "5", "2"] {
         cluster.ok(&["chaos", "forge", "--node", node, "--off"]);
     }
-    // Acknowledged, or given up at its deadline (40 s).
+    // Acknowledged, or given up at the end of its life (40 s).
     let settled = || event(0, "delivery_sets_acked") + event(0, "delivery_sets_expired") > 0;
     assert!(common::within(std::time::Duration::from_secs(60), settled).is_some());
     assert_eq!(

@@ -360,7 +360,7 @@ fn crash_ends(seed: u64, extra: &[&str]) -> Value {
         "reliable",
         "--duration",
         "20s",
-        "--wait",
+        "--life",
         "20s",
     ];
     args.extend(extra);

@@ -12,6 +12,7 @@
 use super::usage;
 use cuberoute_cluster::chaos::scenario::RunConfig;
 use cuberoute_cluster::chaos::schedule::FaultKind;
+use cuberoute_cluster::ops::traffic::{DEFAULT_LIFE, MAX_LIFE};
 use cuberoute_cluster::{ClusterClient, ClusterDir};
 use cuberoute_protocol::delivery::{Mode, Scheme};
 use cuberoute_protocol::wire::control::{ForgeWhat, MAX_PAYLOAD_LEN};
@@ -105,7 +106,7 @@ pub struct Scenario {
     /// own: `--netns` or compose). crash and cut share a budget of k-1; capture and forge act
     /// on --relays relays; partition splits the network in two halves.
     /// crash-ends (alone): sources and destinations killed and restarted at random while
-    /// consuming clients take what arrives; --wait is each reliable set's deadline.
+    /// consuming clients take what arrives; --life is each reliable set's.
     /// host: one host of a `cluster swarm` on a test bed cut off (which one: the seed), every
     /// set checked against what the placement promised.
     #[arg(long, value_delimiter = ',')]
@@ -118,9 +119,13 @@ pub struct Scenario {
     /// For `state`: how often every node's variables are overwritten.
     #[arg(long, default_value = "10ms", value_parser = humantime::parse_duration)]
     pub state_every: Duration,
-    /// How long each set is waited for.
+    /// How long each plain set is waited for (a reliable one: its --life).
     #[arg(long, default_value = "5s", value_parser = humantime::parse_duration)]
     pub wait: Duration,
+    /// How long the source keeps each reliable set, sending it again until acknowledged; the
+    /// run waits for it as long [default: 2m; at most 10m]
+    #[arg(long, value_parser = humantime::parse_duration)]
+    pub life: Option<Duration>,
     /// The delivery mode of every set: plain, reliable, code:T, secret:T, byzantine:T,
     /// byzantine:T+code:C, or reliable+ any of them.
     #[arg(long, default_value = "plain")]
@@ -177,6 +182,20 @@ impl Scenario {
         if self.delay > Duration::from_secs(10) || self.jitter > Duration::from_secs(10) {
             return Err(usage("--delay and --jitter are at most 10s"));
         }
+        let life = self.life.unwrap_or(DEFAULT_LIFE);
+        if self.life.is_some() && !self.delivery.reliable {
+            return Err(usage(format!(
+                "--life is how long the source keeps a reliable set; --delivery {} is not reliable",
+                self.delivery
+            )));
+        }
+        if life.is_zero() || life > MAX_LIFE {
+            return Err(usage(format!(
+                "--life {}: must be above 0 and at most {}",
+                humantime::format_duration(life),
+                humantime::format_duration(MAX_LIFE)
+            )));
+        }
         let side = (self.duration / 3).max(Duration::from_secs(2));
         Ok(RunConfig {
             fault_free: side,
@@ -188,6 +207,7 @@ impl Scenario {
             state_every: self.state_every,
             buffer_fraction_ppm: ppm(self.fraction)?,
             wait: self.wait,
+            life,
             mode: self.delivery,
             relays: self.relays.unwrap_or(match self.delivery.scheme {
                 Scheme::Secret { threshold: t } | Scheme::Byzantine { forgers: t, .. } => {

@@ -8,7 +8,7 @@ use super::args::{ClientArg, JsonArg, PairArgs};
 use super::{runtime, usage};
 use crate::print;
 use cuberoute_cluster::ClusterClient;
-use cuberoute_cluster::ops::traffic::SendOptions;
+use cuberoute_cluster::ops::traffic::{DEFAULT_LIFE, MAX_LIFE, SendOptions};
 use cuberoute_daemon::client::ClientError;
 use cuberoute_daemon::roles;
 use cuberoute_protocol::SendRequest;
@@ -56,12 +56,16 @@ pub struct Args {
     /// Wait for the copies and print a delivery report with each copy's path.
     #[arg(long)]
     pub wait: bool,
-    /// How long --wait waits; with --reliable also how long the source keeps sending the set
-    /// until the destination acknowledges it.
+    /// How long --wait waits for the copies (a reliable set lives on at its source: --life).
     #[arg(long, default_value = "5s", value_parser = humantime::parse_duration)]
     pub timeout: Duration,
+    /// With --reliable: how long the source keeps the set, sending it again until the
+    /// destination acknowledges it, whether or not the client still waits [default: 2m; at
+    /// most 10m]
+    #[arg(long, value_parser = humantime::parse_duration)]
+    pub life: Option<Duration>,
     /// Delivery mode: the destination's client gets the payload exactly once; the source sends
-    /// the set again until the destination acknowledges it or --timeout runs out. Combines
+    /// the set again until the destination acknowledges it or its --life ends. Combines
     /// with --code, --secret and --byzantine. See docs/delivery.md.
     #[arg(long)]
     pub reliable: bool,
@@ -93,6 +97,20 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             .map_err(|e| usage(format!("cannot read --file {}: {e}", file.display())))?,
         (None, None) => return Err(usage("give --message or --file")),
     };
+    let life = args.life.unwrap_or(DEFAULT_LIFE);
+    if args.life.is_some() && !args.reliable {
+        return Err(usage(
+            "--life is how long the source keeps a reliable set: give it with --reliable",
+        ));
+    }
+    if life.is_zero() || life > MAX_LIFE {
+        return Err(usage(format!(
+            "--life {}: must be above 0 and at most {} (every store remembers a delivered set \
+             that long, so that no resend is taken twice)",
+            humantime::format_duration(life),
+            humantime::format_duration(MAX_LIFE)
+        )));
+    }
     let mode = Mode {
         scheme: Scheme::from_options(args.code, args.secret, args.byzantine)
             .map_err(|e| usage(e.to_string()))?,
@@ -124,7 +142,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         trace: args.wait,
         wait: args.wait.then_some(args.timeout),
         mode,
-        deadline: Some(args.timeout),
+        life: Some(life),
         clear: args.clear,
     };
     let request = SendRequest {
@@ -161,9 +179,20 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         print::write_report(&mut out, topology, &report, args.wait)?;
     }
     if args.wait && !mode.is_plain() && !report.delivered {
+        let lives_on = match report.acked {
+            Some(true) => {
+                String::from(": its destination acknowledged it since (`recv` there has it)")
+            }
+            Some(false) => String::from(": its source gave it up"),
+            None if mode.reliable => format!(
+                ": its source keeps sending it until it is acknowledged or its life of {} ends",
+                humantime::format_duration(life)
+            ),
+            None => String::new(),
+        };
         anyhow::bail!(
-            "the set was not delivered within {:?} ({mode})",
-            args.timeout
+            "the set was not delivered within {} ({mode}){lives_on}",
+            humantime::format_duration(args.timeout)
         );
     }
     if args.wait && mode.is_plain() && report.copies_delivered() < report.k as usize {

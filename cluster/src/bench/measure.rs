@@ -78,9 +78,10 @@ impl Load {
         SendOptions {
             trace: false,
             wait: Some(Duration::from_secs(5)),
+            // As long as the bench waits: a set it gave up on loads no later round.
+            life: Some(Duration::from_secs(5)),
             mode: self.mode,
             clear: self.clear,
-            ..SendOptions::default()
         }
     }
 }

@@ -86,9 +86,11 @@ pub async fn overload(
     let options = SendOptions {
         trace: false,
         wait: Some(WAIT),
+        // A set that does not complete within the wait is over for the bench: its source
+        // stops sending it then too, so that it loads no later round.
+        life: Some(WAIT),
         mode: load.mode,
         clear: load.clear,
-        ..SendOptions::default()
     };
     let started = Instant::now();
     let interval = Duration::from_secs_f64(1.0 / rate.max(1e-3));

@@ -335,11 +335,11 @@ async fn send_all(
         };
         progress.lock().expect("progress").sets_sent += 1;
         let (client, history, progress) = (client.clone(), history.clone(), progress.clone());
-        let (mode, deadline, clear) = (config.mode, config.wait, config.clear);
+        let (mode, deadline, clear) = (config.mode, config.life, config.clear);
         tasks.push(tokio::spawn(async move {
             let options = SendOptions {
                 mode,
-                deadline: Some(deadline),
+                life: Some(deadline),
                 clear,
                 ..SendOptions::default()
             };

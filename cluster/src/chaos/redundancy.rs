@@ -178,6 +178,9 @@ async fn cell(
         };
         let options = SendOptions {
             wait: Some(config.wait),
+            // The study's sets live as long as they are waited for: a cell measures what
+            // arrives within that time.
+            life: Some(config.wait),
             mode: Mode {
                 reliable,
                 ..Mode::PLAIN

@@ -91,9 +91,10 @@ async fn one_set(
     let options = SendOptions {
         trace: true,
         wait: Some(set.wait),
+        // A reliable set is waited for as long as it lives.
+        life: Some(set.wait),
         mode: set.mode,
         clear: set.clear,
-        ..SendOptions::default()
     };
     let k = expected.as_ref().map_or(0, |paths| paths.len() as u32);
     let mut result = SetResult::sent((phase, sent_ms), (from, to), &payload, k);
@@ -343,7 +344,7 @@ impl<'a> Run<'a> {
         let traffic = Traffic {
             client: client.clone(),
             rate: config.rate,
-            wait: config.wait,
+            wait: config.set_wait(),
             mode: config.mode,
             payload_bytes: config.payload_bytes,
             forging: false,

@@ -34,8 +34,11 @@ pub struct RunConfig {
     pub state_every: Duration,
     /// The share of packets `buffers` corrupts, in parts per million.
     pub buffer_fraction_ppm: u32,
-    /// How long each set is waited for.
+    /// How long each plain set is waited for.
     pub wait: Duration,
+    /// How long the source keeps each reliable set: the run waits for it as long, so that a
+    /// set still sent again is never counted lost (`--life`).
+    pub life: Duration,
     /// The delivery mode of every set.
     pub mode: Mode,
     /// For `capture` and `forge`: how many relays (each on at most one path of a set).
@@ -51,6 +54,17 @@ pub struct RunConfig {
     pub forge: ForgeWhat,
     /// Send every set clear (no end-to-end seal).
     pub clear: bool,
+}
+
+impl RunConfig {
+    /// How long the run waits for each of its sets: a reliable set's life, else the wait.
+    pub fn set_wait(&self) -> Duration {
+        if self.mode.reliable {
+            self.life
+        } else {
+            self.wait
+        }
+    }
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug, PartialOrd, Ord, Serialize)]

@@ -189,7 +189,7 @@ pub fn run(options: &SimOptions, dir: &ClusterDir) -> anyhow::Result<SimReport> 
         + run.with_faults
         + run.after_faults
         + REJOIN_TIMEOUT
-        + run.wait * 3;
+        + run.set_wait() * 3;
     let mut sim = turmoil::Builder::new()
         .rng_seed(seed)
         // A fixed start for the simulated wall clock (turmoil's default is the real one, and

@@ -20,14 +20,22 @@ pub struct SendOptions {
     pub wait: Option<Duration>,
     /// The delivery mode (plain by default).
     pub mode: Mode,
-    /// How long the source of a reliable set keeps sending it; by default the wait, or 30 s.
-    pub deadline: Option<Duration>,
+    /// How long the source of a reliable set keeps it, sending it again until the destination
+    /// acknowledges it (its life); [`DEFAULT_LIFE`] unless given. Apart from the wait: a
+    /// client may stop waiting long before the set's life ends.
+    pub life: Option<Duration>,
     /// Ask the source not to seal the set (sealed by default, unless the node does not seal).
     pub clear: bool,
 }
 
-/// How long a reliable set is kept at its source when neither a deadline nor a wait is given.
-pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(30);
+/// How long a reliable set is kept at its source unless the client says: two minutes, as a
+/// Kafka producer keeps trying (`delivery.timeout.ms`), so that a partition shorter than that
+/// loses nothing acknowledged or accepted.
+pub const DEFAULT_LIFE: Duration = Duration::from_secs(120);
+
+/// The longest life a source gives a reliable set: every store remembers the sets delivered
+/// to it at least this long (`store.seen_for_s`), so that no resend is taken twice.
+pub const MAX_LIFE: Duration = Duration::from_secs(600);
 
 /// How long a waiting client then waits for the source's word on a reliable set: its
 /// acknowledgement's way back, or its deadline's timer.
@@ -47,10 +55,10 @@ pub struct SendReport {
     pub from: u64,
     pub to: Destinations,
     pub k: u32,
-    #[serde(skip)]
+    /// The set's sequence id at its source: with `from` and `sent_at_us`, the set's name, as
+    /// `recv` and a consumer print it.
     pub seq: u64,
-    /// The source's clock when it took the set: with `from` and `seq`, the set's name.
-    #[serde(skip)]
+    /// The source's clock when it took the set.
     pub sent_at_us: u64,
     /// Whether the set is one payload cut into k parts.
     #[serde(skip)]
@@ -161,16 +169,13 @@ impl ClusterClient {
         };
         let mode = options.mode;
         let payload_bytes = payload.len() as u64;
-        let deadline = options
-            .deadline
-            .or(options.wait)
-            .unwrap_or(DEFAULT_DEADLINE);
+        let life = options.life.unwrap_or(DEFAULT_LIFE);
         let ask = Request::Send {
             request,
             payload,
             trace: options.trace,
             mode,
-            deadline_ms: millis(deadline),
+            deadline_ms: millis(life),
             clear: options.clear,
         };
         let (seq, k, sent_at, copy_to, wire_bytes, sealed) = match self.request(from, &ask).await? {
