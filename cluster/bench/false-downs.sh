@@ -68,3 +68,6 @@ print("$start $topo $* daemons $(grep -c '^pid = ' $dir/run.toml) loss $loss% in
 print("  " + " ".join(f"{k} {v}" for k,v in d.items()) + f"; false downs per million probes {d['link_lost']*1e6/probes:.2f}")
 print("  bench: $sets")
 EOF
+echo "  links down in the logs, by reason:"
+cat $dir/logs/*.log 2>/dev/null | grep "link down" | sed 's/.*reason=//; s/[0-9]\+/N/g' | sort | uniq -c | sort -rn | head -6
+echo "  kernel: $(awk '/^Udp:/ {getline; print "udp receive buffer errors (since boot)", $6}' /proc/net/snmp)"
