@@ -215,6 +215,23 @@ fn avoid_makes_node_to_set_fault_tolerant() {
         assert!(!p.contains(&1) && !p.contains(&2), "{p:?}");
         assert!(p.len() - 1 <= 8, "n+3");
     }
+    // One destination: one path around the faulty nodes, as `send --avoid` sends it (the
+    // option was ignored there, and paths through node 1 printed).
+    let out = cuberoute(&["paths", "q:5", "0", "31", "--avoid", "1", "--json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let paths = json_paths(&v);
+    assert_eq!(paths.len(), 1, "{v}");
+    assert!(!paths[0].contains(&1), "{paths:?}");
+    assert_eq!(
+        (paths[0].first(), paths[0].last()),
+        (Some(&0), Some(&31)),
+        "{paths:?}"
+    );
     let text = stdout(&cuberoute(&[
         "paths", "q:5", "0", "--to-set", "3,24", "--avoid", "1,2",
     ]));
@@ -304,7 +321,7 @@ fn constraint_gives_the_papers_container() {
 
 #[test]
 fn bad_sets_are_one_line_and_exit_2() {
-    let cases: [&[&str]; 12] = [
+    let cases: [&[&str]; 14] = [
         &["paths", "q:5", "0", "--to-set", "1,1"],
         &["paths", "q:5", "0", "--to-set", "1,,2"],
         &["paths", "q:5", "0", "--to-set", ""],
@@ -317,6 +334,9 @@ fn bad_sets_are_one_line_and_exit_2() {
         &["paths", "q:5", "--from-set", "1,2", "--to-set", "2,3"],
         &["paths", "q:5", "0", "31", "--constraint", "2"],
         &["paths", "q:5", "1", "2", "--constraint", "x"],
+        // Faulty nodes to avoid: the fault-tolerant algorithm is Q_n's, and not the ends.
+        &["paths", "eh:2,2", "0", "31", "--avoid", "1"],
+        &["paths", "q:5", "0", "31", "--avoid", "31"],
     ];
     for args in cases {
         let out = cuberoute(args);

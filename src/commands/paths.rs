@@ -53,12 +53,12 @@ pub struct Args {
         conflicts_with = "from"
     )]
     from_set: Option<String>,
-    /// Faulty nodes the node-to-set paths must avoid (Cube-XFTN2S on q:N).
+    /// Faulty nodes the paths must avoid (Cube-XFTN2S on q:N): to each node of --to-set, or,
+    /// with one destination TO, one path to it, as `send --avoid` sends.
     #[arg(
         long,
         value_name = "F1,F2,...",
-        requires = "to_set",
-        conflicts_with = "from_set"
+        conflicts_with_all = ["from_set", "all_pairs", "constraint"]
     )]
     avoid: Option<String>,
     /// Keep every node of every path at weight I or I+1 (HC-CONTAINER on q:N, bit constraint
@@ -208,6 +208,16 @@ impl Query {
                 "FROM and TO are the same node {}: there are no paths to route over",
                 topology.format_node(from)
             )));
+        }
+        if args.avoid.is_some() {
+            // As `send --avoid` to one destination: the fault-tolerant node-to-set with one.
+            return Ok(Query {
+                kind: Kind::FaultTolerantNodeToSet,
+                from: vec![from],
+                to: vec![to],
+                avoid: Some(set(&args.avoid, "--avoid")?),
+                constraint: None,
+            });
         }
         Ok(Query {
             kind: Kind::NodeToNode,
