@@ -6,7 +6,7 @@
 # only; on input: a datagram dropped on output fails the sender's sendmsg with EPERM), runs `bench --running` with CONCURRENCY (1024) sets in flight for SECONDS, lifts the
 # rule, and prints the liveness counters of every node over the run: probes sent, suspicions,
 # suspicions found alive, links lost (every one of them false: no process dies here) and downs
-# found alive. Uses the repository's target/release/cuberoute if built, else its debug one.
+# found alive. BENCH_ARGS are added to the bench's (`--clear`: no end-to-end seal). Uses the repository's target/release/cuberoute if built, else its debug one.
 set -u
 topo=$1; base=$2; net=$3; seconds=$4; shift 4
 loss=${LOSS:-5}; concurrency=${CONCURRENCY:-1024}
@@ -41,7 +41,7 @@ table ip $table {
 }
 EOF
 start=$(date -u +%FT%TZ)
-$bin bench --running $dir --concurrency $concurrency --duration ${seconds}s --samples 20 --json \
+$bin bench --running $dir --concurrency $concurrency --duration ${seconds}s --samples 20 --json ${BENCH_ARGS:-} \
     > $dir.bench.json 2>$dir.bench.err || { echo "bench failed"; tail -3 $dir.bench.err; }
 rule=$(nft list table ip $table | grep -o 'packets [0-9]*' | awk '{print $2}' | paste -sd' ')
 lift

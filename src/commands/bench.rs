@@ -48,6 +48,10 @@ pub struct Args {
     /// each other: what end-to-end sealing costs.
     #[arg(long)]
     pub clear_too: bool,
+    /// Send the plain sets of the latency and saturation measurements clear, without the
+    /// end-to-end seal: no sealing session to make with each new pair.
+    #[arg(long, conflicts_with = "clear_too")]
+    pub clear: bool,
     /// The payload of the delivery-mode measurements and of the overload runs, in bytes.
     #[arg(long, default_value_t = 1024)]
     pub payload_bytes: usize,
@@ -179,6 +183,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         seed: args.seed,
         delivery: args.delivery.clone(),
         clear_too: args.clear_too,
+        clear: args.clear,
         payload_bytes: args.payload_bytes,
         docker: args.docker,
         idle: args.idle,

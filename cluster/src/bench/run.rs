@@ -54,6 +54,9 @@ pub struct Options {
     pub delivery: Vec<Mode>,
     /// Each mode clear as well as sealed.
     pub clear_too: bool,
+    /// The plain sets of the latency and saturation measurements clear (no end-to-end seal,
+    /// so no sealing session to make with each new pair).
+    pub clear: bool,
     /// The payload of the delivery-mode measurements and of the overload runs.
     pub payload_bytes: usize,
     /// The clusters as containers (docker compose) instead of local processes.
@@ -462,7 +465,10 @@ pub fn measure_running(
         // Warm up: connections, and every daemon's first packets. Reading every node's
         // counters opens the control connection to each; their handshakes and path MTU
         // probes are over before the first window.
-        let plain = Load::default();
+        let plain = Load {
+            clear: options.clear,
+            ..Load::default()
+        };
         measure::pair_latency(&client, src, far, 20, plain).await?;
         measure::pair_latency(&client, src, near, 20, plain).await?;
         measure::cluster_counts(&client).await;
