@@ -22,6 +22,14 @@ use indicatif::{ProgressBar, ProgressStyle};
 use std::io::Write;
 use std::time::Duration;
 
+/// `n` and its noun, singular for one: `1 hop`, `2 hops` (the noun's plural takes an s).
+pub fn count(n: impl Into<u64>, noun: &str) -> String {
+    match n.into() {
+        1 => format!("1 {noun}"),
+        n => format!("{n} {noun}s"),
+    }
+}
+
 /// What a start says as it goes ([`Note`]): the network a `--netns` cluster made, the image
 /// brought up to date.
 pub fn note(note: Note) {
@@ -683,5 +691,15 @@ pub fn print_study(cells: &[Cell]) {
             c.p99_ms,
             c.p999_ms
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn one_is_singular_and_every_other_count_plural() {
+        assert_eq!(super::count(1u32, "hop"), "1 hop");
+        assert_eq!(super::count(0u32, "hop"), "0 hops");
+        assert_eq!(super::count(3u64, "round"), "3 rounds");
     }
 }

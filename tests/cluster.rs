@@ -944,6 +944,21 @@ fn ping_shows_every_path_and_a_cut_one_as_lost() {
         assert!(p["min_us"].as_u64().unwrap() <= p["max_us"].as_u64().unwrap());
     }
     assert_eq!(report["rounds"].as_array().unwrap().len(), 3);
+    // In text, one spelling of the nodes from the first line to the last, and counts in words
+    // that agree with their number (issue 49: `--- 0 -> 30 ping statistics`, `1 rounds`).
+    let text = cluster.ok(&["ping", "--from", "0", "--to", "30", "--count", "1"]);
+    assert!(
+        text.starts_with("PING 00.00.0 -> 11.11.0 on eh:2,2: 1 round, 3 paths each"),
+        "{text}"
+    );
+    assert!(
+        text.contains("--- 00.00.0 -> 11.11.0 ping statistics"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("1 rounds") && !text.contains("(1 hops)"),
+        "{text}"
+    );
     // Cut the first link of path 1: its copies wait in the link buffer, the others arrive.
     let first_hop = &expected["paths"][1];
     let link = format!("{}-{}", first_hop[0], first_hop[1]);

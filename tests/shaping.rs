@@ -133,9 +133,12 @@ fn a_delay_at_every_node_adds_its_delay_per_hop_and_is_removed() {
     }
     let during = fastest(&cluster, 3);
     eprintln!("shaped 20 ms: {during:?}");
+    // Each hop holds every datagram 20 ms: the delay alone is a bound. (Not the fastest copy
+    // before plus the delay: what a copy takes besides the delay varies from set to set, and a
+    // run once came 130 µs under that sum, 5,952 µs before and 65,822 µs shaped on 3 hops.)
     for ((hops, base), (_, shaped)) in before.iter().zip(&during) {
         assert!(
-            *shaped >= base + hops * 20_000,
+            *shaped >= hops * 20_000 && shaped > base,
             "{hops} hops: {base} µs before, {shaped} µs with 20 ms per hop"
         );
     }

@@ -43,7 +43,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         }
         Some(state) => {
             return Err(usage(format!(
-                "a {} cluster is running in {}; take it down first (cuberoute cluster down --dir {})",
+                "a cluster of {} is running in {}; take it down first (cuberoute cluster down --dir {})",
                 state.topology(),
                 dir.display(),
                 dir.display()

@@ -6,6 +6,7 @@
 
 use super::args::{ClientArg, JsonArg};
 use super::{runtime, usage};
+use crate::print;
 use cuberoute_cluster::ops::monitor::{NodeChange, NodeVerdicts, Watched, follow};
 use cuberoute_protocol::wire::control::{Happening, Notice};
 use cuberoute_protocol::{NodeId, Topology};
@@ -264,9 +265,10 @@ fn describe(name: &dyn Fn(NodeId) -> String, what: &Happening) -> String {
             ..
         } => {
             let mut line = format!(
-                "from {} seq {seq} copy {}/{k}, {hops} hops, {:.3} ms",
+                "from {} seq {seq} copy {}/{k}, {}, {:.3} ms",
                 name(*src),
                 u32::from(*index) + 1,
+                print::count(*hops, "hop"),
                 *latency_us as f64 / 1000.0
             );
             if let Some(path) = path {

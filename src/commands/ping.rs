@@ -4,6 +4,7 @@
 
 use super::args::{ClientArg, JsonArg, PairArgs};
 use super::{runtime, usage};
+use crate::print;
 use cuberoute_cluster::ops::ping::{self, PingOptions, PingReport, Round};
 use std::io::Write;
 use std::time::Duration;
@@ -67,11 +68,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     };
     if !args.output.json {
         println!(
-            "PING {} -> {} on {topology}: {} rounds, {} paths each",
+            "PING {} -> {} on {topology}: {}, {} each",
             topology.format_node(from),
             topology.format_node(to),
-            args.count,
-            topology.local_connectivity(from, to)
+            print::count(args.count, "round"),
+            print::count(topology.local_connectivity(from, to), "path")
         );
     }
     let json = args.output.json;
@@ -86,7 +87,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         serde_json::to_writer(&mut out, &report)?;
         writeln!(out)?;
     } else {
-        print_summary(&mut out, &report)?;
+        print_summary(&mut out, topology, &report)?;
     }
     Ok(())
 }
@@ -96,14 +97,16 @@ fn print_round(round: &Round) {
         .copies
         .iter()
         .map(|c| {
-            let hops = c.hops.map_or("?".to_string(), |h| h.to_string());
+            let hops = c
+                .hops
+                .map_or("? hops".to_string(), |h| print::count(h, "hop"));
             let mark = if round.first == Some(c.index) {
                 "*"
             } else {
                 ""
             };
             match c.latency_us {
-                Some(t) => format!("path {} ({hops} hops) {t} µs{mark}", c.index),
+                Some(t) => format!("path {} ({hops}) {t} µs{mark}", c.index),
                 None => format!("path {} lost", c.index),
             }
         })
@@ -111,11 +114,17 @@ fn print_round(round: &Round) {
     println!("round {}: {}", round.round, copies.join(", "));
 }
 
-fn print_summary(out: &mut impl Write, report: &PingReport) -> std::io::Result<()> {
+fn print_summary(
+    out: &mut impl Write,
+    topology: cuberoute_protocol::Topology,
+    report: &PingReport,
+) -> std::io::Result<()> {
+    // The nodes spelt as the first line spelt them.
     writeln!(
         out,
         "--- {} -> {} ping statistics (one way; * came first) ---",
-        report.from, report.to
+        topology.format_node(cuberoute_protocol::NodeId(report.from)),
+        topology.format_node(cuberoute_protocol::NodeId(report.to))
     )?;
     writeln!(
         out,

@@ -96,16 +96,17 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                     format!("set ({}{rejected}) of {} pieces", entry.mode, entry.k)
                 } else {
                     let kind = if entry.split { "part" } else { "copy" };
-                    format!("{kind} {}/{}", entry.index, entry.k)
+                    // Numbered from 1, as `monitor` and the view number them.
+                    format!("{kind} {}/{}", u32::from(entry.index) + 1, entry.k)
                 };
                 writeln!(
                     out,
-                    "#{} {}from {} seq {} {what} ({} hops, {} µs): {}",
+                    "#{} {}from {} seq {} {what} ({}, {} µs): {}",
                     entry.output_index,
                     if entry.sealed { "" } else { "CLEAR " },
                     name(entry.src),
                     entry.seq,
-                    entry.hops,
+                    crate::print::count(entry.hops, "hop"),
                     entry.latency_us,
                     String::from_utf8_lossy(&entry.payload)
                 )?;

@@ -121,9 +121,9 @@ fn route(args: RouteArgs) -> anyhow::Result<()> {
         let verdict = if p.broken { "BROKEN" } else { "ok" };
         writeln!(
             out,
-            "  path {} ({} hops, {verdict}): {line}",
+            "  path {} ({}, {verdict}): {line}",
             p.index,
-            p.hops.len()
+            crate::print::count(p.hops.len() as u64, "hop")
         )?;
     }
     Ok(())

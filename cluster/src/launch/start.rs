@@ -137,7 +137,7 @@ pub fn ensure_free(dir: &ClusterDir) -> anyhow::Result<()> {
         && runners.alive() > 0
     {
         return Err(refused(format!(
-            "a {} cluster is already running in {} ({} of {} {} alive); \
+            "a cluster of {} is already running in {} ({} of {} {} alive); \
              stop it with `cuberoute cluster down --dir {}`",
             runners.state.topology(),
             dir.display(),
