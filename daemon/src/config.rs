@@ -780,7 +780,7 @@ fn liveness_config(
 /// The most a store may hold: 1 TiB.
 const STORE_MAX_MIB: u64 = 1 << 20;
 /// The shortest memory of delivered sets: the longest a source keeps a reliable set.
-const SEEN_AT_LEAST_S: u64 = 600;
+const SEEN_AT_LEAST_S: u64 = crate::delivery::MAX_LIFE.as_secs();
 /// The longest retention: ten years.
 const STORE_MAX_SECONDS: u64 = 10 * 366 * 86_400;
 

@@ -407,11 +407,9 @@ impl Stats {
 
     pub fn events(&self) -> BTreeMap<Event, u64> {
         let mut events = self.events.lock().expect("stats lock").clone();
-        match self.probes_sent.load(Relaxed) {
-            0 => {}
-            n => {
-                events.insert(Event::LinkProbeSent, n);
-            }
+        let probes = self.probes_sent.load(Relaxed);
+        if probes > 0 {
+            events.insert(Event::LinkProbeSent, probes);
         }
         events
     }

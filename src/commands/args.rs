@@ -12,7 +12,6 @@
 use super::usage;
 use cuberoute_cluster::chaos::scenario::RunConfig;
 use cuberoute_cluster::chaos::schedule::FaultKind;
-use cuberoute_cluster::ops::traffic::{DEFAULT_LIFE, MAX_LIFE};
 use cuberoute_cluster::{ClusterClient, ClusterDir};
 use cuberoute_protocol::delivery::{Mode, Scheme};
 use cuberoute_protocol::wire::control::{ForgeWhat, MAX_PAYLOAD_LEN};
@@ -182,20 +181,13 @@ impl Scenario {
         if self.delay > Duration::from_secs(10) || self.jitter > Duration::from_secs(10) {
             return Err(usage("--delay and --jitter are at most 10s"));
         }
-        let life = self.life.unwrap_or(DEFAULT_LIFE);
         if self.life.is_some() && !self.delivery.reliable {
             return Err(usage(format!(
                 "--life is how long the source keeps a reliable set; --delivery {} is not reliable",
                 self.delivery
             )));
         }
-        if life.is_zero() || life > MAX_LIFE {
-            return Err(usage(format!(
-                "--life {}: must be above 0 and at most {}",
-                humantime::format_duration(life),
-                humantime::format_duration(MAX_LIFE)
-            )));
-        }
+        let life = super::life(self.life)?;
         let side = (self.duration / 3).max(Duration::from_secs(2));
         Ok(RunConfig {
             fault_free: side,

@@ -51,6 +51,22 @@ pub fn usage(message: impl Into<String>) -> anyhow::Error {
     UsageError(message.into()).into()
 }
 
+/// `--life` as given, or the default; a usage error when it is 0 or beyond the longest a
+/// source keeps a set.
+pub fn life(given: Option<std::time::Duration>) -> anyhow::Result<std::time::Duration> {
+    use cuberoute_cluster::ops::traffic::{DEFAULT_LIFE, MAX_LIFE};
+    let life = given.unwrap_or(DEFAULT_LIFE);
+    if life.is_zero() || life > MAX_LIFE {
+        return Err(usage(format!(
+            "--life {}: must be above 0 and at most {} (every store remembers a delivered set \
+             that long, so that no resend is taken twice)",
+            humantime::format_duration(life),
+            humantime::format_duration(MAX_LIFE)
+        )));
+    }
+    Ok(life)
+}
+
 /// Read a topology name, as a usage error when malformed.
 pub fn parse_topology(text: &str) -> anyhow::Result<Topology> {
     text.parse().map_err(|e| usage(format!("{e}")))

@@ -8,7 +8,7 @@ use super::args::{ClientArg, JsonArg, PairArgs};
 use super::{runtime, usage};
 use crate::print;
 use cuberoute_cluster::ClusterClient;
-use cuberoute_cluster::ops::traffic::{DEFAULT_LIFE, MAX_LIFE, SendOptions};
+use cuberoute_cluster::ops::traffic::SendOptions;
 use cuberoute_daemon::client::ClientError;
 use cuberoute_daemon::roles;
 use cuberoute_protocol::SendRequest;
@@ -97,20 +97,12 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             .map_err(|e| usage(format!("cannot read --file {}: {e}", file.display())))?,
         (None, None) => return Err(usage("give --message or --file")),
     };
-    let life = args.life.unwrap_or(DEFAULT_LIFE);
     if args.life.is_some() && !args.reliable {
         return Err(usage(
             "--life is how long the source keeps a reliable set: give it with --reliable",
         ));
     }
-    if life.is_zero() || life > MAX_LIFE {
-        return Err(usage(format!(
-            "--life {}: must be above 0 and at most {} (every store remembers a delivered set \
-             that long, so that no resend is taken twice)",
-            humantime::format_duration(life),
-            humantime::format_duration(MAX_LIFE)
-        )));
-    }
+    let life = super::life(args.life)?;
     let mode = Mode {
         scheme: Scheme::from_options(args.code, args.secret, args.byzantine)
             .map_err(|e| usage(e.to_string()))?,

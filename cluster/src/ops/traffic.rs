@@ -33,9 +33,7 @@ pub struct SendOptions {
 /// loses nothing acknowledged or accepted.
 pub const DEFAULT_LIFE: Duration = Duration::from_secs(120);
 
-/// The longest life a source gives a reliable set: every store remembers the sets delivered
-/// to it at least this long (`store.seen_for_s`), so that no resend is taken twice.
-pub const MAX_LIFE: Duration = Duration::from_secs(600);
+pub use cuberoute_daemon::delivery::MAX_LIFE;
 
 /// How long a waiting client then waits for the source's word on a reliable set: its
 /// acknowledgement's way back, or its deadline's timer.
