@@ -780,7 +780,11 @@ fn liveness_config(
 /// The most a store may hold: 1 TiB.
 const STORE_MAX_MIB: u64 = 1 << 20;
 /// The shortest memory of delivered sets: the longest a source keeps a reliable set.
-const SEEN_AT_LEAST_S: u64 = crate::delivery::MAX_LIFE.as_secs();
+const SEEN_AT_LEAST_S: u64 = MAX_LIFE.as_secs();
+/// The longest a source keeps a reliable set (its life: `send --life`), and so the shortest
+/// time every store remembers a set delivered to it (`store.seen_for_s`), so that no resend
+/// of a set is taken twice.
+pub const MAX_LIFE: Duration = Duration::from_secs(600);
 /// The longest retention: ten years.
 const STORE_MAX_SECONDS: u64 = 10 * 366 * 86_400;
 

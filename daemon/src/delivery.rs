@@ -14,11 +14,6 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use tokio::sync::Notify;
 
-/// The longest a source keeps a reliable set (its life: `send --life`), and so the shortest
-/// time every store remembers a set delivered to it (`store.seen_for_s`), so that no resend
-/// of a set is taken twice.
-pub const MAX_LIFE: std::time::Duration = std::time::Duration::from_secs(600);
-
 /// How many settlements a source remembers for `Request::Settled`.
 const SETTLEMENTS_KEPT: usize = 65_536;
 

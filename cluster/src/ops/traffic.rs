@@ -33,7 +33,7 @@ pub struct SendOptions {
 /// loses nothing acknowledged or accepted.
 pub const DEFAULT_LIFE: Duration = Duration::from_secs(120);
 
-pub use cuberoute_daemon::delivery::MAX_LIFE;
+pub use cuberoute_daemon::config::MAX_LIFE;
 
 /// How long a waiting client then waits for the source's word on a reliable set: its
 /// acknowledgement's way back, or its deadline's timer.

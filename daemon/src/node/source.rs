@@ -24,8 +24,8 @@ use std::sync::atomic::Ordering::Relaxed;
 use tokio::sync::mpsc;
 use tracing::{debug, warn};
 
-/// The longest a source keeps a reliable set ([`crate::delivery::MAX_LIFE`]), in ms.
-const MAX_DEADLINE_MS: u32 = crate::delivery::MAX_LIFE.as_millis() as u32;
+/// The longest a source keeps a reliable set ([`crate::config::MAX_LIFE`]), in ms.
+const MAX_DEADLINE_MS: u32 = crate::config::MAX_LIFE.as_millis() as u32;
 
 /// A set a client asks this node to send, as it asked (`Request::Send`).
 #[derive(Clone, Debug)]
