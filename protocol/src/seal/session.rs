@@ -96,11 +96,14 @@ pub struct SessionLimits {
     pub skew_us: u64,
     /// An Init older than this is refused.
     pub init_max_age_us: u64,
-    /// How long an Init waits for its answer before the next is sent: the first four this long,
-    /// then each twice the last ([`SessionLimits::wait_after_us`]), or as many times the
-    /// smoothed round trip and four deviations of handshakes answered at their first Init (at
-    /// most 16 times this) if that is longer. On a path that loses most of
-    /// what it carries a handshake needs several tries, each a round trip both ways.
+    /// How long a first Init waits for its answer before the next is sent, or the smoothed
+    /// round trip and four deviations of the handshakes answered if that is longer; each later
+    /// Init of the handshake waits twice as long as the one before, at most [`MAX_BACKOFF`]
+    /// times this (or that round trip, if longer) ([`SessionLimits::wait_after_us`]): as
+    /// TCP backs off its retransmissions (RFC 6298, 5.5), so that a loaded machine, whose
+    /// answers come late, is not sent every handshake again on every path. On a path that
+    /// loses most of what it carries a handshake needs several tries, each a round trip both
+    /// ways.
     pub handshake_timeout_us: u64,
     /// Inits sent for one handshake before it is given up.
     pub handshake_attempts: u32,
@@ -143,10 +146,12 @@ impl Default for SessionLimits {
 }
 
 impl SessionLimits {
-    /// How long the Init of attempt `attempt` (from 1) waits for its answer.
+    /// How long the Init of attempt `attempt` (from 1) waits for its answer when no round trip
+    /// was measured: the timeout, doubled at each attempt after the first, at most
+    /// [`MAX_BACKOFF`] times it.
     pub fn wait_after_us(&self, attempt: u32) -> u64 {
-        self.handshake_timeout_us
-            .saturating_mul(1 << attempt.saturating_sub(4).min(16))
+        let timeout = self.handshake_timeout_us;
+        backoff(timeout, attempt, timeout.saturating_mul(MAX_BACKOFF))
     }
 
     /// How old session `id` is when its renewal starts: between a half and three quarters of
@@ -202,6 +207,19 @@ impl SessionLimits {
         }
         Ok(())
     }
+}
+
+/// The longest an Init waits for its answer, in handshake timeouts (unless the round trip
+/// measured is longer).
+pub const MAX_BACKOFF: u64 = 32;
+
+/// The wait of attempt `attempt` (from 1) of a handshake whose first waits `first_us`: twice
+/// the last at each attempt, at most `longest_us` (or the first, if longer).
+fn backoff(first_us: u64, attempt: u32, longest_us: u64) -> u64 {
+    let doublings = attempt.saturating_sub(1).min(16);
+    first_us
+        .saturating_mul(1 << doublings)
+        .min(longest_us.max(first_us))
 }
 
 /// Why a sealed message was refused.
@@ -723,19 +741,21 @@ impl Sessions {
         Ok(Sealing { bytes, renew })
     }
 
-    /// How long the Init of attempt `attempt` waits for its answer: the limits' wait, or twice
-    /// the smoothed round trip of handshakes, doubling as the limits' wait does, if longer.
+    /// How long the Init of attempt `attempt` waits for its answer: the limits' timeout, or the
+    /// smoothed round trip and four deviations of the handshakes answered if longer (at most
+    /// [`MAX_BACKOFF`] times the timeout: one slow answer does not stall the rest), doubled at
+    /// each attempt after the first ([`backoff`]).
     fn wait_after_us(&self, attempt: u32) -> u64 {
-        let limits = self.limits.wait_after_us(attempt);
         let timeout = self.limits.handshake_timeout_us.max(1);
         let measured = self.srtt_us.map_or(0, |(srtt, var)| {
-            // At most 16 times the limits' wait: one slow answer does not stall the rest.
             srtt.saturating_add(var.saturating_mul(4))
-                .min(timeout.saturating_mul(16))
-                * limits
-                / timeout
+                .min(timeout.saturating_mul(MAX_BACKOFF))
         });
-        limits.max(measured)
+        backoff(
+            timeout.max(measured),
+            attempt,
+            timeout.saturating_mul(MAX_BACKOFF),
+        )
     }
 
     /// Start a handshake with `peer` unless one is in flight: the Init to send (its first
@@ -2559,17 +2579,18 @@ mod tests {
         let t = limits.handshake_timeout_us;
         assert_eq!(
             sent,
+            // Each waits twice the last, at most 32 times the first (RFC 6298's backoff).
             vec![
                 (2, t),
-                (3, 2 * t),
-                (4, 3 * t),
-                (5, 4 * t),
-                (6, 6 * t),
-                (7, 10 * t),
-                (8, 18 * t)
+                (3, 3 * t),
+                (4, 7 * t),
+                (5, 15 * t),
+                (6, 31 * t),
+                (7, 63 * t),
+                (8, 95 * t)
             ]
         );
-        assert_eq!(now - START, 34 * t);
+        assert_eq!(now - START, 127 * t);
         assert_eq!(a.counters().failed, 1);
         assert_eq!(a.handshakes_in_flight(), 0);
         // A late answer to any of them is one to nothing in flight.
