@@ -6,7 +6,11 @@
 # only; on input: a datagram dropped on output fails the sender's sendmsg with EPERM), runs `bench --running` with CONCURRENCY (1024) sets in flight for SECONDS, lifts the
 # rule, and prints the liveness counters of every node over the run: probes sent, suspicions,
 # suspicions found alive, links lost (every one of them false: no process dies here) and downs
-# found alive. BENCH_ARGS are added to the bench's (`--clear`: no end-to-end seal). Uses the repository's target/release/cuberoute if built, else its debug one.
+# found alive. BENCH_ARGS are added to the bench's (`--clear`: no end-to-end seal). AFTER=S
+# watches the cluster S seconds after the load (the load average every 10 s; with PERF=FILE, a
+# `perf record` of the whole machine for 15 s into FILE first), before the counters are read;
+# PERF_LOAD=FILE records 10 s in the middle of the load into FILE.
+# Uses the repository's target/release/cuberoute if built, else its debug one.
 set -u
 topo=$1; base=$2; net=$3; seconds=$4; shift 4
 loss=${LOSS:-5}; concurrency=${CONCURRENCY:-1024}
@@ -41,10 +45,18 @@ table ip $table {
 }
 EOF
 start=$(date -u +%FT%TZ)
+[ -n "${PERF_LOAD:-}" ] && (sleep $((seconds / 2)); perf record -a -g -F 199 -o "$PERF_LOAD" -- sleep 10 >/dev/null 2>&1) &
 $bin bench --running $dir --concurrency $concurrency --duration ${seconds}s --samples 20 --json ${BENCH_ARGS:-} \
     > $dir.bench.json 2>$dir.bench.err || { echo "bench failed"; tail -3 $dir.bench.err; }
 rule=$(nft list table ip $table | grep -o 'packets [0-9]*' | awk '{print $2}' | paste -sd' ')
 lift
+if [ -n "${AFTER:-}" ]; then
+    [ -n "${PERF:-}" ] && perf record -a -g -F 199 -o "$PERF" -- sleep 15 >/dev/null 2>&1
+    for _ in $(seq 1 $((AFTER / 10))); do
+        echo "  after the load, $(date -u +%T): load average $(cut -d' ' -f1-3 /proc/loadavg)"
+        sleep 10
+    done
+fi
 after=$(counters) || { echo "status failed"; exit 1; }
 sets=$(python3 -c '
 import json,sys
@@ -70,4 +82,5 @@ print("  bench: $sets")
 EOF
 echo "  links down in the logs, by reason:"
 cat $dir/logs/*.log 2>/dev/null | grep "link down" | sed 's/.*reason=//; s/[0-9]\+/N/g' | sort | uniq -c | sort -rn | head -6
+echo "  the silences the silence watch judged (ms): $(cat $dir/logs/*.log 2>/dev/null | grep "link down" | grep -o 'neighbour for [0-9]* ms' | awk '{print $3}' | sort -n | awk '{a[NR]=$1} END {if (NR) print "n", NR, "min", a[1], "p50", a[int((NR+1)/2)], "p90", a[int(NR*0.9+0.5)], "max", a[NR]; else print "none"}')"
 echo "  kernel: $(awk '/^Udp:/ {getline; print "udp receive buffer errors (since boot)", $6}' /proc/net/snmp)"

@@ -19,6 +19,10 @@ use tokio::sync::Notify;
 
 /// At most this many destinations' rerouted routes are cached; a full cache starts again.
 const CACHED_ROUTES: usize = 4096;
+/// The dead links are published to the sources at most this often: a flood of reports (a
+/// thousand links taken for dead on 2,048 daemons) costs a copy of them per interval, not per
+/// report.
+const PUBLISH_EVERY_US: u64 = 50_000;
 
 /// What the table did with reports, for the metrics.
 #[derive(Default, Debug)]
@@ -35,8 +39,10 @@ pub struct Down {
     topology: Topology,
     me: NodeId,
     table: Mutex<DownTable>,
-    /// The dead links at the table's generation, for the sources.
-    faults: Mutex<(u64, Arc<Faults>)>,
+    /// The table's generation, as last changed.
+    generation: AtomicU64,
+    /// The dead links as last published for the sources: at a generation, at a time (µs).
+    faults: Mutex<(u64, u64, Arc<Faults>)>,
     /// This node's links it took for down, still down, and when that was last said: said again
     /// every [`DownLimits::repeat_us`].
     own_down: Mutex<BTreeMap<NodeId, u64>>,
@@ -63,7 +69,8 @@ impl Down {
             topology,
             me,
             table: Mutex::new(DownTable::new(topology, limits)),
-            faults: Mutex::new((0, Arc::new(Faults::new()))),
+            generation: AtomicU64::new(0),
+            faults: Mutex::new((0, 0, Arc::new(Faults::new()))),
             own_down: Mutex::new(BTreeMap::new()),
             last_stamp: AtomicU64::new(0),
             routes: Mutex::new(RouteCache::default()),
@@ -148,12 +155,29 @@ impl Down {
         taken
     }
 
-    /// Publish the table's dead links if its generation moved.
+    /// Note the table's generation: its dead links are published when next asked for.
     fn refresh(&self, table: &DownTable) {
-        let mut faults = self.faults.lock().expect("down lock");
-        if faults.0 != table.generation() {
-            *faults = (table.generation(), Arc::new(table.faults()));
+        self.generation.store(table.generation(), Relaxed);
+    }
+
+    /// The dead links known (and their generation): published again if the table's generation
+    /// moved, unless they were within [`PUBLISH_EVERY_US`].
+    fn published(&self) -> (u64, Arc<Faults>) {
+        let generation = self.generation.load(Relaxed);
+        let now = now_us();
+        {
+            let faults = self.faults.lock().expect("down lock");
+            if faults.0 == generation || now.saturating_sub(faults.1) < PUBLISH_EVERY_US {
+                return (faults.0, faults.2.clone());
+            }
         }
+        let (generation, fresh) = {
+            let table = self.table.lock().expect("down lock");
+            (table.generation(), Arc::new(table.faults().clone()))
+        };
+        let mut faults = self.faults.lock().expect("down lock");
+        *faults = (generation, now, fresh.clone());
+        (generation, fresh)
     }
 
     /// Every report held: what a neighbour is handed on a new connection.
@@ -161,9 +185,9 @@ impl Down {
         self.table.lock().expect("down lock").reports()
     }
 
-    /// The dead links known now.
+    /// The dead links known now (within [`PUBLISH_EVERY_US`]).
     pub fn faults(&self) -> Arc<Faults> {
-        self.faults.lock().expect("down lock").1.clone()
+        self.published().1
     }
 
     /// `routes` around the dead links known now: the protocol's
@@ -173,7 +197,7 @@ impl Down {
         if !self.enabled {
             return None;
         }
-        let (generation, faults) = self.faults.lock().expect("down lock").clone();
+        let (generation, faults) = self.published();
         if faults.is_empty() {
             return None;
         }
@@ -314,5 +338,27 @@ mod tests {
             }),
             "another node's report"
         );
+    }
+
+    #[test]
+    fn the_dead_links_reach_the_sources_within_the_publishing_interval() {
+        let d = down(0);
+        let report = |reporter, subject| Report {
+            reporter: NodeId(reporter),
+            subject: NodeId(subject),
+            down: true,
+            stamp: 1,
+        };
+        assert!(d.faults().is_empty());
+        // Nothing published lately: the first report is seen at once.
+        d.take(report(2, 3));
+        assert!(d.faults().blocks(NodeId(2), NodeId(3)));
+        // More within the interval are seen once it has passed, together.
+        d.take(report(4, 5));
+        d.take(report(6, 7));
+        std::thread::sleep(Duration::from_micros(PUBLISH_EVERY_US));
+        let faults = d.faults();
+        assert!(faults.blocks(NodeId(4), NodeId(5)) && faults.blocks(NodeId(6), NodeId(7)));
+        assert_eq!(d.status().dead_links.len(), 3);
     }
 }

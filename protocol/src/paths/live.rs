@@ -40,6 +40,11 @@ impl Faults {
         self.links.insert((a.min(b), a.max(b)));
     }
 
+    /// The link between `a` and `b` is no longer dead.
+    pub fn unlink(&mut self, a: NodeId, b: NodeId) {
+        self.links.remove(&(a.min(b), a.max(b)));
+    }
+
     pub fn is_empty(&self) -> bool {
         self.nodes.is_empty() && self.links.is_empty()
     }
