@@ -3,7 +3,8 @@
 //! `chaos net --off`; the kernel's loss and partitions stop copies and `--off` / `chaos heal`
 //! bring them back; a chaos run with loss, delay and a partition loses no reliable set and its
 //! report page shows the fault windows; a node silenced or partitioned off is marked down by
-//! its neighbours and up again after; an interrupted run removes what it applied; bad input
+//! its neighbours and up again after; a silent neighbour whose process runs is kept by the
+//! silence watch, a stopped one is not; an interrupted run removes what it applied; bad input
 //! and loopback clusters are refused with exit 2.
 //!
 //! Every test but the loopback refusal needs root; without it each prints a NOTE and passes.
@@ -221,6 +222,81 @@ fn a_silenced_or_partitioned_node_is_marked_down_by_every_neighbour_and_back_aft
         });
         assert!(up.is_some(), "{}", cluster.status());
     }
+}
+
+/// A neighbour whose datagrams are all lost while its process runs on this machine is kept by
+/// the silence watch, which leaves it to the probes (an hour apart here, so nothing takes the
+/// link down): on a machine loaded past its cores the silences were full receive buffers and
+/// QUIC backing off, not deaths. A neighbour that does not run (stopped) is taken for dead by
+/// the silence watch as before.
+#[test]
+fn a_silent_neighbour_whose_process_runs_is_kept_and_a_stopped_one_is_not() {
+    if !root_or_say_why("the silence watch's hold on a running neighbour") {
+        return;
+    }
+    let cluster = netns_cluster_with("q:3", &["--liveness-interval", "1h"]);
+    cluster.wait_linked();
+    let held = |cluster: &Cluster| {
+        cluster.node_status(0)["counters"]["events"]["link_silence_held"]
+            .as_u64()
+            .unwrap_or(0)
+    };
+    // Node 1 loses everything; node 0 writes frames to it (its copy of each set to 1, clear:
+    // no handshake first).
+    cluster.ok(&["chaos", "net", "--node", "1", "--loss", "100%"]);
+    let kept = within(Duration::from_secs(20), || {
+        cuberoute(&[
+            "send",
+            "--from",
+            "0",
+            "--to",
+            "1",
+            "--message",
+            "x",
+            "--clear",
+            "--dir",
+            cluster.path_str(),
+        ]);
+        held(&cluster) >= 2
+    });
+    assert!(kept.is_some(), "{}", cluster.status());
+    let link = cluster.link(0, 1);
+    assert_eq!(link["up"], true, "kept through two silences: {link}");
+    cluster.ok(&["chaos", "net", "--off"]);
+    // Node 2 stopped: silent, and not running.
+    let pid = cluster.node_status(2)["pid"].as_u64().unwrap();
+    let stop = |signal: &str| {
+        let status = Command::new("kill")
+            .args([signal, &pid.to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success(), "kill {signal} {pid}");
+    };
+    stop("-STOP");
+    // Read before the neighbour continues: it links again at once.
+    let mut said = None;
+    within(Duration::from_secs(20), || {
+        cuberoute(&[
+            "send",
+            "--from",
+            "0",
+            "--to",
+            "2",
+            "--message",
+            "x",
+            "--clear",
+            "--dir",
+            cluster.path_str(),
+        ]);
+        let link = cluster.link(0, 2);
+        if link["up"] == false {
+            said = Some(link["down"].as_str().unwrap_or_default().to_string());
+        }
+        said.is_some()
+    });
+    stop("-CONT");
+    let said = said.unwrap_or_else(|| panic!("{}", cluster.status()));
+    assert!(said.contains("no acknowledgement"), "{said}");
 }
 
 /// Reliable sets accepted while their destination is partitioned off for longer than a

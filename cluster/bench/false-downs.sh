@@ -9,7 +9,8 @@
 # found alive. BENCH_ARGS are added to the bench's (`--clear`: no end-to-end seal). AFTER=S
 # watches the cluster S seconds after the load (the load average every 10 s; with PERF=FILE, a
 # `perf record` of the whole machine for 15 s into FILE first), before the counters are read;
-# PERF_LOAD=FILE records 10 s in the middle of the load into FILE.
+# PERF_LOAD=FILE records 10 s in the middle of the load into FILE; KEEP=FILE keeps the logs'
+# lines of links down into FILE.
 # Uses the repository's target/release/cuberoute if built, else its debug one.
 set -u
 topo=$1; base=$2; net=$3; seconds=$4; shift 4
@@ -74,7 +75,7 @@ print("sets/s", round(t.get("sets_per_second",0)), "completed", t.get("sets_comp
 python3 - "$before" "$after" <<EOF
 import json,sys
 b=json.loads(sys.argv[1]); a=json.loads(sys.argv[2])
-d={k: a.get(k,0)-b.get(k,0) for k in ("link_probe_sent","link_suspected","link_found_alive","link_lost","link_down_found_alive","link_up")}
+d={k: a.get(k,0)-b.get(k,0) for k in ("link_probe_sent","link_suspected","link_found_alive","link_lost","link_down_found_alive","link_silence_held","link_up")}
 probes=max(d["link_probe_sent"],1)
 print("$start $topo $* daemons $(grep -c '^pid = ' $dir/run.toml) loss $loss% in flight $concurrency for ${seconds}s; datagrams dropped / passed: $rule")
 print("  " + " ".join(f"{k} {v}" for k,v in d.items()) + f"; false downs per million probes {d['link_lost']*1e6/probes:.2f}")
@@ -83,4 +84,5 @@ EOF
 echo "  links down in the logs, by reason:"
 cat $dir/logs/*.log 2>/dev/null | grep "link down" | sed 's/.*reason=//; s/[0-9]\+/N/g' | sort | uniq -c | sort -rn | head -6
 echo "  the silences the silence watch judged (ms): $(cat $dir/logs/*.log 2>/dev/null | grep "link down" | grep -o 'neighbour for [0-9]* ms' | awk '{print $3}' | sort -n | awk '{a[NR]=$1} END {if (NR) print "n", NR, "min", a[1], "p50", a[int((NR+1)/2)], "p90", a[int(NR*0.9+0.5)], "max", a[NR]; else print "none"}')"
+[ -n "${KEEP:-}" ] && cat $dir/logs/*.log 2>/dev/null | grep -E "link down|silent" > "$KEEP"
 echo "  kernel: $(awk '/^Udp:/ {getline; print "udp receive buffer errors (since boot)", $6}' /proc/net/snmp)"

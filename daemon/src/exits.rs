@@ -70,16 +70,43 @@ impl Watch {
             _ => None,
         }
     }
+
+    /// How long the watched process has run on a CPU since it started (`None` unless it is
+    /// watched), from the same line: a neighbour that runs is neither dead nor hung, whatever
+    /// its silence (`crate::link`, the silence watch).
+    pub fn ran_on_cpu(&self) -> Option<Duration> {
+        match self {
+            Watch::Watching(w) => schedstat(w.pid, 0),
+            _ => None,
+        }
+    }
+
+    /// Whether the watched process is running, waiting for a CPU or for the disk now (`false`
+    /// unless it is watched): alive, and waiting on nothing but its turn.
+    pub fn is_runnable(&self) -> bool {
+        match self {
+            Watch::Watching(w) => runnable(w.pid).unwrap_or(false),
+            _ => false,
+        }
+    }
 }
 
 fn waited_for_cpu(pid: u32) -> Option<Duration> {
-    parse_schedstat(&std::fs::read_to_string(format!("/proc/{pid}/schedstat")).ok()?)
+    schedstat(pid, 1)
 }
 
-/// The second of `schedstat`'s three numbers: nanoseconds spent waiting on a run queue.
-fn parse_schedstat(text: &str) -> Option<Duration> {
-    let waited = text.split_whitespace().nth(1)?.parse().ok()?;
-    Some(Duration::from_nanos(waited))
+fn schedstat(pid: u32, field: usize) -> Option<Duration> {
+    parse_schedstat(
+        &std::fs::read_to_string(format!("/proc/{pid}/schedstat")).ok()?,
+        field,
+    )
+}
+
+/// One of `schedstat`'s three numbers: 0, nanoseconds spent running on a CPU; 1, waiting on a
+/// run queue.
+fn parse_schedstat(text: &str, field: usize) -> Option<Duration> {
+    let ns = text.split_whitespace().nth(field)?.parse().ok()?;
+    Some(Duration::from_nanos(ns))
 }
 
 impl ExitWatch {
@@ -165,10 +192,23 @@ fn started(pid: u32) -> Option<u64> {
 }
 
 fn parse_started(stat: &str) -> Option<u64> {
-    // The command name (field 2) is in parentheses and may hold spaces and parentheses: the
-    // fields after it start after the last ')'. Field 3 is the first of them; 22 the 20th.
+    stat_field(stat, 22)?.parse().ok()
+}
+
+/// Field `n` (from 1) of `/proc/PID/stat`. The command name (field 2) is in parentheses and
+/// may hold spaces and parentheses: the fields after it start after the last ')'.
+fn stat_field(stat: &str, n: usize) -> Option<&str> {
     let rest = &stat[stat.rfind(')')? + 1..];
-    rest.split_whitespace().nth(19)?.parse().ok()
+    rest.split_whitespace().nth(n.checked_sub(3)?)
+}
+
+/// Whether the process's main thread is on a run queue, running or waiting for a CPU (state
+/// `R` in `/proc/PID/stat`), or waiting for the disk (`D`). A wait for a CPU is added to
+/// `schedstat` only when it ends: a process waiting seconds for its turn on a loaded machine
+/// shows neither time run nor time waited until then, only this.
+fn runnable(pid: u32) -> Option<bool> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    Some(matches!(stat_field(&stat, 3)?, "R" | "D"))
 }
 
 #[cfg(test)]
@@ -192,11 +232,22 @@ mod tests {
                     1000 10 18446744073709551615";
         assert_eq!(parse_started(stat), Some(123456));
         assert_eq!(parse_started("42 (x) S 1"), None);
+        assert_eq!(stat_field(stat, 3), Some("S"));
+        assert_eq!(stat_field("42 (a) b) R 1", 3), Some("R"));
         assert_eq!(
-            parse_schedstat("104225 295813466 1\n"),
+            stat_field(stat, 2),
+            None,
+            "the name is not a field after it"
+        );
+        assert_eq!(
+            parse_schedstat("104225 295813466 1\n", 1),
             Some(Duration::from_nanos(295813466))
         );
-        assert_eq!(parse_schedstat("104225"), None);
+        assert_eq!(
+            parse_schedstat("104225 295813466 1\n", 0),
+            Some(Duration::from_nanos(104225))
+        );
+        assert_eq!(parse_schedstat("104225", 1), None);
     }
 
     #[test]
@@ -253,6 +304,19 @@ mod tests {
             "its run-queue wait is read"
         );
         assert!(Watch::Elsewhere.waited_for_cpu().is_none());
+        assert!(watching.ran_on_cpu().is_some(), "its time on a CPU is read");
+        assert!(Watch::Elsewhere.ran_on_cpu().is_none());
+        // Runnable while it starts, then asleep in sleep(1).
+        let mut asleep = false;
+        for _ in 0..200 {
+            if !watching.is_runnable() {
+                asleep = true;
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        assert!(asleep, "its state is read");
+        assert!(!Watch::Elsewhere.is_runnable());
         let Watch::Watching(w) = watching else {
             panic!("a child of this process is on this machine")
         };

@@ -82,6 +82,11 @@ pub const LATE_WAKE: Duration = Duration::from_millis(50);
 /// ...unless the neighbour has been silent this many limits: a node late at every wake-up
 /// still finds a dead neighbour.
 pub const SILENT_AT_MOST: u32 = 4;
+/// The silence watch probes a silent neighbour this many times (from halfway to its limit, an
+/// eighth of it apart); a neighbour on this machine is judged only once as many datagrams
+/// left this node since the first (at 5% loss each way, a lone probe and its answer are both
+/// lost one time in ten).
+pub const SILENCE_PROBES: u32 = 4;
 /// The accepting side knocks when its link has been down this long...
 pub const KNOCK_AFTER: Duration = Duration::from_secs(1);
 /// ...and again this often (with jitter) while it stays down.
@@ -901,60 +906,97 @@ impl Link {
         process: &Watch,
     ) -> anyhow::Result<()> {
         let mut heard = Heard::now(connection);
-        let mut probed = false;
+        // Probes asked in this silence, and the datagrams sent before the first.
+        let (mut probes, mut sent_before) = (0u32, 0u64);
         let mut woke_late = false;
-        // Since when, and the neighbour's wait for a CPU then: on this machine, the silence it
-        // spent waiting for one is not held against it (`crate::liveness`).
-        let mut waited_since: Option<(Instant, Duration)> = None;
+        // On this machine, the silence the neighbour spent waiting for a CPU is not held
+        // against it (`crate::liveness`), and a neighbour that ran is not taken for dead.
+        let (mut waited_since, mut ran_since) = (SinceSilent::default(), SinceSilent::default());
         loop {
             let changed = self.outstanding.notified();
             tokio::pin!(changed);
             changed.as_mut().enable();
             let Some(since) = self.lock().waiting_since else {
-                (probed, woke_late) = (false, false);
+                (probes, woke_late) = (0, false);
                 changed.await;
                 continue;
             };
             let now = Instant::now();
             if heard.update(connection, now) {
-                probed = false;
+                probes = 0;
             }
             let limit = silence_limit(connection.rtt());
             let silent_since = since.max(heard.at);
-            let waited = process.waited_for_cpu();
-            let starved = match (waited, waited_since) {
-                (Some(w), Some((at, then))) if at == silent_since => w.saturating_sub(then),
-                _ => {
-                    waited_since = waited.map(|w| (silent_since, w));
-                    Duration::ZERO
-                }
-            };
-            let deadline = silent_since + limit + starved;
+            let starved = waited_since
+                .grew(silent_since, process.waited_for_cpu(), now)
+                .map_or(Duration::ZERO, |(waited, _)| waited);
+            let ran = ran_since.grew(silent_since, process.ran_on_cpu(), now);
+            // A neighbour watched on this machine is judged only once half a limit of the
+            // silence was watched: a first look after the deadline (this node was late) knows
+            // nothing of what the neighbour did.
+            let watched_from = ran.map(|(_, from)| from + limit / 2);
+            let deadline = (silent_since + limit + starved).max(watched_from.unwrap_or(now));
             let silent_for = now.saturating_duration_since(silent_since);
             if now >= deadline
                 && (!woke_late || silent_for.saturating_sub(starved) >= limit * SILENT_AT_MOST)
             {
+                let sent = connection
+                    .stats()
+                    .udp_tx
+                    .datagrams
+                    .saturating_sub(sent_before);
+                if let Some((ran, _)) = ran
+                    && (!ran.is_zero() || process.is_runnable() || sent < SILENCE_PROBES.into())
+                {
+                    // Alive (its exit would have ended the link) and not hung: it ran, or
+                    // waits for a CPU now (a wait is counted in `schedstat` only once it
+                    // ends); or this node's probes did not all leave it (QUIC's congestion
+                    // window, full under loss, holds them until its backed-off loss probe),
+                    // so that the neighbour, asleep, was sent nothing. The silence is the
+                    // machine's or the network's, or a partition, which the probes judge. It
+                    // starts again.
+                    node_stats.event_about(Event::LinkSilenceHeld, self.neighbour);
+                    debug!(
+                        neighbour = %self.neighbour,
+                        silent_ms = silent_for.as_millis() as u64,
+                        ran_us = ran.as_micros() as u64,
+                        sent,
+                        "silent, but alive on this machine: the link is kept"
+                    );
+                    heard.at = now;
+                    (probes, woke_late) = (0, false);
+                    continue;
+                }
                 let waiting = self.lock().written_unacknowledged();
                 anyhow::bail!(
                     "no acknowledgement with {waiting} frames written, and nothing heard from \
-                     the neighbour for {} ms, a probe included{}",
+                     the neighbour for {} ms, {}{}",
                     silent_for.as_millis(),
+                    match probes {
+                        1 => "a probe included".to_string(),
+                        n => format!("{n} probes included"),
+                    },
                     match starved.as_millis() {
                         0 => String::new(),
                         ms => format!(" ({ms} ms of it waiting for a CPU)"),
                     }
                 );
             }
-            let halfway = silent_since + limit / 2;
-            if now >= halfway && !probed {
+            // Halfway, and every eighth of the limit after: a probe, up to [`SILENCE_PROBES`].
+            let next_probe = silent_since + limit / 2 + limit / 8 * probes;
+            if now >= next_probe && probes < SILENCE_PROBES {
+                if probes == 0 {
+                    sent_before = connection.stats().udp_tx.datagrams;
+                }
                 connection.request_immediate_ack();
                 node_stats.probe_sent();
-                probed = true;
+                probes += 1;
             }
-            let wake_at = match (probed, woke_late) {
-                (false, _) => halfway,
-                (true, false) => deadline,
-                (true, true) => deadline.max(now + LATE_WAKE),
+            let next_probe = silent_since + limit / 2 + limit / 8 * probes;
+            let wake_at = match (probes < SILENCE_PROBES, woke_late) {
+                (true, _) => next_probe.min(deadline),
+                (false, false) => deadline,
+                (false, true) => deadline.max(now + LATE_WAKE),
             };
             tokio::select! {
                 () = tokio::time::sleep_until(wake_at) => {
@@ -1271,6 +1313,31 @@ pub fn silence_limit(rtt: Duration) -> Duration {
     SILENT_LINK.max(rtt.saturating_mul(SILENT_ROUND_TRIPS))
 }
 
+/// How much one of a neighbour's process counts (its time waiting for a CPU, or running on one)
+/// grew during a silence: the silence's start, the count at its first look, and when that was.
+#[derive(Default)]
+struct SinceSilent(Option<(Instant, Duration, Instant)>);
+
+impl SinceSilent {
+    /// How much `count` (read at `now`) grew since the silence that began at `since` was first
+    /// looked at, and when that was (0 at that look); `None` when the count is not known.
+    fn grew(
+        &mut self,
+        since: Instant,
+        count: Option<Duration>,
+        now: Instant,
+    ) -> Option<(Duration, Instant)> {
+        let count = count?;
+        match self.0 {
+            Some((at, then, first)) if at == since => Some((count.saturating_sub(then), first)),
+            _ => {
+                self.0 = Some((since, count, now));
+                Some((Duration::ZERO, now))
+            }
+        }
+    }
+}
+
 /// When a datagram of the connection was last seen to have arrived: its received count, as
 /// the silence watch last read it, and when that count last moved.
 struct Heard {
@@ -1374,6 +1441,44 @@ mod tests {
             Duration::from_secs(16)
         );
         assert_eq!(silence_limit(Duration::MAX), Duration::MAX);
+    }
+
+    /// What a neighbour's process did during a silence counts from the silence's first look,
+    /// and a new silence (it was heard from) starts counting afresh.
+    #[test]
+    fn a_neighbours_cpu_counts_from_the_silence_they_belong_to() {
+        let ms = Duration::from_millis;
+        let (first, second) = (Instant::now(), Instant::now() + ms(10));
+        let at = |n| first + ms(n);
+        let mut ran = SinceSilent::default();
+        // First looked at 50 ms into the silence: counted from then.
+        assert_eq!(
+            ran.grew(first, Some(ms(100)), at(50)),
+            Some((Duration::ZERO, at(50))),
+            "first look"
+        );
+        assert_eq!(
+            ran.grew(first, Some(ms(100)), at(60)),
+            Some((Duration::ZERO, at(50))),
+            "did not run"
+        );
+        assert_eq!(
+            ran.grew(first, Some(ms(103)), at(70)),
+            Some((ms(3), at(50)))
+        );
+        assert_eq!(
+            ran.grew(second, Some(ms(110)), at(80)),
+            Some((Duration::ZERO, at(80))),
+            "heard: afresh"
+        );
+        assert_eq!(
+            ran.grew(second, Some(ms(111)), at(90)),
+            Some((ms(1), at(80)))
+        );
+        // Not on this machine: nothing is known.
+        let mut elsewhere = SinceSilent::default();
+        assert_eq!(elsewhere.grew(first, None, at(0)), None);
+        assert_eq!(elsewhere.grew(first, None, at(10)), None);
     }
 
     const ME: u64 = 77;

@@ -107,6 +107,9 @@ pub enum Event {
     LinkFoundAlive,
     /// A neighbour liveness took for dead linked again as the same process: it was alive.
     LinkDownFoundAlive,
+    /// A link the silence watch would have taken for dead, kept: its neighbour's process ran
+    /// on this machine during the silence (`crate::link`).
+    LinkSilenceHeld,
     /// A probe sent on a link: an IMMEDIATE_ACK its neighbour's QUIC answers at once (the
     /// liveness detector's, and the silence watch's). Counted apart ([`Stats::probe_sent`]):
     /// the denominator of false downs.
@@ -187,6 +190,7 @@ impl Event {
             Event::LinkSuspected => "link_suspected",
             Event::LinkFoundAlive => "link_found_alive",
             Event::LinkDownFoundAlive => "link_down_found_alive",
+            Event::LinkSilenceHeld => "link_silence_held",
             Event::LinkProbeSent => "link_probe_sent",
             Event::DialFailed => "dial_failed",
             Event::PeerRefusedTls => "peer_refused_tls",

@@ -88,6 +88,8 @@ fn publish(node: &Node) {
         .absolute(count(Event::LinkFoundAlive));
     counter!("cuberoute_links_found_alive_total", "after" => "down")
         .absolute(count(Event::LinkDownFoundAlive));
+    counter!("cuberoute_links_found_alive_total", "after" => "silence")
+        .absolute(count(Event::LinkSilenceHeld));
     let agreed = s.key_agreements();
     counter!("cuberoute_key_agreements_total", "side" => "seal").absolute(agreed.to_seal);
     counter!("cuberoute_key_agreements_total", "side" => "open").absolute(agreed.to_open);
