@@ -1039,6 +1039,7 @@ impl Link {
                 rtt: connection.rtt(),
                 health: liveness.health.score(),
                 neighbour_waited: process.waited_for_cpu(),
+                neighbour_runnable: process.is_runnable(),
             });
             match step.verdict {
                 Verdict::Same => {}

@@ -174,6 +174,11 @@ pub struct Look {
     /// on this machine ([`crate::exits::Watch::waited_for_cpu`]): silence it spent waiting
     /// in the machine's run queues is not counted against it.
     pub neighbour_waited: Option<Duration>,
+    /// Whether the neighbour's process, on this machine, is running or waiting for a CPU or
+    /// the disk now ([`crate::exits::Watch::is_runnable`]): the kernel adds a wait for a CPU
+    /// to `neighbour_waited` only once it ends, so a neighbour waiting seconds for its turn
+    /// shows it only here. It is not taken for dead while so.
+    pub neighbour_runnable: bool,
 }
 
 /// What the detector concluded at a look.
@@ -303,8 +308,9 @@ impl Detector {
             } else {
                 Verdict::Same
             }
-        } else if silent >= limit * SILENT_AT_MOST
-            || (!late && silent >= limit && suspected_for >= self.settings.interval)
+        } else if !look.neighbour_runnable
+            && (silent >= limit * SILENT_AT_MOST
+                || (!late && silent >= limit && suspected_for >= self.settings.interval))
         {
             Verdict::Down(format!(
                 "nothing heard from the neighbour for {} ms{} (detection time {} ms: {} x {} ms{})",
@@ -363,6 +369,7 @@ mod tests {
             rtt: Duration::from_millis(1),
             health: 0,
             neighbour_waited: None,
+            neighbour_runnable: false,
         }
     }
 
@@ -506,6 +513,22 @@ mod tests {
         let (at, why) = drive(&half).expect("down");
         assert_eq!(at, Duration::from_millis(2400));
         assert!(why.contains("of it waiting for a CPU"), "{why}");
+        // Waiting for a CPU at every look (a wait the kernel counts only once it ends): never.
+        let mut d = Detector::new(settings(), true, start, 0);
+        let mut at = d.first();
+        while at < start + Duration::from_secs(60) {
+            let step = d.look(Look {
+                neighbour_runnable: true,
+                ..look(at, heard(at))
+            });
+            assert!(!matches!(step.verdict, Verdict::Down(_)), "{step:?}");
+            at = step.next;
+        }
+        // ...and once it is not, as below.
+        assert!(matches!(
+            d.look(look(at, heard(at))).verdict,
+            Verdict::Down(_)
+        ));
         // Not waiting at all (sleeping: partitioned off, or hung), or elsewhere: as before.
         for waited in [
             &(|_| Some(Duration::from_secs(100))) as &dyn Fn(Instant) -> Option<Duration>,
