@@ -241,22 +241,25 @@ fn a_silent_neighbour_whose_process_runs_is_kept_and_a_stopped_one_is_not() {
             .as_u64()
             .unwrap_or(0)
     };
-    // Node 1 loses everything; node 0 writes frames to it (its copy of each set to 1, clear:
-    // no handshake first).
-    cluster.ok(&["chaos", "net", "--node", "1", "--loss", "100%"]);
-    let kept = within(Duration::from_secs(20), || {
+    // A set from node 0, clear (no handshake first): node 0 writes its copy to `to` on the link.
+    let send_from_0 = |to: &str| {
         cuberoute(&[
             "send",
             "--from",
             "0",
             "--to",
-            "1",
+            to,
             "--message",
             "x",
             "--clear",
             "--dir",
             cluster.path_str(),
-        ]);
+        ])
+    };
+    // Node 1 loses everything; node 0 writes frames to it.
+    cluster.ok(&["chaos", "net", "--node", "1", "--loss", "100%"]);
+    let kept = within(Duration::from_secs(20), || {
+        send_from_0("1");
         held(&cluster) >= 2
     });
     assert!(kept.is_some(), "{}", cluster.status());
@@ -276,18 +279,7 @@ fn a_silent_neighbour_whose_process_runs_is_kept_and_a_stopped_one_is_not() {
     // Read before the neighbour continues: it links again at once.
     let mut said = None;
     within(Duration::from_secs(20), || {
-        cuberoute(&[
-            "send",
-            "--from",
-            "0",
-            "--to",
-            "2",
-            "--message",
-            "x",
-            "--clear",
-            "--dir",
-            cluster.path_str(),
-        ]);
+        send_from_0("2");
         let link = cluster.link(0, 2);
         if link["up"] == false {
             said = Some(link["down"].as_str().unwrap_or_default().to_string());

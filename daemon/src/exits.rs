@@ -65,18 +65,21 @@ impl Watch {
     /// neighbour waits its turn, it is not dead. The pidfd holds the process, so the id is
     /// its own until the exit, which ends the link.
     pub fn waited_for_cpu(&self) -> Option<Duration> {
-        match self {
-            Watch::Watching(w) => waited_for_cpu(w.pid),
-            _ => None,
-        }
+        self.cpu().map(|cpu| cpu.waited)
     }
 
-    /// How long the watched process has run on a CPU since it started (`None` unless it is
-    /// watched), from the same line: a neighbour that runs is neither dead nor hung, whatever
-    /// its silence (`crate::link`, the silence watch).
-    pub fn ran_on_cpu(&self) -> Option<Duration> {
+    /// How long the watched process has run on a CPU since it started, and waited for one
+    /// (`None` unless it is watched), from one read of the same line: a neighbour that runs is
+    /// neither dead nor hung, whatever its silence (`crate::link`, the silence watch).
+    pub fn cpu(&self) -> Option<Cpu> {
         match self {
-            Watch::Watching(w) => schedstat(w.pid, 0),
+            Watch::Watching(w) => {
+                let text = std::fs::read_to_string(format!("/proc/{}/schedstat", w.pid)).ok()?;
+                Some(Cpu {
+                    ran: parse_schedstat(&text, 0)?,
+                    waited: parse_schedstat(&text, 1)?,
+                })
+            }
             _ => None,
         }
     }
@@ -91,15 +94,11 @@ impl Watch {
     }
 }
 
-fn waited_for_cpu(pid: u32) -> Option<Duration> {
-    schedstat(pid, 1)
-}
-
-fn schedstat(pid: u32, field: usize) -> Option<Duration> {
-    parse_schedstat(
-        &std::fs::read_to_string(format!("/proc/{pid}/schedstat")).ok()?,
-        field,
-    )
+/// A watched process's time on a CPU, and waiting for one, since it started.
+#[derive(Clone, Copy, Debug)]
+pub struct Cpu {
+    pub ran: Duration,
+    pub waited: Duration,
 }
 
 /// One of `schedstat`'s three numbers: 0, nanoseconds spent running on a CPU; 1, waiting on a
@@ -304,8 +303,8 @@ mod tests {
             "its run-queue wait is read"
         );
         assert!(Watch::Elsewhere.waited_for_cpu().is_none());
-        assert!(watching.ran_on_cpu().is_some(), "its time on a CPU is read");
-        assert!(Watch::Elsewhere.ran_on_cpu().is_none());
+        assert!(watching.cpu().is_some(), "its time on a CPU is read");
+        assert!(Watch::Elsewhere.cpu().is_none());
         // Runnable while it starts, then asleep in sleep(1).
         let mut asleep = false;
         for _ in 0..200 {

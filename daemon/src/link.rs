@@ -927,10 +927,11 @@ impl Link {
             }
             let limit = silence_limit(connection.rtt());
             let silent_since = since.max(heard.at);
+            let cpu = process.cpu();
             let starved = waited_since
-                .grew(silent_since, process.waited_for_cpu(), now)
+                .grew(silent_since, cpu.map(|c| c.waited), now)
                 .map_or(Duration::ZERO, |(waited, _)| waited);
-            let ran = ran_since.grew(silent_since, process.ran_on_cpu(), now);
+            let ran = ran_since.grew(silent_since, cpu.map(|c| c.ran), now);
             // A neighbour watched on this machine is judged only once half a limit of the
             // silence was watched: a first look after the deadline (this node was late) knows
             // nothing of what the neighbour did.

@@ -146,12 +146,15 @@ impl Default for SessionLimits {
 }
 
 impl SessionLimits {
-    /// How long the Init of attempt `attempt` (from 1) waits for its answer when no round trip
-    /// was measured: the timeout, doubled at each attempt after the first, at most
-    /// [`MAX_BACKOFF`] times it.
-    pub fn wait_after_us(&self, attempt: u32) -> u64 {
-        let timeout = self.handshake_timeout_us;
-        backoff(timeout, attempt, timeout.saturating_mul(MAX_BACKOFF))
+    /// How long the Init of attempt `attempt` (from 1) of a handshake whose first Init waits
+    /// `first_us` waits for its answer: twice the last at each attempt after the first, at most
+    /// [`MAX_BACKOFF`] times the timeout (or the first, if longer).
+    pub fn wait_after_us(&self, first_us: u64, attempt: u32) -> u64 {
+        let doublings = attempt.saturating_sub(1).min(16);
+        let longest = self.handshake_timeout_us.saturating_mul(MAX_BACKOFF);
+        first_us
+            .saturating_mul(1 << doublings)
+            .min(longest.max(first_us))
     }
 
     /// How old session `id` is when its renewal starts: between a half and three quarters of
@@ -212,15 +215,6 @@ impl SessionLimits {
 /// The longest an Init waits for its answer, in handshake timeouts (unless the round trip
 /// measured is longer).
 pub const MAX_BACKOFF: u64 = 32;
-
-/// The wait of attempt `attempt` (from 1) of a handshake whose first waits `first_us`: twice
-/// the last at each attempt, at most `longest_us` (or the first, if longer).
-fn backoff(first_us: u64, attempt: u32, longest_us: u64) -> u64 {
-    let doublings = attempt.saturating_sub(1).min(16);
-    first_us
-        .saturating_mul(1 << doublings)
-        .min(longest_us.max(first_us))
-}
 
 /// Why a sealed message was refused.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Debug, thiserror::Error)]
@@ -744,18 +738,14 @@ impl Sessions {
     /// How long the Init of attempt `attempt` waits for its answer: the limits' timeout, or the
     /// smoothed round trip and four deviations of the handshakes answered if longer (at most
     /// [`MAX_BACKOFF`] times the timeout: one slow answer does not stall the rest), doubled at
-    /// each attempt after the first ([`backoff`]).
+    /// each attempt after the first ([`SessionLimits::wait_after_us`]).
     fn wait_after_us(&self, attempt: u32) -> u64 {
         let timeout = self.limits.handshake_timeout_us.max(1);
         let measured = self.srtt_us.map_or(0, |(srtt, var)| {
             srtt.saturating_add(var.saturating_mul(4))
                 .min(timeout.saturating_mul(MAX_BACKOFF))
         });
-        backoff(
-            timeout.max(measured),
-            attempt,
-            timeout.saturating_mul(MAX_BACKOFF),
-        )
+        self.limits.wait_after_us(timeout.max(measured), attempt)
     }
 
     /// Start a handshake with `peer` unless one is in flight: the Init to send (its first
