@@ -626,18 +626,20 @@ pub fn print_report(r: &chaos::report::Report) {
             o.acked, o.expired, o.expired_but_delivered, o.refused, o.unsettled
         );
     }
-    for lost in &r.lost {
-        println!(
-            "  lost: {:?} {} -> {} seq {} sent at {} µs: {}{}",
-            lost.phase,
-            lost.from,
-            lost.to,
-            lost.seq,
-            lost.sent_at_us,
-            lost.outcome,
-            lost.attempts
-                .map_or(String::new(), |a| format!(" after {a} attempts"))
-        );
+    for (label, sets) in [("lost", &r.lost), ("unsettled", &r.unsettled)] {
+        for set in sets {
+            println!(
+                "  {label}: {:?} {} -> {} seq {} sent at {} µs: {}{}",
+                set.phase,
+                set.from,
+                set.to,
+                set.seq,
+                set.sent_at_us,
+                set.outcome,
+                set.attempts
+                    .map_or(String::new(), |a| format!(" after {a} attempts"))
+            );
+        }
     }
     if !r.relays.is_empty() {
         println!(

@@ -187,6 +187,21 @@ fn the_reliable_set_lost_under_sustained_faults_arrives() {
     );
 }
 
+/// The seed CI found (2026-12-04): on HHC(2), node 58 kept one live link (node 42 crashed, link
+/// 58-59 cut), so the acknowledgements of its set to node 50 had one path back, of several
+/// corrupting hops. The set arrived at its second send, and five acknowledgements in a row were
+/// lost: its source heard at the seventh, more than the 5 s after delivery the client then
+/// waited for the source's word, and the run called the set unsettled. A client now waits for
+/// that word as long as its wait for the set had left (for a chaos run, the set's life).
+#[test]
+fn a_set_whose_acknowledgements_are_lost_again_and_again_is_still_settled() {
+    let r = reliable_sets_survive_sustained_faults("hhc:2", 986034, "30s", &[]);
+    assert_eq!(r["crashed"], serde_json::json!([42]), "{r}");
+    assert_eq!(r["cut"], serde_json::json!([[58, 59]]), "{r}");
+    assert!(r["attempts"]["max"].as_u64().unwrap() >= 7, "{r}");
+    assert_eq!(r["unsettled"], serde_json::json!([]), "{r}");
+}
+
 proptest! {
     #![proptest_config(ProptestConfig {
         cases: 2,

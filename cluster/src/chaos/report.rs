@@ -115,6 +115,8 @@ pub struct Report {
     pub reliable: ReliableOutcomes,
     /// The sets no client got (the first 100), each with what became of it.
     pub lost: Vec<LostSet>,
+    /// Reliable sets a client got whose source never said how they ended (the first 100).
+    pub unsettled: Vec<LostSet>,
     /// The relays that captured or forged during the faults.
     pub relays: Vec<u64>,
     /// Payloads the capturing relays kept, and how many of them hold the payload of their
@@ -346,6 +348,17 @@ impl Report {
             lost: results
                 .iter()
                 .filter(|r| r.delivered == 0)
+                .take(LOST_LISTED)
+                .map(|r| lost_set(r, config.mode))
+                .collect(),
+            unsettled: results
+                .iter()
+                .filter(|r| {
+                    config.mode.reliable
+                        && r.delivered > 0
+                        && r.settlement.is_none()
+                        && r.refused.is_none()
+                })
                 .take(LOST_LISTED)
                 .map(|r| lost_set(r, config.mode))
                 .collect(),

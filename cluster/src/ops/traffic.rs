@@ -6,7 +6,7 @@ use cuberoute_daemon::client::ClientError;
 use cuberoute_protocol::NodeId;
 use cuberoute_protocol::SendRequest;
 use cuberoute_protocol::delivery::{Mode, Settlement};
-use cuberoute_protocol::wire::control::{Delivery, Request, Response};
+use cuberoute_protocol::wire::control::{Delivery, MAX_WAIT_MS, Request, Response};
 use serde::Serialize;
 use std::time::Duration;
 
@@ -35,8 +35,10 @@ pub const DEFAULT_LIFE: Duration = Duration::from_secs(120);
 
 pub use cuberoute_daemon::config::MAX_LIFE;
 
-/// How long a waiting client then waits for the source's word on a reliable set: its
-/// acknowledgement's way back, or its deadline's timer.
+/// How long a waiting client waits at least, after the set arrived, for the source's word on a
+/// reliable set: its acknowledgement's way back, or its deadline's timer. Otherwise it waits
+/// as long as the wait for the set had left: a chaos run, which waits a reliable set's whole
+/// life, hears how every set ended, however many acknowledgements were lost on the way back.
 const SETTLEMENT_WAIT: Duration = Duration::from_secs(5);
 
 /// One destination, or several (a source-routed multicast).
@@ -167,6 +169,7 @@ impl ClusterClient {
         };
         let mode = options.mode;
         let payload_bytes = payload.len() as u64;
+        let started = tokio::time::Instant::now();
         let life = options.life.unwrap_or(DEFAULT_LIFE);
         let ask = Request::Send {
             request,
@@ -201,10 +204,10 @@ impl ClusterClient {
             // acknowledgement may still be on its way back), or given up at its deadline,
             // which has passed by now if the set never arrived. A source that cannot be asked
             // leaves it unsettled in the report.
-            Some(_) if mode.reliable => self
-                .settled(from, set, SETTLEMENT_WAIT)
-                .await
-                .unwrap_or(None),
+            Some(wait) if mode.reliable => {
+                let until = (started + wait).max(tokio::time::Instant::now() + SETTLEMENT_WAIT);
+                self.settled_by(from, set, until).await
+            }
             _ => None,
         };
         let mut report = report(from, to, k, seq, &copy_to, many, deliveries);
@@ -298,6 +301,28 @@ impl ClusterClient {
         match self.request(from, &request).await? {
             Response::Settled(settled) => Ok(settled),
             other => Err(unexpected(from, other)),
+        }
+    }
+
+    /// How the reliable set (`from`, `seq`, sent at `sent_at_us`) ended, asked until `until` (in
+    /// requests no longer than a node waits for one); `None` if it had not settled by then, or
+    /// its source could not be asked.
+    async fn settled_by(
+        &self,
+        from: NodeId,
+        set: (u64, u64),
+        until: tokio::time::Instant,
+    ) -> Option<Settlement> {
+        loop {
+            let left = until.saturating_duration_since(tokio::time::Instant::now());
+            let ask = left.min(Duration::from_millis(u64::from(MAX_WAIT_MS)));
+            let asked = tokio::time::Instant::now();
+            match self.settled(from, set, ask).await {
+                Ok(Some(settled)) => return Some(settled),
+                // A node answers `None` once the wait is over: ask again while time is left.
+                Ok(None) if ask < left && asked.elapsed() >= ask => continue,
+                _ => return None,
+            }
         }
     }
 
