@@ -84,11 +84,13 @@ impl Watch {
         }
     }
 
-    /// Whether the watched process is running, waiting for a CPU or for the disk now (`false`
-    /// unless it is watched): alive, and waiting on nothing but its turn.
+    /// Whether a thread of the watched process is running, waiting for a CPU or for the disk
+    /// now (`false` unless it is watched): alive, and waiting on nothing but its turn. Its main
+    /// thread is read first; the others only if that one sleeps (a main thread waiting on a
+    /// lock that its store's writer holds in the disk sleeps, and its process is not hung).
     pub fn is_runnable(&self) -> bool {
         match self {
-            Watch::Watching(w) => runnable(w.pid).unwrap_or(false),
+            Watch::Watching(w) => runnable(w.pid).unwrap_or(false) || any_thread_runnable(w.pid),
             _ => false,
         }
     }
@@ -207,7 +209,23 @@ fn stat_field(stat: &str, n: usize) -> Option<&str> {
 /// shows neither time run nor time waited until then, only this.
 fn runnable(pid: u32) -> Option<bool> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    Some(matches!(stat_field(&stat, 3)?, "R" | "D"))
+    Some(is_runnable_state(&stat))
+}
+
+/// Whether a `stat` line's state is `R` or `D`.
+fn is_runnable_state(stat: &str) -> bool {
+    matches!(stat_field(stat, 3), Some("R" | "D"))
+}
+
+/// Whether any thread of process `pid` is running, waiting for a CPU or for the disk
+/// (`/proc/PID/task/TID/stat`).
+fn any_thread_runnable(pid: u32) -> bool {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return false;
+    };
+    tasks.flatten().any(|task| {
+        std::fs::read_to_string(task.path().join("stat")).is_ok_and(|stat| is_runnable_state(&stat))
+    })
 }
 
 #[cfg(test)]
@@ -275,6 +293,31 @@ mod tests {
                 ..own
             }
         ));
+    }
+
+    /// A process whose main thread sleeps while another thread runs is runnable: a daemon's
+    /// main thread waiting on a lock its store's writer holds in the disk is not hung.
+    #[test]
+    fn a_process_is_runnable_while_any_of_its_threads_runs() {
+        let spin = "import threading, time\n\
+                    threading.Thread(target=lambda: [0 for _ in iter(int, 1)], daemon=True).start()\n\
+                    time.sleep(30)";
+        let mut child = std::process::Command::new("python3")
+            .args(["-c", spin])
+            .spawn()
+            .expect("python3 runs (it is on every machine of this project's kind)");
+        let pid = child.id();
+        let seen = (0..300).any(|_| {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+            runnable(pid) == Some(false) && any_thread_runnable(pid)
+        });
+        child.kill().unwrap();
+        child.wait().unwrap();
+        assert!(seen, "the main thread asleep, the other one running");
+        assert!(
+            !any_thread_runnable(pid),
+            "an exited process has no threads"
+        );
     }
 
     #[tokio::test]

@@ -1026,6 +1026,7 @@ impl Link {
         let mut detector =
             Detector::new(liveness.settings, self.dials(), Instant::now(), received());
         let mut due = detector.first();
+        let mut last_received = received();
         loop {
             tokio::time::sleep_until(due).await;
             io_counts::link_timer_fired();
@@ -1033,14 +1034,18 @@ impl Link {
             liveness
                 .health
                 .woke(now.saturating_duration_since(due) > liveness::LATE);
+            // Whether the neighbour's process runs matters only to a look that heard nothing:
+            // its threads are read then, not at every look.
+            let count = received();
+            let heard = std::mem::replace(&mut last_received, count) != count;
             let step = detector.look(liveness::Look {
                 now,
                 due,
-                received: received(),
+                received: count,
                 rtt: connection.rtt(),
                 health: liveness.health.score(),
                 neighbour_waited: process.waited_for_cpu(),
-                neighbour_runnable: process.is_runnable(),
+                neighbour_runnable: !heard && process.is_runnable(),
             });
             match step.verdict {
                 Verdict::Same => {}
