@@ -118,10 +118,11 @@ pub fn up_summary(up: &Up, what: &str) -> anyhow::Result<()> {
         what,
         up.phases.total(),
         up.cpu.as_ref().map(|cpu| (&up.phases, cpu)),
-    )
+    )?;
+    commands(&up.dir, up.topology, None)
 }
 
-/// Print how to use a cluster that is up.
+/// Print what came up: the cluster, its phases and its nodes' addresses.
 pub fn summary(
     dir: &ClusterDir,
     topology: Topology,
@@ -140,11 +141,6 @@ pub fn summary(
     let host = |addr: &str| addr.rsplit_once(':').map_or(addr, |(h, _)| h).to_string();
     let port = |addr: &str| addr.rsplit_once(':').map_or("", |(_, p)| p).to_string();
     let d = dir.display();
-    let far = topology
-        .nodes()
-        .max_by_key(|&v| topology.distance(first.id, v))
-        .expect("a topology has nodes");
-    let name = |v| topology.format_node(v);
     println!(
         "cluster {topology} is up in {:.1} s: {} {what}, {links} links, in {d}",
         elapsed.as_secs_f64(),
@@ -162,16 +158,37 @@ pub fn summary(
         port(&first.control),
         first.metrics.as_deref().map(port).unwrap_or_default(),
     );
+    Ok(())
+}
+
+/// Print the commands that use a cluster that is up: a send from its first node to `pair`'s
+/// other end (by default the farthest from it), and the rest.
+pub fn commands(
+    dir: &ClusterDir,
+    topology: Topology,
+    pair: Option<(NodeId, NodeId)>,
+) -> anyhow::Result<()> {
+    let manifest = cuberoute_daemon::manifest::Manifest::load(&dir.manifest())?;
+    let first = manifest.nodes[0].id;
+    let (from, far) = pair.unwrap_or_else(|| {
+        let far = topology
+            .nodes()
+            .max_by_key(|&v| topology.distance(first, v))
+            .expect("a topology has nodes");
+        (first, far)
+    });
+    let name = |v| topology.format_node(v);
+    let d = dir.display();
     println!(
         "  send:    cuberoute send --dir {d} --from {} --to {} --message hello --wait",
-        name(first.id),
+        name(from),
         name(far)
     );
     println!("  recv:    cuberoute recv --dir {d} --node {}", name(far));
     println!("  status:  cuberoute cluster status --dir {d}");
     println!(
-        "  logs:    cuberoute cluster logs --dir {d} {}",
-        name(first.id)
+        "  logs:    cuberoute cluster logs --dir {d} --node {}",
+        name(from)
     );
     println!("  down:    cuberoute cluster down --dir {d}");
     Ok(())
@@ -442,13 +459,9 @@ fn print_ends(delivery: &str, e: &cuberoute_cluster::chaos::ends::EndsReport) {
         "  read from the store on {} nodes, from the output buffer on {}",
         e.nodes_consumed_from_store, e.nodes_read_from_output
     );
-    for l in &e.lost {
+    if !e.lost.is_empty() {
         println!(
-            "  lost: {} -> {} seq {} ({})",
-            l.from,
-            l.to,
-            l.seq,
-            l.settled.as_deref().unwrap_or("source could not tell")
+            "  the sets lost, one by one (the first 20): `ends.lost` in the JSON report (--json, or --report DIR)"
         );
     }
 }
@@ -461,10 +474,18 @@ pub fn print_report(r: &chaos::report::Report) {
             100.0 * a as f64 / b as f64
         }
     };
+    let faults: Vec<&str> = r.faults.iter().map(|f| f.name()).collect();
     println!(
-        "chaos run on {} (seed {}), faults {:?}",
-        r.topology, r.seed, r.faults
+        "chaos run on {} (seed {}), faults: {}; delivery {}",
+        r.topology,
+        r.seed,
+        faults.join(", "),
+        r.delivery
     );
+    println!("{}", r.verdict.line());
+    for allowed in &r.verdict.allowed {
+        println!("  allowed: {allowed}");
+    }
     if let Some(e) = &r.ends {
         print_ends(&r.delivery, e);
         return;
@@ -573,9 +594,9 @@ pub fn print_report(r: &chaos::report::Report) {
     }
     if !r.crashed.is_empty() || !r.cut.is_empty() {
         println!(
-            "  crashed {:?}, cut {:?}; every link up again {}",
-            r.crashed,
-            r.cut,
+            "  crashed: {}; cut: {}; every link up again {}",
+            listed(&r.crashed, |n| n.to_string()),
+            listed(&r.cut, |(a, b)| format!("{a}-{b}")),
             r.rejoin_ms
                 .map_or("NOT within 60 s".to_string(), |ms| format!(
                     "{ms:.0} ms after the restart"
@@ -626,25 +647,17 @@ pub fn print_report(r: &chaos::report::Report) {
             o.acked, o.expired, o.expired_but_delivered, o.refused, o.unsettled
         );
     }
-    for (label, sets) in [("lost", &r.lost), ("unsettled", &r.unsettled)] {
-        for set in sets {
-            println!(
-                "  {label}: {:?} {} -> {} seq {} sent at {} µs: {}{}",
-                set.phase,
-                set.from,
-                set.to,
-                set.seq,
-                set.sent_at_us,
-                set.outcome,
-                set.attempts
-                    .map_or(String::new(), |a| format!(" after {a} attempts"))
-            );
-        }
+    if !r.lost.is_empty() || !r.unsettled.is_empty() {
+        println!(
+            "  the sets lost and unsettled, one by one (the first 100 of each): `lost` and `unsettled` in the JSON report (--json, or --report DIR)"
+        );
     }
     if !r.relays.is_empty() {
         println!(
-            "  relays {:?}: {} payloads captured, {} of them holding their payload or an 8-byte run of it",
-            r.relays, r.captured, r.leaked
+            "  relays {}: {} payloads captured, {} of them holding their payload or an 8-byte run of it",
+            listed(&r.relays, |n| n.to_string()),
+            r.captured,
+            r.leaked
         );
         let f = &r.forgeries;
         if f.payload + f.header + f.source + f.attempt + f.replayed > 0 {
@@ -669,10 +682,29 @@ pub fn print_report(r: &chaos::report::Report) {
             String::new()
         }
     );
+    let drops: Vec<String> = r
+        .drops
+        .iter()
+        .map(|(why, n)| format!("{why} {n}"))
+        .collect();
     println!(
-        "  drops: {:?}; output entries overwritten before a client read them: {}",
-        r.drops, r.output_overwritten
+        "  drops: {}; output entries overwritten before a client read them: {}",
+        if drops.is_empty() {
+            "none".to_string()
+        } else {
+            drops.join(", ")
+        },
+        r.output_overwritten
     );
+}
+
+/// Node ids, or links as `a-b`, as a list in words.
+fn listed<T>(items: &[T], show: impl Fn(&T) -> String) -> String {
+    if items.is_empty() {
+        "none".to_string()
+    } else {
+        items.iter().map(show).collect::<Vec<_>>().join(", ")
+    }
 }
 
 /// The study's table, one line per cell.

@@ -62,7 +62,8 @@ fn overwriting_every_process_every_10ms_changes_nothing() {
         report["state_corruptions"].as_u64().unwrap() > 32 * 400,
         "{report}"
     );
-    // Nothing lost, nothing changed: every copy, on its constructed path.
+    // Nothing lost, nothing changed: every copy, on its constructed path; the verdict says so.
+    assert_eq!(report["verdict"]["valid"], true, "{}", report["verdict"]);
     assert_eq!(
         report["copies_delivered"], report["copies_expected"],
         "{report}"

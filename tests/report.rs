@@ -290,8 +290,29 @@ fn a_simulated_runs_page_shows_its_sets_and_fault_windows() {
 
     let mut page = Browser::open(&browser, &file_url(&dir.path().join("report.html")));
     page.wait_for(
-        "document.readyState == 'complete' && !!document.querySelector('svg#paths')",
+        "document.readyState == 'complete' && !!document.querySelector('svg#latency')",
         Duration::from_secs(15),
+    );
+    // The verdict comes first, above everything else, and says what the JSON says.
+    let verdict = page.eval(
+        "(() => { const v = document.getElementById('verdict'); \
+         const first = document.querySelector('main > :not(h1)'); \
+         return { class: v.className, text: v.innerText, first: first === v }; })()",
+    );
+    eprintln!("verdict: {verdict}");
+    assert_eq!(verdict["first"], true, "{verdict}");
+    let valid = run["verdict"]["valid"].as_bool().unwrap();
+    assert_eq!(verdict["class"], if valid { "valid" } else { "invalid" });
+    assert!(
+        verdict["text"]
+            .as_str()
+            .unwrap()
+            .starts_with(if valid { "Valid" } else { "Invalid" }),
+        "{verdict}"
+    );
+    assert!(
+        valid,
+        "plain sets lost to loss and a partition are allowed: {run}"
     );
     let circles = page
         .eval("document.querySelectorAll('#latency circle').length")

@@ -36,6 +36,8 @@ fn replayable(mut report: Value) -> Value {
 /// that the checksum does not cover shows as a mismatch), and after the faults every set
 /// arrives whole.
 fn always(r: &Value) {
+    // The verdict checks all of this, and the promises of the run's faults and mode.
+    assert_eq!(r["verdict"]["valid"], true, "{}: {r}", r["verdict"]);
     assert_eq!(r["corrupted_delivered_to_client"], 0, "{r}");
     let after = &r["phases"]["after_faults"];
     assert_eq!(after["copies_delivered"], after["copies_expected"], "{r}");
@@ -401,6 +403,7 @@ proptest! {
         prop_assert_eq!(&r["acked_lost"], 0, "{}", r);
         prop_assert_eq!(&r["duplicates_to_client"], 0, "{}", r);
         prop_assert_eq!(&r["ends"]["wrong_to_client"], 0, "{}", r);
+        prop_assert_eq!(&r["verdict"]["valid"], true, "{}", r);
     }
 }
 
@@ -412,4 +415,19 @@ fn without_a_store_the_ends_crashing_lose_or_duplicate() {
     let lost = r["accepted_lost"].as_u64().unwrap();
     let twice = r["duplicates_to_client"].as_u64().unwrap();
     assert!(lost + twice > 0, "{r}");
+    // And the verdict, the report's first key, says so with those counts.
+    let verdict = &r["verdict"];
+    assert_eq!(verdict["valid"], false, "{verdict}");
+    let reasons: Vec<&str> = verdict["reasons"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    let said = |what: &str, n: u64| reasons.contains(&format!("{what}: {n}").as_str());
+    assert!(
+        (lost == 0 || said("accepted sets no consuming client took", lost))
+            && (twice == 0 || said("entries a consuming client took twice", twice)),
+        "{verdict}"
+    );
 }

@@ -36,3 +36,4 @@ pub mod scenario;
 pub mod schedule;
 pub mod sim;
 pub mod timeline;
+pub mod verdict;

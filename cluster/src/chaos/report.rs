@@ -9,10 +9,11 @@ use crate::chaos::judge::{Forgeries, HostLossOutcome, SetResult, Sweep};
 use crate::chaos::scenario::{Phase, RunConfig};
 use crate::chaos::schedule::{FaultKind, Schedule};
 use crate::chaos::timeline::{FaultWindow, Outcome, SetPoint, Timeline};
+use crate::chaos::verdict::Verdict;
 use crate::ops::percentiles::{Percentiles, serialize_whole_us};
 use cuberoute_protocol::delivery::{Mode, Settlement};
 use cuberoute_protocol::wire::control::NodeStatus;
-use cuberoute_protocol::{NodeId, SendRequest, Topology, flush_bound};
+use cuberoute_protocol::{NodeId, RouteKind, SendRequest, Topology, flush_bound};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -60,7 +61,9 @@ pub struct Recovery {
     /// delivered.
     pub max_hops: u32,
     pub max_ms: f64,
-    /// The bound B of docs/protocol.md.
+    /// The bound B of docs/protocol.md for the routes the run's packets could take: the
+    /// routing mode's, or the larger of it and source routes' where links could die (routes
+    /// around dead links are source routes).
     pub bound_hops: u32,
     pub packets_corrupted: u64,
     pub corrupted_dropped: u64,
@@ -69,9 +72,11 @@ pub struct Recovery {
     pub corrupted_again: u64,
 }
 
-/// The report. Its first keys are the schema.
+/// The report. It opens with its verdict; the keys after are the schema.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct Report {
+    /// Whether the run kept its promises, and the counts that decide it ([`crate::chaos::verdict`]).
+    pub verdict: Verdict,
     pub sets_sent: u64,
     pub copies_expected: u64,
     pub copies_delivered: u64,
@@ -133,8 +138,9 @@ pub struct Report {
     pub partitioned_links: u64,
     /// `loss`: the share of datagrams the network dropped during the faults.
     pub loss_rate: f64,
-    /// `crash-ends`: sets whose send was accepted and that no consuming client took, and of
-    /// those the ones acknowledged to their source (`None`: not checked by this run).
+    /// Sets whose send was accepted and that no client got (`crash-ends`: no consuming client
+    /// took), and of those the ones acknowledged to their source (`None`: a run of plain
+    /// sets).
     pub accepted_lost: Option<u64>,
     pub acked_lost: Option<u64>,
     /// `crash-ends`: the whole history's verdict.
@@ -256,9 +262,26 @@ impl Report {
             latency.entry(r.phase).or_default().extend(&r.latencies_us);
         }
         let total = |f: fn(&PhaseReport) -> u64| phases.values().map(f).sum::<u64>();
+        // The run's sets are node-to-node, all of one routing mode; but where a fault can take
+        // links down, sources route new sets, resends and acknowledgements around the links
+        // they know dead by source routes, whose bound is theirs.
+        let kind = SendRequest::to(NodeId(1)).kind(topology);
+        let links_die = [
+            FaultKind::Crash,
+            FaultKind::Cut,
+            FaultKind::Partition,
+            FaultKind::Loss,
+            FaultKind::Delay,
+            FaultKind::Host,
+        ]
+        .iter()
+        .any(|f| config.faults.contains(f));
         let mut recovery = Recovery {
-            // The run's sets are node-to-node, all of one routing mode.
-            bound_hops: flush_bound(topology, SendRequest::to(NodeId(1)).kind(topology)),
+            bound_hops: if links_die {
+                flush_bound(topology, kind).max(flush_bound(topology, RouteKind::Source))
+            } else {
+                flush_bound(topology, kind)
+            },
             ..Recovery::default()
         };
         let mut state_corruptions = 0;
@@ -370,8 +393,15 @@ impl Report {
             partition_bit: None,
             partitioned_links: 0,
             loss_rate: 0.0,
-            accepted_lost: None,
-            acked_lost: None,
+            accepted_lost: config
+                .mode
+                .reliable
+                .then(|| lost_where(results, |r| !r.failed && r.refused.is_none())),
+            acked_lost: config.mode.reliable.then(|| {
+                lost_where(results, |r| {
+                    matches!(r.settlement, Some(Settlement::Acked { .. }))
+                })
+            }),
             ends: None,
             ..Report::default()
         }
@@ -424,6 +454,14 @@ fn reliable_outcomes(results: &[SetResult]) -> ReliableOutcomes {
         }
     }
     outcomes
+}
+
+/// How many sets no client got that are `such`.
+fn lost_where(results: &[SetResult], such: impl Fn(&SetResult) -> bool) -> u64 {
+    results
+        .iter()
+        .filter(|r| r.delivered == 0 && such(r))
+        .count() as u64
 }
 
 fn lost_set(r: &SetResult, mode: Mode) -> LostSet {

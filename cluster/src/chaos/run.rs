@@ -38,6 +38,7 @@ use crate::chaos::report::{Report, timeline};
 use crate::chaos::scenario::{Harness, Phase, Progress, REJOIN_TIMEOUT, RunConfig, Runners};
 use crate::chaos::schedule::{self, FaultCounts, FaultKind, Partition, Schedule};
 use crate::chaos::timeline::{Opened, Windows};
+use crate::chaos::verdict;
 use crate::launch::layout::ClusterDir;
 use crate::ops::cluster_client::ClusterClient;
 use crate::ops::ready::{self, Readiness};
@@ -235,9 +236,23 @@ pub async fn run_with(
 ) -> anyhow::Result<Report> {
     let client = ClusterClient::open(dir)?;
     let ready = wait_until_allowed_and_ready(&client).await?;
-    if config.faults.contains(&FaultKind::CrashEnds) {
-        return crash_ends(&client, config, progress, harness).await;
-    }
+    let mut report = if config.faults.contains(&FaultKind::CrashEnds) {
+        crash_ends(&client, config, progress, harness).await?
+    } else {
+        run_phases(client, config, progress, harness, ready).await?
+    };
+    report.verdict = verdict::judge(&report, config);
+    Ok(report)
+}
+
+/// The three phases of a run, and its report.
+async fn run_phases(
+    client: ClusterClient,
+    config: &RunConfig,
+    progress: Arc<Mutex<Progress>>,
+    harness: &dyn Harness,
+    ready: Readiness,
+) -> anyhow::Result<Report> {
     let mut run = Run::start(client, config, harness, progress, ready).await;
     // 1. Fault-free, and let those sets finish, so that no fault touches them.
     run.traffic

@@ -31,9 +31,10 @@ const LEFT: u32 = 12;
 const Y_LABELS: u32 = 70;
 /// The right margin of the time charts holds their legend.
 const LEGEND_W: u32 = 190;
-/// The fault windows' names stand in rows above the plot, at most this many rows.
-const NAME_ROWS: usize = 3;
-const NAME_ROW_H: u32 = 15;
+/// The fault windows stand in lanes above the plot, at most this many.
+const MAX_LANES: usize = 6;
+/// A lane's height: the window's name above its strip.
+const LANE_H: u32 = 19;
 const FONT: &str = "sans-serif";
 
 pub fn outcome_colour(o: Outcome) -> RGBColor {
@@ -288,10 +289,11 @@ fn time_axis(timeline: &Timeline) -> Axis {
     }
 }
 
-/// The fault windows as SVG elements of their own over `chart`'s plot: a translucent band
-/// across the plot, its name above it in one of a few rows (a window for which no row has room
-/// keeps its band and its tooltip; the table names it).
-fn bands(chart: &Chart, windows: &[FaultWindow], colours: &[RGBColor], rows: usize) -> String {
+/// The fault windows as SVG elements of their own over `chart`'s plot: each in its own lane
+/// above the plot (a strip from its start to its end, with its name), and in the plot a faint
+/// band between dashed edges of its colour, so that windows that overlap stay apart. A window
+/// for which no lane had room keeps its band, its edges and its tooltip; the table names it.
+fn bands(chart: &Chart, windows: &[FaultWindow], colours: &[RGBColor], lanes: &Lanes) -> String {
     let (xs, ys) = chart.plotting_area().get_pixel_range();
     let x_range = chart.x_range();
     let y_top = chart.y_range().end;
@@ -300,9 +302,7 @@ fn bands(chart: &Chart, windows: &[FaultWindow], colours: &[RGBColor], rows: usi
         chart.backend_coord(&(s, y_top)).0
     };
     let mut out = String::from("<g class=\"fault-windows\">\n");
-    // Only the rows the frame left room for.
-    let mut row_ends = vec![i32::MIN; rows.clamp(1, NAME_ROWS)];
-    for (w, colour) in windows.iter().zip(colours) {
+    for ((w, colour), lane) in windows.iter().zip(colours).zip(&lanes.of) {
         if !(w.start_ms.is_finite() && w.end_ms.is_finite()) {
             continue;
         }
@@ -313,15 +313,17 @@ fn bands(chart: &Chart, windows: &[FaultWindow], colours: &[RGBColor], rows: usi
         let _ = writeln!(
             out,
             "<g class=\"fault-window\" data-what=\"{}\" data-place=\"{}\" data-mechanism=\"{}\" \
-             data-start-ms=\"{}\" data-end-ms=\"{}\">\
+             data-start-ms=\"{}\" data-end-ms=\"{}\" data-lane=\"{}\">\
              <title>{} at {}, {:.1} s to {:.1} s ({})</title>\n\
-             <rect x=\"{x0}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{c}\" fill-opacity=\"0.13\" \
-             stroke=\"{c}\" stroke-opacity=\"0.45\" stroke-width=\"1\"/>",
+             <rect x=\"{x0}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{c}\" fill-opacity=\"0.06\"/>\n\
+             <line x1=\"{x0}\" y1=\"{}\" x2=\"{x0}\" y2=\"{}\" stroke=\"{c}\" stroke-width=\"1.2\" stroke-dasharray=\"4 3\"/>\n\
+             <line x1=\"{x1}\" y1=\"{}\" x2=\"{x1}\" y2=\"{}\" stroke=\"{c}\" stroke-width=\"1.2\" stroke-dasharray=\"4 3\"/>",
             escape(&w.what),
             escape(&w.place),
             escape(&w.mechanism),
             w.start_ms,
             w.end_ms,
+            lane.map_or(String::new(), |l| l.to_string()),
             escape(&w.what),
             escape(&w.place),
             w.start_ms / 1000.0,
@@ -330,20 +332,25 @@ fn bands(chart: &Chart, windows: &[FaultWindow], colours: &[RGBColor], rows: usi
             ys.start,
             x1 - x0,
             ys.end - ys.start,
+            ys.start,
+            ys.end,
+            ys.start,
+            ys.end,
         );
-        // 6.6 px a character at 12 px is generous for sans-serif: names do not overlap.
-        let width = (name.chars().count() as f64 * 6.6) as i32 + 12;
-        let label_x = x0.max(xs.start);
-        if let Some(row) = row_ends.iter().position(|end| *end < label_x) {
-            row_ends[row] = label_x + width;
-            let y = ys.start - 5 - row as i32 * NAME_ROW_H as i32;
+        if let Some(lane) = lane {
+            // Lane 0 is the nearest the plot.
+            let top = ys.start - 3 - (*lane as i32 + 1) * LANE_H as i32;
             let _ = writeln!(
                 out,
-                "<line x1=\"{x0}\" y1=\"{y}\" x2=\"{x0}\" y2=\"{}\" stroke=\"{c}\" stroke-width=\"1\"/>\n\
-                 <text class=\"fault-name\" x=\"{}\" y=\"{y}\" font-family=\"{FONT}\" \
+                "<rect class=\"lane\" x=\"{x0}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{c}\" \
+                 fill-opacity=\"0.85\"/>\n\
+                 <text class=\"fault-name\" x=\"{}\" y=\"{}\" font-family=\"{FONT}\" \
                  font-size=\"12\" fill=\"{c}\">{}</text>",
-                ys.start,
-                label_x + 4,
+                top + LANE_H as i32 - 6,
+                x1 - x0,
+                4,
+                x0.max(xs.start) + 2,
+                top + LANE_H as i32 - 9,
                 escape(&name),
             );
         }
@@ -365,22 +372,40 @@ fn empty(chart: &Chart, why: &str) -> String {
     )
 }
 
-/// How many rows the windows' names take, at most [`NAME_ROWS`] (at least one: the space
-/// stays the same whether a run had faults or not).
-fn name_rows(windows: &[FaultWindow], x: &Axis) -> usize {
-    let plot_w = (WIDTH - LEFT - Y_LABELS - LEGEND_W) as f64;
-    let per_s = plot_w / (x.range.end - x.range.start).max(f64::MIN_POSITIVE);
-    let mut row_ends = [f64::MIN; NAME_ROWS];
-    let mut rows = 1;
-    for w in windows {
-        let x0 = w.start_ms.min(w.end_ms) / 1000.0 * per_s;
-        let width = (w.what.chars().count() + w.place.chars().count() + 3) as f64 * 6.6 + 12.0;
-        if let Some(row) = row_ends.iter().position(|end| *end < x0) {
-            row_ends[row] = x0 + width;
-            rows = rows.max(row + 1);
-        }
+/// Which lane above the plot each fault window takes: the first, from the plot outwards,
+/// where the window before it (its strip and its name) ended before it starts, so that windows
+/// that overlap in time or in name are in lanes of their own; at most [`MAX_LANES`].
+struct Lanes {
+    of: Vec<Option<usize>>,
+    count: usize,
+}
+
+impl Lanes {
+    fn of(windows: &[FaultWindow], x: &Axis) -> Lanes {
+        let plot_w = (WIDTH - LEFT - Y_LABELS - LEGEND_W) as f64;
+        let per_s = plot_w / (x.range.end - x.range.start).max(f64::MIN_POSITIVE);
+        let at = |ms: f64| (ms / 1000.0 - x.range.start) * per_s;
+        let mut ends = [f64::MIN; MAX_LANES];
+        let mut count = 1;
+        let of = windows
+            .iter()
+            .map(|w| {
+                let x0 = at(w.start_ms.min(w.end_ms));
+                let name = (w.what.chars().count() + w.place.chars().count() + 3) as f64 * 6.6;
+                let end = at(w.end_ms.max(w.start_ms)).max(x0 + name + 12.0);
+                let lane = ends.iter().position(|e| *e < x0)?;
+                ends[lane] = end;
+                count = count.max(lane + 1);
+                Some(lane)
+            })
+            .collect();
+        Lanes { of, count }
     }
-    rows
+
+    /// The margin above the plot that the lanes take.
+    fn top(&self) -> u32 {
+        10 + self.count as u32 * LANE_H
+    }
 }
 
 /// A legend entry's marker, as the legend draws it at `(x, y)`.
@@ -448,7 +473,7 @@ pub struct LatencyDrawn {
 /// Chart 1: the latency of every set over time.
 pub fn latency(timeline: &Timeline, colours: &[RGBColor]) -> anyhow::Result<LatencyDrawn> {
     let x = time_axis(timeline);
-    let rows = name_rows(&timeline.windows, &x);
+    let lanes = Lanes::of(&timeline.windows, &x);
     let sets: Vec<_> = timeline
         .sets
         .iter()
@@ -514,7 +539,7 @@ pub fn latency(timeline: &Timeline, colours: &[RGBColor]) -> anyhow::Result<Late
         id: "latency",
         label: "latency of every set over time".into(),
         height: 470,
-        top: 10 + rows as u32 * NAME_ROW_H,
+        top: lanes.top(),
         right: LEGEND_W,
         x_grid: true,
         x,
@@ -575,7 +600,7 @@ pub fn latency(timeline: &Timeline, colours: &[RGBColor]) -> anyhow::Result<Late
                 xs.start - 6,
                 (top + bottom) / 2 + 4,
             );
-            s.push_str(&bands(chart, &timeline.windows, colours, rows));
+            s.push_str(&bands(chart, &timeline.windows, colours, &lanes));
             if sets.is_empty() {
                 s.push_str(&empty(chart, "no sets"));
             }
@@ -684,7 +709,7 @@ fn log_ticks(lo: f64, hi: f64) -> (Vec<f64>, Vec<f64>) {
 /// Chart 2: sets per second, by the time they were sent.
 pub fn rate(timeline: &Timeline, colours: &[RGBColor]) -> anyhow::Result<(String, f64)> {
     let x = time_axis(timeline);
-    let rows = name_rows(&timeline.windows, &x);
+    let lanes = Lanes::of(&timeline.windows, &x);
     let end_s = x.range.end;
     // A round bin of at least a second giving at most 200 bins; at most 20 bins in a run of
     // less than ten seconds.
@@ -718,7 +743,7 @@ pub fn rate(timeline: &Timeline, colours: &[RGBColor]) -> anyhow::Result<(String
         id: "rate",
         label: "sets per second".into(),
         height: 330,
-        top: 10 + rows as u32 * NAME_ROW_H,
+        top: lanes.top(),
         right: LEGEND_W,
         x_grid: true,
         x,
@@ -743,7 +768,7 @@ pub fn rate(timeline: &Timeline, colours: &[RGBColor]) -> anyhow::Result<(String
     };
     let svg = frame.render(
         |chart| {
-            let mut s = bands(chart, &timeline.windows, colours, rows);
+            let mut s = bands(chart, &timeline.windows, colours, &lanes);
             if timeline.sets.is_empty() {
                 s.push_str(&empty(chart, "no sets"));
             }

@@ -87,11 +87,136 @@ th { background: #f0f0f0; font-weight: 600; }
 svg.chart { display: block; max-width: 100%; height: auto; background: #fff;
   border: 1px solid #e2e2e2; }
 details { margin-top: 26px; }
+#verdict { border-left: 6px solid; padding: 6px 14px; margin: 10px 0 14px; background: #fff; }
+#verdict.valid { border-color: #2e7d32; }
+#verdict.invalid { border-color: #c62828; }
+p.verdict { font-size: 18px; font-weight: 600; margin: 4px 0; }
+#verdict.valid p.verdict { color: #2e7d32; }
+#verdict.invalid p.verdict { color: #c62828; }
+ul.reasons { margin: 4px 0 6px; }
 pre { background: #fff; border: 1px solid #ddd; padding: 10px; font-size: 12px; overflow: auto;
   max-height: 480px; }
 ";
 
-/// The page: the title, the summary, the fault windows, the three charts and the report JSON.
+/// The three charts, each with its note; the lost copies' chart only if a copy was lost on a
+/// path, and otherwise one line saying why not.
+fn draw_charts(
+    page: &mut String,
+    timeline: &Timeline,
+    report_json: &serde_json::Value,
+    (latency, rate, bin_s, paths): (&charts::LatencyDrawn, &str, f64, &str),
+) -> std::fmt::Result {
+    let sets = &timeline.sets;
+    page.push_str("<h2>Latency of every set over time</h2>\n<p class=\"note\">");
+    write!(
+        page,
+        "One point a set at the time it was sent: its first copy (●) and, when later, its last \
+         (○), coloured by how the set ended; sets no copy of which arrived are drawn in the band \
+         at the top. Latency in ms{}. Above the plot, each fault window in a lane of its own; in \
+         the plot, its span shaded between dashed edges of its colour.",
+        if latency.log { ", on a log scale" } else { "" }
+    )?;
+    if let Some(cell) = latency.cell {
+        write!(
+            page,
+            " <strong>{} points, too many to draw one by one: points that would fall in the \
+             same {cell}×{cell}-pixel cell with the same outcome and copy are drawn once \
+             ({} markers).</strong> Every outcome and outlier stays visible; the counts are \
+             over every set.",
+            thousands(latency.points as u64),
+            thousands(latency.markers as u64),
+        )?;
+    }
+    page.push_str("</p>\n");
+    page.push_str(&latency.svg);
+
+    page.push_str("<h2>Sets per second</h2>\n<p class=\"note\">");
+    writeln!(
+        page,
+        "Sets sent in each {} s, and how those sets ended, per second. The fault windows \
+         as above.</p>",
+        charts_bin(bin_s)
+    )?;
+    page.push_str(rate);
+
+    page.push_str("<h2>Copies lost per path</h2>\n");
+    if sets.iter().all(|s| s.paths_lost.is_empty()) {
+        let plain = report_json["delivery"]
+            .as_str()
+            .is_none_or(|delivery| delivery == "plain");
+        let why = if !plain {
+            "The run's sets were sent in a delivery mode, whose pieces name no path: no copy \
+             is lost on a path of its own."
+        } else {
+            "No copy was lost on any path."
+        };
+        writeln!(page, "<p class=\"note\" id=\"no-paths\">{why}</p>")?;
+    } else {
+        page.push_str(
+            "<p class=\"note\">For each path index, how many sets lost their copy on that \
+             path.</p>\n",
+        );
+        page.push_str(paths);
+    }
+
+    Ok(())
+}
+
+/// The run's verdict ([`crate::chaos::verdict`]) as the page's first words: valid or not, the
+/// broken promises, what the mode allowed, and every check's count.
+fn verdict(page: &mut String, verdict: &serde_json::Value) -> std::fmt::Result {
+    let Some(valid) = verdict["valid"].as_bool() else {
+        return Ok(());
+    };
+    let lines = |key: &str| -> Vec<String> {
+        verdict[key]
+            .as_array()
+            .map(|a| a.iter().filter_map(|v| v.as_str()).map(escape).collect())
+            .unwrap_or_default()
+    };
+    writeln!(
+        page,
+        "<section id=\"verdict\" class=\"{}\">\n<p class=\"verdict\">{}</p>",
+        if valid { "valid" } else { "invalid" },
+        if valid {
+            "Valid: every promise of the run's faults and delivery mode held."
+        } else {
+            "Invalid: promises were broken."
+        }
+    )?;
+    let reasons = lines("reasons");
+    if !reasons.is_empty() {
+        writeln!(page, "<ul class=\"reasons\">")?;
+        for reason in reasons {
+            writeln!(page, "<li>{reason}</li>")?;
+        }
+        writeln!(page, "</ul>")?;
+    }
+    for allowed in lines("allowed") {
+        writeln!(page, "<p class=\"note\">Allowed: {allowed}.</p>")?;
+    }
+    let checks: Vec<String> = verdict["checks"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .map(|c| {
+                    format!(
+                        "{} {}",
+                        c["count"].as_u64().unwrap_or(0),
+                        escape(c["check"].as_str().unwrap_or(""))
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    writeln!(
+        page,
+        "<p class=\"note\">Checked: {}.</p>\n</section>",
+        checks.join(", ")
+    )
+}
+
+/// The page: the title, the verdict, the summary, the fault windows, the three charts and the report JSON.
 pub fn html(timeline: &Timeline, report_json: &serde_json::Value) -> anyhow::Result<String> {
     let sets = &timeline.sets;
     let colours = charts::window_colours(&timeline.windows);
@@ -114,6 +239,7 @@ pub fn html(timeline: &Timeline, report_json: &serde_json::Value) -> anyhow::Res
          <title>{t}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n<main>\n<h1>{t}</h1>",
         t = escape(&title)
     )?;
+    verdict(&mut page, &report_json["verdict"])?;
     writeln!(
         page,
         "<p class=\"note\">{} sets over {} s, {} fault window{}. Times are from the start of \
@@ -209,43 +335,19 @@ pub fn html(timeline: &Timeline, report_json: &serde_json::Value) -> anyhow::Res
     }
 
     // The charts.
-    page.push_str("<h2>Latency of every set over time</h2>\n<p class=\"note\">");
-    write!(
-        page,
-        "One point a set at the time it was sent: its first copy (●) and, when later, its last \
-         (○), coloured by how the set ended; sets no copy of which arrived are drawn in the band \
-         at the top. Latency in ms{}. Shaded: the fault windows.",
-        if latency.log { ", on a log scale" } else { "" }
-    )?;
-    if let Some(cell) = latency.cell {
-        write!(
-            page,
-            " <strong>{} points, too many to draw one by one: points that would fall in the \
-             same {cell}×{cell}-pixel cell with the same outcome and copy are drawn once \
-             ({} markers).</strong> Every outcome and outlier stays visible; the counts are \
-             over every set.",
-            thousands(latency.points as u64),
-            thousands(latency.markers as u64),
+    if sets.is_empty() {
+        page.push_str(
+            "<h2>Charts</h2>\n<p class=\"note\" id=\"no-sets\">No set was sent: there is no \
+             latency, rate or lost copy to draw.</p>\n",
+        );
+    } else {
+        draw_charts(
+            &mut page,
+            timeline,
+            report_json,
+            (&latency, &rate, bin_s, &paths),
         )?;
     }
-    page.push_str("</p>\n");
-    page.push_str(&latency.svg);
-
-    page.push_str("<h2>Sets per second</h2>\n<p class=\"note\">");
-    writeln!(
-        page,
-        "Sets sent in each {} s, and how those sets ended, per second. Shaded: the fault \
-         windows.</p>",
-        charts_bin(bin_s)
-    )?;
-    page.push_str(&rate);
-
-    page.push_str(
-        "<h2>Copies lost per path</h2>\n<p class=\"note\">For each path index, how many sets \
-         lost their copy on that path (sets sent as copies; a delivery mode's sets name no \
-         path).</p>\n",
-    );
-    page.push_str(&paths);
 
     // The report JSON itself, for what the charts do not show.
     let json = serde_json::to_string_pretty(report_json).context("writing the report JSON")?;
@@ -448,14 +550,11 @@ pub(crate) mod tests {
     #[test]
     fn an_empty_timeline_gives_a_whole_page() {
         let page = html(&Timeline::default(), &json!(null)).unwrap();
-        for id in ["latency", "rate", "paths"] {
-            assert!(svg(&page, id).ends_with("</svg>"));
-        }
+        // No empty axes: one line says why there is nothing to draw.
+        assert_eq!(count(&page, "<svg"), 0);
+        assert!(page.contains("No set was sent: there is no latency, rate or lost copy to draw."));
         assert!(page.contains("No fault was injected."));
-        assert_eq!(count(&page, ">no sets</text>"), 3);
         assert!(!page.contains("NaN") && !page.contains("=\"inf"), "{page}");
-        assert_eq!(count(&page, "<svg"), 3);
-        assert_eq!(count(&page, "</svg>"), 3);
         assert!(page.ends_with("</html>\n"));
         // One set, no window, nothing lost; one that failed.
         let mut t = Timeline {
@@ -471,12 +570,56 @@ pub(crate) mod tests {
             paths_lost: vec![],
         });
         let page = html(&t, &json!({})).unwrap();
-        assert!(page.contains(">no copy was lost on any path</text>"));
+        for id in ["latency", "rate"] {
+            assert!(svg(&page, id).ends_with("</svg>"));
+        }
+        assert!(!page.contains("<svg id=\"paths\""));
+        assert!(
+            page.contains("<p class=\"note\" id=\"no-paths\">No copy was lost on any path.</p>")
+        );
+        let page = html(&t, &json!({"delivery": "reliable"})).unwrap();
+        assert!(page.contains("a delivery mode, whose pieces name no path"));
         assert!(!page.contains("NaN"));
         t.sets[0].outcome = Outcome::Failed;
         t.sets[0].first_ms = None;
         t.sets[0].last_ms = None;
         assert!(!html(&t, &json!({})).unwrap().contains("NaN"));
+    }
+
+    #[test]
+    fn the_verdict_opens_the_page() {
+        let t = synthetic(60, 10.0);
+        let valid = json!({"verdict": {"valid": true, "reasons": [], "allowed": ["sets no client got a copy of: 4"], "checks": [{"check": "corrupted", "count": 0}]}});
+        let page = html(&t, &valid).unwrap();
+        let at = page
+            .find("<section id=\"verdict\" class=\"valid\">")
+            .expect("a verdict");
+        assert!(
+            at < page.find("<div class=\"summary\">").unwrap(),
+            "before the summary"
+        );
+        assert!(page.contains("Valid: every promise of the run's faults and delivery mode held."));
+        assert!(page.contains("Allowed: sets no client got a copy of: 4."));
+        assert!(page.contains("Checked: 0 corrupted."));
+        let invalid = json!({"verdict": {"valid": false, "reasons": ["corrupted payloads handed to a client: <2>"], "allowed": [], "checks": []}});
+        let page = html(&t, &invalid).unwrap();
+        assert!(page.contains("<section id=\"verdict\" class=\"invalid\">"));
+        assert!(page.contains("<li>corrupted payloads handed to a client: &lt;2&gt;</li>"));
+        // A report without one (a study) has none.
+        assert!(!html(&t, &json!({})).unwrap().contains("id=\"verdict\""));
+    }
+
+    #[test]
+    fn overlapping_fault_windows_each_have_a_lane() {
+        let mut t = synthetic(60, 30.0);
+        for w in &mut t.windows {
+            (w.start_ms, w.end_ms) = (5_000.0, 20_000.0);
+        }
+        let page = html(&t, &json!({})).unwrap();
+        let latency = svg(&page, "latency");
+        assert!(latency.contains("data-lane=\"0\""), "{latency}");
+        assert!(latency.contains("data-lane=\"1\""), "{latency}");
+        assert_eq!(count(latency, "<rect class=\"lane\""), 2);
     }
 
     #[test]
