@@ -71,7 +71,10 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(error) => return usage_error(error),
+    };
     if !matches!(
         cli.command,
         Command::Daemon(_)
@@ -117,4 +120,45 @@ fn main() -> ExitCode {
             ExitCode::from(commands::exit_code(&err))
         }
     }
+}
+
+/// A usage error of clap's as every other bad input is told: one line, with clap's tip if it
+/// has one and the command's `--help` to try, and exit 2. Help and the version print as clap
+/// prints them.
+fn usage_error(error: clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    if matches!(
+        error.kind(),
+        ErrorKind::DisplayHelp
+            | ErrorKind::DisplayVersion
+            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    ) {
+        error.exit();
+    }
+    let text = error.to_string();
+    let mut said: Vec<&str> = text
+        .lines()
+        .take(1)
+        .map(|line| line.trim_start_matches("error: ").trim())
+        .collect();
+    said.extend(
+        text.lines()
+            .filter_map(|line| line.trim().strip_prefix("tip: ")),
+    );
+    // `Usage: cuberoute cluster logs [OPTIONS] ...`: the command is the words before the first
+    // option or argument.
+    let command = text
+        .lines()
+        .find_map(|line| line.strip_prefix("Usage: "))
+        .map(|usage| {
+            usage
+                .split_whitespace()
+                .take_while(|word| !word.starts_with(['[', '<', '-']))
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .filter(|command| !command.is_empty())
+        .unwrap_or_else(|| "cuberoute".to_string());
+    eprintln!("cuberoute: {} (try `{command} --help`)", said.join("; "));
+    ExitCode::from(2)
 }

@@ -48,6 +48,48 @@ fn bad_input_is_one_line_and_exit_2() {
     }
 }
 
+/// clap's own usage errors are told as every other bad input: one line, with the command's
+/// `--help` to try, and exit 2.
+#[test]
+fn usage_errors_are_one_line_with_the_help_to_try() {
+    let cases: [(&[&str], &str, &str); 4] = [
+        (
+            &["send", "--bogus"],
+            "unexpected argument '--bogus'",
+            "cuberoute send --help",
+        ),
+        (
+            &["paths", "q:3"],
+            "required arguments were not provided",
+            "cuberoute paths --help",
+        ),
+        (
+            &["cluster", "logs", "5", "--node", "6"],
+            "cannot be used with",
+            "cuberoute cluster logs --help",
+        ),
+        (
+            &["bogus"],
+            "unrecognized subcommand 'bogus'",
+            "cuberoute --help",
+        ),
+    ];
+    for (args, says, hint) in cases {
+        let out = cuberoute(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+        assert!(err.starts_with("cuberoute: "), "{err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+        assert!(err.contains(&format!("(try `{hint}`)")), "{args:?}: {err}");
+        assert!(!err.contains('\x1b'), "no terminal colours: {err:?}");
+    }
+    // Help still prints whole, to stdout, and succeeds.
+    let out = cuberoute(&["send", "--help"]);
+    assert!(out.status.success());
+    assert!(stdout(&out).contains("Usage: cuberoute send"));
+}
+
 #[test]
 fn json_has_the_documented_schema() {
     let out = cuberoute(&["paths", "eh:2,2", "0", "0b11.11.1", "--json"]);

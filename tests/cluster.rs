@@ -588,7 +588,7 @@ fn refused_requests_are_one_line_and_non_zero() {
             "node id",
         ),
         (&["recv", "--node", "4"], "not in q:2"),
-        (&["cluster", "logs", "7"], "not in q:2"),
+        (&["cluster", "logs", "--node", "7"], "not in q:2"),
     ];
     for (args, needle) in cases {
         let out = cluster.run(args);
@@ -777,6 +777,8 @@ fn the_demo_runs_the_main_job_and_tears_down() {
     );
     assert!(text.contains("16/16 up"), "{text}");
     assert!(text.contains("stopped"), "{text}");
+    // Taken down at once: no commands for a cluster that is gone.
+    assert!(!text.contains("cuberoute send --dir"), "{text}");
     let d = cwd.path().join("cuberoute-cluster");
     let svg = std::fs::read_to_string(d.join("demo-farthest-pair.svg")).unwrap();
     assert!(svg.starts_with("<svg"), "{}", &svg[..50.min(svg.len())]);

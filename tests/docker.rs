@@ -128,7 +128,7 @@ fn a_compose_cluster_delivers_on_the_constructed_paths() {
         let entries = cluster.ok(&["recv", "--node", "6", "--json"]);
         assert!(entries.contains("\"payload\":\"0>6\""), "{entries}");
         // logs reach the containers' output.
-        let logs = cluster.ok(&["cluster", "logs", "5"]);
+        let logs = cluster.ok(&["cluster", "logs", "--node", "5"]);
         assert!(logs.contains("node started"), "{logs}");
         // down removes the containers and the network.
         let project_containers = |c: &Cluster| {

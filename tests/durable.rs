@@ -169,11 +169,16 @@ fn sets_acknowledged_then_the_destination_killed_reach_its_consumer_once() {
         consume(&cluster, 5, "default").is_empty(),
         "what the consumer took is not given to it again"
     );
-    // `--consume` without a name is the consumer `default`.
-    assert_eq!(
-        cluster.ok(&["recv", "--node", "5", "--consume"]),
-        "",
-        "the default consumer took them all"
+    // `--consume` without a name is the consumer `default`; with nothing left it prints no
+    // entry, and says so on stderr.
+    let out = cluster.run(&["recv", "--node", "5", "--consume"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "", "the default consumer took them all");
+    let said = stderr(&out);
+    assert!(
+        said.starts_with("nothing left for consumer default at node ")
+            && said.trim_end().ends_with(": it took every entry"),
+        "{said}"
     );
     // The output buffer is filled again from the store at start, each set once, and still
     // takes new sets (plain ones, which the store does not keep).
@@ -721,12 +726,12 @@ fn a_node_whose_store_is_not_its_own_stays_down_and_says_why() {
             cluster.node_status(node)
         );
     }
-    let logs = cluster.ok(&["cluster", "logs", "5"]);
+    let logs = cluster.ok(&["cluster", "logs", "--node", "5"]);
     assert!(
         logs.contains("the store cannot be used") && logs.contains("belongs to node 6"),
         "{logs}"
     );
-    let logs = cluster.ok(&["cluster", "logs", "6"]);
+    let logs = cluster.ok(&["cluster", "logs", "--node", "6"]);
     assert!(
         logs.contains("the store cannot be used") && logs.contains("store.redb"),
         "{logs}"

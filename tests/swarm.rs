@@ -354,7 +354,7 @@ fn a_swarm_cluster_over_three_hosts_routes_across_them_and_leaves_nothing() {
     let _ = view.wait();
     assert_eq!(state["nodes_up"], 32, "the view's state: {state}");
     assert_eq!(state["links_up"], 48, "the view's state: {state}");
-    let log = cluster.ok(&["cluster", "logs", "5"]);
+    let log = cluster.ok(&["cluster", "logs", "--node", "5"]);
     assert!(!log.trim().is_empty(), "node 5 logged nothing");
 
     // A node's container killed on its host: Swarm starts a new task there, with the same

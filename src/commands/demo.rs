@@ -52,7 +52,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         None => {
             let local = Local::loopback(topology, dir.clone(), args.base_addr);
             let timeout = cuberoute_cluster::ops::ready::default_timeout(topology.node_count());
-            print::up_summary(&print::start_local(&local, timeout)?, "processes")?;
+            let up = print::start_local(&local, timeout)?;
+            let phases = up.cpu.as_ref().map(|cpu| (&up.phases, cpu));
+            print::summary(&dir, topology, "processes", up.phases.total(), phases)?;
         }
     }
     println!();
@@ -118,22 +120,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     println!("cluster status:");
     let status = print::status(&dir, false);
     println!();
-    let d = dir.display();
     if args.down {
         print::down(&dir, false)?;
     } else {
         println!("the cluster keeps running. Next:");
-        println!(
-            "  cuberoute send --dir {d} --from {} --to {} --message hi --wait",
-            topology.format_node(src),
-            topology.format_node(far)
-        );
-        println!(
-            "  cuberoute recv --dir {d} --node {}",
-            topology.format_node(far)
-        );
-        println!("  cuberoute cluster status --dir {d}");
-        println!("  cuberoute cluster down --dir {d}");
+        print::commands(&dir, topology, Some((src, far)))?;
     }
     status?;
     anyhow::ensure!(all_delivered, "some copies were not delivered");

@@ -56,6 +56,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let mut after = args.after;
     // A consumer's place: what it printed is taken, told to the node with the next request.
     let mut taken = None;
+    let mut printed = 0usize;
     let mut out = std::io::stdout().lock();
     loop {
         let wait_ms = if args.follow { 1000 } else { 0 };
@@ -113,10 +114,22 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             }
         }
         out.flush()?;
+        printed += entries.len();
         after = next;
         if args.consume.is_some() && !entries.is_empty() {
             taken = Some(next);
         } else if entries.is_empty() && !args.follow {
+            if printed == 0 && !args.output.json {
+                // Said on stderr: what reads stdout gets the entries and nothing else.
+                let node = topology.format_node(node);
+                match &args.consume {
+                    Some(consumer) => eprintln!(
+                        "nothing left for consumer {consumer} at node {node}: it took every entry"
+                    ),
+                    None if args.after == 0 => eprintln!("no entry at node {node}"),
+                    None => eprintln!("no entry at node {node} after #{}", args.after),
+                }
+            }
             return Ok(());
         }
     }

@@ -94,7 +94,11 @@ pub struct DownArgs {
 #[derive(clap::Args, Debug)]
 pub struct LogsArgs {
     /// The node whose log to print.
-    pub node: String,
+    #[arg(long, value_name = "NODE", required_unless_present = "node_argument")]
+    pub node: Option<String>,
+    /// The node as an argument, the spelling before `--node` (kept for scripts).
+    #[arg(hide = true, value_name = "NODE", conflicts_with = "node")]
+    pub node_argument: Option<String>,
     #[command(flatten)]
     pub dir: DirArg,
     /// Keep printing what the node logs.
@@ -135,6 +139,11 @@ fn logs(args: &LogsArgs) -> anyhow::Result<()> {
     let dir = args.dir.cluster();
     let manifest = cuberoute_daemon::manifest::Manifest::load(&dir.manifest())
         .map_err(|e| usage(e.to_string()))?;
-    let id = super::parse_node(manifest.topology, &args.node)?;
+    let node = args
+        .node
+        .as_deref()
+        .or(args.node_argument.as_deref())
+        .expect("clap requires one");
+    let id = super::parse_node(manifest.topology, node)?;
     runner::logs(&dir, id, args.follow).map_err(|e| usage(e.to_string()))
 }

@@ -242,7 +242,7 @@ fn wait(dir: &ClusterDir, run: &SwarmRun, timeout: Duration) -> anyhow::Result<D
             tasks.truncate(20);
             anyhow::bail!(
                 "{e}.\n{}\nThe stack {} is left deployed: `cuberoute cluster status --dir {}`, \
-                 `cuberoute cluster logs --dir {} NODE`, `cuberoute cluster down --dir {}`",
+                 `cuberoute cluster logs --dir {} --node NODE`, `cuberoute cluster down --dir {}`",
                 tasks.join("\n"),
                 run.stack,
                 dir.display(),
@@ -318,7 +318,7 @@ fn summary(
     );
     println!("  status:  cuberoute cluster status --dir {d}");
     println!(
-        "  logs:    cuberoute cluster logs --dir {d} {}",
+        "  logs:    cuberoute cluster logs --dir {d} --node {}",
         name(first)
     );
     println!("  down:    cuberoute cluster down --dir {d}");
