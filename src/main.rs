@@ -136,11 +136,24 @@ fn usage_error(error: clap::Error) -> ExitCode {
         error.exit();
     }
     let text = error.to_string();
-    let mut said: Vec<&str> = text
-        .lines()
-        .take(1)
-        .map(|line| line.trim_start_matches("error: ").trim())
+    // The first line, and what clap lists under it up to the first blank line (the arguments
+    // missing, say), on one line.
+    let mut lines = text.lines();
+    let mut first = lines
+        .next()
+        .unwrap_or_default()
+        .trim_start_matches("error: ")
+        .trim()
+        .to_string();
+    let listed: Vec<&str> = lines
+        .take_while(|line| !line.trim().is_empty())
+        .map(str::trim)
+        .filter(|line| !line.starts_with("tip: "))
         .collect();
+    if !listed.is_empty() {
+        first = format!("{} {}", first, listed.join(", "));
+    }
+    let mut said = vec![first.as_str()];
     said.extend(
         text.lines()
             .filter_map(|line| line.trim().strip_prefix("tip: ")),

@@ -59,9 +59,9 @@ fn usage_errors_are_one_line_with_the_help_to_try() {
             "cuberoute send --help",
         ),
         (
-            &["paths", "q:3"],
-            "required arguments were not provided",
-            "cuberoute paths --help",
+            &["sim", "eh:1,1", "--study"],
+            "required arguments were not provided: --rate <RATE>",
+            "cuberoute sim --help",
         ),
         (
             &["cluster", "logs", "5", "--node", "6"],

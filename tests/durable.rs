@@ -639,7 +639,7 @@ fn a_bad_store_is_refused_with_its_reason() {
         ("seen_for_s = 599", "store.seen_for_s"),
         ("max_age_s = 0", "store.max_age_s"),
         ("path = \"\"", "store.path"),
-        ("colour = \"blue\"", "colour"),
+        ("colour = \"blue\"", "config key `store.colour`"),
     ] {
         // A second `path` would be a duplicate key: the empty one replaces it.
         let text = std::fs::read_to_string(config(6)).unwrap();

@@ -79,13 +79,16 @@ use std::time::Duration;
 #[derive(Debug, thiserror::Error)]
 #[error("config key `{key}`: {message}")]
 pub struct ConfigError {
-    pub key: &'static str,
+    pub key: std::borrow::Cow<'static, str>,
     pub message: String,
 }
 
-fn error(key: &'static str, message: impl std::fmt::Display) -> ConfigError {
+fn error(
+    key: impl Into<std::borrow::Cow<'static, str>>,
+    message: impl std::fmt::Display,
+) -> ConfigError {
     ConfigError {
-        key,
+        key: key.into(),
         message: message.to_string(),
     }
 }
@@ -476,6 +479,40 @@ impl NodeConfig {
     }
 }
 
+/// The key a TOML error at byte `at` of `text` is about, as `table.key` (the table from the
+/// last `[table]` header before it), and its line (from 1).
+fn key_at(text: &str, at: usize) -> (String, Option<usize>) {
+    let mut at = at.min(text.len());
+    while !text.is_char_boundary(at) {
+        at -= 1;
+    }
+    let before = &text[..at];
+    let line = before.matches('\n').count() + 1;
+    let this_line = text.lines().nth(line - 1).unwrap_or_default();
+    let key = this_line
+        .split('=')
+        .next()
+        .unwrap_or_default()
+        .trim()
+        .trim_matches(['[', ']'])
+        .trim();
+    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+    let table = text[..line_start]
+        .lines()
+        .rev()
+        .map(str::trim)
+        .find(|l| l.starts_with('[') && l.ends_with(']'))
+        .map(|l| l.trim_matches(['[', ']']).trim());
+    let key = match (table, key.is_empty()) {
+        (_, true) => "config".to_string(),
+        (Some(table), false) if !this_line.trim_start().starts_with('[') => {
+            format!("{table}.{key}")
+        }
+        _ => key.to_string(),
+    };
+    (key, Some(line))
+}
+
 impl NodeConfig {
     /// Read the file (if any), apply the flags, and check the result.
     pub fn resolve(args: &DaemonArgs) -> Result<NodeConfig, ConfigError> {
@@ -484,9 +521,13 @@ impl NodeConfig {
                 let text = std::fs::read_to_string(path)
                     .map_err(|e| error("config", format!("cannot read {}: {e}", path.display())))?;
                 let file: FileConfig = toml::from_str(&text).map_err(|e| {
+                    let (key, line) = e.span().map_or(("config".to_string(), None), |span| {
+                        key_at(&text, span.start)
+                    });
+                    let at = line.map_or(String::new(), |l| format!(" line {l}"));
                     error(
-                        "config",
-                        format!("{} is not valid: {}", path.display(), e.message()),
+                        key,
+                        format!("{}{at} is not valid: {}", path.display(), e.message()),
                     )
                 })?;
                 (
@@ -960,4 +1001,20 @@ pub const NICE_RANGE: std::ops::RangeInclusive<i32> = 0..=19;
 pub fn parse_log_level(level: &str) -> Result<tracing_subscriber::EnvFilter, String> {
     tracing_subscriber::EnvFilter::try_new(level)
         .map_err(|e| format!("{level:?} is not a log filter: {e}"))
+}
+
+#[cfg(test)]
+mod key_tests {
+    use super::key_at;
+
+    #[test]
+    fn a_file_error_names_its_key_and_line() {
+        let text = "id = 1\n[liveness]\ninterval = \"1s\"\n\n[store]\npath = \"s\"\nbogus = 1\n";
+        let at = text.find("bogus").unwrap();
+        assert_eq!(key_at(text, at), ("store.bogus".to_string(), Some(7)));
+        assert_eq!(key_at(text, 0), ("id".to_string(), Some(1)));
+        let header = text.find("[store]").unwrap();
+        assert_eq!(key_at(text, header), ("store".to_string(), Some(5)));
+        assert_eq!(key_at(text, text.len()).0, "config");
+    }
 }

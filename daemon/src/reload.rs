@@ -81,7 +81,7 @@ impl Settings {
         if new.log_level != running.log_level || new.log_format != running.log_format {
             logging::set_logging(&new.log_level, new.log_format).map_err(|message| {
                 ConfigError {
-                    key: "log_level",
+                    key: "log_level".into(),
                     message,
                 }
             })?;
