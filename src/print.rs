@@ -475,6 +475,9 @@ pub fn print_report(r: &chaos::report::Report) {
         }
     };
     let faults: Vec<&str> = r.faults.iter().map(|f| f.name()).collect();
+    // Nodes in the topology's notation, as the fault windows name them.
+    let topology = r.topology.parse::<Topology>().ok();
+    let name = |n: u64| topology.map_or(n.to_string(), |t| t.format_node(NodeId(n)));
     println!(
         "chaos run on {} (seed {}), faults: {}; delivery {}",
         r.topology,
@@ -595,8 +598,8 @@ pub fn print_report(r: &chaos::report::Report) {
     if !r.crashed.is_empty() || !r.cut.is_empty() {
         println!(
             "  crashed: {}; cut: {}; every link up again {}",
-            listed(&r.crashed, |n| n.to_string()),
-            listed(&r.cut, |(a, b)| format!("{a}-{b}")),
+            listed(&r.crashed, |&n| name(n)),
+            listed(&r.cut, |&(a, b)| format!("{}-{}", name(a), name(b))),
             r.rejoin_ms
                 .map_or("NOT within 60 s".to_string(), |ms| format!(
                     "{ms:.0} ms after the restart"
@@ -655,7 +658,7 @@ pub fn print_report(r: &chaos::report::Report) {
     if !r.relays.is_empty() {
         println!(
             "  relays {}: {} payloads captured, {} of them holding their payload or an 8-byte run of it",
-            listed(&r.relays, |n| n.to_string()),
+            listed(&r.relays, |&n| name(n)),
             r.captured,
             r.leaked
         );

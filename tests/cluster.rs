@@ -1150,10 +1150,10 @@ fn monitor_streams_faults_links_and_deliveries_as_they_happen() {
             .any(|n| n["node"] == node && n["kind"] == kind && check(n))
     };
     assert!(
-        has(0, "fault", &|n| n["fault"] == "link to 1 cut"),
+        has(0, "fault", &|n| n["fault"] == "link to 00.00.1 cut"),
         "{notices:?}"
     );
-    assert!(has(1, "fault", &|n| n["fault"] == "link to 0 cut"));
+    assert!(has(1, "fault", &|n| n["fault"] == "link to 00.00.0 cut"));
     assert!(has(0, "link_down", &|n| n["neighbour"] == 1));
     assert!(has(1, "link_down", &|n| n["neighbour"] == 0));
     assert!(has(0, "link_up", &|n| n["neighbour"] == 1));

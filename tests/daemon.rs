@@ -15,7 +15,7 @@ fn sigterm_drains_and_exits_0_with_json_logs() {
     ok(&[
         "cluster",
         "init",
-        "q:1",
+        "q:2",
         "--dir",
         d,
         "--base-addr",
@@ -64,8 +64,22 @@ fn sigterm_drains_and_exits_0_with_json_logs() {
         "{messages:?}"
     );
     assert!(messages.contains(&"node stopped"), "{messages:?}");
-    // Node 1 never ran, so node 0 kept dialling it: debug logs show the failures.
+    // Nodes 1 and 2 never ran, so node 0 kept dialling them: debug logs show the failures,
+    // naming them as the node names itself, in the topology's notation.
     assert!(messages.contains(&"dial failed"), "{messages:?}");
+    let field = |message: &str, key: &str| -> Vec<String> {
+        lines
+            .iter()
+            .filter(|l| l["fields"]["message"] == message)
+            .filter_map(|l| l["fields"][key].as_str().map(str::to_string))
+            .collect()
+    };
+    assert_eq!(field("node started", "id"), ["00"]);
+    let dialled = field("dial failed", "neighbour");
+    assert!(
+        !dialled.is_empty() && dialled.iter().all(|n| n == "01" || n == "10"),
+        "{dialled:?}"
+    );
 }
 
 #[test]

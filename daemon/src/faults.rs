@@ -237,28 +237,29 @@ fn apply(node: &Arc<Node>, fault: Fault) -> Result<String, ControlError> {
         }
         Fault::Cut { neighbour } | Fault::Heal { neighbour } => {
             let cut = matches!(fault, Fault::Cut { .. });
+            let named = node.topology().format_node(neighbour);
             let link = node.link(neighbour).ok_or_else(|| {
                 bad(format!(
-                    "node {neighbour} is not a neighbour of node {}",
-                    node.id()
+                    "node {named} is not a neighbour of node {}",
+                    node.topology().format_node(node.id())
                 ))
             })?;
             if cut {
                 link.cut();
                 node.stats().count_event(Event::ChaosCut);
-                warn!(%neighbour, "chaos: link cut");
-                Ok(format!("link to {neighbour} cut"))
+                warn!(neighbour = %named, "chaos: link cut");
+                Ok(format!("link to {named} cut"))
             } else {
                 link.heal();
                 node.stats().count_event(Event::ChaosHeal);
                 if link.is_revoked() {
-                    warn!(%neighbour, "chaos: heal of a revoked link: it stays refused");
+                    warn!(neighbour = %named, "chaos: heal of a revoked link: it stays refused");
                     return Ok(format!(
-                        "link to {neighbour} healed of its cut, still refused: revoked"
+                        "link to {named} healed of its cut, still refused: revoked"
                     ));
                 }
-                warn!(%neighbour, "chaos: link healed");
-                Ok(format!("link to {neighbour} healed"))
+                warn!(neighbour = %named, "chaos: link healed");
+                Ok(format!("link to {named} healed"))
             }
         }
     }

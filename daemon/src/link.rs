@@ -170,6 +170,9 @@ pub enum ListOffered {
 pub struct Link {
     me: NodeId,
     pub neighbour: NodeId,
+    /// The neighbour as the log lines name it: in the topology's notation, as the node's own
+    /// id is ([`Link::named`]).
+    name: String,
     /// The neighbour's link address, from the manifest.
     pub addr: String,
     state: Mutex<LinkState>,
@@ -286,6 +289,12 @@ pub enum NotQueued {
 }
 
 impl Link {
+    /// This link, its neighbour named `name` in its log lines (the topology's notation).
+    pub fn named(mut self, name: String) -> Link {
+        self.name = name;
+        self
+    }
+
     pub fn new(
         me: NodeId,
         neighbour: NodeId,
@@ -297,6 +306,7 @@ impl Link {
         Link {
             me,
             neighbour,
+            name: neighbour.to_string(),
             addr,
             state: Mutex::new(LinkState {
                 queue: VecDeque::new(),
@@ -606,7 +616,7 @@ impl Link {
             && !same_address(connection.remote_address(), from)
         {
             info!(
-                neighbour = %self.neighbour,
+                neighbour = %self.name,
                 was = %connection.remote_address(),
                 now = %from,
                 "the neighbour knocked from another address: redialling"
@@ -667,7 +677,7 @@ impl Link {
                 Err(e) => {
                     failures += 1;
                     node.stats().event_about(Event::DialFailed, self.neighbour);
-                    debug!(neighbour = %self.neighbour, error = %e, "dial failed");
+                    debug!(neighbour = %self.name, error = %e, "dial failed");
                 }
             }
             let wait = backoff.mul_f64(env::random_range(0.5..1.5));
@@ -776,9 +786,9 @@ impl Link {
             node.stats().link_down(self.neighbour, why.clone());
             self.reports.lock().expect("link lock").clear();
             node.link_went(self.neighbour, false);
-            info!(neighbour = %self.neighbour, reason = %why, "link down");
+            info!(neighbour = %self.name, reason = %why, "link down");
         } else {
-            debug!(neighbour = %self.neighbour, reason = %display_result(&result), "connection failed before hello");
+            debug!(neighbour = %self.name, reason = %display_result(&result), "connection failed before hello");
         }
         connection.close(0u32.into(), b"");
     }
@@ -815,7 +825,7 @@ impl Link {
             }
             other => {
                 node.stats().event(Event::HelloMismatch);
-                warn!(neighbour = %self.neighbour, frame = ?other, "bad hello");
+                warn!(neighbour = %self.name, frame = ?other, "bad hello");
                 connection.close(close::REFUSED.into(), b"bad hello");
                 anyhow::bail!("bad hello");
             }
@@ -829,14 +839,14 @@ impl Link {
             // Liveness took this very process for dead: it was alive after all.
             node.stats()
                 .event_about(Event::LinkDownFoundAlive, self.neighbour);
-            warn!(neighbour = %self.neighbour, "a neighbour taken for dead was alive: the same process linked again");
+            warn!(neighbour = %self.name, "a neighbour taken for dead was alive: the same process linked again");
         }
         *self.reports.lock().expect("link lock") = node.reports();
         self.up.store(true, Relaxed);
         self.changed();
         node.stats().event_about(Event::LinkUp, self.neighbour);
         node.link_went(self.neighbour, true);
-        info!(neighbour = %self.neighbour, "link up");
+        info!(neighbour = %self.name, "link up");
         let (acks, written) = mpsc::unbounded_channel();
         // Whichever side ends first closes the connection, which ends the other: the batches
         // reader only after it has drained what QUIC acknowledged.
@@ -958,7 +968,7 @@ impl Link {
                     // starts again.
                     node_stats.event_about(Event::LinkSilenceHeld, self.neighbour);
                     debug!(
-                        neighbour = %self.neighbour,
+                        neighbour = %self.name,
                         silent_ms = silent_for.as_millis() as u64,
                         ran_us = ran.as_micros() as u64,
                         sent,
@@ -1053,13 +1063,13 @@ impl Link {
                     self.suspected.store(true, Relaxed);
                     node.stats()
                         .event_about(Event::LinkSuspected, self.neighbour);
-                    debug!(neighbour = %self.neighbour, "neighbour suspected");
+                    debug!(neighbour = %self.name, "neighbour suspected");
                 }
                 Verdict::FoundAlive => {
                     self.suspected.store(false, Relaxed);
                     node.stats()
                         .event_about(Event::LinkFoundAlive, self.neighbour);
-                    debug!(neighbour = %self.neighbour, "suspected neighbour heard from");
+                    debug!(neighbour = %self.name, "suspected neighbour heard from");
                 }
                 Verdict::Down(why) => {
                     *self.taken_for_dead.lock().expect("link lock") = Some(peer_incarnation);
@@ -1139,10 +1149,10 @@ impl Link {
     ) -> anyhow::Result<()> {
         *bad += 1;
         node.stats().event(Event::FrameMalformed);
-        debug!(neighbour = %self.neighbour, bad, "malformed frame");
+        debug!(neighbour = %self.name, bad, "malformed frame");
         if *bad > MAX_BAD_FRAMES {
             node.stats().event(Event::PeerDisconnectedGarbage);
-            warn!(neighbour = %self.neighbour, "disconnecting a peer that sends garbage");
+            warn!(neighbour = %self.name, "disconnecting a peer that sends garbage");
             connection.close(close::GARBAGE.into(), b"garbage");
             anyhow::bail!("peer sent {bad} malformed frames");
         }
@@ -1230,12 +1240,12 @@ impl Link {
                 hello_stream.write_all(&frame).await?;
                 node.stats()
                     .event_about(Event::RevocationHanded, self.neighbour);
-                debug!(neighbour = %self.neighbour, "revocation list handed over");
+                debug!(neighbour = %self.name, "revocation list handed over");
                 Ok(true)
             }
             Err(e) => {
                 // Not a frame: this list goes by push and by file only.
-                warn!(neighbour = %self.neighbour, error = %e, "revocation list too large to hand over");
+                warn!(neighbour = %self.name, error = %e, "revocation list too large to hand over");
                 Ok(false)
             }
         }

@@ -154,13 +154,10 @@ impl Node {
                     .clone();
                 (
                     n,
-                    Arc::new(Link::new(
-                        config.id,
-                        n,
-                        addr,
-                        config.buffers.link,
-                        budget.clone(),
-                    )),
+                    Arc::new(
+                        Link::new(config.id, n, addr, config.buffers.link, budget.clone())
+                            .named(config.topology.format_node(n)),
+                    ),
                 )
             })
             .collect();
