@@ -430,4 +430,66 @@ fn without_a_store_the_ends_crashing_lose_or_duplicate() {
             && (twice == 0 || said("entries a consuming client took twice", twice)),
         "{verdict}"
     );
+    // With --check the run fails as a checker does: its report printed, the verdict's line on
+    // stderr, exit 1.
+    let args = [
+        "sim",
+        "eh:2,2",
+        "--seed",
+        "5",
+        "--faults",
+        "crash-ends",
+        "--delivery",
+        "reliable",
+        "--duration",
+        "20s",
+        "--life",
+        "20s",
+        "--rate",
+        "20",
+        "--no-store",
+        "--check",
+    ];
+    let out = cuberoute(&args);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stdout(&out).starts_with("chaos run on eh:2,2"),
+        "{}",
+        stdout(&out)
+    );
+    assert!(
+        stderr(&out).contains("verdict: INVALID: accepted sets no consuming client took")
+            || stderr(&out).contains("verdict: INVALID: entries a consuming client took twice"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+/// With --check, a valid run succeeds as without it.
+#[test]
+fn a_valid_run_passes_the_check() {
+    let args = [
+        "sim",
+        "q:3",
+        "--seed",
+        "2",
+        "--faults",
+        "crash",
+        "--rate",
+        "20",
+        "--duration",
+        "2s",
+        "--check",
+    ];
+    let out = cuberoute(&args);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stdout(&out)
+            .lines()
+            .nth(1)
+            .unwrap()
+            .starts_with("verdict: valid ("),
+        "{}",
+        stdout(&out)
+    );
 }

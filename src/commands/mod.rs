@@ -47,6 +47,18 @@ pub fn exit_code(err: &anyhow::Error) -> u8 {
     }
 }
 
+/// With `--check`, a run whose verdict is invalid fails (exit 1) with the verdict's line, after
+/// its report is printed; a valid one, or a run without `--check`, succeeds.
+pub fn check_verdict(
+    verdict: &cuberoute_cluster::chaos::verdict::Verdict,
+    check: bool,
+) -> anyhow::Result<()> {
+    if check && !verdict.valid {
+        anyhow::bail!("{}", verdict.line());
+    }
+    Ok(())
+}
+
 pub fn usage(message: impl Into<String>) -> anyhow::Error {
     UsageError(message.into()).into()
 }

@@ -43,6 +43,9 @@ pub struct Args {
     /// DIR/report.json.
     #[arg(long, value_name = "DIR")]
     pub report: Option<std::path::PathBuf>,
+    /// Exit 1 when the run's verdict is invalid (after printing its report), as a checker does.
+    #[arg(long, conflicts_with = "study")]
+    pub check: bool,
 }
 
 fn latency_range(text: &str) -> Result<(Duration, Duration), String> {
@@ -113,5 +116,5 @@ pub fn run_command(args: Args) -> anyhow::Result<()> {
             report.simulated_ms, report.wall_ms, report.simulated_seconds_per_wall_second
         );
     }
-    Ok(())
+    super::check_verdict(&report.run.verdict, args.check)
 }

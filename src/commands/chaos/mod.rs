@@ -171,6 +171,9 @@ pub struct RunArgs {
     /// from elsewhere) and DIR/report.json.
     #[arg(long, value_name = "DIR")]
     pub report: Option<std::path::PathBuf>,
+    /// Exit 1 when the run's verdict is invalid (after printing its report), as a checker does.
+    #[arg(long)]
+    pub check: bool,
 }
 
 fn millis(d: Option<Duration>) -> u32 {
@@ -504,7 +507,7 @@ fn chaos_run(args: &RunArgs) -> anyhow::Result<()> {
     } else {
         print::print_report(&report);
     }
-    Ok(())
+    super::check_verdict(&report.verdict, args.check)
 }
 
 /// SIGINT or SIGTERM, by name.
