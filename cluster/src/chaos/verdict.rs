@@ -124,7 +124,10 @@ pub fn judge(report: &Report, config: &RunConfig) -> Verdict {
                 "sets whose source never said how they ended",
             );
         }
-        let expired_lost = report.reliable.expired - report.reliable.expired_but_delivered;
+        let expired_lost = report
+            .reliable
+            .expired
+            .saturating_sub(report.reliable.expired_but_delivered);
         v.allow(
             expired_lost,
             &format!(
