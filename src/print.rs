@@ -112,14 +112,19 @@ pub fn start_containers(containers: &Containers, timeout: Duration) -> anyhow::R
 /// [`summary`] of a cluster `up` just started, of `what` (processes, containers): with where
 /// the start's time went and what it cost the processors, for local processes.
 pub fn up_summary(up: &Up, what: &str) -> anyhow::Result<()> {
+    up_banner(up, what)?;
+    commands(&up.dir, up.topology, None)
+}
+
+/// What came up ([`summary`]), without the commands to use it.
+pub fn up_banner(up: &Up, what: &str) -> anyhow::Result<()> {
     summary(
         &up.dir,
         up.topology,
         what,
         up.phases.total(),
         up.cpu.as_ref().map(|cpu| (&up.phases, cpu)),
-    )?;
-    commands(&up.dir, up.topology, None)
+    )
 }
 
 /// Print what came up: the cluster, its phases and its nodes' addresses.

@@ -367,20 +367,22 @@ fn sim_refuses_bad_input() {
     }
 }
 
+/// The flags of a `crash-ends` run.
+const CRASH_ENDS: &[&str] = &[
+    "--faults",
+    "crash-ends",
+    "--delivery",
+    "reliable",
+    "--duration",
+    "20s",
+    "--life",
+    "20s",
+];
+
 /// `crash-ends` on EH(2,2): sources and destinations crashed and restarted while clients
 /// consume (its stores on simulated disks, losing what was not synced at each crash).
 fn crash_ends(seed: u64, extra: &[&str]) -> Value {
-    let mut args = vec![
-        "--faults",
-        "crash-ends",
-        "--delivery",
-        "reliable",
-        "--duration",
-        "20s",
-        "--life",
-        "20s",
-    ];
-    args.extend(extra);
+    let args = [CRASH_ENDS, extra].concat();
     let r = sim("eh:2,2", seed, &args);
     assert!(r["ends"]["kills"].as_u64().unwrap() > 5, "{r}");
     assert!(r["ends"]["accepted"].as_u64().unwrap() > 300, "{r}");
@@ -433,23 +435,11 @@ fn without_a_store_the_ends_crashing_lose_or_duplicate() {
     // With --check the run fails as a checker does: its report printed, the verdict's line on
     // stderr, exit 1.
     let args = [
-        "sim",
-        "eh:2,2",
-        "--seed",
-        "5",
-        "--faults",
-        "crash-ends",
-        "--delivery",
-        "reliable",
-        "--duration",
-        "20s",
-        "--life",
-        "20s",
-        "--rate",
-        "20",
-        "--no-store",
-        "--check",
-    ];
+        &["sim", "eh:2,2", "--seed", "5", "--rate", "20"],
+        CRASH_ENDS,
+        &["--no-store", "--check"],
+    ]
+    .concat();
     let out = cuberoute(&args);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     assert!(

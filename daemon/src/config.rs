@@ -481,7 +481,7 @@ impl NodeConfig {
 
 /// The key a TOML error at byte `at` of `text` is about, as `table.key` (the table from the
 /// last `[table]` header before it), and its line (from 1).
-fn key_at(text: &str, at: usize) -> (String, Option<usize>) {
+fn key_at(text: &str, at: usize) -> (String, usize) {
     let mut at = at.min(text.len());
     while !text.is_char_boundary(at) {
         at -= 1;
@@ -510,7 +510,7 @@ fn key_at(text: &str, at: usize) -> (String, Option<usize>) {
         }
         _ => key.to_string(),
     };
-    (key, Some(line))
+    (key, line)
 }
 
 impl NodeConfig {
@@ -521,10 +521,12 @@ impl NodeConfig {
                 let text = std::fs::read_to_string(path)
                     .map_err(|e| error("config", format!("cannot read {}: {e}", path.display())))?;
                 let file: FileConfig = toml::from_str(&text).map_err(|e| {
-                    let (key, line) = e.span().map_or(("config".to_string(), None), |span| {
-                        key_at(&text, span.start)
-                    });
-                    let at = line.map_or(String::new(), |l| format!(" line {l}"));
+                    let (key, at) =
+                        e.span()
+                            .map_or(("config".to_string(), String::new()), |span| {
+                                let (key, line) = key_at(&text, span.start);
+                                (key, format!(" line {line}"))
+                            });
                     error(
                         key,
                         format!("{}{at} is not valid: {}", path.display(), e.message()),
@@ -1011,10 +1013,10 @@ mod key_tests {
     fn a_file_error_names_its_key_and_line() {
         let text = "id = 1\n[liveness]\ninterval = \"1s\"\n\n[store]\npath = \"s\"\nbogus = 1\n";
         let at = text.find("bogus").unwrap();
-        assert_eq!(key_at(text, at), ("store.bogus".to_string(), Some(7)));
-        assert_eq!(key_at(text, 0), ("id".to_string(), Some(1)));
+        assert_eq!(key_at(text, at), ("store.bogus".to_string(), 7));
+        assert_eq!(key_at(text, 0), ("id".to_string(), 1));
         let header = text.find("[store]").unwrap();
-        assert_eq!(key_at(text, header), ("store".to_string(), Some(5)));
+        assert_eq!(key_at(text, header), ("store".to_string(), 5));
         assert_eq!(key_at(text, text.len()).0, "config");
     }
 }

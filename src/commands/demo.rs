@@ -52,9 +52,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         None => {
             let local = Local::loopback(topology, dir.clone(), args.base_addr);
             let timeout = cuberoute_cluster::ops::ready::default_timeout(topology.node_count());
-            let up = print::start_local(&local, timeout)?;
-            let phases = up.cpu.as_ref().map(|cpu| (&up.phases, cpu));
-            print::summary(&dir, topology, "processes", up.phases.total(), phases)?;
+            // Its commands come at the end, once the demo has used the cluster.
+            print::up_banner(&print::start_local(&local, timeout)?, "processes")?;
         }
     }
     println!();

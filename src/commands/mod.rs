@@ -50,7 +50,7 @@ pub fn exit_code(err: &anyhow::Error) -> u8 {
 /// With `--check`, a run whose verdict is invalid fails (exit 1) with the verdict's line, after
 /// its report is printed; a valid one, or a run without `--check`, succeeds.
 pub fn check_verdict(
-    verdict: &cuberoute_cluster::chaos::verdict::Verdict,
+    verdict: &cuberoute_cluster::chaos::report::Verdict,
     check: bool,
 ) -> anyhow::Result<()> {
     if check && !verdict.valid {

@@ -9,7 +9,6 @@ use crate::chaos::judge::{Forgeries, HostLossOutcome, SetResult, Sweep};
 use crate::chaos::scenario::{Phase, RunConfig};
 use crate::chaos::schedule::{FaultKind, Schedule};
 use crate::chaos::timeline::{FaultWindow, Outcome, SetPoint, Timeline};
-use crate::chaos::verdict::Verdict;
 use crate::ops::percentiles::{Percentiles, serialize_whole_us};
 use cuberoute_protocol::delivery::{Mode, Settlement};
 use cuberoute_protocol::wire::control::NodeStatus;
@@ -75,7 +74,7 @@ pub struct Recovery {
 /// The report. It opens with its verdict; the keys after are the schema.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct Report {
-    /// Whether the run kept its promises, and the counts that decide it ([`crate::chaos::verdict`]).
+    /// Whether the run kept its promises, and the counts that decide it.
     pub verdict: Verdict,
     pub sets_sent: u64,
     pub copies_expected: u64,
@@ -165,6 +164,42 @@ pub struct Report {
     /// Every set and fault window, for the report page ([`crate::chaos::page`]); not in the JSON.
     #[serde(skip)]
     pub timeline: Timeline,
+}
+
+/// Whether a run kept every promise its faults and mode make ([`crate::chaos::verdict`]
+/// judges).
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Verdict {
+    pub valid: bool,
+    /// The broken promises, each as what broke it and how often (empty when valid).
+    pub reasons: Vec<String>,
+    /// Every promise checked, with what was counted against it.
+    pub checks: Vec<Check>,
+    /// Losses the faults and mode allowed, each as what and how many.
+    pub allowed: Vec<String>,
+}
+
+/// One promise, and the count of anomalies against it (0 when kept).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Check {
+    pub check: &'static str,
+    pub count: u64,
+}
+
+impl Verdict {
+    /// One line: `valid` or `INVALID`, with the counts that decide it.
+    pub fn line(&self) -> String {
+        if self.valid {
+            let counts: Vec<String> = self
+                .checks
+                .iter()
+                .map(|c| format!("{} {}", c.count, c.check))
+                .collect();
+            format!("verdict: valid ({})", counts.join(", "))
+        } else {
+            format!("verdict: INVALID: {}", self.reasons.join("; "))
+        }
+    }
 }
 
 #[derive(Clone, Debug, Default, Serialize)]

@@ -1,48 +1,13 @@
 //! A chaos run's verdict, as a checker gives it before any chart: valid or not, the checks
 //! that decide it for the run's faults and delivery mode, each with its count, and what the
 //! mode allowed to be lost. Every promise of RELIABILITY.md a run can break is one check here;
-//! the text output, the JSON (`verdict`) and the report page all open with this.
+//! the text output, the JSON (`verdict`) and the report page all open with this. What it
+//! gives, [`Verdict`], is the report's (`crate::chaos::report`).
 
-use crate::chaos::report::Report;
+use crate::chaos::report::{Check, Report, Verdict};
 use crate::chaos::scenario::RunConfig;
 use crate::chaos::schedule::FaultKind;
 use cuberoute_protocol::delivery::Scheme;
-use serde::Serialize;
-
-/// Whether a run kept every promise its faults and mode make.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
-pub struct Verdict {
-    pub valid: bool,
-    /// The broken promises, each as what broke it and how often (empty when valid).
-    pub reasons: Vec<String>,
-    /// Every promise checked, with what was counted against it.
-    pub checks: Vec<Check>,
-    /// Losses the faults and mode allowed, each as what and how many.
-    pub allowed: Vec<String>,
-}
-
-/// One promise, and the count of anomalies against it (0 when kept).
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct Check {
-    pub check: &'static str,
-    pub count: u64,
-}
-
-impl Verdict {
-    /// One line: `valid` or `INVALID`, with the counts that decide it.
-    pub fn line(&self) -> String {
-        if self.valid {
-            let counts: Vec<String> = self
-                .checks
-                .iter()
-                .map(|c| format!("{} {}", c.count, c.check))
-                .collect();
-            format!("verdict: valid ({})", counts.join(", "))
-        } else {
-            format!("verdict: INVALID: {}", self.reasons.join("; "))
-        }
-    }
-}
 
 /// Judge `report`, the run of `config`.
 pub fn judge(report: &Report, config: &RunConfig) -> Verdict {
