@@ -47,8 +47,21 @@ pub struct ClusterClient {
     run_state: Arc<Mutex<Option<ReadRunState>>>,
 }
 
-/// The run state as read (`None`: no run state), and the modification time of its file then.
-type ReadRunState = (std::time::SystemTime, Option<RunState>);
+/// The run state as read (`None`: no run state), and which file it was read from.
+type ReadRunState = (FileVersion, Option<RunState>);
+
+/// What tells one version of the run state's file from the next: its modification time, and
+/// its inode and length. Each save renames a new file over the old one, so two saves within
+/// one tick of the file system's clock (a few ms: two nodes restarted one after the other)
+/// have the same time but not the same inode; a cache keyed by the time alone kept the first
+/// of them for good, and took a restarted node for exited.
+type FileVersion = (std::time::SystemTime, u64, u64);
+
+fn file_version(path: &std::path::Path) -> Option<FileVersion> {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::metadata(path).ok()?;
+    Some((m.modified().ok()?, m.ino(), m.len()))
+}
 
 impl ClusterClient {
     /// Open the cluster generated in `dir`. Needs a tokio runtime.
@@ -83,11 +96,10 @@ impl ClusterClient {
     /// says (containers, a cluster started elsewhere, no run state). The run state is read
     /// again whenever its file changed (a restart records a new process).
     pub fn known_down(&self, node: NodeId) -> Option<String> {
-        let path = self.dir.run_state();
-        let modified = std::fs::metadata(&path).and_then(|m| m.modified()).ok()?;
+        let version = file_version(&self.dir.run_state())?;
         let mut cached = self.run_state.lock().expect("run state lock");
-        if cached.as_ref().is_none_or(|(at, _)| *at != modified) {
-            *cached = Some((modified, RunState::load(&self.dir).ok().flatten()));
+        if cached.as_ref().is_none_or(|(read, _)| *read != version) {
+            *cached = Some((version, RunState::load(&self.dir).ok().flatten()));
         }
         let Some((_, Some(RunState::Processes(processes)))) = cached.as_ref() else {
             return None;
@@ -344,6 +356,29 @@ mod tests {
         });
         let done = fan_out(tasks, FAN_OUT, SLOT_TIME).await;
         (done, most.load(SeqCst))
+    }
+
+    #[test]
+    fn a_file_saved_again_within_one_tick_is_another_version() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("run.toml");
+        std::fs::write(&path, "first = 1").unwrap();
+        let first = file_version(&path).unwrap();
+        // Saved again as the run state is (a new file renamed over it), as long and with the
+        // same modification time, as two saves within one tick of the clock have.
+        let partial = dir.path().join("run.toml.partial");
+        std::fs::write(&partial, "again = 2").unwrap();
+        std::fs::File::options()
+            .write(true)
+            .open(&partial)
+            .unwrap()
+            .set_modified(first.0)
+            .unwrap();
+        std::fs::rename(&partial, &path).unwrap();
+        let again = file_version(&path).unwrap();
+        assert_eq!((again.0, again.2), (first.0, first.2));
+        assert_ne!(again, first);
+        assert_eq!(file_version(&dir.path().join("none")), None);
     }
 
     #[tokio::test(start_paused = true)]
