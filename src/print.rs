@@ -505,6 +505,13 @@ pub fn print_report(r: &chaos::report::Report) {
         r.copies_expected,
         pct(r.copies_delivered, r.copies_expected)
     );
+    let whole = &r.sent_per_second[..r.sent_per_second.len().saturating_sub(1)];
+    if let (Some(least), Some(most)) = (whole.iter().min(), whole.iter().max()) {
+        println!(
+            "  sent on schedule: {least} to {most} sets in each whole second, faults included; the latest went {:.1} ms late (in its latency)",
+            r.latest_send_ms
+        );
+    }
     println!(
         "  sets with at least one copy: {} ({:.2}%); sets lost: {}; corrupted copies handed to a client: {}",
         r.sets_with_a_copy,

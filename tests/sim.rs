@@ -483,3 +483,45 @@ fn a_valid_run_passes_the_check() {
         stdout(&out)
     );
 }
+
+/// The traffic is an open loop: the sets sent in each whole second stay within 10% of the rate
+/// across the faults' start, the repair and the restarts (the old run sent nothing while it
+/// repaired and restarted), and every set was sent.
+#[test]
+fn the_load_holds_its_rate_across_the_fault_edges() {
+    let r = kept(
+        "eh:2,2",
+        7,
+        &[
+            "--faults",
+            "crash,cut,loss,partition",
+            "--rate",
+            "40",
+            "--duration",
+            "6s",
+        ],
+    );
+    let per_second: Vec<u64> = r["sent_per_second"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n.as_u64().unwrap())
+        .collect();
+    assert_eq!(
+        per_second.iter().sum::<u64>(),
+        r["sets_sent"].as_u64().unwrap(),
+        "{r}"
+    );
+    let whole = &per_second[..per_second.len() - 1];
+    // The run is longer than its phases: the repair and the restarts come between them.
+    assert!(whole.len() >= 6, "{per_second:?}");
+    for (second, &n) in whole.iter().enumerate() {
+        assert!(
+            (36..=44).contains(&n),
+            "second {second}: {n} sets: {per_second:?}"
+        );
+    }
+    // Sets sent while the network was repaired and nodes restarted belong to the faults.
+    let with_faults = r["phases"]["with_faults"]["sets_sent"].as_u64().unwrap();
+    assert!(with_faults >= 80, "{r}");
+}

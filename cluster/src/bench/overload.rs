@@ -4,11 +4,14 @@
 //!
 //! Each offered set is one task: a send between a random pair that waits for its copies. The
 //! client holds at most [`CLIENT_IN_FLIGHT`] of them; a set it could not even start counts as
-//! held back by the client, so that the figure says what the daemons were offered.
+//! held back by the client, so that the figure says what the daemons were offered. Sets go on
+//! the schedule of [`OpenLoop`], and a completed set's latency counts from when it was due.
 
 use crate::bench::measure::{Load, random_pair};
 use crate::launch::usage;
 use crate::ops::cluster_client::ClusterClient;
+use crate::ops::open_loop::OpenLoop;
+use crate::ops::percentiles::Percentiles;
 use crate::ops::traffic::SendOptions;
 use cuberoute_daemon::client::ClientError;
 use cuberoute_protocol::SendRequest;
@@ -16,8 +19,9 @@ use rand::SeedableRng;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use tokio::sync::Semaphore;
+use tokio::time::Instant;
 
 /// The most sets the client keeps in flight during an overload run.
 pub const CLIENT_IN_FLIGHT: usize = 20_000;
@@ -36,8 +40,14 @@ pub struct Overload {
     pub sets_offered: u64,
     /// Not started: the client already had [`CLIENT_IN_FLIGHT`] sets in flight.
     pub sets_held_back_by_client: u64,
+    /// Sets sent in each second of the run (the last entry a part of a second), held back
+    /// by the client or not.
+    pub sent_per_second: Vec<u64>,
     /// Accepted by the source and complete at the destination within the wait.
     pub sets_completed: u64,
+    /// The completed sets' latency, from when each was due to its last copy (ms).
+    pub completed_p50_ms: f64,
+    pub completed_p99_ms: f64,
     /// Accepted, but not every copy arrived within the wait.
     pub sets_incomplete: u64,
     /// Refused by the source daemon, by the reason it gave.
@@ -61,6 +71,8 @@ pub struct Overload {
 #[derive(Default)]
 struct Tally {
     completed: u64,
+    /// Each completed set's latency from when it was due, in µs.
+    latencies_us: Vec<u64>,
     incomplete: u64,
     refused: BTreeMap<String, u64>,
     errors: u64,
@@ -93,47 +105,53 @@ pub async fn overload(
         clear: load.clear,
     };
     let started = Instant::now();
-    let interval = Duration::from_secs_f64(1.0 / rate.max(1e-3));
-    let mut next_sample = started;
-    let (mut offered, mut held_back) = (0u64, 0u64);
+    let end = started + duration;
+    let mut stream = OpenLoop::new(started, rate);
+    let mut sampling = tokio::time::interval(SAMPLE_EVERY);
+    let mut held_back = 0u64;
     let mut tasks = Vec::new();
-    while started.elapsed() < duration {
-        // Every set due by now, then sleep to the next one: the rate holds even when a
-        // sleep oversleeps.
-        let due = (started.elapsed().as_secs_f64() * rate) as u64;
-        while offered < due {
-            offered += 1;
-            let Ok(permit) = in_flight.clone().try_acquire_owned() else {
-                held_back += 1;
+    loop {
+        if stream.next_due() >= end {
+            break;
+        }
+        tokio::select! {
+            _ = sampling.tick() => {
+                sample(pids, &mut peaks);
                 continue;
-            };
-            let (from, to) = random_pair(topology, &mut rng);
-            let (client, tally) = (client.clone(), tally.clone());
-            tasks.push(tokio::spawn(async move {
-                let payload = vec![0; load.payload_bytes];
-                let result = client
-                    .send(from, SendRequest::to(to), payload, options)
-                    .await;
-                let mut tally = tally.lock().expect("tally lock");
-                match result {
-                    Ok(r) if r.lost == 0 && r.delivered => tally.completed += 1,
-                    Ok(_) => tally.incomplete += 1,
-                    Err(ClientError::Refused { error, .. }) => {
-                        *tally
-                            .refused
-                            .entry(format!("{:?}", error.kind))
-                            .or_default() += 1;
-                    }
-                    Err(_) => tally.errors += 1,
+            }
+            _ = stream.wait() => {}
+        }
+        let due = stream.take();
+        let Ok(permit) = in_flight.clone().try_acquire_owned() else {
+            held_back += 1;
+            continue;
+        };
+        let (from, to) = random_pair(topology, &mut rng);
+        let (client, tally) = (client.clone(), tally.clone());
+        tasks.push(tokio::spawn(async move {
+            let payload = vec![0; load.payload_bytes];
+            let late_us = due.late().as_micros() as u64;
+            let result = client
+                .send(from, SendRequest::to(to), payload, options)
+                .await;
+            let mut tally = tally.lock().expect("tally lock");
+            match result {
+                Ok(r) if r.lost == 0 && r.delivered => {
+                    tally.completed += 1;
+                    let last = r.deliveries.iter().map(|d| d.latency_us).max();
+                    tally.latencies_us.push(late_us + last.unwrap_or(0));
                 }
-                drop(permit);
-            }));
-        }
-        if Instant::now() >= next_sample {
-            sample(pids, &mut peaks);
-            next_sample += SAMPLE_EVERY;
-        }
-        tokio::time::sleep(interval.min(SAMPLE_EVERY)).await;
+                Ok(_) => tally.incomplete += 1,
+                Err(ClientError::Refused { error, .. }) => {
+                    *tally
+                        .refused
+                        .entry(format!("{:?}", error.kind))
+                        .or_default() += 1;
+                }
+                Err(_) => tally.errors += 1,
+            }
+            drop(permit);
+        }));
     }
     let seconds = started.elapsed().as_secs_f64();
     // The sets still in flight finish or time out; memory is watched until they have.
@@ -148,6 +166,7 @@ pub async fn overload(
     let after: Vec<u64> = pids.iter().filter_map(|&p| usage::rss_kib(p)).collect();
     let after_counters = counters(client).await;
     let tally = std::mem::take(&mut *tally.lock().expect("tally lock"));
+    let latency = Percentiles::of_us(tally.latencies_us.iter().copied());
     let mib = |kib: u64| kib as f64 / 1024.0;
     peaks.sort_unstable();
     let (drops, events) = (
@@ -158,9 +177,12 @@ pub async fn overload(
         multiple,
         offered_per_second: rate,
         seconds,
-        sets_offered: offered,
+        sets_offered: stream.sent(),
         sets_held_back_by_client: held_back,
+        sent_per_second: stream.sent_per_second().to_vec(),
         sets_completed: tally.completed,
+        completed_p50_ms: latency.p50_us / 1e3,
+        completed_p99_ms: latency.p99_us / 1e3,
         sets_incomplete: tally.incomplete,
         refused: tally.refused,
         errors: tally.errors,

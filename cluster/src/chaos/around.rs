@@ -46,6 +46,10 @@ pub struct AroundReport {
     /// of them (ms on the run's clock); `None`: not within the phase.
     pub faults_at_ms: f64,
     pub known_at_ms: Option<f64>,
+    /// When the phase with faults ended and the repair began: the sets sent from then on
+    /// (the traffic goes on while crashed nodes restart) are left out of `after_known`, since
+    /// their sources learn of links coming back as they go.
+    pub ended_at_ms: f64,
     /// The links the faults killed: those of the crashed nodes to live ones, and the cut ones.
     pub dead_links: Vec<(u64, u64)>,
     pub fault_free: AroundPhase,
@@ -102,14 +106,13 @@ pub async fn detection(
 }
 
 impl AroundReport {
-    /// Judge `results` against the `schedule`'s faults, injected at `faults_at_ms` and known
-    /// everywhere at `known_at_ms`.
+    /// Judge `results` against the `schedule`'s faults, injected at `faults_at_ms`, known
+    /// everywhere at `known_at_ms`, and repaired from `ended_at_ms` on.
     pub(super) fn of(
         topology: Topology,
         schedule: &Schedule,
         results: &[SetResult],
-        faults_at_ms: f64,
-        known_at_ms: Option<f64>,
+        (faults_at_ms, known_at_ms, ended_at_ms): (f64, Option<f64>, f64),
     ) -> AroundReport {
         let dead = dead_links(topology, schedule);
         let mut faults = Faults::new();
@@ -127,6 +130,7 @@ impl AroundReport {
         AroundReport {
             faults_at_ms,
             known_at_ms,
+            ended_at_ms,
             dead_links: dead.iter().map(|&(a, b)| (a.0, b.0)).collect(),
             fault_free: stretch(&|r| r.phase == Phase::FaultFree, &none),
             until_known: stretch(
@@ -134,7 +138,7 @@ impl AroundReport {
                 &faults,
             ),
             after_known: stretch(
-                &|r| r.phase == Phase::WithFaults && r.sent_ms >= known,
+                &|r| r.phase == Phase::WithFaults && r.sent_ms >= known && r.sent_ms < ended_at_ms,
                 &faults,
             ),
             after_faults: stretch(&|r| r.phase == Phase::AfterFaults, &none),

@@ -54,7 +54,10 @@ pub(super) struct SetResult {
     pub(super) paths: Vec<Vec<NodeId>>,
     /// Whether the copy on the shortest constructed path arrived (the single-path baseline).
     pub(super) shortest_delivered: bool,
+    /// Each copy's latency from when the set was due (its [`late_us`](Self::late_us) in).
     pub(super) latencies_us: Vec<u64>,
+    /// How late the set was sent against its schedule.
+    pub(super) late_us: u64,
     /// The request failed (the source was unreachable).
     pub(super) failed: bool,
     /// The source refused the set at once, and why.
@@ -95,6 +98,7 @@ impl SetResult {
             paths: Vec::new(),
             shortest_delivered: false,
             latencies_us: Vec::new(),
+            late_us: 0,
             failed: false,
             refused: None,
             sealed: false,

@@ -5,8 +5,10 @@
 //!
 //! * [`around`]: routing around crashes and cuts, judged: when every live node knew, and the
 //!   sets before, until then and after, against the max flow of the live graph;
-//! * [`run`]: running: three phases of traffic between random pairs, the faults of the schedule
-//!   injected and undone, step by step;
+//! * [`run`]: running: three phases, the faults of the schedule injected and undone, step by
+//!   step;
+//! * [`load`]: the run's traffic, sets between random pairs on one schedule from its start to
+//!   its end, the pairs and the judging following the phase;
 //! * [`judge`]: judging: what each set became, what else reached the clients (the sweep of
 //!   every output), what relays captured, leaked and forged, what a lost host cost;
 //! * [`report`]: reporting: the totals a run's report gives, and its timeline;
@@ -27,6 +29,7 @@
 pub mod around;
 pub mod ends;
 pub mod judge;
+pub mod load;
 pub mod netfault;
 pub mod page;
 pub mod redundancy;

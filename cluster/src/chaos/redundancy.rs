@@ -10,6 +10,7 @@
 use crate::chaos::run;
 use crate::chaos::scenario::Harness;
 use crate::ops::cluster_client::ClusterClient;
+use crate::ops::open_loop::OpenLoop;
 use crate::ops::percentiles::Percentiles;
 use crate::ops::traffic::SendOptions;
 use cuberoute_protocol::delivery::Mode;
@@ -90,7 +91,8 @@ pub struct Cell {
     pub sets: u64,
     pub lost: u64,
     pub lost_share: f64,
-    /// The first copy's latency (a reliable set: its delivery), of the sets delivered, in ms.
+    /// The first copy's latency (a reliable set: its delivery), of the sets delivered, in ms,
+    /// from when the set was due (the sets go on a schedule).
     pub p50_ms: f64,
     pub p99_ms: f64,
     pub p999_ms: f64,
@@ -160,11 +162,10 @@ async fn cell(
     let mut rng = StdRng::seed_from_u64(seed);
     // Each set's first copy's latency (if one came) and its k.
     let outcomes: Arc<Mutex<Vec<Outcome>>> = Arc::default();
-    let interval = Duration::from_secs_f64(1.0 / config.rate);
-    let started = tokio::time::Instant::now();
+    let mut stream = OpenLoop::new(tokio::time::Instant::now(), config.rate);
     let mut tasks = Vec::new();
     for n in 0..config.sets {
-        tokio::time::sleep_until(started + interval.mul_f64(n as f64)).await;
+        let due = stream.next().await;
         let from = nodes[rng.random_range(0..nodes.len())];
         let to = loop {
             let to = nodes[rng.random_range(0..nodes.len())];
@@ -190,9 +191,15 @@ async fn cell(
         let payload = format!("study #{n} {from}->{to}").into_bytes();
         let (client, outcomes) = (client.clone(), outcomes.clone());
         tasks.push(tokio::spawn(async move {
+            // From when it was due.
+            let late_us = due.late().as_micros() as u64;
             let outcome = match client.send(from, request, payload, options).await {
                 Ok(report) => (
-                    report.deliveries.iter().map(|d| d.latency_us).min(),
+                    report
+                        .deliveries
+                        .iter()
+                        .map(|d| late_us + d.latency_us)
+                        .min(),
                     report.k,
                 ),
                 Err(_) => (None, 0),

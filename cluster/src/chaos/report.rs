@@ -81,6 +81,12 @@ pub struct Report {
     pub copies_delivered: u64,
     pub sets_with_a_copy: u64,
     pub sets_lost: u64,
+    /// Sets sent in each second of the run, by when they went (the last entry a part of a
+    /// second): the traffic runs on a schedule whatever the cluster does.
+    pub sent_per_second: Vec<u64>,
+    /// The most a set went out late against its schedule, in ms; latencies count from when
+    /// each set was due.
+    pub latest_send_ms: f64,
     pub corrupted_delivered_to_client: u64,
     pub drops: BTreeMap<String, u64>,
     pub latency_us: Latency,
@@ -365,6 +371,8 @@ impl Report {
             copies_delivered: total(|p| p.copies_delivered),
             sets_with_a_copy: total(|p| p.sets_with_a_copy),
             sets_lost: total(|p| p.sets_lost),
+            sent_per_second: Vec::new(),
+            latest_send_ms: results.iter().map(|r| r.late_us).max().unwrap_or(0) as f64 / 1e3,
             corrupted_delivered_to_client: total(|p| p.corrupted_delivered_to_client),
             drops: drop_delta(before, after),
             latency_us: Latency {

@@ -1,9 +1,13 @@
 //! `cuberoute chaos run`: traffic between random pairs through a running cluster, faults on a
 //! schedule made reproducible by a seed, and a report of what the protocol did.
 //!
-//! The run has three phases, each with the same traffic (message sets at a fixed rate, each
-//! waited for):
-//! 1. **fault-free**: the baseline for latency;
+//! The run has three phases and one traffic across them ([`load`](super::load)): message sets
+//! at a fixed rate from the run's start to its end, each waited for, none held back while the
+//! run injects, repairs or restarts (an open loop: each set's latency counts from when it was
+//! due):
+//! 1. **fault-free**: the baseline for latency, between the nodes the faults will spare as
+//!    ends (the schedule is known from the seed), so that a set the faults begin under loses
+//!    no end; such a set is judged as one of the next phase;
 //! 2. **with faults**: the chosen faults are injected at its start and last its whole length:
 //!    * `state`: every node overwrites its protocol variables every 10 ms;
 //!    * `buffers`: every node flips bits in its queued packets, and in a share of the packets
@@ -18,9 +22,10 @@
 //!    report, and every set into its timeline ([`crate::chaos::timeline`]), for the report page.
 //!
 //!    Crashed nodes and cut links together number at most k-1 = connectivity-1, so every set
-//!    between live endpoints keeps a path; traffic in this phase is between live nodes only;
-//! 3. **after faults**: cut links are healed and crashed nodes restarted, and traffic goes on.
-//!    Everything sent in this phase must arrive.
+//!    between live endpoints keeps a path; traffic in this phase is between live nodes only,
+//!    and goes on so while the network is repaired, relays stop and nodes restart;
+//! 3. **after faults**: from when the cluster is ready again, between all nodes. Everything
+//!    sent in this phase must arrive.
 //!
 //! The run is [`run_with`]'s steps, in order: `Run::start` (the cluster ready, its state
 //! noted), the fault-free phase, `Run::inject_faults`, the phase with faults,
@@ -30,9 +35,9 @@
 
 use crate::chaos::around::{self, AroundReport};
 use crate::chaos::judge::{
-    Judge, SetResult, captures_and_leaks, forgeries, host_loss_outcome, output_cursors,
-    sweep_outputs,
+    Judge, captures_and_leaks, forgeries, host_loss_outcome, output_cursors, sweep_outputs,
 };
+use crate::chaos::load::{Load, Policy, Traffic};
 use crate::chaos::netfault;
 use crate::chaos::report::{Report, timeline};
 use crate::chaos::scenario::{Harness, Phase, Progress, REJOIN_TIMEOUT, RunConfig, Runners};
@@ -43,7 +48,6 @@ use crate::launch::layout::ClusterDir;
 use crate::ops::cluster_client::ClusterClient;
 use crate::ops::ready::{self, Readiness};
 use crate::ops::shaping::{self, ShapeRule};
-use crate::ops::traffic::SendOptions;
 use cuberoute_protocol::delivery::Mode;
 use cuberoute_protocol::wire::control::{Fault, NodeStatus, Request, Response};
 use cuberoute_protocol::{NodeId, SendRequest, Topology};
@@ -55,6 +59,9 @@ use std::time::Duration;
 // tokio's clock: the real one, or a simulation's (`cuberoute sim`).
 use tokio::time::Instant;
 
+/// Mixed into the seed for what the faults draw, apart from the traffic's draws.
+const FAULT_SEEDS: u64 = 0x6661_756c_7473;
+
 async fn snapshot(client: &ClusterClient) -> BTreeMap<NodeId, NodeStatus> {
     client
         .statuses(Duration::from_secs(3))
@@ -62,140 +69,6 @@ async fn snapshot(client: &ClusterClient) -> BTreeMap<NodeId, NodeStatus> {
         .into_iter()
         .filter_map(|(id, s)| s.ok().map(|s| (id, s)))
         .collect()
-}
-
-/// What a set of the run is sent with.
-#[derive(Clone, Copy)]
-struct SetOptions {
-    wait: Duration,
-    mode: Mode,
-    /// Relays forge during this set's phase.
-    forging: bool,
-    /// Sent without the end-to-end seal.
-    clear: bool,
-}
-
-/// Send one set and judge what arrived.
-async fn one_set(
-    client: ClusterClient,
-    topology: Topology,
-    (phase, sent_ms): (Phase, f64),
-    (from, to): (NodeId, NodeId),
-    payload: Vec<u8>,
-    set: SetOptions,
-) -> SetResult {
-    let request = SendRequest::to(to);
-    let expected = request
-        .route_system(topology, from)
-        .ok()
-        .map(|system| system.paths);
-    let options = SendOptions {
-        trace: true,
-        wait: Some(set.wait),
-        // A reliable set is waited for as long as it lives.
-        life: Some(set.wait),
-        mode: set.mode,
-        clear: set.clear,
-    };
-    let k = expected.as_ref().map_or(0, |paths| paths.len() as u32);
-    let mut result = SetResult::sent((phase, sent_ms), (from, to), &payload, k);
-    let Some(expected) = expected else {
-        // Distinct nodes of the topology always have paths: a bug of ours, counted.
-        result.failed = true;
-        return result;
-    };
-    match client.send(from, request, payload, options).await {
-        Ok(report) => result.judge(topology, &report, &expected, set.mode, set.forging),
-        Err(e) => result.failed(e),
-    }
-    result
-}
-
-/// The traffic of a run: sets at a fixed rate between random pairs, each waited for and judged.
-struct Traffic {
-    client: ClusterClient,
-    rate: f64,
-    wait: Duration,
-    mode: Mode,
-    payload_bytes: usize,
-    /// Whether relays forge now.
-    forging: bool,
-    clear: bool,
-    rng: StdRng,
-    results: Arc<Mutex<Vec<SetResult>>>,
-    progress: Arc<Mutex<Progress>>,
-    tasks: Vec<tokio::task::JoinHandle<()>>,
-    /// The start of the run, the clock of the report's timeline.
-    t0: Instant,
-}
-
-impl Traffic {
-    /// Send between random pairs of `alive` nodes for `length`; the sets finish on their own.
-    async fn run(&mut self, phase: Phase, length: Duration, alive: &[NodeId]) {
-        self.run_to(phase, length, alive, alive).await
-    }
-
-    /// Send from random nodes of `from` to random others of `to` for `length`.
-    async fn run_to(&mut self, phase: Phase, length: Duration, from: &[NodeId], to: &[NodeId]) {
-        let alive = from;
-        let topology = self.client.manifest.topology;
-        self.progress.lock().expect("progress").phase = Some(phase);
-        let started = tokio::time::Instant::now();
-        let interval = Duration::from_secs_f64(1.0 / self.rate);
-        for n in 0u64.. {
-            let at = started + interval.mul_f64(n as f64);
-            if at.duration_since(started) >= length {
-                return;
-            }
-            tokio::time::sleep_until(at).await;
-            let from = alive[self.rng.random_range(0..alive.len())];
-            let to = loop {
-                let d = to[self.rng.random_range(0..to.len())];
-                if d != from {
-                    break d;
-                }
-            };
-            let mut payload = format!(
-                "chaos {phase:?} #{n} {from}->{to} {}",
-                self.rng.random::<u32>()
-            )
-            .into_bytes();
-            while payload.len() < self.payload_bytes {
-                payload.push(self.rng.random());
-            }
-            let (client, results, progress) = (
-                self.client.clone(),
-                self.results.clone(),
-                self.progress.clone(),
-            );
-            let set = SetOptions {
-                wait: self.wait,
-                mode: self.mode,
-                forging: self.forging,
-                clear: self.clear,
-            };
-            progress.lock().expect("progress").sets_sent += 1;
-            let sent_ms = ms_since(self.t0);
-            self.tasks.push(tokio::spawn(async move {
-                let result =
-                    one_set(client, topology, (phase, sent_ms), (from, to), payload, set).await;
-                {
-                    let mut p = progress.lock().expect("progress");
-                    p.sets_done += 1;
-                    p.copies_delivered += u64::from(result.delivered);
-                }
-                results.lock().expect("results").push(result);
-            }));
-        }
-    }
-
-    /// Wait until every set sent so far is done.
-    async fn finish(&mut self) -> anyhow::Result<()> {
-        for task in self.tasks.drain(..) {
-            task.await?;
-        }
-        Ok(())
-    }
 }
 
 async fn inject_everywhere(
@@ -253,23 +126,23 @@ async fn run_phases(
     harness: &dyn Harness,
     ready: Readiness,
 ) -> anyhow::Result<Report> {
-    let mut run = Run::start(client, config, harness, progress, ready).await;
-    // 1. Fault-free, and let those sets finish, so that no fault touches them.
-    run.traffic
-        .run(Phase::FaultFree, config.fault_free, &run.nodes)
-        .await;
-    run.traffic.finish().await?;
-    // 2. Faults, each with its window on the run's clock.
+    let mut run = Run::start(client, config, harness, progress, ready).await?;
+    // 1. Fault-free.
+    tokio::time::sleep_until(run.traffic.t0 + config.fault_free).await;
+    // 2. Faults, each with its window on the run's clock; the traffic goes on throughout.
     let mut faults = run.inject_faults().await?;
     run.with_faults(&faults).await;
     let network_rejoin = run.repair_network(&mut faults).await?;
     run.stop_relays(&mut faults).await?;
-    // 3. After: heal, restart, and keep sending.
+    // 3. After: heal, restart, and once the cluster is ready, send between all nodes.
     let rejoin = run.heal_and_restart(&mut faults, network_rejoin).await?;
-    run.traffic
-        .run(Phase::AfterFaults, config.after_faults, &run.nodes)
-        .await;
-    run.traffic.finish().await?;
+    run.traffic.follow(Policy {
+        phase: Phase::AfterFaults,
+        from: run.nodes.clone(),
+        to: run.nodes.clone(),
+        forging: false,
+    });
+    tokio::time::sleep(config.after_faults).await;
     run.judge_and_report(faults, rejoin).await
 }
 
@@ -311,10 +184,88 @@ struct Run<'a> {
     /// Every node's status when the run began, and where its output stood.
     before: BTreeMap<NodeId, NodeStatus>,
     output_at_start: BTreeMap<NodeId, u64>,
+    /// The faults it will inject, from its seed.
+    plan: Plan,
     traffic: Traffic,
+    /// Draws what the faults themselves need (the seeds of the corruption).
+    rng: StdRng,
     windows: Windows,
     /// When the crashes and cuts were injected, and when every live node knew of them.
-    known: Option<(f64, Option<f64>)>,
+    /// And when the phase ended, the repair beginning.
+    known: Option<(f64, Option<f64>, f64)>,
+}
+
+/// The faults a run will inject, a function of its seed known before it begins: the
+/// fault-free sets avoid the nodes they take as ends.
+struct Plan {
+    schedule: Schedule,
+    /// `capture`, `forge`, or both, and the relays that do it.
+    relaying: Vec<FaultKind>,
+    relays: Vec<NodeId>,
+    /// The host to lose (its index and nodes).
+    lost_host: Option<(usize, Vec<NodeId>)>,
+}
+
+impl Plan {
+    fn of(config: &RunConfig, topology: Topology, harness: &dyn Harness) -> anyhow::Result<Plan> {
+        // At most k-1 failures in all, so that every set between live nodes keeps a path.
+        let counts = FaultCounts::whole_budget(topology, &config.faults);
+        let schedule = schedule::schedule(config.seed, topology, &config.faults, counts)?;
+        let relaying = [FaultKind::Capture, FaultKind::Forge]
+            .into_iter()
+            .filter(|f| config.faults.contains(f))
+            .collect::<Vec<_>>();
+        let relays = if relaying.is_empty() {
+            Vec::new()
+        } else {
+            schedule::relays(config.seed, topology, &schedule, config.relays)
+        };
+        let lost_host = if config.faults.contains(&FaultKind::Host) {
+            let hosts = harness.hosts()?;
+            let host = (config.seed as usize) % hosts.len();
+            Some((host, hosts[host].clone()))
+        } else {
+            None
+        };
+        Ok(Plan {
+            schedule,
+            relaying,
+            relays,
+            lost_host,
+        })
+    }
+
+    /// The nodes the faults leave as ends of sets: alive, neither relays (each then lies on
+    /// at most one path of a set) nor on the lost host.
+    fn spared(&self, topology: Topology) -> Vec<NodeId> {
+        let on_lost_host = |n: &NodeId| {
+            self.lost_host
+                .as_ref()
+                .is_some_and(|(_, on)| on.contains(n))
+        };
+        self.schedule
+            .alive(topology)
+            .into_iter()
+            .filter(|n| !self.relays.contains(n) && !on_lost_host(n))
+            .collect()
+    }
+
+    /// How the sets of the phase with faults go: from spared nodes to spared nodes, and
+    /// reliable ones to the lost host's nodes too (they must arrive once it is back).
+    fn with_faults(&self, topology: Topology, reliable: bool) -> Policy {
+        let spared = self.spared(topology);
+        let to = if self.lost_host.is_some() && reliable {
+            topology.nodes().collect()
+        } else {
+            spared.clone()
+        };
+        Policy {
+            phase: Phase::WithFaults,
+            from: spared,
+            to,
+            forging: self.relaying.contains(&FaultKind::Forge),
+        }
+    }
 }
 
 /// The faults of the phase with faults, as injected: what to undo when it ends, and the
@@ -340,15 +291,17 @@ struct Faults {
 }
 
 impl<'a> Run<'a> {
-    /// Note where every node stands, and start the run's clock and traffic.
+    /// Plan the faults, note where every node stands, and start the run's clock and
+    /// traffic.
     async fn start(
         client: ClusterClient,
         config: &'a RunConfig,
         harness: &'a dyn Harness,
         progress: Arc<Mutex<Progress>>,
         ready: Readiness,
-    ) -> Run<'a> {
+    ) -> anyhow::Result<Run<'a>> {
         let topology = client.manifest.topology;
+        let plan = Plan::of(config, topology, harness)?;
         let nodes: Vec<NodeId> = client.manifest.nodes.iter().map(|n| n.id).collect();
         let before: BTreeMap<NodeId, NodeStatus> = ready
             .statuses
@@ -356,21 +309,23 @@ impl<'a> Run<'a> {
             .filter_map(|(id, s)| s.ok().map(|s| (id, s)))
             .collect();
         let output_at_start = output_cursors(&client, &nodes).await;
-        let traffic = Traffic {
-            client: client.clone(),
+        let load = Load {
             rate: config.rate,
             wait: config.set_wait(),
             mode: config.mode,
-            payload_bytes: config.payload_bytes,
-            forging: false,
             clear: config.clear,
-            rng: StdRng::seed_from_u64(config.seed),
-            results: Arc::new(Mutex::new(Vec::new())),
-            progress,
-            tasks: Vec::new(),
-            t0: Instant::now(),
+            payload_bytes: config.payload_bytes,
+            seed: config.seed,
         };
-        Run {
+        let spared = plan.spared(topology);
+        let fault_free = Policy {
+            phase: Phase::FaultFree,
+            from: spared.clone(),
+            to: spared,
+            forging: false,
+        };
+        let traffic = Traffic::start(client.clone(), load, fault_free, progress);
+        Ok(Run {
             client,
             config,
             harness,
@@ -378,10 +333,12 @@ impl<'a> Run<'a> {
             nodes,
             before,
             output_at_start,
+            plan,
             traffic,
+            rng: StdRng::seed_from_u64(config.seed ^ FAULT_SEEDS),
             windows: Windows::default(),
             known: None,
-        }
+        })
     }
 
     /// ms on the run's clock.
@@ -392,16 +349,21 @@ impl<'a> Run<'a> {
     /// Inject every fault of the run, each opening its window: state and buffer corruption,
     /// crashes, the network's faults, cut links, relays that capture or forge, a lost host.
     async fn inject_faults(&mut self) -> anyhow::Result<Faults> {
-        let config = self.config;
+        // From now on the sets go between the nodes the faults spare, and those under way
+        // are the faults'.
+        let policy = self
+            .plan
+            .with_faults(self.topology, self.config.mode.reliable);
+        self.traffic.faults_begin(policy.forging);
+        self.traffic.follow(policy);
         self.corrupt().await;
-        // At most k-1 failures in all, so that every set between live nodes keeps a path.
-        let counts = FaultCounts::whole_budget(self.topology, &config.faults);
-        let schedule = schedule::schedule(config.seed, self.topology, &config.faults, counts)?;
+        let schedule = self.plan.schedule.clone();
         let crashes = self.crash(&schedule)?;
         let (partition, losing, delaying, network_windows) = self.impair_network().await?;
         let cuts = self.cut(&schedule).await?;
-        let (relaying, relays, relay_windows) = self.start_relays(&schedule).await?;
-        let (lost_host, host_window) = self.lose_host()?;
+        let relay_windows = self.start_relays().await?;
+        let host_window = self.lose_host()?;
+        let (relaying, relays) = (self.plan.relaying.clone(), self.plan.relays.clone());
         Ok(Faults {
             schedule,
             crashes,
@@ -413,7 +375,7 @@ impl<'a> Run<'a> {
             relaying,
             relays,
             relay_windows,
-            lost_host,
+            lost_host: self.plan.lost_host.clone(),
             host_window,
             kernel_dropped: None,
         })
@@ -426,7 +388,7 @@ impl<'a> Run<'a> {
         let for_ms = config.with_faults.as_millis() as u32;
         if config.faults.contains(&FaultKind::State) {
             let every_ms = config.state_every.as_millis().max(1) as u32;
-            let seed = self.traffic.rng.random::<u64>();
+            let seed = self.rng.random::<u64>();
             inject_everywhere(&self.client, &self.nodes, |id| Fault::CorruptState {
                 seed: seed ^ id.0,
                 every_ms,
@@ -443,7 +405,7 @@ impl<'a> Run<'a> {
             self.windows.close(w, at + f64::from(for_ms));
         }
         if config.faults.contains(&FaultKind::Buffers) {
-            let seed = self.traffic.rng.random::<u64>();
+            let seed = self.rng.random::<u64>();
             inject_everywhere(&self.client, &self.nodes, |id| Fault::CorruptBuffers {
                 seed: seed ^ id.0,
                 fraction_ppm: config.buffer_fraction_ppm,
@@ -551,99 +513,58 @@ impl<'a> Run<'a> {
 
     /// Relays that capture or forge: traffic runs between the other live nodes, so each relay
     /// is on at most one path of a set.
-    async fn start_relays(
-        &mut self,
-        schedule: &Schedule,
-    ) -> anyhow::Result<(Vec<FaultKind>, Vec<NodeId>, Vec<Opened>)> {
-        let config = self.config;
-        let relaying = [FaultKind::Capture, FaultKind::Forge]
-            .into_iter()
-            .filter(|f| config.faults.contains(f))
-            .collect::<Vec<_>>();
-        let relays = if relaying.is_empty() {
-            Vec::new()
-        } else {
-            schedule::relays(config.seed, self.topology, schedule, config.relays)
-        };
+    async fn start_relays(&mut self) -> anyhow::Result<Vec<Opened>> {
         let mut relay_windows = Vec::new();
-        for &kind in &relaying {
-            for &relay in &relays {
-                inject(&self.client, relay, relay_fault(config, kind, true)).await?;
+        for &kind in &self.plan.relaying {
+            for &relay in &self.plan.relays {
+                inject(&self.client, relay, relay_fault(self.config, kind, true)).await?;
                 relay_windows.push(self.windows.open(
-                    self.now_ms(),
+                    ms_since(self.traffic.t0),
                     kind.name().into(),
                     format!("node {}", self.topology.format_node(relay)),
                     self.harness.mechanism(kind),
                 ));
             }
         }
-        Ok((relaying, relays, relay_windows))
+        Ok(relay_windows)
     }
 
     /// A whole host lost: every node on it at once. Plain sets run between the other hosts'
     /// nodes; reliable ones also go to the lost host's nodes, and must arrive once it is back.
-    #[allow(clippy::type_complexity)]
-    fn lose_host(&mut self) -> anyhow::Result<(Option<(usize, Vec<NodeId>)>, Option<Opened>)> {
-        if !self.config.faults.contains(&FaultKind::Host) {
-            return Ok((None, None));
-        }
-        let hosts = self.harness.hosts()?;
-        let host = (self.config.seed as usize) % hosts.len();
-        self.harness.lose_host(host, true)?;
-        let window = self.windows.open(
-            self.now_ms(),
+    fn lose_host(&mut self) -> anyhow::Result<Option<Opened>> {
+        let Some((host, on)) = &self.plan.lost_host else {
+            return Ok(None);
+        };
+        self.harness.lose_host(*host, true)?;
+        Ok(Some(self.windows.open(
+            ms_since(self.traffic.t0),
             "host lost".into(),
-            format!("h{} ({} nodes)", host + 1, hosts[host].len()),
+            format!("h{} ({} nodes)", host + 1, on.len()),
             self.harness.mechanism(FaultKind::Host),
-        );
-        Ok((Some((host, hosts[host].clone())), Some(window)))
+        )))
     }
 
-    /// The phase with faults: sets between the nodes alive, neither relays nor on the lost
-    /// host (reliable sets to the lost host's nodes too), judged as forged while relays forge.
+    /// The phase with faults, as long as the run was given, while its sets go on; meanwhile,
+    /// ask the nodes until every live one knows every dead link.
     async fn with_faults(&mut self, faults: &Faults) {
-        let on_lost_host = |n: &NodeId| {
-            faults
-                .lost_host
-                .as_ref()
-                .is_some_and(|(_, on)| on.contains(n))
-        };
-        self.traffic.forging = faults.relaying.contains(&FaultKind::Forge);
-        let alive: Vec<NodeId> = faults
-            .schedule
-            .alive(self.topology)
-            .into_iter()
-            .filter(|n| !faults.relays.contains(n) && !on_lost_host(n))
-            .collect();
-        let destinations: Vec<NodeId> = if faults.lost_host.is_some() && self.config.mode.reliable {
-            self.nodes.clone()
-        } else {
-            alive.clone()
-        };
-        // Meanwhile, ask the nodes until every live one knows every dead link.
         let dead = around::dead_links(self.topology, &faults.schedule);
         let faults_at_ms = self.now_ms();
         let live: Vec<NodeId> = faults.schedule.alive(self.topology);
         let t0 = self.traffic.t0;
         let (_, known_at_ms) = tokio::join!(
-            self.traffic.run_to(
-                Phase::WithFaults,
-                self.config.with_faults,
-                &alive,
-                &destinations,
-            ),
-            around::detection(&self.client, &live, &dead, t0, self.config.with_faults,)
+            tokio::time::sleep(self.config.with_faults),
+            around::detection(&self.client, &live, &dead, t0, self.config.with_faults)
         );
         if !dead.is_empty() {
-            self.known = Some((faults_at_ms, known_at_ms));
+            self.known = Some((faults_at_ms, known_at_ms, self.now_ms()));
         }
     }
 
-    /// The network's own faults end with the phase, and its sets are then waited for: what a
-    /// partition or loss held back in the link buffers arrives once the links carry again.
-    /// Meanwhile, after the network's faults alone, the links come back: how long that took,
-    /// if they were all the run had (with crashed nodes or cut links they cannot all be up
-    /// before the restarts and heals: the wait after those counts).
+    /// The network's own faults end with the phase (what a partition or loss held back in the
+    /// link buffers arrives once the links carry again), and the links come back: how long
+    /// that took, if the network's faults were all the run had (with crashed nodes or cut
+    /// links they cannot all be up before the restarts and heals: the wait after those
+    /// counts). The sets go on meanwhile, between the nodes the faults spared.
     async fn repair_network(&mut self, faults: &mut Faults) -> anyhow::Result<Option<Duration>> {
         let repaired = Instant::now();
         faults.kernel_dropped = self.harness.kernel_dropped();
@@ -672,28 +593,27 @@ impl<'a> Run<'a> {
             let at = self.now_ms();
             self.windows.close(window, at);
         }
-        // The sets of this phase are judged as sent while relays forged, however late they end.
         let network_faults = (faults.partition.is_some()
             || faults.losing
             || faults.delaying
             || faults.lost_host.is_some())
             && faults.schedule == Schedule::default();
-        let (traffic, client) = (&mut self.traffic, &self.client);
-        let (finished, network_rejoin) = tokio::join!(traffic.finish(), async {
-            if network_faults {
-                let waited = ready::wait_ready(client, REJOIN_TIMEOUT, &mut |_| {}).await;
-                waited.ok().map(|_| repaired.elapsed())
-            } else {
-                None
-            }
-        });
-        finished?;
-        Ok(network_rejoin)
+        if !network_faults {
+            return Ok(None);
+        }
+        let waited = ready::wait_ready(&self.client, REJOIN_TIMEOUT, &mut |_| {}).await;
+        Ok(waited.ok().map(|_| repaired.elapsed()))
     }
 
-    /// The relays capture and forge no more.
+    /// The relays capture and forge no more. The sets sent while they forged are judged so,
+    /// however late they end.
     async fn stop_relays(&mut self, faults: &mut Faults) -> anyhow::Result<()> {
-        self.traffic.forging = false;
+        if let Some(policy) = self.traffic.policy() {
+            self.traffic.follow(Policy {
+                forging: false,
+                ..(*policy).clone()
+            });
+        }
         for &kind in &faults.relaying {
             for &relay in &faults.relays {
                 inject(&self.client, relay, relay_fault(self.config, kind, false)).await?;
@@ -748,8 +668,11 @@ impl<'a> Run<'a> {
         rejoin: Option<Duration>,
     ) -> anyhow::Result<Report> {
         let (config, client, topology) = (self.config, &self.client, self.topology);
+        // The traffic stops here, and every set sent is waited for.
+        let t0 = self.traffic.t0;
+        let traffic = self.traffic.finish().await?;
+        let results = traffic.results;
         let after = snapshot(client).await;
-        let results = self.traffic.results.lock().expect("results").clone();
         let (captured, leaked) = if faults.relaying.contains(&FaultKind::Capture) {
             captures_and_leaks(client, &faults.relays, &results).await?
         } else {
@@ -799,14 +722,15 @@ impl<'a> Run<'a> {
         report.host_loss = faults.lost_host.as_ref().map(|(host, on)| {
             host_loss_outcome(topology, (*host, on), config.mode.reliable, &results)
         });
-        let end_ms = self.now_ms();
+        let end_ms = ms_since(t0);
+        report.sent_per_second = traffic.sent_per_second;
         report.fault_windows = self.windows.finish(end_ms);
         report.timeline = timeline(config, topology, &results, &report.fault_windows, end_ms);
         report.captured = captured;
         report.leaked = leaked;
-        report.around = self.known.map(|(faults_at_ms, known_at_ms)| {
-            AroundReport::of(topology, &schedule, &results, faults_at_ms, known_at_ms)
-        });
+        report.around = self
+            .known
+            .map(|times| AroundReport::of(topology, &schedule, &results, times));
         Ok(report)
     }
 }

@@ -5,6 +5,8 @@
 //! * [`ready`]: the one readiness wait: every node answering, every link up;
 //! * [`up`]: the end of a start, its readiness wait, and the wait on a running cluster;
 //! * [`traffic`]: sending sets through a cluster and collecting delivery reports;
+//! * [`open_loop`]: sending on a schedule whatever the cluster does, each set's latency from
+//!   when it was due;
 //! * [`ping`]: `ping`, rounds of small traced sets, and each path's one-way time;
 //! * [`route`]: `show route`, a pair's k paths and each hop's link state;
 //! * [`monitor`]: following the nodes' notices (links, deliveries, drops, faults) as one stream;
@@ -17,6 +19,7 @@
 
 pub mod cluster_client;
 pub mod monitor;
+pub mod open_loop;
 pub mod percentiles;
 pub mod ping;
 pub mod ready;
