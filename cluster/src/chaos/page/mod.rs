@@ -110,7 +110,7 @@ fn draw_charts(
     page.push_str("<h2>Latency of every set over time</h2>\n<p class=\"note\">");
     write!(
         page,
-        "One point a set at the time it was sent: its first copy (●) and, when later, its last \
+        "One point a set at the time it was due: its first copy (●) and, when later, its last \
          (○), coloured by how the set ended; sets no copy of which arrived are drawn in the band \
          at the top. Latency in ms{}. Above the plot, each fault window in a lane of its own; in \
          the plot, its span shaded between dashed edges of its colour.",
@@ -133,8 +133,9 @@ fn draw_charts(
     page.push_str("<h2>Sets per second</h2>\n<p class=\"note\">");
     writeln!(
         page,
-        "Sets sent in each {} s, and how those sets ended, per second. The fault windows \
-         as above.</p>",
+        "Sets sent in each {} s, and how those sets ended, per second: the sets go on a \
+         schedule through the faults, the repair and the restarts, so the sent line stays at \
+         the run's rate. The fault windows as above.</p>",
         charts_bin(bin_s)
     )?;
     page.push_str(rate);
@@ -243,8 +244,8 @@ pub fn html(timeline: &Timeline, report_json: &serde_json::Value) -> anyhow::Res
     writeln!(
         page,
         "<p class=\"note\">{} sets over {} s, {} fault window{}. Times are from the start of \
-         the run; a set's latency is from its sending to the arrival of its first (or last) \
-         copy.</p>",
+         the run; a set's latency is from when it was due to the arrival of its first (or last) \
+         copy (the sets go on a schedule, whatever the cluster does).</p>",
         thousands(sets.len() as u64),
         seconds(timeline.duration_ms),
         thousands(timeline.windows.len() as u64),
