@@ -381,15 +381,23 @@ pub fn write_report(
                     .map_or(String::new(), |v| format!(" to {}", name(v)));
                 writeln!(
                     out,
-                    "  copy {}{to}: {hops:>2} hops, {:>7} µs  {path}",
-                    copy.index, latency
+                    "  copy {}/{}{to}: {:>7}, {:>7} µs  {path}",
+                    u32::from(copy.index) + 1,
+                    report.k,
+                    count(hops, "hop"),
+                    latency
                 )?;
             }
             _ => {
                 let to = copy
                     .to
                     .map_or(String::new(), |v| format!(" to {}", name(v)));
-                writeln!(out, "  copy {}{to}: NOT delivered", copy.index)?
+                writeln!(
+                    out,
+                    "  copy {}/{}{to}: NOT delivered",
+                    u32::from(copy.index) + 1,
+                    report.k
+                )?
             }
         }
     }
@@ -441,37 +449,56 @@ fn write_mode_report(
 }
 
 /// The verdict of a `crash-ends` run.
-fn print_ends(delivery: &str, e: &cuberoute_cluster::chaos::ends::EndsReport) {
-    println!(
+fn write_ends(
+    out: &mut impl Write,
+    delivery: &str,
+    e: &cuberoute_cluster::chaos::ends::EndsReport,
+) -> std::io::Result<()> {
+    writeln!(
+        out,
         "  {} kills and {} restarts of sources and destinations; delivery {delivery}",
         e.kills, e.restarts
-    );
-    println!(
+    )?;
+    writeln!(
+        out,
         "  sends {}: accepted {}, not accepted {} (source down or killed before it answered; {} of those arrived all the same)",
         e.sends, e.accepted, e.not_accepted, e.taken_not_accepted
-    );
-    println!(
+    )?;
+    writeln!(
+        out,
         "  accepted and taken by a consuming client: {}; accepted_lost {}; acked_lost {} (of {} acknowledged); duplicates_to_client {}; wrong payloads {}",
         e.taken, e.accepted_lost, e.acked_lost, e.acked, e.duplicates_to_client, e.wrong_to_client
-    );
+    )?;
     if e.expired + e.unsettled > 0 {
-        println!(
+        writeln!(
+            out,
             "  reliable sets expired at their source: {}; not known to their source (it restarted): {}",
             e.expired, e.unsettled
-        );
+        )?;
     }
-    println!(
+    writeln!(
+        out,
         "  read from the store on {} nodes, from the output buffer on {}",
         e.nodes_consumed_from_store, e.nodes_read_from_output
-    );
+    )?;
     if !e.lost.is_empty() {
-        println!(
+        writeln!(
+            out,
             "  the sets lost, one by one (the first 20): `ends.lost` in the JSON report (--json, or --report DIR)"
-        );
+        )?;
     }
+    Ok(())
 }
 
+/// A chaos run's report as text: a summary of at most 30 lines whatever the run held (each kind
+/// of fault on one line; the lists are in the JSON report).
 pub fn print_report(r: &chaos::report::Report) {
+    let mut out = Vec::new();
+    write_chaos_report(&mut out, r).expect("writing to memory");
+    print!("{}", String::from_utf8_lossy(&out));
+}
+
+fn write_chaos_report(out: &mut impl Write, r: &chaos::report::Report) -> std::io::Result<()> {
     let pct = |a: u64, b: u64| {
         if b == 0 {
             100.0
@@ -483,60 +510,72 @@ pub fn print_report(r: &chaos::report::Report) {
     // Nodes in the topology's notation, as the fault windows name them.
     let topology = r.topology.parse::<Topology>().ok();
     let name = |n: u64| topology.map_or(n.to_string(), |t| t.format_node(NodeId(n)));
-    println!(
+    writeln!(
+        out,
         "chaos run on {} (seed {}), faults: {}; delivery {}",
         r.topology,
         r.seed,
         faults.join(", "),
         r.delivery
-    );
-    println!("{}", r.verdict.line());
-    for allowed in &r.verdict.allowed {
-        println!("  allowed: {allowed}");
+    )?;
+    writeln!(out, "{}", r.verdict.line())?;
+    if !r.verdict.allowed.is_empty() {
+        writeln!(out, "  allowed: {}", r.verdict.allowed.join("; "))?;
     }
     if let Some(e) = &r.ends {
-        print_ends(&r.delivery, e);
-        return;
+        return write_ends(out, &r.delivery, e);
     }
-    println!(
+    writeln!(
+        out,
         "  message sets sent: {}; copies delivered {} of {} ({:.2}%)",
         r.sets_sent,
         r.copies_delivered,
         r.copies_expected,
         pct(r.copies_delivered, r.copies_expected)
-    );
+    )?;
     let whole = &r.sent_per_second[..r.sent_per_second.len().saturating_sub(1)];
     if let (Some(least), Some(most)) = (whole.iter().min(), whole.iter().max()) {
-        println!(
+        writeln!(
+            out,
             "  sent on schedule: {least} to {most} sets in each whole second, faults included; the latest went {:.1} ms late (in its latency)",
             r.latest_send_ms
-        );
+        )?;
     }
-    println!(
+    writeln!(
+        out,
         "  sets with at least one copy: {} ({:.2}%); sets lost: {}; corrupted copies handed to a client: {}",
         r.sets_with_a_copy,
         pct(r.sets_with_a_copy, r.sets_sent),
         r.sets_lost,
         r.corrupted_delivered_to_client
-    );
+    )?;
+    // One line for each kind of fault, however many windows it had.
+    let mut kinds: Vec<(&str, f64, f64, Vec<&str>, &str)> = Vec::new();
     for w in &r.fault_windows {
-        println!(
-            "  fault {:>8.1} s to {:>8.1} s: {} on {} ({})",
-            w.start_ms / 1e3,
-            w.end_ms / 1e3,
-            w.what,
-            w.place,
-            w.mechanism
-        );
+        match kinds.iter_mut().find(|k| k.0 == w.what) {
+            Some(k) => {
+                k.1 = k.1.min(w.start_ms);
+                k.2 = k.2.max(w.end_ms);
+                k.3.push(&w.place);
+            }
+            None => kinds.push((&w.what, w.start_ms, w.end_ms, vec![&w.place], &w.mechanism)),
+        }
     }
-    if let Some(dropped) = r.kernel_dropped {
-        println!("  datagrams the kernel's rules dropped: {dropped}");
+    for (what, start_ms, end_ms, places, mechanism) in kinds {
+        writeln!(
+            out,
+            "  fault {:>6.1} s to {:>6.1} s: {what} on {} ({mechanism})",
+            start_ms / 1e3,
+            end_ms / 1e3,
+            places.join(", ")
+        )?;
     }
     if let Some(h) = &r.host_loss {
-        println!(
+        writeln!(
+            out,
             "  host {} lost ({} nodes): of {} sets between the other hosts' nodes, {} had a path \
              avoiding it and {} of them kept a copy{} ({} below the placement's promise); {} had \
-             none, {} got a copy all the same",
+             none, {} got a copy all the same{}",
             h.host,
             h.nodes.len(),
             h.sets_between_others,
@@ -552,98 +591,96 @@ pub fn print_report(r: &chaos::report::Report) {
             },
             h.below_promise,
             h.promised_none,
-            h.got_one_anyway
-        );
-        if h.sets_to_lost_host > 0 {
-            println!(
-                "  sets to the lost host's nodes: {} sent, {} arrived",
-                h.sets_to_lost_host, h.delivered_to_lost_host
-            );
-        }
+            h.got_one_anyway,
+            if h.sets_to_lost_host > 0 {
+                format!(
+                    "; sets to its nodes: {} sent, {} arrived",
+                    h.sets_to_lost_host, h.delivered_to_lost_host
+                )
+            } else {
+                String::new()
+            }
+        )?;
     }
+    let l = &r.latency_us;
     let phases = [
-        ("fault-free", &r.phases.fault_free),
-        ("with faults", &r.phases.with_faults),
-        ("after", &r.phases.after_faults),
+        ("fault-free", &r.phases.fault_free, &l.fault_free),
+        ("with faults", &r.phases.with_faults, &l.with_faults),
+        ("after", &r.phases.after_faults, &l.after_faults),
     ];
-    for (name, p) in phases {
-        println!(
-            "  {name:<12} {:>6} sets, copies {:>6}/{:<6} ({:.2}%), sets with a copy {:.2}%, single-path baseline {:.2}%, path mismatches {}",
+    for (name, p, latency) in phases {
+        writeln!(
+            out,
+            "  {name:<12} {:>6} sets, copies {:>6}/{:<6} ({:.2}%), sets with a copy {:.2}%, single-path baseline {:.2}%, path mismatches {}; latency per copy p50 {:.1} ms p99 {:.1} ms",
             p.sets_sent,
             p.copies_delivered,
             p.copies_expected,
             pct(p.copies_delivered, p.copies_expected),
             pct(p.sets_with_a_copy, p.sets_sent),
             pct(p.single_path_delivered, p.sets_sent),
-            p.path_mismatches
-        );
-    }
-    let l = &r.latency_us;
-    println!(
-        "  latency per copy: fault-free p50 {:.0} µs p99 {:.0} µs; with faults p50 {:.0} µs p99 {:.0} µs; after p50 {:.0} µs p99 {:.0} µs",
-        l.fault_free.p50_us,
-        l.fault_free.p99_us,
-        l.with_faults.p50_us,
-        l.with_faults.p99_us,
-        l.after_faults.p50_us,
-        l.after_faults.p99_us
-    );
-    if r.state_corruptions > 0 {
-        println!(
-            "  protocol variables overwritten {} times",
-            r.state_corruptions
-        );
+            p.path_mismatches,
+            latency.p50_us / 1e3,
+            latency.p99_us / 1e3
+        )?;
     }
     let rec = &r.recovery;
-    if rec.packets_corrupted > 0 {
-        println!(
-            "  corrupted packets: {} ({} dropped, {} delivered intact, {} corrupted again); gone within {} hops (bound B = {}) and {:.1} ms",
-            rec.packets_corrupted,
-            rec.corrupted_dropped,
-            rec.corrupted_delivered,
-            rec.corrupted_again,
-            rec.max_hops,
-            rec.bound_hops,
-            rec.max_ms
-        );
+    if r.state_corruptions > 0 || rec.packets_corrupted > 0 {
+        let state = if r.state_corruptions > 0 {
+            format!(
+                "protocol variables overwritten {} times; ",
+                r.state_corruptions
+            )
+        } else {
+            String::new()
+        };
+        let packets = if rec.packets_corrupted > 0 {
+            format!(
+                "corrupted packets: {} ({} dropped, {} delivered intact, {} corrupted again), gone within {} (bound B = {}) and {:.1} ms",
+                rec.packets_corrupted,
+                rec.corrupted_dropped,
+                rec.corrupted_delivered,
+                rec.corrupted_again,
+                count(rec.max_hops, "hop"),
+                rec.bound_hops,
+                rec.max_ms
+            )
+        } else {
+            String::new()
+        };
+        writeln!(out, "  {state}{packets}")?;
     }
-    if !r.crashed.is_empty() || !r.cut.is_empty() {
-        println!(
-            "  crashed: {}; cut: {}; every link up again {}",
-            listed(&r.crashed, |&n| name(n)),
-            listed(&r.cut, |&(a, b)| format!("{}-{}", name(a), name(b))),
-            r.rejoin_ms
-                .map_or("NOT within 60 s".to_string(), |ms| format!(
-                    "{ms:.0} ms after the restart"
-                ))
-        );
-    }
-    if r.partition_bit.is_some() || r.loss_rate > 0.0 {
+    // The faults' places are on their lines above; when the cluster was whole again.
+    let killed_or_cut = !r.crashed.is_empty() || !r.cut.is_empty();
+    if killed_or_cut || r.partition_bit.is_some() || r.loss_rate > 0.0 {
         let partition = r.partition_bit.map_or(String::new(), |bit| {
             format!(
-                "partitioned on id bit {bit} ({} links between the halves); ",
-                r.partitioned_links
+                "partitioned on id bit {bit} ({} between the halves); ",
+                count(r.partitioned_links, "link")
             )
         });
-        let loss = if r.loss_rate > 0.0 {
-            format!("{:.1}% of datagrams lost; ", r.loss_rate * 100.0)
+        let since = if killed_or_cut {
+            "the restart"
         } else {
-            String::new()
+            "the repair"
         };
-        // With crashes or cuts too, the line above says when the links came back.
-        let rejoin = if r.crashed.is_empty() && r.cut.is_empty() {
-            r.rejoin_ms
-                .map_or("every link up again NOT within 60 s".to_string(), |ms| {
-                    format!("every link up again {ms:.0} ms after the repair")
-                })
-        } else {
-            String::new()
-        };
-        println!("  {partition}{loss}{rejoin}");
+        let rejoin = r.rejoin_ms.map_or("NOT within 60 s".to_string(), |ms| {
+            format!("{ms:.0} ms after {since}")
+        });
+        writeln!(out, "  {partition}every link up again {rejoin}")?;
     }
     if r.delivery != "plain" || r.forged_delivered_to_client > 0 || r.duplicates_to_client > 0 {
-        println!(
-            "  delivery {}: duplicates to a client {}, forged payloads to a client {}, {:.0} wire bytes per set for {:.0} of payload, attempts mean {:.2} max {} ({} settled), {} expired at the source",
+        let reliable = if r.delivery.starts_with("reliable") {
+            let o = &r.reliable;
+            format!(
+                "; reliable sets: {} acknowledged, {} expired at the source ({} of them delivered all the same), {} refused at once, {} unsettled",
+                o.acked, o.expired, o.expired_but_delivered, o.refused, o.unsettled
+            )
+        } else {
+            String::new()
+        };
+        writeln!(
+            out,
+            "  delivery {}: duplicates to a client {}, forged payloads to a client {}, {:.0} wire bytes per set for {:.0} of payload, attempts mean {:.2} max {} ({} settled){reliable}",
             r.delivery,
             r.duplicates_to_client,
             r.forged_delivered_to_client,
@@ -652,38 +689,35 @@ pub fn print_report(r: &chaos::report::Report) {
             r.attempts.mean,
             r.attempts.max,
             r.attempts.settled,
-            r.sets_expired_at_source
-        );
-    }
-    if r.delivery.starts_with("reliable") {
-        let o = &r.reliable;
-        println!(
-            "  reliable sets: {} acknowledged, {} expired at the source ({} of them delivered all the same), {} refused at once, {} unsettled",
-            o.acked, o.expired, o.expired_but_delivered, o.refused, o.unsettled
-        );
+        )?;
     }
     if !r.lost.is_empty() || !r.unsettled.is_empty() {
-        println!(
+        writeln!(
+            out,
             "  the sets lost and unsettled, one by one (the first 100 of each): `lost` and `unsettled` in the JSON report (--json, or --report DIR)"
-        );
+        )?;
     }
     if !r.relays.is_empty() {
-        println!(
-            "  relays {}: {} payloads captured, {} of them holding their payload or an 8-byte run of it",
+        let f = &r.forgeries;
+        let forgeries = if f.payload + f.header + f.source + f.attempt + f.replayed > 0 {
+            format!(
+                "; forgeries: {} payloads, {} headers, {} sources, {} attempts rewritten, {} packets replayed",
+                f.payload, f.header, f.source, f.attempt, f.replayed
+            )
+        } else {
+            String::new()
+        };
+        writeln!(
+            out,
+            "  relays {}: {} payloads captured, {} of them holding their payload or an 8-byte run of it{forgeries}",
             listed(&r.relays, |&n| name(n)),
             r.captured,
             r.leaked
-        );
-        let f = &r.forgeries;
-        if f.payload + f.header + f.source + f.attempt + f.replayed > 0 {
-            println!(
-                "  forgeries: {} payloads, {} headers, {} sources, {} attempts rewritten, {} packets replayed",
-                f.payload, f.header, f.source, f.attempt, f.replayed
-            );
-        }
+        )?;
     }
     let w = &r.sweep;
-    println!(
+    writeln!(
+        out,
         "  outputs swept at the end: {} entries; beyond the sets awaited {} of sets never sent, {} with another payload, {} duplicates; {} in another mode or sealing (never taken for the run's sets); {} overwritten unread{}",
         w.entries,
         w.unknown_sets,
@@ -696,21 +730,26 @@ pub fn print_report(r: &chaos::report::Report) {
         } else {
             String::new()
         }
-    );
+    )?;
     let drops: Vec<String> = r
         .drops
         .iter()
         .map(|(why, n)| format!("{why} {n}"))
         .collect();
-    println!(
-        "  drops: {}; output entries overwritten before a client read them: {}",
+    writeln!(
+        out,
+        "  drops: {}; output entries overwritten before a client read them: {}{}",
         if drops.is_empty() {
             "none".to_string()
         } else {
             drops.join(", ")
         },
-        r.output_overwritten
-    );
+        r.output_overwritten,
+        r.kernel_dropped.map_or(String::new(), |n| format!(
+            "; datagrams the kernel's rules dropped: {n}"
+        ))
+    )?;
+    Ok(())
 }
 
 /// Node ids, or links as `a-b`, as a list in words.
@@ -745,6 +784,94 @@ pub fn print_study(cells: &[Cell]) {
 
 #[cfg(test)]
 mod tests {
+    use cuberoute_cluster::chaos::report::{LostSet, Report};
+    use cuberoute_cluster::chaos::scenario::Phase;
+    use cuberoute_cluster::chaos::timeline::FaultWindow;
+
+    /// A report with every line the text can have: every kind of fault, nine crashed nodes,
+    /// relays, a lost host, reliable sets lost, allowances.
+    fn everything() -> Report {
+        let window = |what: &str, place: String| FaultWindow {
+            start_ms: 2000.0,
+            end_ms: 9000.0,
+            what: what.into(),
+            place,
+            mechanism: "process kill".into(),
+        };
+        let mut r = Report {
+            topology: "q:10".into(),
+            delivery: "reliable".into(),
+            crashed: (0..9).collect(),
+            cut: vec![(20, 21)],
+            relays: vec![30, 31],
+            partition_bit: Some(3),
+            loss_rate: 0.02,
+            kernel_dropped: Some(5),
+            duplicates_to_client: 1,
+            host_loss: Some(Default::default()),
+            sent_per_second: vec![40; 20],
+            state_corruptions: 7,
+            ..Report::default()
+        };
+        r.recovery.packets_corrupted = 3;
+        r.forgeries.payload = 2;
+        r.verdict.allowed = (0..5).map(|i| format!("allowance {i}")).collect();
+        r.host_loss.as_mut().unwrap().sets_to_lost_host = 2;
+        let lost = LostSet {
+            phase: Phase::WithFaults,
+            from: 1,
+            to: 2,
+            seq: 3,
+            sent_at_us: 4,
+            outcome: "expired".into(),
+            attempts: Some(2),
+        };
+        r.lost = vec![lost.clone(); 150];
+        r.unsettled = vec![lost; 150];
+        r.fault_windows = (0..9)
+            .map(|n| window("crash", format!("node {n}")))
+            .chain(
+                [
+                    "state every 10 ms",
+                    "buffers 5%",
+                    "cut",
+                    "partition",
+                    "loss 2%",
+                    "delay 10 ms ± 5 ms",
+                    "capture",
+                    "capture",
+                    "forge",
+                    "forge",
+                    "host lost",
+                ]
+                .into_iter()
+                .map(|what| window(what, "somewhere".into())),
+            )
+            .collect();
+        r
+    }
+
+    #[test]
+    fn a_chaos_report_in_text_is_a_summary_of_at_most_30_lines_whatever_it_holds() {
+        let mut out = Vec::new();
+        super::write_chaos_report(&mut out, &everything()).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        let lines = text.lines().count();
+        assert!(lines <= 30, "{lines} lines:\n{text}");
+        // Each kind of fault on one line, its places together.
+        assert_eq!(text.matches(": crash on").count(), 1, "{text}");
+        assert!(text.contains("crash on node 0, node 1,"), "{text}");
+        // No set is listed one by one, no Rust debug name shows.
+        assert!(
+            !text.contains("LostSet") && !text.contains("WithFaults"),
+            "{text}"
+        );
+        assert!(
+            text.lines().nth(1).unwrap().starts_with("verdict: "),
+            "{text}"
+        );
+    }
+
     #[test]
     fn one_is_singular_and_every_other_count_plural() {
         assert_eq!(super::count(1u32, "hop"), "1 hop");

@@ -97,7 +97,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                     format!("set ({}{rejected}) of {} pieces", entry.mode, entry.k)
                 } else {
                     let kind = if entry.split { "part" } else { "copy" };
-                    // Numbered from 1, as `monitor` and the view number them.
+                    // Numbered from 1, as `send`, `monitor` and the view number them.
                     format!("{kind} {}/{}", u32::from(entry.index) + 1, entry.k)
                 };
                 writeln!(
