@@ -57,6 +57,34 @@ fn the_view_draws_the_cluster_and_follows_a_cut_link_and_a_crashed_node() {
         "Number(document.body.dataset.flows || 0) >= 3",
         Duration::from_secs(10),
     );
+    // One colour for the set's three copies; the side panel names nodes as the map does.
+    assert_eq!(
+        page.eval(
+            "new Set([...document.querySelectorAll('path.flow')].map(p => p.getAttribute('stroke'))).size"
+        ),
+        1
+    );
+    let deliveries = page.eval("document.getElementById('deliveries').textContent");
+    let deliveries = deliveries.as_str().unwrap();
+    assert!(
+        deliveries.contains("00.00.0 -> 11.11.0 copy ") && deliveries.contains(" via 00.00.0 "),
+        "{deliveries}"
+    );
+    // A legend for every colour and mark of the map.
+    assert_eq!(
+        page.eval("[...document.querySelectorAll('#legend [data-mark]')].map(e => e.dataset.mark).join(' ')"),
+        "node-up node-busy node-down link-up link-dummy link-down link-cut link-unknown flow"
+    );
+    // The drawing fills the window's width or its height (the nodes' box, inside the layout's
+    // margins for labels and arcs: 76% of a 1280 px window's canvas when written).
+    let filled: f64 = page
+        .eval(
+            "(() => { const c = document.getElementById('canvas'), r = document.getElementById('nodes').getBoundingClientRect(); \
+             return Math.max(r.width / c.clientWidth, r.height / c.clientHeight); })()",
+        )
+        .as_f64()
+        .unwrap();
+    assert!(filled > 0.7, "the drawing takes {filled} of the window");
 
     // A cut link, then a crashed node, show as such.
     cluster.ok(&["chaos", "cut", "--link", "0-1"]);
@@ -75,7 +103,20 @@ fn the_view_draws_the_cluster_and_follows_a_cut_link_and_a_crashed_node() {
         Duration::from_secs(8),
     );
     eprintln!("the page showed the cut after {cut:?}, the crash after {crashed:?}");
-    assert_eq!(page.eval("document.body.dataset.nodesUp"), "31");
+    // The circle turns at the notice that the node does not answer; the count at the next
+    // round of statuses.
+    page.wait_for(
+        "document.body.dataset.nodesUp == '31'",
+        Duration::from_secs(5),
+    );
+    // Its notices say so, in the topology's notation.
+    page.wait_for(
+        "document.getElementById('notices').textContent.includes('node 00.10.1 not answering')",
+        Duration::from_secs(8),
+    );
+    let notices = page.eval("document.getElementById('notices').textContent");
+    let notices = notices.as_str().unwrap();
+    assert!(notices.contains("cut"), "{notices}");
 
     let artifacts = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
         .parent()

@@ -72,14 +72,20 @@ async fn follow_one(
                 0
             },
         };
-        let answer = tokio::time::timeout(WAIT + RETRY * 5, cluster.request(node, &request)).await;
+        // A long poll to a process that exits would wait out its timeout: the launcher's
+        // record of the process says so sooner.
+        let answer = tokio::select! {
+            answer = tokio::time::timeout(WAIT + RETRY * 5, cluster.request(node, &request)) => Some(answer),
+            () = exited(cluster, node) => None,
+        };
         slot.take();
         let failed: Result<(), String> = match answer {
-            Ok(Ok(Response::Notices {
+            None => Err("its process exited".to_string()),
+            Some(Ok(Ok(Response::Notices {
                 notices,
                 next,
                 missed,
-            })) => {
+            }))) => {
                 if !following {
                     following = true;
                     send(out, node, Watched::Following).await;
@@ -97,10 +103,10 @@ async fn follow_one(
                 after = next;
                 continue;
             }
-            Ok(Ok(Response::Error(e))) => Err(e.to_string()),
-            Ok(Ok(other)) => Err(format!("unexpected answer {other:?}")),
-            Ok(Err(e)) => Err(e.to_string()),
-            Err(_) => Err(format!("no answer within {:?}", WAIT + RETRY * 5)),
+            Some(Ok(Ok(Response::Error(e)))) => Err(e.to_string()),
+            Some(Ok(Ok(other))) => Err(format!("unexpected answer {other:?}")),
+            Some(Ok(Err(e))) => Err(e.to_string()),
+            Some(Err(_)) => Err(format!("no answer within {:?}", WAIT + RETRY * 5)),
         };
         if let Err(why) = failed {
             if !unreachable {
@@ -110,6 +116,20 @@ async fn follow_one(
             // A restarted node numbers its notices from 0 again: follow it from its present.
             after = u64::MAX;
             tokio::time::sleep(RETRY).await;
+        }
+    }
+}
+
+/// How often a follower looks whether the process of the node it waits on has exited.
+const EXIT_LOOK: Duration = Duration::from_millis(500);
+
+/// Once the launcher of this local cluster knows `node`'s process exited. Never, for
+/// containers and clusters started elsewhere.
+async fn exited(cluster: &ClusterClient, node: NodeId) {
+    loop {
+        tokio::time::sleep(EXIT_LOOK).await;
+        if cluster.known_down(node).is_some() {
+            return;
         }
     }
 }

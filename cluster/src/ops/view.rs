@@ -307,8 +307,24 @@ async fn forward_notices(cluster: ClusterClient, view: Arc<View>) {
     let mut paths: HashMap<(NodeId, NodeId), Vec<Vec<NodeId>>> = HashMap::new();
     let (mut second, mut sent_this_second) = (Instant::now(), 0u32);
     while let Some((node, watched)) = rx.recv().await {
-        let Watched::Notice(notice) = watched else {
-            continue;
+        // A node that stops answering (killed, cut off) and answers again (restarted).
+        let notice = match watched {
+            Watched::Notice(notice) => notice,
+            Watched::Unreachable(why) => {
+                let event = json!({"kind": "unreachable", "node": node.0, "why": why});
+                let _ = view
+                    .events
+                    .send(sse("notice", event.to_string().as_bytes()));
+                continue;
+            }
+            Watched::Back => {
+                let event = json!({"kind": "back", "node": node.0});
+                let _ = view
+                    .events
+                    .send(sse("notice", event.to_string().as_bytes()));
+                continue;
+            }
+            Watched::Missed(_) | Watched::Following => continue,
         };
         let event = match notice.what {
             Happening::LinkUp { neighbour } | Happening::LinkDown { neighbour, .. } => json!({
@@ -316,6 +332,11 @@ async fn forward_notices(cluster: ClusterClient, view: Arc<View>) {
                 "node": node.0, "neighbour": neighbour.0,
             }),
             Happening::Fault { fault } => json!({"kind": "fault", "node": node.0, "fault": fault}),
+            // A node revoked, as each node takes the list that revokes it.
+            Happening::Event { name, neighbour } if name == "node_revoked" => json!({
+                "kind": "event", "node": node.0, "name": name,
+                "neighbour": neighbour.map(|n| n.0),
+            }),
             Happening::Delivered {
                 src,
                 seq,
