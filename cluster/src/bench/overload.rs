@@ -130,7 +130,7 @@ pub async fn overload(
         let (client, tally) = (client.clone(), tally.clone());
         tasks.push(tokio::spawn(async move {
             let payload = vec![0; load.payload_bytes];
-            let late_us = due.late().as_micros() as u64;
+            let late_us = due.late_us();
             let result = client
                 .send(from, SendRequest::to(to), payload, options)
                 .await;

@@ -65,7 +65,7 @@ struct Sent {
 /// The traffic of a run under way.
 pub(super) struct Traffic {
     shared: Arc<Shared>,
-    sender: Option<JoinHandle<Sent>>,
+    sender: JoinHandle<Sent>,
     /// The start of the run, the clock of the report's timeline and of the schedule.
     pub(super) t0: Instant,
 }
@@ -94,11 +94,7 @@ impl Traffic {
         });
         let t0 = Instant::now();
         let sender = tokio::spawn(send_on_schedule(client, load, shared.clone(), t0));
-        Traffic {
-            shared,
-            sender: Some(sender),
-            t0,
-        }
+        Traffic { shared, sender, t0 }
     }
 
     /// From the next set on, send as `policy` says.
@@ -107,9 +103,15 @@ impl Traffic {
         *self.shared.policy.lock().expect("policy") = Some(Arc::new(policy));
     }
 
-    /// The policy the sets are sent by now.
-    pub(super) fn policy(&self) -> Option<Arc<Policy>> {
-        self.shared.policy.lock().expect("policy").clone()
+    /// From the next set on, relays forge no more: a payload that differs is corrupted.
+    pub(super) fn stop_forging(&self) {
+        let mut policy = self.shared.policy.lock().expect("policy");
+        if let Some(now) = policy.as_ref() {
+            *policy = Some(Arc::new(Policy {
+                forging: false,
+                ..Policy::clone(now)
+            }));
+        }
     }
 
     /// The faults begin now (relays among them forge, or not): sets still under way are
@@ -119,15 +121,9 @@ impl Traffic {
     }
 
     /// Stop sending, wait for every set sent to end, and say what they became.
-    pub(super) async fn finish(mut self) -> anyhow::Result<Done> {
+    pub(super) async fn finish(self) -> anyhow::Result<Done> {
         *self.shared.policy.lock().expect("policy") = None;
-        let sent = match self.sender.take() {
-            Some(sender) => sender.await?,
-            None => Sent {
-                tasks: Vec::new(),
-                per_second: Vec::new(),
-            },
-        };
+        let sent = self.sender.await?;
         for task in sent.tasks {
             task.await?;
         }
@@ -248,7 +244,7 @@ async fn one_set(
         result.failed = true;
         return result;
     };
-    let late_us = set.due.late().as_micros() as u64;
+    let late_us = set.due.late_us();
     let sent = client.send(from, request, payload, options).await;
     // A fault-free set the faults began under is theirs.
     let mut forging = set.forging;

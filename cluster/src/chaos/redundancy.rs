@@ -192,7 +192,7 @@ async fn cell(
         let (client, outcomes) = (client.clone(), outcomes.clone());
         tasks.push(tokio::spawn(async move {
             // From when it was due.
-            let late_us = due.late().as_micros() as u64;
+            let late_us = due.late_us();
             let outcome = match client.send(from, request, payload, options).await {
                 Ok(report) => (
                     report

@@ -131,7 +131,7 @@ async fn run_phases(
     tokio::time::sleep_until(run.traffic.t0 + config.fault_free).await;
     // 2. Faults, each with its window on the run's clock; the traffic goes on throughout.
     let mut faults = run.inject_faults().await?;
-    run.with_faults(&faults).await;
+    run.with_faults().await;
     let network_rejoin = run.repair_network(&mut faults).await?;
     run.stop_relays(&mut faults).await?;
     // 3. After: heal, restart, and once the cluster is ready, send between all nodes.
@@ -268,10 +268,9 @@ impl Plan {
     }
 }
 
-/// The faults of the phase with faults, as injected: what to undo when it ends, and the
-/// windows to close then.
+/// The faults of the phase with faults, as injected: what to undo when it ends (beside the
+/// run's [`Plan`]), and the windows to close then.
 struct Faults {
-    schedule: Schedule,
     crashes: Vec<Opened>,
     cuts: Vec<Opened>,
     partition: Option<Partition>,
@@ -279,12 +278,8 @@ struct Faults {
     delaying: bool,
     /// The windows of the partition, the loss and the delay.
     network_windows: Vec<Opened>,
-    /// `capture`, `forge`, or both, and the relays that do it.
-    relaying: Vec<FaultKind>,
-    relays: Vec<NodeId>,
     relay_windows: Vec<Opened>,
-    /// The host lost (its index and nodes), and its window.
-    lost_host: Option<(usize, Vec<NodeId>)>,
+    /// The lost host's window.
     host_window: Option<Opened>,
     /// Datagrams the kernel's rules dropped, read when the network is repaired.
     kernel_dropped: Option<u64>,
@@ -363,19 +358,14 @@ impl<'a> Run<'a> {
         let cuts = self.cut(&schedule).await?;
         let relay_windows = self.start_relays().await?;
         let host_window = self.lose_host()?;
-        let (relaying, relays) = (self.plan.relaying.clone(), self.plan.relays.clone());
         Ok(Faults {
-            schedule,
             crashes,
             cuts,
             partition,
             losing,
             delaying,
             network_windows,
-            relaying,
-            relays,
             relay_windows,
-            lost_host: self.plan.lost_host.clone(),
             host_window,
             kernel_dropped: None,
         })
@@ -546,10 +536,10 @@ impl<'a> Run<'a> {
 
     /// The phase with faults, as long as the run was given, while its sets go on; meanwhile,
     /// ask the nodes until every live one knows every dead link.
-    async fn with_faults(&mut self, faults: &Faults) {
-        let dead = around::dead_links(self.topology, &faults.schedule);
+    async fn with_faults(&mut self) {
+        let dead = around::dead_links(self.topology, &self.plan.schedule);
         let faults_at_ms = self.now_ms();
-        let live: Vec<NodeId> = faults.schedule.alive(self.topology);
+        let live: Vec<NodeId> = self.plan.schedule.alive(self.topology);
         let t0 = self.traffic.t0;
         let (_, known_at_ms) = tokio::join!(
             tokio::time::sleep(self.config.with_faults),
@@ -588,7 +578,7 @@ impl<'a> Run<'a> {
             let at = self.now_ms();
             self.windows.close(w, at);
         }
-        if let (Some((host, _)), Some(window)) = (&faults.lost_host, faults.host_window.take()) {
+        if let (Some((host, _)), Some(window)) = (&self.plan.lost_host, faults.host_window.take()) {
             self.harness.lose_host(*host, false)?;
             let at = self.now_ms();
             self.windows.close(window, at);
@@ -596,8 +586,8 @@ impl<'a> Run<'a> {
         let network_faults = (faults.partition.is_some()
             || faults.losing
             || faults.delaying
-            || faults.lost_host.is_some())
-            && faults.schedule == Schedule::default();
+            || self.plan.lost_host.is_some())
+            && self.plan.schedule == Schedule::default();
         if !network_faults {
             return Ok(None);
         }
@@ -608,14 +598,9 @@ impl<'a> Run<'a> {
     /// The relays capture and forge no more. The sets sent while they forged are judged so,
     /// however late they end.
     async fn stop_relays(&mut self, faults: &mut Faults) -> anyhow::Result<()> {
-        if let Some(policy) = self.traffic.policy() {
-            self.traffic.follow(Policy {
-                forging: false,
-                ..(*policy).clone()
-            });
-        }
-        for &kind in &faults.relaying {
-            for &relay in &faults.relays {
+        self.traffic.stop_forging();
+        for &kind in &self.plan.relaying {
+            for &relay in &self.plan.relays {
                 inject(&self.client, relay, relay_fault(self.config, kind, false)).await?;
             }
         }
@@ -637,7 +622,7 @@ impl<'a> Run<'a> {
     ) -> anyhow::Result<Option<Duration>> {
         tokio::time::sleep(Duration::from_millis(200)).await;
         let healing = Instant::now();
-        for &(a, b) in &faults.schedule.cut {
+        for &(a, b) in &self.plan.schedule.cut {
             inject(&self.client, a, Fault::Heal { neighbour: b }).await?;
             inject(&self.client, b, Fault::Heal { neighbour: a }).await?;
         }
@@ -645,14 +630,14 @@ impl<'a> Run<'a> {
             let at = self.now_ms();
             self.windows.close(w, at);
         }
-        for &id in &faults.schedule.crashed {
+        for &id in &self.plan.schedule.crashed {
             self.harness.restart(id)?;
         }
         for w in std::mem::take(&mut faults.crashes) {
             let at = self.now_ms();
             self.windows.close(w, at);
         }
-        Ok(if faults.schedule == Schedule::default() {
+        Ok(if self.plan.schedule == Schedule::default() {
             network_rejoin
         } else {
             let waited = ready::wait_ready(&self.client, REJOIN_TIMEOUT, &mut |_| {}).await;
@@ -673,8 +658,9 @@ impl<'a> Run<'a> {
         let traffic = self.traffic.finish().await?;
         let results = traffic.results;
         let after = snapshot(client).await;
-        let (captured, leaked) = if faults.relaying.contains(&FaultKind::Capture) {
-            captures_and_leaks(client, &faults.relays, &results).await?
+        let plan = &self.plan;
+        let (captured, leaked) = if plan.relaying.contains(&FaultKind::Capture) {
+            captures_and_leaks(client, &plan.relays, &results).await?
         } else {
             (0, 0)
         };
@@ -696,19 +682,18 @@ impl<'a> Run<'a> {
         let mut judge = Judge::new(sealed, config.mode, &results);
         sweep_outputs(client, &from, &mut judge).await;
         client.close();
-        let schedule = faults.schedule.clone();
         let mut report = Report::of(
             config,
             topology,
             &results,
             &self.before,
             &after,
-            schedule.clone(),
+            plan.schedule.clone(),
             rejoin,
         );
         report.add_sweep(judge.done(), config.faults.contains(&FaultKind::Forge));
-        report.forgeries = forgeries(&self.before, &after, &faults.relays);
-        report.relays = faults.relays.iter().map(|r| r.0).collect();
+        report.forgeries = forgeries(&self.before, &after, &plan.relays);
+        report.relays = plan.relays.iter().map(|r| r.0).collect();
         if let Some(p) = faults.partition {
             report.partition_bit = Some(p.bit);
             report.partitioned_links = p.links.len() as u64;
@@ -719,7 +704,7 @@ impl<'a> Run<'a> {
             report.jitter_ms = Some(config.jitter.as_secs_f64() * 1e3);
         }
         report.kernel_dropped = faults.kernel_dropped;
-        report.host_loss = faults.lost_host.as_ref().map(|(host, on)| {
+        report.host_loss = plan.lost_host.as_ref().map(|(host, on)| {
             host_loss_outcome(topology, (*host, on), config.mode.reliable, &results)
         });
         let end_ms = ms_since(t0);
@@ -730,7 +715,7 @@ impl<'a> Run<'a> {
         report.leaked = leaked;
         report.around = self
             .known
-            .map(|times| AroundReport::of(topology, &schedule, &results, times));
+            .map(|times| AroundReport::of(topology, &plan.schedule, &results, times));
         Ok(report)
     }
 }

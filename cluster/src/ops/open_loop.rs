@@ -33,6 +33,12 @@ impl Due {
     pub fn late(&self) -> Duration {
         Instant::now().saturating_duration_since(self.at)
     }
+
+    /// [`late`](Self::late) in µs: what a latency measured from the send adds to count from
+    /// when it was due.
+    pub fn late_us(&self) -> u64 {
+        self.late().as_micros() as u64
+    }
 }
 
 impl OpenLoop {
