@@ -450,6 +450,101 @@ fn a_resend_after_a_destination_restart_is_not_handed_over_twice() {
     assert_eq!(ring, ["first", "once"], "the output buffer");
 }
 
+/// `node`'s output entries from output index `after` on (plain `recv --after`), as
+/// (output index, payload).
+fn indexed(cluster: &Cluster, node: u64, after: u64) -> Vec<(u64, String)> {
+    json_lines(&cluster.ok(&[
+        "recv",
+        "--node",
+        &node.to_string(),
+        "--after",
+        &after.to_string(),
+        "--json",
+    ]))
+    .iter()
+    .map(|e| {
+        (
+            e["output_index"].as_u64().unwrap(),
+            e["payload"].as_str().unwrap().to_string(),
+        )
+    })
+    .collect()
+}
+
+/// A node's output indices survive its restart (issue 49): each reliable set comes back under
+/// the index a reader saw it at, and an entry made after the restart takes an index after
+/// every one handed out before, so a reader going on from its cursor sees no set twice and
+/// misses none.
+#[test]
+fn a_readers_cursor_means_the_same_entries_after_a_restart() {
+    let cluster = Cluster::up("eh:2,2", "127.83.10.0");
+    let sent = messages("kept", 0..6);
+    for (i, m) in sent.iter().enumerate() {
+        let report = send_reliable(&cluster, 0, 5, m, &["--wait", "--timeout", "60s"]);
+        assert_eq!(report["acked"], true, "{m}: {report}");
+        // Plain copies between them, which the store does not keep: their indices are
+        // handed out all the same.
+        cluster.ok(&[
+            "send",
+            "--wait",
+            "--from",
+            "3",
+            "--to",
+            "5",
+            "--message",
+            &format!("plain-{i}"),
+        ]);
+    }
+    let before = indexed(&cluster, 5, 0);
+    let kept_before: Vec<(u64, String)> = before
+        .iter()
+        .filter(|(_, p)| p.starts_with("kept"))
+        .cloned()
+        .collect();
+    assert_exactly_once(
+        &kept_before
+            .iter()
+            .map(|(_, p)| p.clone())
+            .collect::<Vec<_>>(),
+        &sent,
+        "before the restart",
+    );
+    let cursor = before.iter().map(|&(i, _)| i + 1).max().unwrap();
+    assert!(
+        cursor as usize > sent.len(),
+        "plain copies took indices: {before:?}"
+    );
+    cluster.ok(&["chaos", "kill", "--node", "5"]);
+    cluster.ok(&["chaos", "restart", "--node", "5"]);
+    cluster.ok(&["cluster", "status", "--wait", "--timeout", READY]);
+    assert_eq!(
+        indexed(&cluster, 5, 0),
+        kept_before,
+        "every reliable set under the index it had; the plain copies were not kept"
+    );
+    assert!(
+        indexed(&cluster, 5, cursor).is_empty(),
+        "nothing new past the reader's cursor"
+    );
+    let report = send_reliable(
+        &cluster,
+        0,
+        5,
+        "kept-after",
+        &["--wait", "--timeout", "60s"],
+    );
+    assert_eq!(report["acked"], true, "{report}");
+    let new = indexed(&cluster, 5, cursor);
+    assert_eq!(new.len(), 1, "{new:?}");
+    assert_eq!(new[0].1, "kept-after");
+    assert!(new[0].0 >= cursor, "{new:?} after {cursor}");
+    // Once more: the set made after the restart keeps its index too.
+    cluster.ok(&["chaos", "kill", "--node", "5"]);
+    cluster.ok(&["chaos", "restart", "--node", "5"]);
+    cluster.ok(&["cluster", "status", "--wait", "--timeout", READY]);
+    assert_eq!(indexed(&cluster, 5, cursor), new);
+}
+
 /// Start the daemon of `config` until it has made its store at `store`, then stop it (SIGTERM:
 /// the store is closed cleanly, so a check can read it without recovering it).
 fn make_store(config: &Path, store: &Path) {

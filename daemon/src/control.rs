@@ -331,8 +331,12 @@ async fn handle(
             // then hold the answer's bytes and build it.
             wait_past(&mut changes, after, deadline).await;
             *answer_bytes = Some(node.hold_control_bytes(ANSWER_BYTES).await);
-            let (entries, next) = node.output().since(after, max, clear);
-            Response::Output { entries, next }
+            let (entries, next, overwritten) = node.output().read(after, max, clear);
+            Response::Output {
+                entries,
+                next,
+                overwritten,
+            }
         }
         Request::Notices {
             after,
@@ -437,7 +441,11 @@ async fn consume(
             Err(e) => return store_error(e),
         };
         if !entries.is_empty() || next == from {
-            return Response::Output { entries, next };
+            return Response::Output {
+                entries,
+                next,
+                overwritten: 0,
+            };
         }
         // Only entries this consumer did not ask for: it passes over them for good.
         *answer_bytes = None;

@@ -84,7 +84,14 @@ pub struct Keeping {
     settled: Mutex<Vec<SetKey>>,
     /// Woken when settled sets start to wait ([`Keeping::settled_waiting`]).
     settled_waiting: tokio::sync::Notify,
+    /// The output indices asked to be reserved in the store ([`Keeping::cover_output`]).
+    output_reserved: Arc<AtomicU64>,
 }
+
+/// How many output indices one reservation in the store covers beyond the next; a new one is
+/// asked for when half of it is used. A crash can only repeat an index if more entries than
+/// half of this were added while one reservation was being written.
+pub const OUTPUT_BLOCK: u64 = 1 << 16;
 
 /// The most store entries one [`Keeping::take`] looks at, handed over or passed over.
 pub const SCAN_LIMIT: usize = 16 * 1024;
@@ -142,6 +149,7 @@ impl Keeping {
             failed_writes: Arc::default(),
             settled: Mutex::default(),
             settled_waiting: tokio::sync::Notify::new(),
+            output_reserved: Arc::default(),
         };
         Ok((keeping, receiver))
     }
@@ -376,6 +384,64 @@ impl Keeping {
             .map_err(|e| e.to_string())
     }
 
+    /// At start: the latest `max` entries kept, each with the output index it had, and the
+    /// first output index never handed out (the store's reservation, made durable now for a
+    /// block of indices ahead: [`Keeping::cover_output`]). A node whose store is not made yet
+    /// has nothing to give back, and starts its output at 0.
+    pub async fn resume_output(&self, max: usize) -> Result<(Vec<Delivery>, u64), String> {
+        let Some(store) = self.store() else {
+            return Ok((Vec::new(), 0));
+        };
+        let usage = store.usage().map_err(|e| e.to_string())?;
+        let rows = store
+            .entries_from(usage.next_index.saturating_sub(max as u64), max)
+            .map_err(|e| e.to_string())?;
+        let kept = rows
+            .into_iter()
+            .map(|(index, bytes)| {
+                postcard::from_bytes::<Delivery>(&bytes)
+                    .map_err(|e| format!("store entry {index} does not decode: {e}"))
+            })
+            .collect::<Result<Vec<Delivery>, String>>()?;
+        // Entries written before indices were kept carry 0: the output gives them new ones.
+        let next = kept
+            .iter()
+            .map(|d| d.output_index)
+            .filter(|&i| i != crate::output::NO_INDEX)
+            .map(|i| i + 1)
+            .fold(usage.output_reserved, u64::max);
+        let up_to = next + OUTPUT_BLOCK;
+        self.output_reserved.store(up_to, Relaxed);
+        self.commit(vec![Write::ReserveOutput { up_to }]).await?;
+        Ok((kept, next))
+    }
+
+    /// The output's next index is `next`: keep the store's reservation half a block ahead of
+    /// it or more, making the store if need be (not waited for; a failure is logged and
+    /// counted, and the next entry asks again).
+    pub fn cover_output(&self, next: u64) {
+        let reserved = self.output_reserved.load(Relaxed);
+        if next + OUTPUT_BLOCK / 2 <= reserved {
+            return;
+        }
+        let up_to = next + OUTPUT_BLOCK;
+        if self
+            .output_reserved
+            .compare_exchange(reserved, up_to, Relaxed, Relaxed)
+            .is_err()
+        {
+            return;
+        }
+        let (asked, failed) = (self.output_reserved.clone(), self.failed_writes.clone());
+        self.submit(vec![Write::ReserveOutput { up_to }], move |result| {
+            if let Err(e) = result {
+                warn!(error = %e, "output indices not reserved");
+                failed.fetch_add(1, Relaxed);
+                let _ = asked.compare_exchange(up_to, reserved, Relaxed, Relaxed);
+            }
+        });
+    }
+
     /// Up to `max` entries from store index `from` on, their output index their store index.
     pub fn entries(&self, from: u64, max: usize) -> Result<Vec<Delivery>, String> {
         let Some(store) = self.store() else {
@@ -584,6 +650,64 @@ mod tests {
         let b = identity("q:3".parse().unwrap(), NodeId(2), &[b"ca two".as_slice()]);
         assert_ne!(a.cluster, b.cluster);
         assert!(a.cluster.starts_with("q:3 ca:"), "{}", a.cluster);
+    }
+
+    #[tokio::test]
+    async fn the_output_resumes_with_each_entry_under_its_index_and_new_ones_past_the_reservation()
+    {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let (keeping, mut written) = Keeping::open(&config(dir.path()), &me()).unwrap();
+            assert_eq!(
+                keeping.resume_output(8).await.unwrap(),
+                (vec![], 0),
+                "no store yet: nothing, and none is made"
+            );
+            assert!(!dir.path().join("store.redb").exists());
+            // Two sets, written in the other order than their indices were taken.
+            for (seq, output_index) in [(1, 12), (2, 11)] {
+                let d = Delivery {
+                    output_index,
+                    ..delivery(seq)
+                };
+                keeping.deliver(d, shape(), 1, 100);
+                assert!(written.recv().await.unwrap().result.is_ok());
+            }
+            // The output went on with plain copies: the reservation follows it.
+            keeping.cover_output(20);
+            keeping.flush_settled();
+            keeping.commit(vec![]).await.unwrap();
+            assert_eq!(keeping.usage().unwrap().output_reserved, 20 + OUTPUT_BLOCK);
+            keeping.cover_output(20 + OUTPUT_BLOCK / 4);
+            keeping.commit(vec![]).await.unwrap();
+            assert_eq!(
+                keeping.usage().unwrap().output_reserved,
+                20 + OUTPUT_BLOCK,
+                "half a block ahead or more: not asked again"
+            );
+        }
+        let (keeping, _written) = Keeping::open(&config(dir.path()), &me()).unwrap();
+        let (kept, next) = keeping.resume_output(8).await.unwrap();
+        let got: Vec<(u64, u64)> = kept.iter().map(|d| (d.seq, d.output_index)).collect();
+        assert_eq!(got, vec![(1, 12), (2, 11)], "as written, in store order");
+        assert_eq!(
+            next,
+            20 + OUTPUT_BLOCK,
+            "after every index the last run may have used"
+        );
+        assert_eq!(
+            keeping.usage().unwrap().output_reserved,
+            20 + 2 * OUTPUT_BLOCK,
+            "a block ahead, durable before the output takes any"
+        );
+        // Consumers still count in store indices.
+        let taken: Vec<u64> = keeping
+            .entries(0, 8)
+            .unwrap()
+            .iter()
+            .map(|d| d.output_index)
+            .collect();
+        assert_eq!(taken, vec![0, 1]);
     }
 
     #[tokio::test]

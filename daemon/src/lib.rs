@@ -112,7 +112,7 @@ pub async fn run_until(
     };
     let output_capacity = config.buffers.output;
     let (node, input) = Node::new(&config, args, keeping);
-    node.resume_from_store(output_capacity).map_err(|e| {
+    node.resume_from_store(output_capacity).await.map_err(|e| {
         anyhow::anyhow!("the store cannot be read back ({e}): the daemon does not start")
     })?;
     let credentials = &config.credentials;

@@ -12,6 +12,8 @@
 //!   never handed to a client twice).
 //! - `consumers`: per named consumer, the first store index it has not taken.
 //! - `outbox`: the reliable sets this node is the source of and that are not settled.
+//! - `counters`: the next store index, the entries' bytes, and the output indices reserved
+//!   ([`Write::ReserveOutput`]): a restarted node's output continues after them.
 //!
 //! Every write goes through [`Store::commit`], one transaction for a batch; the [`Writer`]
 //! thread batches whatever is waiting (group commit), so that a burst of sets costs one sync.
@@ -38,6 +40,7 @@ const NODE: &str = "node";
 const CLUSTER: &str = "cluster";
 const NEXT_INDEX: &str = "next_index";
 const ENTRY_BYTES: &str = "entry_bytes";
+const OUTPUT_RESERVED: &str = "output_reserved";
 
 /// Whose store a file is: the node and the cluster (for example its topology and its CA's
 /// fingerprint).
@@ -113,6 +116,9 @@ pub enum Write {
     /// The nodes this node holds sealing sessions with, as their ids (postcard), replacing the
     /// last list.
     SealingPeers { peers: Vec<u8> },
+    /// The node's output may have handed out every output index below `up_to` (it never moves
+    /// back): after a restart, new entries take indices from there on.
+    ReserveOutput { up_to: u64 },
 }
 
 /// What became of one write.
@@ -140,6 +146,8 @@ pub struct Usage {
     pub seen: u64,
     pub outbox: u64,
     pub next_index: u64,
+    /// The output indices reserved so far ([`Write::ReserveOutput`]).
+    pub output_reserved: u64,
 }
 
 pub struct Store {
@@ -263,6 +271,7 @@ impl Store {
             };
             let mut next_index = counter(&counters, NEXT_INDEX).map_err(e)?;
             let mut entry_bytes = counter(&counters, ENTRY_BYTES).map_err(e)?;
+            let mut output_reserved = counter(&counters, OUTPUT_RESERVED).map_err(e)?;
             let mut entries = txn.open_table(ENTRIES).map_err(|x| e(x.into()))?;
             let mut seen = txn.open_table(SEEN).map_err(|x| e(x.into()))?;
             let mut consumers = txn.open_table(CONSUMERS).map_err(|x| e(x.into()))?;
@@ -342,6 +351,10 @@ impl Store {
                             .map_err(|x| e(x.into()))?;
                         Outcome::Done
                     }
+                    Write::ReserveOutput { up_to } => {
+                        output_reserved = output_reserved.max(*up_to);
+                        Outcome::Done
+                    }
                 };
                 outcomes.push(outcome);
             }
@@ -350,6 +363,9 @@ impl Store {
                 .map_err(|x| e(x.into()))?;
             counters
                 .insert(ENTRY_BYTES, entry_bytes)
+                .map_err(|x| e(x.into()))?;
+            counters
+                .insert(OUTPUT_RESERVED, output_reserved)
                 .map_err(|x| e(x.into()))?;
         }
         txn.commit().map_err(|x| e(x.into()))?;
@@ -445,6 +461,7 @@ fn usage_of(txn: &redb::ReadTransaction) -> Result<Usage, redb::Error> {
         seen: txn.open_table(SEEN)?.len()?,
         outbox: txn.open_table(OUTBOX)?.len()?,
         next_index: counter(NEXT_INDEX)?,
+        output_reserved: counter(OUTPUT_RESERVED)?,
     })
 }
 

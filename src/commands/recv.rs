@@ -79,7 +79,23 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             .block_on(cluster.request(node, &request))
             .context("recv failed")?
         {
-            Response::Output { entries, next } => (entries, next),
+            Response::Output {
+                entries,
+                next,
+                overwritten,
+            } => {
+                // Each answer counts those past what the last one passed. Said on stderr:
+                // what reads stdout gets the entries and nothing else.
+                if overwritten > 0 {
+                    eprintln!(
+                        "{} overwritten at node {} before any client read {}",
+                        crate::print::count(overwritten, "entry"),
+                        topology.format_node(node),
+                        if overwritten == 1 { "it" } else { "them" }
+                    );
+                }
+                (entries, next)
+            }
             other => anyhow::bail!("unexpected answer {other:?}"),
         };
         for entry in &entries {

@@ -438,7 +438,7 @@ impl Reader {
             let answer =
                 tokio::time::timeout(REQUEST_LIMIT, self.client.request(self.node, &request)).await;
             match answer {
-                Ok(Ok(Response::Output { entries, next })) => {
+                Ok(Ok(Response::Output { entries, next, .. })) => {
                     if from_store && !counted_store {
                         counted_store = true;
                         self.store_readers

@@ -499,13 +499,16 @@ async fn read_output(
             .await
             .map_err(|_| anyhow::anyhow!("node {id}: no answer within 10 s"))??;
         match answer {
-            Response::Output { entries, next } => {
+            Response::Output {
+                entries,
+                next,
+                overwritten,
+            } => {
+                // Each page counts those from where it starts, past the last page's (output
+                // indices have gaps: the entries cannot tell).
+                missed += overwritten;
                 if entries.is_empty() {
                     return Ok((all, missed));
-                }
-                for d in &entries {
-                    missed += d.output_index.saturating_sub(after);
-                    after = d.output_index + 1;
                 }
                 all.extend(entries);
                 after = after.max(next);

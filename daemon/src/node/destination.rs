@@ -47,8 +47,9 @@ enum Entry {
     /// never overwritten unread, and a ring full of such entries refuses it (the set is not
     /// acknowledged). Its packet and its set are counted delivered.
     Set { protected: bool },
-    /// A reliable set the store holds: delivered whatever the ring does with its entry, which
-    /// needs no protection; its set is counted (its packet was, when the store took it).
+    /// A reliable set the store holds, its entry reserved before the write
+    /// ([`crate::output::Output::reserve`]): delivered whatever the ring does with its entry,
+    /// which needs no protection; its set is counted (its packet was, when the store took it).
     Stored,
 }
 
@@ -252,7 +253,31 @@ impl Node {
                 if mode.reliable
                     && let Some(keeping) = &self.keeping
                 {
-                    // Into the output and acknowledged once durable (`Node::run_written`).
+                    // Its output index taken now and written with it; readable and
+                    // acknowledged once durable (`Node::run_written`).
+                    let mut delivery = delivery;
+                    match self.output.reserve(&mut delivery) {
+                        Pushed::Added {
+                            overwritten,
+                            unread,
+                        } => {
+                            self.count_overwrite(overwritten, unread);
+                            keeping.cover_output(self.output.next_index());
+                        }
+                        // In the output already: the store knows it, and says so.
+                        Pushed::Duplicate => {}
+                        Pushed::Refused => {
+                            // Every entry that would make room is being written: not
+                            // acknowledged, and the source sends it again.
+                            self.delivery
+                                .inbox(sealed)
+                                .lock()
+                                .expect("inbox lock")
+                                .forget(&set, shape);
+                            self.stats.drop(Drop::OutputFull);
+                            return false;
+                        }
+                    }
                     Stats::count(&self.stats.packets_delivered);
                     if let Some(peers) = self.sealing.peers_if_changed() {
                         // Queued first: the writer commits both together, as a rule.
@@ -371,6 +396,10 @@ impl Node {
             };
             let sealed = delivery.sealed;
             let attempt = keeping.finish(&set, shape);
+            let reserved = delivery.output_index;
+            if !matches!(result, Ok(Outcome::Kept { .. })) {
+                self.output.withdraw(reserved);
+            }
             let drop = match result {
                 Ok(Outcome::Kept { .. }) => {
                     self.push(delivery, Entry::Stored);
@@ -408,13 +437,24 @@ impl Node {
         let latency_us = delivery.latency_us;
         let notice = delivered(&delivery);
         let protected = matches!(entry, Entry::Set { protected: true });
-        let pushed = self.output.push(delivery, protected);
+        let pushed = match entry {
+            // Its entry was reserved: readable from now on. One the output refused or held
+            // already when the set came, or that it no longer holds, is added as new.
+            Entry::Stored if self.output.confirm(delivery.output_index) => Pushed::Added {
+                overwritten: 0,
+                unread: 0,
+            },
+            _ => self.output.push(delivery, protected),
+        };
         if let Pushed::Added {
             overwritten,
             unread,
         } = pushed
         {
             self.count_overwrite(overwritten, unread);
+            if let Some(keeping) = &self.keeping {
+                keeping.cover_output(self.output.next_index());
+            }
         }
         if matches!(pushed, Pushed::Added { .. }) || matches!(entry, Entry::Stored) {
             if !matches!(entry, Entry::Stored) {

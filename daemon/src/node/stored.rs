@@ -12,16 +12,15 @@ use tracing::warn;
 
 impl Node {
     /// At start, from the store: the latest kept sets back in the output buffer (up to
-    /// `output` of them), and this node's unsettled sets back in the outbox, to be sent again
-    /// with their own set keys (those past their deadline settle as expired).
-    pub fn resume_from_store(&self, output: usize) -> Result<(), String> {
+    /// `output` of them) under the output indices they had, new entries after every index the
+    /// last run may have handed out; and this node's unsettled sets back in the outbox, to be
+    /// sent again with their own set keys (those past their deadline settle as expired).
+    pub async fn resume_from_store(&self, output: usize) -> Result<(), String> {
         let Some(keeping) = &self.keeping else {
             return Ok(());
         };
-        let next = keeping.usage().map_err(|e| e.to_string())?.next_index;
-        for delivery in keeping.entries(next.saturating_sub(output as u64), output)? {
-            self.output.push(delivery, false);
-        }
+        let (kept, next) = keeping.resume_output(output).await?;
+        self.output.refill(kept, next);
         let now = now_us();
         let mut settled = Vec::new();
         for (key, kept) in keeping.unsettled()? {

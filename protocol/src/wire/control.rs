@@ -351,10 +351,14 @@ pub enum Response {
     Settled(Option<Settlement>),
     /// The copies of one set delivered here, in index order.
     Copies(Vec<Delivery>),
-    /// Output entries, and the output index to ask for next.
+    /// Output entries, the output index to ask for next, and how many entries from the index
+    /// asked for on were overwritten before any client read them (since the node started;
+    /// always 0 from a store, which overwrites nothing). Output indices have gaps (a restart, a
+    /// set the store did not keep): only this says what a reader missed.
     Output {
         entries: Vec<Delivery>,
         next: u64,
+        overwritten: u64,
     },
     /// The fault was injected; what it did.
     Injected(String),
