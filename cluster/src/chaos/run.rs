@@ -669,9 +669,17 @@ impl<'a> Run<'a> {
             .nodes
             .iter()
             .map(|id| {
+                // A restarted node without a store starts its output at 0 again: read from
+                // there. With one, its indices lasted (docs/delivery.md, "Output indices
+                // last"), and the entries it kept from before the run stay unread.
                 let same = self.before.get(id).map(|b| b.incarnation)
                     == after.get(id).map(|a| a.incarnation);
-                let at = self.output_at_start.get(id).copied().filter(|_| same);
+                let lasted = after.get(id).is_some_and(|a| a.output_lasts);
+                let at = self
+                    .output_at_start
+                    .get(id)
+                    .copied()
+                    .filter(|_| same || lasted);
                 (*id, at.unwrap_or(0))
             })
             .collect();

@@ -346,6 +346,7 @@ mod tests {
                 .collect(),
             input_queued: 0,
             output_len: 0,
+            output_lasts: false,
             counters: Default::default(),
             chaos: Default::default(),
             version: "test".into(),

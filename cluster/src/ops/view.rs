@@ -412,6 +412,7 @@ mod tests {
             links,
             input_queued: 0,
             output_len: 0,
+            output_lasts: false,
             counters: Counters::default(),
             chaos: Default::default(),
             version: String::new(),

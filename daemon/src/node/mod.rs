@@ -615,6 +615,7 @@ impl Node {
             links: self.links.values().map(|l| l.status()).collect(),
             input_queued: self.input_queued() as u64,
             output_len: self.output.len() as u64,
+            output_lasts: self.keeping.is_some(),
             counters: {
                 let mut counters = self.stats.counters();
                 for (name, n) in self.delivery.counters.named() {

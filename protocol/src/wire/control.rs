@@ -542,6 +542,9 @@ pub struct NodeStatus {
     pub input_queued: u64,
     /// Entries in the output buffer.
     pub output_len: u64,
+    /// Whether the output's indices last across restarts (the node keeps a store): an index
+    /// a reader had before a restart names the same entry after it.
+    pub output_lasts: bool,
     pub counters: Counters,
     pub chaos: ChaosCounters,
     /// The daemon's version (the crate's), and the wire version it speaks.
