@@ -15,6 +15,10 @@ use std::process::ExitCode;
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// Name nodes by their integer ids in what is printed, not in the topology's notation
+    /// (`00.10.1` on EH(2,2)); every command takes either as input.
+    #[arg(long, global = true)]
+    numeric: bool,
 }
 
 #[derive(Subcommand, Debug)]
@@ -99,6 +103,9 @@ fn main() -> ExitCode {
                 nix::sys::signal::SigHandler::SigDfl,
             );
         }
+    }
+    if cli.numeric {
+        print::name_nodes_numerically();
     }
     let result = match cli.command {
         Command::Topology(args) => commands::topology::run(args),

@@ -20,7 +20,35 @@ use cuberoute_protocol::wire::control::NodeStatus;
 use cuberoute_protocol::{NodeId, Topology};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::io::Write;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::time::Duration;
+
+/// Whether nodes are named by their integer ids (`--numeric`), not in the topology's notation.
+static NUMERIC: AtomicBool = AtomicBool::new(false);
+
+/// Name nodes by their integer ids from now on (`--numeric`, for the whole command).
+pub fn name_nodes_numerically() {
+    NUMERIC.store(true, Relaxed);
+}
+
+/// A node as every command names it: in the topology's notation (`00.10.1` on EH(2,2), as the
+/// papers write it), or its integer id with `--numeric`. Every command takes either as input.
+pub fn node(topology: Topology, v: NodeId) -> String {
+    if NUMERIC.load(Relaxed) {
+        v.0.to_string()
+    } else {
+        topology.format_node(v)
+    }
+}
+
+/// Path (and copy) indices as every command numbers them, from 1: `1, 3`.
+pub fn path_numbers(indices: &[u8]) -> String {
+    let numbers: Vec<String> = indices
+        .iter()
+        .map(|i| (u32::from(*i) + 1).to_string())
+        .collect();
+    numbers.join(", ")
+}
 
 /// `n` and its noun, singular for one: `1 hop`, `2 hops` (the noun's plural takes an s).
 pub fn count(n: impl Into<u64>, noun: &str) -> String {
@@ -182,7 +210,7 @@ pub fn commands(
             .expect("a topology has nodes");
         (first, far)
     });
-    let name = |v| topology.format_node(v);
+    let name = |v| node(topology, v);
     let d = dir.display();
     println!(
         "  send:    cuberoute send --dir {d} --from {} --to {} --message hello --wait",
@@ -250,7 +278,7 @@ pub fn status(dir: &ClusterDir, json: bool) -> anyhow::Result<()> {
         write_status_table(&mut out, topology, &statuses, runner_note)?;
         let revoked = revoked(&statuses);
         if !revoked.is_empty() {
-            let names: Vec<String> = revoked.iter().map(|&n| topology.format_node(n)).collect();
+            let names: Vec<String> = revoked.iter().map(|&n| node(topology, n)).collect();
             writeln!(
                 out,
                 "revoked: {} (their links are refused for good; see `cuberoute cluster revoke --list`)",
@@ -271,7 +299,7 @@ pub fn write_status_table(
     statuses: &[(NodeId, Result<NodeStatus, String>)],
     runner_note: impl Fn(NodeId) -> String,
 ) -> std::io::Result<()> {
-    let width = topology.format_node(NodeId(0)).len().max(4);
+    let width = node(topology, NodeId(0)).len().max(4);
     writeln!(
         out,
         "{:<width$}  {:<5}  {:>5}  {:>9}  {:>9}  {:>9}  {:>7}  chaos",
@@ -279,7 +307,7 @@ pub fn write_status_table(
     )?;
     let mut totals = [0u64; 4];
     for (id, s) in statuses {
-        let name = topology.format_node(*id);
+        let name = node(topology, *id);
         match s {
             Ok(s) => {
                 let c = &s.counters;
@@ -342,7 +370,7 @@ pub fn write_report(
     report: &SendReport,
     waited: bool,
 ) -> std::io::Result<()> {
-    let name = |v: u64| topology.format_node(cuberoute_protocol::NodeId(v));
+    let name = |v: u64| node(topology, cuberoute_protocol::NodeId(v));
     let to = match &report.to {
         Destinations::One(v) => name(*v),
         Destinations::Many(vs) => vs.iter().map(|&v| name(v)).collect::<Vec<_>>().join(","),
@@ -437,13 +465,13 @@ fn write_mode_report(
     if !report.rejected_paths.is_empty() {
         writeln!(
             out,
-            "  rejected as forged or misshapen: the pieces of paths {:?}",
-            report.rejected_paths
+            "  rejected as forged or misshapen: the pieces of paths {}",
+            path_numbers(&report.rejected_paths)
         )?;
     }
     match (report.attempts, report.acked) {
-        (Some(n), Some(true)) => writeln!(out, "  acknowledged after {n} attempt(s)"),
-        (Some(n), _) => writeln!(out, "  NOT acknowledged after {n} attempt(s)"),
+        (Some(n), Some(true)) => writeln!(out, "  acknowledged after {}", count(n, "attempt")),
+        (Some(n), _) => writeln!(out, "  NOT acknowledged after {}", count(n, "attempt")),
         _ => Ok(()),
     }
 }
@@ -509,7 +537,7 @@ fn write_chaos_report(out: &mut impl Write, r: &chaos::report::Report) -> std::i
     let faults: Vec<&str> = r.faults.iter().map(|f| f.name()).collect();
     // Nodes in the topology's notation, as the fault windows name them.
     let topology = r.topology.parse::<Topology>().ok();
-    let name = |n: u64| topology.map_or(n.to_string(), |t| t.format_node(NodeId(n)));
+    let name = |n: u64| topology.map_or(n.to_string(), |t| node(t, NodeId(n)));
     writeln!(
         out,
         "chaos run on {} (seed {}), faults: {}; delivery {}",

@@ -108,7 +108,7 @@ pub fn drawing(topology: Topology) -> cuberoute_cluster::ops::view::Drawing {
             let (x, y) = position(topology, v);
             DrawnNode {
                 id: v.0,
-                label: topology.format_node(v),
+                label: crate::print::node(topology, v),
                 x,
                 y,
             }
@@ -194,15 +194,15 @@ pub fn render(set: &PathSet) -> String {
             r##"<circle cx="{x:.1}" cy="{y:.1}" r="{radius}" fill="{fill}" stroke="#222" stroke-width="1.5"/><text x="{:.1}" y="{:.1}" font-size="10" fill="#444">{}</text>"##,
             x + 8.0,
             y - 8.0,
-            t.format_node(v)
+            crate::print::node(t, v)
         );
     }
     let mut y = height - legend_height + 20.0;
     let _ = writeln!(
         svg,
         r#"<text x="{MARGIN}" y="{y:.0}" font-size="14">{t}: {} -> {}, distance {}, k = {}, longest {}</text>"#,
-        t.format_node(set.src),
-        t.format_node(set.dst),
+        crate::print::node(t, set.src),
+        crate::print::node(t, set.dst),
         set.distance(),
         set.k(),
         set.longest()

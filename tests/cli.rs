@@ -688,3 +688,25 @@ fn help_names_all_five_families() {
         }
     }
 }
+
+/// One spelling (issue 49): nodes in the topology's notation by default, by integer ids with
+/// `--numeric` (before or after the command), and paths numbered from 1, as copies are.
+#[test]
+fn nodes_are_named_in_the_notation_or_with_numeric_by_integers() {
+    let text = stdout(&cuberoute(&["paths", "eh:2,2", "0", "5"]));
+    assert!(text.starts_with("eh:2,2  00.00.0 -> 00.10.1 "), "{text}");
+    assert!(
+        text.contains("  path 1 (length  2): 00.00.0 00.00.1 00.10.1"),
+        "{text}"
+    );
+    assert!(!text.contains("path 0 "), "{text}");
+    for args in [
+        &["paths", "eh:2,2", "0", "5", "--numeric"][..],
+        &["--numeric", "paths", "eh:2,2", "00.00.0", "00.10.1"],
+    ] {
+        let text = stdout(&cuberoute(args));
+        assert!(text.starts_with("eh:2,2  0 -> 5 "), "{args:?}: {text}");
+        assert!(text.contains("  path 1 (length  2): 0 1 5"), "{text}");
+        assert!(text.contains("  path 3 (length  6): "), "{text}");
+    }
+}

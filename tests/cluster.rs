@@ -1006,7 +1006,7 @@ fn show_node_and_links_report_configuration_state_and_traffic() {
     assert_eq!(node["config"]["listen"], "127.2.77.1:7000");
     assert_eq!(node["counters"]["sets_accepted"], 1);
     let text = cluster.ok(&["show", "node", "--node", "0"]);
-    assert!(text.starts_with("node 0 (00.00.0) of eh:2,2"), "{text}");
+    assert!(text.starts_with("node 00.00.0 of eh:2,2"), "{text}");
     assert!(text.contains("links: 2 of 3 up"), "{text}");
     assert!(text.contains("niceness 10"), "{text}");
 
@@ -1118,9 +1118,9 @@ fn show_node_and_links_report_configuration_state_and_traffic() {
 fn monitor_streams_faults_links_and_deliveries_as_they_happen() {
     let cluster = Cluster::up("eh:2,2", "127.2.78.0");
     let mut all = cluster.spawn(&["monitor", "--json", "--for", "6s"]);
-    all.wait_for_stderr("following 32 node(s)");
+    all.wait_for_stderr("following 32 nodes");
     let mut one = cluster.spawn(&["monitor", "--node", "30", "--count", "3"]);
-    one.wait_for_stderr("following 1 node(s)");
+    one.wait_for_stderr("following 1 node");
     cluster.ok(&["chaos", "cut", "--link", "0-1"]);
     cluster.ok(&["chaos", "heal", "--link", "0-1"]);
     assert!(
@@ -1180,7 +1180,7 @@ fn monitor_streams_faults_links_and_deliveries_as_they_happen() {
     assert!(
         lines
             .iter()
-            .all(|l| l.contains("node 30 (11.11.0)") && l.contains("delivered")),
+            .all(|l| l.contains("node 11.11.0") && l.contains("delivered")),
         "{lines:?}"
     );
     cluster.refused(&["monitor", "--node", "99"]);
@@ -1292,4 +1292,85 @@ fn reload_applies_what_it_may_and_a_bad_file_changes_nothing() {
         serde_json::json!(["listen: 127.2.79.2:7000 -> 127.2.79.2:7100"])
     );
     cluster.refused(&["cluster", "reload", "--node", "9"]);
+}
+
+/// One spelling on a running cluster (issue 49): `send --wait`, `recv`, `ping`, `cluster
+/// status` and `show node` name nodes in the topology's notation, or all by integer ids with
+/// `--numeric`; copies and paths are numbered from 1.
+#[test]
+fn every_command_names_nodes_one_way() {
+    let cluster = Cluster::up("eh:1,1", "127.3.71.0");
+    // Node 6 is 1.1.0 in EH(1,1)'s notation, node 0 is 0.0.0.
+    let sent = cluster.ok(&[
+        "send",
+        "--from",
+        "0",
+        "--to",
+        "1.1.0",
+        "--message",
+        "hi",
+        "--wait",
+    ]);
+    assert!(sent.contains(" from 0.0.0 to 1.1.0: "), "{sent}");
+    assert!(sent.contains("  copy 1/2: "), "{sent}");
+    assert!(
+        sent.lines()
+            .skip(1)
+            .all(|l| l.trim_end().ends_with("1.1.0")),
+        "{sent}"
+    );
+    let numeric = cluster.ok(&[
+        "send",
+        "--from",
+        "0",
+        "--to",
+        "6",
+        "--message",
+        "hi",
+        "--wait",
+        "--numeric",
+    ]);
+    assert!(numeric.contains(" from 0 to 6: "), "{numeric}");
+    assert!(
+        numeric
+            .lines()
+            .skip(1)
+            .all(|l| l.trim_end().ends_with(" 6") && !l.contains('.')),
+        "{numeric}"
+    );
+    let recv = cluster.ok(&["recv", "--node", "6"]);
+    assert!(
+        recv.lines().all(|l| l.contains(" from 0.0.0 seq ")),
+        "{recv}"
+    );
+    let recv = cluster.ok(&["recv", "--node", "6", "--numeric"]);
+    assert!(recv.lines().all(|l| l.contains(" from 0 seq ")), "{recv}");
+    let ping = cluster.ok(&["ping", "--from", "0", "--to", "6", "--count", "1"]);
+    assert!(
+        ping.contains("--- 0.0.0 -> 1.1.0 ping statistics"),
+        "{ping}"
+    );
+    assert!(ping.contains("path 1 ("), "{ping}");
+    let ping = cluster.ok(&[
+        "ping",
+        "--from",
+        "0",
+        "--to",
+        "6",
+        "--count",
+        "1",
+        "--numeric",
+    ]);
+    assert!(ping.contains("--- 0 -> 6 ping statistics"), "{ping}");
+    let status = cluster.ok(&["cluster", "status", "--numeric"]);
+    assert!(status.lines().nth(1).unwrap().starts_with("0 "), "{status}");
+    let status = cluster.ok(&["cluster", "status"]);
+    assert!(
+        status.lines().nth(1).unwrap().starts_with("0.0.0 "),
+        "{status}"
+    );
+    let show = cluster.ok(&["show", "node", "--node", "6"]);
+    assert!(show.starts_with("node 1.1.0 of eh:1,1\n"), "{show}");
+    let show = cluster.ok(&["show", "node", "--node", "1.1.0", "--numeric"]);
+    assert!(show.starts_with("node 6 of eh:1,1\n"), "{show}");
 }

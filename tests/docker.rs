@@ -574,7 +574,7 @@ fn the_operators_commands_work_on_a_compose_cluster() {
         }
 
         let mut monitor = cluster.spawn(&["monitor", "--json", "--for", "5s"]);
-        monitor.wait_for_stderr("following 16 node(s)");
+        monitor.wait_for_stderr("following 16 nodes");
         cluster.ok(&["chaos", "cut", "--link", "0-1"]);
         cluster.ok(&["chaos", "heal", "--link", "0-1"]);
         let notices = json_lines(&stdout(&monitor.finish()));

@@ -51,7 +51,7 @@ fn a_killed_node_is_marked_down_by_every_neighbour_and_said_at_once() {
     // Node 0 dials 1, 2 and 4: on those links node 0 probes, and its neighbours listen.
     // Node 7 accepts from 3, 5 and 6: there they probe. Kill one of each kind.
     let mut monitor = cluster.spawn(&["monitor", "--json"]);
-    monitor.wait_for_stderr("following 8 node(s)");
+    monitor.wait_for_stderr("following 8 nodes");
     for (node, neighbours) in [(0u64, [1u64, 2, 4]), (7, [3, 5, 6])] {
         assert!(
             neighbours

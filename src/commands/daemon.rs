@@ -47,7 +47,7 @@ fn summary(c: &NodeConfig) -> String {
          \x20 log level {}, format {}; fault injection {}; niceness {}\n\
          \x20 liveness: a probe every {}, a neighbour silent {} intervals ({}) taken for dead\n",
         c.id,
-        c.topology.format_node(c.id),
+        crate::print::node(c.topology, c.id),
         c.topology,
         c.listen,
         c.control_listen,

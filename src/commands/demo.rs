@@ -72,14 +72,14 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     for (what, dst) in [("farthest pair", far), ("adjacent pair", near)] {
         let message = format!(
             "hello from {} to {}",
-            topology.format_node(src),
-            topology.format_node(dst)
+            crate::print::node(topology, src),
+            crate::print::node(topology, dst)
         );
         let request = SendRequest::to(dst);
         let expected = request.route_system(topology, src)?.paths;
         let sending = runtime.block_on(client.send(src, request, message.into_bytes(), options));
         let report =
-            sending.with_context(|| format!("sending to {}", topology.format_node(dst)))?;
+            sending.with_context(|| format!("sending to {}", crate::print::node(topology, dst)))?;
         println!(
             "{what}: distance {}, k {}",
             topology.distance(src, dst),

@@ -78,7 +78,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             if watched == Watched::Following {
                 following += 1;
                 if following == total {
-                    eprintln!("following {total} node(s)");
+                    eprintln!("following {}", print::count(total as u64, "node"));
                 }
                 continue;
             }
@@ -177,7 +177,7 @@ fn json_change(change: &NodeChange) -> Value {
 
 /// `node N down: seen by A at T, B at T', ...`, at the time the last of them saw it.
 fn text_change(topology: Topology, change: &NodeChange) -> String {
-    let name = |n: NodeId| format!("{} ({})", n.0, topology.format_node(n));
+    let name = |n: NodeId| print::node(topology, n);
     let clock = |at_ms: u64| {
         humantime::format_rfc3339_millis(SystemTime::UNIX_EPOCH + Duration::from_millis(at_ms))
             .to_string()
@@ -192,7 +192,7 @@ fn text_change(topology: Topology, change: &NodeChange) -> String {
                 *node,
                 seen_by.iter().map(|(_, at)| *at).max().unwrap_or(0),
                 "node_down",
-                format!("node {} down: seen by {}", node.0, seen.join(", ")),
+                format!("node {} down: seen by {}", name(*node), seen.join(", ")),
             )
         }
         NodeChange::Up {
@@ -204,9 +204,9 @@ fn text_change(topology: Topology, change: &NodeChange) -> String {
             *at_ms,
             "node_up",
             if seen_by == node {
-                format!("node {} up: answers again", node.0)
+                format!("node {} up: answers again", name(*node))
             } else {
-                format!("node {} up: link up at {}", node.0, name(*seen_by))
+                format!("node {} up: link up at {}", name(*node), name(*seen_by))
             },
         ),
     };
@@ -225,7 +225,7 @@ fn now_ms() -> u64 {
 }
 
 fn text_line(topology: Topology, node: NodeId, watched: &Watched) -> String {
-    let name = |n: NodeId| format!("{} ({})", n.0, topology.format_node(n));
+    let name = |n: NodeId| print::node(topology, n);
     let (at_ms, kind, what) = match watched {
         Watched::Notice(Notice { at_ms, what, .. }) => (*at_ms, kind(what), describe(&name, what)),
         Watched::Missed(n) => (
@@ -272,12 +272,14 @@ fn describe(name: &dyn Fn(NodeId) -> String, what: &Happening) -> String {
                 *latency_us as f64 / 1000.0
             );
             if let Some(path) = path {
-                let ids: Vec<String> = path.iter().map(|n| n.0.to_string()).collect();
+                let ids: Vec<String> = path.iter().map(|&n| name(n)).collect();
                 line.push_str(&format!(", path {}", ids.join(" ")));
             }
             line
         }
-        Happening::Dropped { reason, count } => format!("{count} packet(s): {reason}"),
+        Happening::Dropped { reason, count } => {
+            format!("{}: {reason}", print::count(*count, "packet"))
+        }
         Happening::Fault { fault } => fault.clone(),
         Happening::Event {
             name: event,

@@ -206,7 +206,7 @@ impl Query {
         if from == to {
             return Err(super::usage(format!(
                 "FROM and TO are the same node {}: there are no paths to route over",
-                topology.format_node(from)
+                crate::print::node(topology, from)
             )));
         }
         if args.avoid.is_some() {
@@ -328,7 +328,7 @@ impl Answer<'_> {
     fn write_text(&self, out: &mut impl Write) -> std::io::Result<()> {
         let t = self.topology;
         let q = self.query;
-        let name = |v: NodeId| t.format_node(v);
+        let name = |v: NodeId| crate::print::node(t, v);
         let set = |v: &[NodeId]| {
             let names: Vec<String> = v.iter().map(|&x| name(x)).collect();
             format!("{{{}}}", names.join(", "))
@@ -369,7 +369,8 @@ impl Answer<'_> {
             let nodes: Vec<String> = path.iter().map(|&v| name(v)).collect();
             writeln!(
                 out,
-                "  path {i} (length {:>2}): {}",
+                "  path {} (length {:>2}): {}",
+                i + 1,
                 path.len() - 1,
                 nodes.join(" ")
             )?;

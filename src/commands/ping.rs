@@ -69,8 +69,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     if !args.output.json {
         println!(
             "PING {} -> {} on {topology}: {}, {} each",
-            topology.format_node(from),
-            topology.format_node(to),
+            crate::print::node(topology, from),
+            crate::print::node(topology, to),
             print::count(args.count, "round"),
             print::count(topology.local_connectivity(from, to), "path")
         );
@@ -106,8 +106,9 @@ fn print_round(round: &Round) {
                 ""
             };
             match c.latency_us {
-                Some(t) => format!("path {} ({hops}) {t} µs{mark}", c.index),
-                None => format!("path {} lost", c.index),
+                // Numbered from 1, as copies are (copy n of k travels path n).
+                Some(t) => format!("path {} ({hops}) {t} µs{mark}", c.index + 1),
+                None => format!("path {} lost", c.index + 1),
             }
         })
         .collect();
@@ -123,8 +124,8 @@ fn print_summary(
     writeln!(
         out,
         "--- {} -> {} ping statistics (one way; * came first) ---",
-        topology.format_node(cuberoute_protocol::NodeId(report.from)),
-        topology.format_node(cuberoute_protocol::NodeId(report.to))
+        crate::print::node(topology, cuberoute_protocol::NodeId(report.from)),
+        crate::print::node(topology, cuberoute_protocol::NodeId(report.to))
     )?;
     writeln!(
         out,
@@ -142,7 +143,12 @@ fn print_summary(
         writeln!(
             out,
             "{:>4} {:>5} {:>5}/{:<3} {:>5.1}% {:>6}  {times}",
-            p.index, hops, p.received, p.sent, p.loss_percent, p.first
+            p.index + 1,
+            hops,
+            p.received,
+            p.sent,
+            p.loss_percent,
+            p.first
         )?;
     }
     Ok(())

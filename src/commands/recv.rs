@@ -90,7 +90,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                     eprintln!(
                         "{} overwritten at node {} before any client read {}",
                         crate::print::count(overwritten, "entry"),
-                        topology.format_node(node),
+                        crate::print::node(topology, node),
                         if overwritten == 1 { "it" } else { "them" }
                     );
                 }
@@ -103,12 +103,15 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 serde_json::to_writer(&mut out, &json(entry))?;
                 writeln!(out)?;
             } else {
-                let name = |v| topology.format_node(v);
+                let name = |v| crate::print::node(topology, v);
                 let what = if !entry.mode.is_plain() {
                     let rejected = if entry.rejected_paths.is_empty() {
                         String::new()
                     } else {
-                        format!(", paths {:?} rejected", entry.rejected_paths)
+                        format!(
+                            ", paths {} rejected",
+                            crate::print::path_numbers(&entry.rejected_paths)
+                        )
                     };
                     format!("set ({}{rejected}) of {} pieces", entry.mode, entry.k)
                 } else {
@@ -137,7 +140,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         } else if entries.is_empty() && !args.follow {
             if printed == 0 && !args.output.json {
                 // Said on stderr: what reads stdout gets the entries and nothing else.
-                let node = topology.format_node(node);
+                let node = crate::print::node(topology, node);
                 match &args.consume {
                     Some(consumer) => eprintln!(
                         "nothing left for consumer {consumer} at node {node}: it took every entry"

@@ -102,20 +102,20 @@ fn route(args: RouteArgs) -> anyhow::Result<()> {
     writeln!(
         out,
         "{} -> {} on {topology} ({}): {} paths, {} intact",
-        topology.format_node(from),
-        topology.format_node(to),
+        crate::print::node(topology, from),
+        crate::print::node(topology, to),
         route.algorithm,
         route.paths.len(),
         route.intact
     )?;
     for p in &route.paths {
-        let mut line = topology.format_node(NodeId(p.nodes[0]));
+        let mut line = crate::print::node(topology, NodeId(p.nodes[0]));
         for h in &p.hops {
             let rtt = h.rtt_us.map_or(String::new(), |r| format!(" {r}µs"));
             line.push_str(&format!(
                 " -[{}{rtt}]-> {}",
                 h.state,
-                topology.format_node(NodeId(h.to))
+                crate::print::node(topology, NodeId(h.to))
             ));
         }
         let verdict = if p.broken { "BROKEN" } else { "ok" };
@@ -134,9 +134,8 @@ fn write_node(out: &mut impl Write, t: Topology, s: &NodeStatus) -> std::io::Res
     let up = s.links.iter().filter(|l| l.up).count();
     writeln!(
         out,
-        "node {} ({}) of {}",
-        s.id,
-        t.format_node(s.id),
+        "node {} of {}",
+        crate::print::node(t, s.id),
         s.topology
     )?;
     writeln!(
@@ -183,7 +182,11 @@ fn write_node(out: &mut impl Write, t: Topology, s: &NodeStatus) -> std::io::Res
     if s.revoked.is_empty() {
         writeln!(out, "  revoked: none")?;
     } else {
-        let revoked: Vec<String> = s.revoked.iter().map(|&n| t.format_node(n)).collect();
+        let revoked: Vec<String> = s
+            .revoked
+            .iter()
+            .map(|&n| crate::print::node(t, n))
+            .collect();
         writeln!(
             out,
             "  revoked: {} (revocation list serial {}){}",
@@ -220,7 +223,7 @@ fn write_node(out: &mut impl Write, t: Topology, s: &NodeStatus) -> std::io::Res
     let dead: Vec<String> = a
         .dead_links
         .iter()
-        .map(|&(x, y)| format!("{}-{}", t.format_node(x), t.format_node(y)))
+        .map(|&(x, y)| format!("{}-{}", crate::print::node(t, x), crate::print::node(t, y)))
         .collect();
     writeln!(
         out,
@@ -281,7 +284,7 @@ fn write_links(out: &mut impl Write, t: Topology, s: &NodeStatus) -> std::io::Re
         writeln!(
             out,
             "{:<12} {:<8} {:>9} {:>8} {:>10} {:>10} {:>9} {:>9} {:>7} {:>7} {:>7}  {}{}",
-            t.format_node(l.neighbour),
+            crate::print::node(t, l.neighbour),
             state(l, revoked),
             duration(l.since_ms),
             transport.map_or("-".into(), |t| t.rtt_us.to_string()),

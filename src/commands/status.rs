@@ -42,7 +42,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     };
     println!(
         "node {} of {} up {:.1} s: {}/{} links up, {} forwarded, {} delivered, {} dropped; fault injection {}",
-        status.topology.format_node(status.id),
+        crate::print::node(status.topology, status.id),
         status.topology,
         status.uptime_ms as f64 / 1000.0,
         status.links_up(),

@@ -208,7 +208,9 @@ fn inject(dir: &ClusterDir, nodes: &[(NodeId, Fault)]) -> anyhow::Result<()> {
     let mut failed = 0;
     for (node, fault) in nodes {
         match runtime.block_on(client.request(*node, &Request::Inject(fault.clone()))) {
-            Ok(Response::Injected(done)) => println!("{}: {done}", topology.format_node(*node)),
+            Ok(Response::Injected(done)) => {
+                println!("{}: {done}", crate::print::node(topology, *node))
+            }
             Ok(other) => anyhow::bail!("unexpected answer {other:?}"),
             // Beyond the certificate's role: every node refuses alike (chaos is not limited
             // to nodes), so the first refusal is the answer, and nothing was done.
@@ -218,7 +220,7 @@ fn inject(dir: &ClusterDir, nodes: &[(NodeId, Fault)]) -> anyhow::Result<()> {
             }
             Err(e) => {
                 failed += 1;
-                eprintln!("{}: {e}", topology.format_node(*node));
+                eprintln!("{}: {e}", crate::print::node(topology, *node));
             }
         }
     }
@@ -296,12 +298,12 @@ pub fn run(command: Command) -> anyhow::Result<()> {
             let topology = manifest(&dir)?.topology;
             let id = super::parse_node(topology, &args.node)?;
             if runner::kill(&dir, id).map_err(|e| usage(e.to_string()))? {
-                println!("node {} killed", topology.format_node(id));
+                println!("node {} killed", crate::print::node(topology, id));
                 Ok(())
             } else {
                 Err(usage(format!(
                     "node {} is not running",
-                    topology.format_node(id)
+                    crate::print::node(topology, id)
                 )))
             }
         }
@@ -311,12 +313,12 @@ pub fn run(command: Command) -> anyhow::Result<()> {
             let id = super::parse_node(topology, &args.node)?;
             if runner::restart(&dir, id).map_err(|e| usage(e.to_string()))? {
                 runtime()?.block_on(ready::restarted(&dir, id))?;
-                println!("node {} restarted", topology.format_node(id));
+                println!("node {} restarted", crate::print::node(topology, id));
                 Ok(())
             } else {
                 Err(usage(format!(
                     "node {} is running; kill it first",
-                    topology.format_node(id)
+                    crate::print::node(topology, id)
                 )))
             }
         }
@@ -374,8 +376,8 @@ fn captured(args: &CapturedArgs) -> anyhow::Result<()> {
             println!(
                 "#{} set {}->{} seq {} path {}: {} bytes {}",
                 c.capture_index,
-                topology.format_node(c.src),
-                topology.format_node(c.dst),
+                crate::print::node(topology, c.src),
+                crate::print::node(topology, c.dst),
                 c.seq,
                 c.index,
                 c.payload.len(),

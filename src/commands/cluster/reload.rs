@@ -73,7 +73,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         );
     } else {
         for (node, result) in &results {
-            let name = format!("node {} ({})", node.0, topology.format_node(*node));
+            let name = format!("node {}", crate::print::node(topology, *node));
             match result {
                 Ok(r) if r.changed.is_empty() && r.needs_restart.is_empty() => {
                     println!("{name}: reloaded, nothing changed");

@@ -89,12 +89,7 @@ fn names(topology: Topology, nodes: &[NodeId]) -> String {
 }
 
 fn name(topology: Topology, node: NodeId) -> String {
-    let text = topology.format_node(node);
-    if text == node.0.to_string() {
-        text
-    } else {
-        format!("{} ({text})", node.0)
-    }
+    crate::print::node(topology, node)
 }
 
 fn write_report(out: &mut impl Write, topology: Topology, report: &Report) -> std::io::Result<()> {

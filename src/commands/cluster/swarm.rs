@@ -286,7 +286,7 @@ fn summary(
             .iter()
             .zip(&plan.hosts)
             .filter(|(_, of)| **of == h)
-            .map(|(v, _)| topology.format_node(*v))
+            .map(|(v, _)| crate::print::node(topology, *v))
             .collect();
         println!(
             "  {} {} ({}{}): {} nodes: {}",
@@ -307,7 +307,7 @@ fn summary(
         .nodes()
         .max_by_key(|&v| topology.distance(first, v))
         .expect("a topology has nodes");
-    let name = |v| topology.format_node(v);
+    let name = |v| crate::print::node(topology, v);
     println!(
         "  node i's control and metrics ports are published on its host at 17000 + i and 22000 + i"
     );
