@@ -20,26 +20,9 @@ use cuberoute_protocol::wire::control::NodeStatus;
 use cuberoute_protocol::{NodeId, Topology};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::io::Write;
-use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::time::Duration;
 
-/// Whether nodes are named by their integer ids (`--numeric`), not in the topology's notation.
-static NUMERIC: AtomicBool = AtomicBool::new(false);
-
-/// Name nodes by their integer ids from now on (`--numeric`, for the whole command).
-pub fn name_nodes_numerically() {
-    NUMERIC.store(true, Relaxed);
-}
-
-/// A node as every command names it: in the topology's notation (`00.10.1` on EH(2,2), as the
-/// papers write it), or its integer id with `--numeric`. Every command takes either as input.
-pub fn node(topology: Topology, v: NodeId) -> String {
-    if NUMERIC.load(Relaxed) {
-        v.0.to_string()
-    } else {
-        topology.format_node(v)
-    }
-}
+pub use cuberoute_cluster::ops::names::{name_nodes_numerically, node};
 
 /// Path (and copy) indices as every command numbers them, from 1: `1, 3`.
 pub fn path_numbers(indices: &[u8]) -> String {

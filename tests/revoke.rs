@@ -317,6 +317,11 @@ fn the_revocation_outlives_restarts_and_reaches_a_node_that_missed_it() {
         "{listing}"
     );
     assert!(listing.contains("in force at 15 of 16 nodes"), "{listing}");
+    // Named in the topology's notation, the error from the cluster's client too.
+    assert!(
+        listing.contains("node 1.01.0: does not answer (node 1.01.0 is down"),
+        "{listing}"
+    );
 
     cluster.ok(&["chaos", "restart", "--node", &away.to_string()]);
     let restarted = within(Duration::from_secs(10), || {

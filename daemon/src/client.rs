@@ -17,23 +17,42 @@ pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
 /// retransmitted about a second later. The kernel caps the request at `net.core.rmem_max`.
 pub const RECEIVE_BUFFER: usize = 4 << 20;
 
+/// Why a request got no answer. Each names its node as the caller spelt it (`name`: the
+/// topology's notation, or the integer id), and carries its id for matching.
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
-    #[error("node {node} at {addr} is unreachable: {message}")]
+    #[error("node {name} at {addr} is unreachable: {message}")]
     Unreachable {
         node: NodeId,
+        name: String,
         addr: String,
         message: String,
     },
-    #[error("node {node} refused the request: {error}")]
-    Refused { node: NodeId, error: ControlError },
-    #[error("node {node} answered with a malformed response: {error}")]
-    Malformed { node: NodeId, error: WireError },
-    #[error("node {node}: the control stream failed: {message}")]
-    Stream { node: NodeId, message: String },
+    #[error("node {name} refused the request: {error}")]
+    Refused {
+        node: NodeId,
+        name: String,
+        error: ControlError,
+    },
+    #[error("node {name} answered with a malformed response: {error}")]
+    Malformed {
+        node: NodeId,
+        name: String,
+        error: WireError,
+    },
+    #[error("node {name}: the control stream failed: {message}")]
+    Stream {
+        node: NodeId,
+        name: String,
+        message: String,
+    },
     /// Not asked: the node is known not to run (its launcher saw its process exit).
-    #[error("node {node} is down: {why}")]
-    Down { node: NodeId, why: String },
+    #[error("node {name} is down: {why}")]
+    Down {
+        node: NodeId,
+        name: String,
+        why: String,
+    },
     #[error("cannot open a local QUIC endpoint: {0}")]
     Endpoint(std::io::Error),
 }
@@ -62,10 +81,22 @@ impl Client {
         })
     }
 
-    /// Connect to `node`'s control endpoint at `addr` (`host:port`).
+    /// Connect to `node`'s control endpoint at `addr` (`host:port`); errors name it by its id.
     pub async fn connect(&self, node: NodeId, addr: &str) -> Result<Connection, ClientError> {
+        self.connect_named(node, node.to_string(), addr).await
+    }
+
+    /// Connect to `node`, named `name` in errors (the topology's notation, as the caller
+    /// prints nodes), at `addr` (`host:port`).
+    pub async fn connect_named(
+        &self,
+        node: NodeId,
+        name: String,
+        addr: &str,
+    ) -> Result<Connection, ClientError> {
         let unreachable = |message: String| ClientError::Unreachable {
             node,
+            name: name.clone(),
             addr: addr.to_string(),
             message,
         };
@@ -80,7 +111,11 @@ impl Client {
             .await
             .map_err(|_| unreachable(format!("no answer within {CONNECT_TIMEOUT:?}")))?
             .map_err(|e| unreachable(e.to_string()))?;
-        Ok(Connection { node, connection })
+        Ok(Connection {
+            node,
+            name,
+            connection,
+        })
     }
 }
 
@@ -88,6 +123,8 @@ impl Client {
 #[derive(Clone)]
 pub struct Connection {
     pub node: NodeId,
+    /// How errors name it.
+    pub name: String,
     connection: quinn::Connection,
 }
 
@@ -96,11 +133,13 @@ impl Connection {
     pub async fn request(&self, request: &Request) -> Result<Response, ClientError> {
         let stream = |e: &dyn std::fmt::Display| ClientError::Stream {
             node: self.node,
+            name: self.name.clone(),
             message: e.to_string(),
         };
         let (mut send, mut recv) = self.connection.open_bi().await.map_err(|e| stream(&e))?;
         let frame = encode_frame(request).map_err(|error| ClientError::Malformed {
             node: self.node,
+            name: self.name.clone(),
             error,
         })?;
         // A daemon that refuses a request unread (busy) stops this stream: its answer is
@@ -119,11 +158,13 @@ impl Connection {
         match decode_frame::<Response>(&bytes) {
             Ok(Response::Error(error)) => Err(ClientError::Refused {
                 node: self.node,
+                name: self.name.clone(),
                 error,
             }),
             Ok(response) => Ok(response),
             Err(error) => Err(ClientError::Malformed {
                 node: self.node,
+                name: self.name.clone(),
                 error,
             }),
         }

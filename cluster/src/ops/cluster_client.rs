@@ -2,7 +2,7 @@
 //! operator's, or the one `--cert` names, checked to be of this cluster), and one cached
 //! connection per node. A node whose process the launcher started and saw exit (the run state
 //! of a local cluster: `launch::run_state`) is not asked: a request to it fails at once with
-//! [`ClientError::Down`] ("node 3 is down: process exited"), not after a timeout.
+//! [`ClientError::Down`] ("node 00.01.1 is down: process exited"), not after a timeout.
 
 use crate::launch::certs::client_credentials;
 use crate::launch::layout::ClusterDir;
@@ -124,7 +124,11 @@ impl ClusterClient {
     /// failed is replaced once.
     pub async fn request(&self, node: NodeId, request: &Request) -> Result<Response, ClientError> {
         if let Some(why) = self.known_down(node) {
-            return Err(ClientError::Down { node, why });
+            return Err(ClientError::Down {
+                node,
+                name: self.name(node),
+                why,
+            });
         }
         let cached = self
             .connections
@@ -163,10 +167,18 @@ impl ClusterClient {
             .map(|n| n.control.clone())
             .ok_or_else(|| ClientError::Unreachable {
                 node,
+                name: self.name(node),
                 addr: "-".into(),
                 message: "not in the manifest".into(),
             })?;
-        self.client.connect(node, &addr).await
+        self.client
+            .connect_named(node, self.name(node), &addr)
+            .await
+    }
+
+    /// `node` as the cluster's commands name it ([`super::names`]).
+    pub fn name(&self, node: NodeId) -> String {
+        super::names::node(self.manifest.topology, node)
     }
 
     /// One node's status.
@@ -175,6 +187,7 @@ impl ClusterClient {
             Response::Status(status) => Ok(*status),
             other => Err(ClientError::Stream {
                 node,
+                name: self.name(node),
                 message: format!("unexpected answer {other:?}"),
             }),
         }

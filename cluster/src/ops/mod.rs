@@ -19,6 +19,7 @@
 
 pub mod cluster_client;
 pub mod monitor;
+pub mod names;
 pub mod open_loop;
 pub mod percentiles;
 pub mod ping;

@@ -128,14 +128,15 @@ impl SendReport {
     }
 }
 
-fn unexpected(node: NodeId, response: Response) -> ClientError {
-    ClientError::Stream {
-        node,
-        message: format!("unexpected answer {response:?}"),
-    }
-}
-
 impl ClusterClient {
+    fn unexpected(&self, node: NodeId, response: Response) -> ClientError {
+        ClientError::Stream {
+            node,
+            name: self.name(node),
+            message: format!("unexpected answer {response:?}"),
+        }
+    }
+
     /// Send `payload` from `from` as `request` says (the front door decides how it travels),
     /// and with [`SendOptions::wait`] wait for the copies at their destinations.
     ///
@@ -157,7 +158,11 @@ impl ClusterClient {
                 .iter()
                 .find_map(|&n| self.known_down(n).map(|why| (n, why)))
         {
-            return Err(ClientError::Down { node, why });
+            return Err(ClientError::Down {
+                node,
+                name: self.name(node),
+                why,
+            });
         }
         let topology = self.manifest.topology;
         let many = !request.is_node_to_node(topology);
@@ -188,7 +193,7 @@ impl ClusterClient {
                 wire_bytes,
                 sealed,
             } => (seq, k, sent_at_us, to, wire_bytes, sealed),
-            other => return Err(unexpected(from, other)),
+            other => return Err(self.unexpected(from, other)),
         };
         let set = (seq, sent_at);
         let kind = (sealed, mode);
@@ -265,7 +270,7 @@ impl ClusterClient {
             };
             match self.request(dst, &request).await {
                 Ok(Response::Copies(entries)) => return Ok(entries),
-                Ok(other) => return Err(unexpected(dst, other)),
+                Ok(other) => return Err(self.unexpected(dst, other)),
                 // A destination known down may be restarted meanwhile (a chaos run).
                 Err(
                     ClientError::Unreachable { .. }
@@ -300,7 +305,7 @@ impl ClusterClient {
         };
         match self.request(from, &request).await? {
             Response::Settled(settled) => Ok(settled),
-            other => Err(unexpected(from, other)),
+            other => Err(self.unexpected(from, other)),
         }
     }
 
@@ -353,7 +358,7 @@ impl ClusterClient {
             async move {
                 match self.request(d, &request).await? {
                     Response::Copies(copies) => Ok(copies),
-                    other => Err(unexpected(d, other)),
+                    other => Err(self.unexpected(d, other)),
                 }
             }
         });
