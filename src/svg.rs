@@ -10,6 +10,7 @@
 //! by node id). Edges between cells that are not next to each other are drawn as arcs.
 
 use cuberoute_protocol::{NodeId, PathSet, Topology};
+use std::collections::HashMap;
 use std::fmt::Write;
 
 /// Largest topology drawn, in nodes.
@@ -80,28 +81,119 @@ fn in_cell((column, row): (f64, f64), i: u64, count: u64) -> (f64, f64) {
     )
 }
 
-/// The SVG path data of the edge u-v: a line between nearby nodes, else an arc.
-fn edge_path(topology: Topology, u: NodeId, v: NodeId) -> String {
-    let (x1, y1) = position(topology, u);
-    let (x2, y2) = position(topology, v);
-    let length = ((x2 - x1).powi(2) + (y2 - y1).powi(2)).sqrt();
-    if length <= CELL * 1.01 {
-        return format!("M{x1:.1},{y1:.1} L{x2:.1},{y2:.1}");
+/// How far an edge keeps from every node it does not join: its circle and its label, so that
+/// no path seems to pass a node it skips.
+const CLEAR: f64 = 16.0;
+
+/// Every node's place, found by grid cell: what drawing an edge clear of the nodes it skips
+/// asks ("which nodes are near this point").
+struct Layout {
+    topology: Topology,
+    cells: HashMap<(i64, i64), Vec<(f64, f64)>>,
+}
+
+fn cell_of((x, y): (f64, f64)) -> (i64, i64) {
+    ((x / CELL).floor() as i64, (y / CELL).floor() as i64)
+}
+
+impl Layout {
+    fn new(topology: Topology) -> Layout {
+        let mut cells: HashMap<(i64, i64), Vec<(f64, f64)>> = HashMap::new();
+        for v in topology.nodes() {
+            let place = position(topology, v);
+            cells.entry(cell_of(place)).or_default().push(place);
+        }
+        Layout { topology, cells }
     }
-    // Bulge perpendicular to the chord, more for longer edges.
-    let (mx, my) = ((x1 + x2) / 2.0, (y1 + y2) / 2.0);
-    let bulge = 0.18 * length;
-    let (nx, ny) = (-(y2 - y1) / length, (x2 - x1) / length);
-    format!(
-        "M{x1:.1},{y1:.1} Q{:.1},{:.1} {x2:.1},{y2:.1}",
-        mx + nx * bulge,
-        my + ny * bulge
-    )
+
+    /// The least distance from any of `points` to a node other than `ends` (only nodes closer
+    /// than a cell are looked at: [`CLEAR`] is far less), or a distance under `enough` once one
+    /// is found.
+    fn clearance(&self, points: &[(f64, f64)], ends: [(f64, f64); 2], enough: f64) -> f64 {
+        let mut least = CELL;
+        for &(x, y) in points {
+            if least < enough {
+                break;
+            }
+            let (cx, cy) = cell_of((x, y));
+            for dx in -1..=1 {
+                for dy in -1..=1 {
+                    for &(nx, ny) in self.cells.get(&(cx + dx, cy + dy)).into_iter().flatten() {
+                        if ends.contains(&(nx, ny)) {
+                            continue;
+                        }
+                        least = least.min(((x - nx).powi(2) + (y - ny).powi(2)).sqrt());
+                    }
+                }
+            }
+        }
+        least
+    }
+
+    /// The SVG path data of the edge u-v: a line between nearby nodes, else (or where a line
+    /// would pass a node) an arc, bulging as little as keeps it [`CLEAR`] of every node it
+    /// skips, on whichever side does.
+    fn edge_path(&self, u: NodeId, v: NodeId) -> String {
+        let (x1, y1) = position(self.topology, u);
+        let (x2, y2) = position(self.topology, v);
+        let ends = [(x1, y1), (x2, y2)];
+        let length = ((x2 - x1).powi(2) + (y2 - y1).powi(2)).sqrt();
+        let line = || format!("M{x1:.1},{y1:.1} L{x2:.1},{y2:.1}");
+        // A point every 3 px or so along the chord (a curve is at most about twice as long).
+        let steps = (length / 3.0).ceil().clamp(16.0, 400.0) as u32;
+        let along = |control: Option<(f64, f64)>| -> Vec<(f64, f64)> {
+            (0..=steps)
+                .map(|i| {
+                    let t = f64::from(i) / f64::from(steps);
+                    match control {
+                        None => (x1 + t * (x2 - x1), y1 + t * (y2 - y1)),
+                        Some((cx, cy)) => {
+                            let s = 1.0 - t;
+                            (
+                                s * s * x1 + 2.0 * s * t * cx + t * t * x2,
+                                s * s * y1 + 2.0 * s * t * cy + t * t * y2,
+                            )
+                        }
+                    }
+                })
+                .collect()
+        };
+        if length <= CELL * 1.01 && self.clearance(&along(None), ends, CLEAR) >= CLEAR {
+            return line();
+        }
+        // The control point off the chord's middle, perpendicular to it.
+        let (mx, my) = ((x1 + x2) / 2.0, (y1 + y2) / 2.0);
+        let (nx, ny) = (-(y2 - y1) / length, (x2 - x1) / length);
+        let mut best: Option<(f64, (f64, f64))> = None;
+        // Over more than 8 cells (the view of a large cluster) no bulge clears every row it
+        // crosses: the usual one, without a search.
+        let search = if length <= 8.0 * CELL { 24 } else { 1 };
+        for bulge in (0..search).map(|i| 0.18 + 0.04 * f64::from(i)) {
+            for side in [1.0, -1.0] {
+                let control = (
+                    mx + nx * bulge * side * length,
+                    my + ny * bulge * side * length,
+                );
+                // Only a curve clearer than the best so far matters.
+                let enough = best.map_or(0.0, |(c, _)| c);
+                let clear = self.clearance(&along(Some(control)), ends, enough);
+                if best.is_none_or(|(c, _)| clear > c) {
+                    best = Some((clear, control));
+                }
+            }
+            if best.is_some_and(|(c, _)| c >= CLEAR) {
+                break;
+            }
+        }
+        let (_, (cx, cy)) = best.expect("tried");
+        format!("M{x1:.1},{y1:.1} Q{cx:.1},{cy:.1} {x2:.1},{y2:.1}")
+    }
 }
 
 /// The layout of `topology` for `cluster view`: every node's place and every edge's path data.
 pub fn drawing(topology: Topology) -> cuberoute_cluster::ops::view::Drawing {
     use cuberoute_cluster::ops::view::{Drawing, DrawnLink, DrawnNode};
+    let layout = &Layout::new(topology);
     let nodes: Vec<DrawnNode> = topology
         .nodes()
         .map(|v| {
@@ -123,7 +215,7 @@ pub fn drawing(topology: Topology) -> cuberoute_cluster::ops::view::Drawing {
                 .map(move |v| DrawnLink {
                     a: u.0,
                     b: v.0,
-                    d: edge_path(topology, u, v),
+                    d: layout.edge_path(u, v),
                     dummy: (u.0 ^ v.0) == 1 && matches!(topology, Topology::Exchanged(_)),
                 })
         })
@@ -142,6 +234,7 @@ pub fn drawing(topology: Topology) -> cuberoute_cluster::ops::view::Drawing {
 /// Draw `set.topology` with the paths of `set`. The topology must have at most [`MAX_NODES`].
 pub fn render(set: &PathSet) -> String {
     let t = set.topology;
+    let layout = Layout::new(t);
     let (mut width, mut height) = (0.0f64, 0.0f64);
     for v in t.nodes() {
         let (x, y) = position(t, v);
@@ -167,7 +260,7 @@ pub fn render(set: &PathSet) -> String {
             } else {
                 ""
             };
-            let _ = writeln!(svg, r#"<path d="{}"{dash}/>"#, edge_path(t, u, v));
+            let _ = writeln!(svg, r#"<path d="{}"{dash}/>"#, layout.edge_path(u, v));
         }
     }
     let _ = writeln!(svg, "</g>");
@@ -178,7 +271,7 @@ pub fn render(set: &PathSet) -> String {
             r#"<g fill="none" stroke="{colour}" stroke-width="5" stroke-linecap="round" opacity="0.85">"#
         );
         for pair in path.windows(2) {
-            let _ = writeln!(svg, r#"<path d="{}"/>"#, edge_path(t, pair[0], pair[1]));
+            let _ = writeln!(svg, r#"<path d="{}"/>"#, layout.edge_path(pair[0], pair[1]));
         }
         let _ = writeln!(svg, "</g>");
     }
@@ -212,9 +305,10 @@ pub fn render(set: &PathSet) -> String {
         let colour = COLOURS[i % COLOURS.len()];
         let _ = writeln!(
             svg,
-            r#"<rect x="{MARGIN}" y="{:.0}" width="28" height="6" fill="{colour}"/><text x="{:.0}" y="{y:.0}" font-size="13">path {i}: {} hops</text>"#,
+            r#"<rect x="{MARGIN}" y="{:.0}" width="28" height="6" fill="{colour}"/><text x="{:.0}" y="{y:.0}" font-size="13">path {}: {} hops</text>"#,
             y - 7.0,
             MARGIN + 36.0,
+            i + 1,
             path.len() - 1
         );
     }
@@ -268,6 +362,73 @@ mod tests {
             for v in t.nodes() {
                 let (x, y) = position(t, v);
                 assert!(seen.insert((x as i64, y as i64)), "{name}: {v:?} overlaps");
+            }
+        }
+    }
+    /// The points of an edge's path data (a line or one quadratic curve), `steps` of them.
+    fn points(d: &str, steps: usize) -> Vec<(f64, f64)> {
+        let numbers: Vec<f64> = d
+            .split(|c: char| !(c.is_ascii_digit() || c == '.' || c == '-'))
+            .filter(|s| !s.is_empty())
+            .map(|s| s.parse().unwrap())
+            .collect();
+        let at = |t: f64| match numbers[..] {
+            [x1, y1, x2, y2] => (x1 + t * (x2 - x1), y1 + t * (y2 - y1)),
+            [x1, y1, cx, cy, x2, y2] => {
+                let u = 1.0 - t;
+                (
+                    u * u * x1 + 2.0 * u * t * cx + t * t * x2,
+                    u * u * y1 + 2.0 * u * t * cy + t * t * y2,
+                )
+            }
+            _ => panic!("{d}"),
+        };
+        (0..=steps).map(|i| at(i as f64 / steps as f64)).collect()
+    }
+
+    /// Issue 49: no link is drawn over a node it does not join (a path would seem to pass it):
+    /// every point of every edge keeps clear of every other node's circle and label.
+    #[test]
+    fn links_keep_clear_of_the_nodes_they_skip() {
+        // The two-level families crowd each group on a small circle in its cell: there a link
+        // keeps clear of the circles, not always of the labels.
+        for (name, clear) in [
+            ("q:3", CLEAR - 2.0),
+            ("q:4", CLEAR - 2.0),
+            ("q:5", CLEAR - 2.0),
+            ("q:6", CLEAR - 2.0),
+            ("eh:1,2", CLEAR - 2.0),
+            ("eh:2,2", CLEAR - 2.0),
+            ("eh:2,3", CLEAR - 2.0),
+            ("eh:3,3", CLEAR - 2.0),
+            ("hhc:2", 9.0),
+            ("mc:1,2", 9.0),
+            ("mc:2,1", 9.0),
+            ("rdn:q2,1", 9.0),
+        ] {
+            let t: Topology = name.parse().unwrap();
+            let places: Vec<(NodeId, (f64, f64))> =
+                t.nodes().map(|v| (v, position(t, v))).collect();
+            for u in t.nodes() {
+                for v in t.neighbours(u).filter(|&v| v > u) {
+                    let d = Layout::new(t).edge_path(u, v);
+                    for (x, y) in points(&d, 200) {
+                        for &(w, (wx, wy)) in &places {
+                            if w == u || w == v {
+                                continue;
+                            }
+                            let far = ((x - wx).powi(2) + (y - wy).powi(2)).sqrt();
+                            // Drawn by a point every 3 px or so, checked by 200 points.
+                            assert!(
+                                far >= clear,
+                                "{name}: the link {}-{} passes {far:.1} from {}",
+                                t.format_node(u),
+                                t.format_node(v),
+                                t.format_node(w)
+                            );
+                        }
+                    }
+                }
             }
         }
     }
