@@ -42,6 +42,12 @@ pub fn now_us() -> u64 {
         .map_or(0, |d| d.as_micros() as u64)
 }
 
+/// How long the simulation has run, in its time; `None` outside one. What a simulation's log
+/// lines are stamped with (no decision reads it).
+pub fn simulated_elapsed() -> Option<std::time::Duration> {
+    turmoil::sim_elapsed()
+}
+
 /// Wait until `next_us` (wall clock, µs, as [`now_us`]) or until `wake` is notified, whichever
 /// comes first; with no `next_us`, until notified. The timers of delivery and sealing.
 pub async fn sleep_until_or(wake: &tokio::sync::Notify, next_us: Option<u64>) {

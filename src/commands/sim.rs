@@ -71,10 +71,11 @@ pub fn run_command(args: Args) -> anyhow::Result<()> {
         )));
     }
     if std::env::var_os("RUST_LOG").is_some() {
-        // The daemons' logs, without wall-clock times: two runs of a seed log alike.
+        // The daemons' logs, stamped with the simulation's time, not the wall clock's: two
+        // runs of a seed log alike.
         let _ = tracing_subscriber::fmt()
             .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
-            .without_time()
+            .with_timer(SimulatedTime)
             .with_writer(std::io::stderr)
             .try_init();
     }
@@ -117,4 +118,17 @@ pub fn run_command(args: Args) -> anyhow::Result<()> {
         );
     }
     super::check_verdict(&report.run.verdict, args.check)
+}
+
+/// A log line's time in a simulation: seconds since it began, by its clock (`-` between the
+/// simulation's steps).
+struct SimulatedTime;
+
+impl tracing_subscriber::fmt::time::FormatTime for SimulatedTime {
+    fn format_time(&self, w: &mut tracing_subscriber::fmt::format::Writer<'_>) -> std::fmt::Result {
+        match cuberoute_daemon::env::simulated_elapsed() {
+            Some(at) => write!(w, "{:>10.6}s", at.as_secs_f64()),
+            None => write!(w, "{:>11}", "-"),
+        }
+    }
 }
