@@ -677,7 +677,12 @@ fn write_chaos_report(out: &mut impl Write, r: &chaos::report::Report) -> std::i
         let rejoin = r.rejoin_ms.map_or("NOT within 60 s".to_string(), |ms| {
             format!("{ms:.0} ms after {since}")
         });
-        writeln!(out, "  {partition}every link up again {rejoin}")?;
+        // Ready: every link up, and no sealing handshake in flight (one backed off during a
+        // partition may retry seconds after its links are back).
+        writeln!(
+            out,
+            "  {partition}ready again (every link up, no handshake in flight) {rejoin}"
+        )?;
     }
     if r.delivery != "plain" || r.forged_delivered_to_client > 0 || r.duplicates_to_client > 0 {
         let reliable = if r.delivery.starts_with("reliable") {
