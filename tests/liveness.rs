@@ -111,7 +111,7 @@ fn a_killed_node_is_marked_down_by_every_neighbour_and_said_at_once() {
         let out = cluster.run(&["show", "node", "--node", &node.to_string()]);
         assert!(!out.status.success());
         assert!(
-            stderr(&out).contains(&format!("node {node} is down: process exited")),
+            stderr(&out).contains(&format!("node {node:03b} is down: process exited")),
             "{}",
             stderr(&out)
         );
@@ -133,7 +133,7 @@ fn a_killed_node_is_marked_down_by_every_neighbour_and_said_at_once() {
         ]);
         assert!(!out.status.success());
         assert!(
-            stderr(&out).contains(&format!("node {node} is down: process exited")),
+            stderr(&out).contains(&format!("node {node:03b} is down: process exited")),
             "{}",
             stderr(&out)
         );

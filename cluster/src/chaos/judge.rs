@@ -497,7 +497,7 @@ async fn read_output(
         };
         let answer = tokio::time::timeout(Duration::from_secs(10), client.request(id, &ask))
             .await
-            .map_err(|_| anyhow::anyhow!("node {id}: no answer within 10 s"))??;
+            .map_err(|_| anyhow::anyhow!("node {}: no answer within 10 s", client.name(id)))??;
         match answer {
             Response::Output {
                 entries,
@@ -513,8 +513,8 @@ async fn read_output(
                 all.extend(entries);
                 after = after.max(next);
             }
-            Response::Error(e) => anyhow::bail!("node {id}: {e}"),
-            other => anyhow::bail!("node {id}: unexpected answer {other:?}"),
+            Response::Error(e) => anyhow::bail!("node {}: {e}", client.name(id)),
+            other => anyhow::bail!("node {}: unexpected answer {other:?}", client.name(id)),
         }
     }
 }
@@ -593,8 +593,8 @@ pub async fn captured_by(client: &ClusterClient, id: NodeId) -> anyhow::Result<V
                 all.extend(entries);
                 after = next;
             }
-            Response::Error(e) => anyhow::bail!("node {id}: {e}"),
-            other => anyhow::bail!("node {id}: unexpected answer {other:?}"),
+            Response::Error(e) => anyhow::bail!("node {}: {e}", client.name(id)),
+            other => anyhow::bail!("node {}: unexpected answer {other:?}", client.name(id)),
         }
     }
 }

@@ -50,11 +50,11 @@ impl Place {
     pub fn describe(&self, topology: Topology) -> String {
         match self {
             Place::All => "all links".into(),
-            Place::Node(n) => format!("node {}", topology.format_node(*n)),
+            Place::Node(n) => format!("node {}", crate::ops::names::node(topology, *n)),
             Place::Link(a, b) => format!(
                 "link {}-{}",
-                topology.format_node(*a),
-                topology.format_node(*b)
+                crate::ops::names::node(topology, *a),
+                crate::ops::names::node(topology, *b)
             ),
         }
     }
@@ -474,7 +474,9 @@ impl Network {
                     .map(|&n| {
                         let f = &f;
                         scope.spawn(move || {
-                            f(n).with_context(|| format!("node {}", self.topology.format_node(n)))
+                            f(n).with_context(|| {
+                                format!("node {}", crate::ops::names::node(self.topology, n))
+                            })
                         })
                     })
                     .collect();

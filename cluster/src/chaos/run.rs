@@ -86,7 +86,7 @@ async fn inject_everywhere(
 async fn inject(client: &ClusterClient, node: NodeId, fault: Fault) -> anyhow::Result<()> {
     match client.request(node, &Request::Inject(fault)).await? {
         Response::Injected(_) => Ok(()),
-        other => anyhow::bail!("node {node}: unexpected answer {other:?}"),
+        other => anyhow::bail!("node {}: unexpected answer {other:?}", client.name(node)),
     }
 }
 
@@ -421,7 +421,7 @@ impl<'a> Run<'a> {
             crashes.push(self.windows.open(
                 self.now_ms(),
                 "crash".into(),
-                format!("node {}", self.topology.format_node(id)),
+                format!("node {}", crate::ops::names::node(self.topology, id)),
                 self.harness.mechanism(FaultKind::Crash),
             ));
         }
@@ -492,8 +492,8 @@ impl<'a> Run<'a> {
                 "cut".into(),
                 format!(
                     "link {}-{}",
-                    self.topology.format_node(a),
-                    self.topology.format_node(b)
+                    crate::ops::names::node(self.topology, a),
+                    crate::ops::names::node(self.topology, b)
                 ),
                 self.harness.mechanism(FaultKind::Cut),
             ));
@@ -511,7 +511,7 @@ impl<'a> Run<'a> {
                 relay_windows.push(self.windows.open(
                     ms_since(self.traffic.t0),
                     kind.name().into(),
-                    format!("node {}", self.topology.format_node(relay)),
+                    format!("node {}", crate::ops::names::node(self.topology, relay)),
                     self.harness.mechanism(kind),
                 ));
             }

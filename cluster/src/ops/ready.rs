@@ -288,7 +288,8 @@ pub async fn node_answers(
             && runner.is_dead()
         {
             anyhow::bail!(
-                "node {id} is not running: {}{}",
+                "node {} is not running: {}{}",
+                client.name(id),
                 runner.describe(),
                 client
                     .dir
@@ -298,7 +299,10 @@ pub async fn node_answers(
             );
         }
         if started.elapsed() >= timeout {
-            anyhow::bail!("node {id} does not answer within {timeout:?}: {last}");
+            anyhow::bail!(
+                "node {} does not answer within {timeout:?}: {last}",
+                client.name(id)
+            );
         }
         tokio::time::sleep(POLL).await;
     }

@@ -40,9 +40,13 @@ async fn inject(client: &ClusterClient, nodes: &[NodeId], fault: Fault) -> anyho
         .into_iter()
         .filter_map(|(node, answer)| match answer {
             Ok(Response::Injected(_)) => None,
-            Ok(Response::Error(e)) => Some(format!("node {node}: {e}")),
-            Ok(other) => Some(format!("node {node}: unexpected answer {other:?}")),
-            Err(e) => Some(format!("node {node}: {e}")),
+            Ok(Response::Error(e)) => Some(format!("node {}: {e}", client.name(node))),
+            Ok(other) => Some(format!(
+                "node {}: unexpected answer {other:?}",
+                client.name(node)
+            )),
+            // The client's error names the node already.
+            Err(e) => Some(e.to_string()),
         })
         .collect();
     anyhow::ensure!(failed.is_empty(), "{}", failed.join("; "));
