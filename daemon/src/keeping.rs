@@ -398,10 +398,7 @@ impl Keeping {
             .map_err(|e| e.to_string())?;
         let kept = rows
             .into_iter()
-            .map(|(index, bytes)| {
-                postcard::from_bytes::<Delivery>(&bytes)
-                    .map_err(|e| format!("store entry {index} does not decode: {e}"))
-            })
+            .map(|(index, bytes)| decode_entry(index, &bytes))
             .collect::<Result<Vec<Delivery>, String>>()?;
         // Entries written before indices were kept carry 0: the output gives them new ones.
         let next = kept
@@ -450,12 +447,10 @@ impl Keeping {
         let rows = store.entries_from(from, max).map_err(|e| e.to_string())?;
         rows.into_iter()
             .map(|(index, bytes)| {
-                postcard::from_bytes::<Delivery>(&bytes)
-                    .map(|d| Delivery {
-                        output_index: index,
-                        ..d
-                    })
-                    .map_err(|e| format!("store entry {index} does not decode: {e}"))
+                decode_entry(index, &bytes).map(|d| Delivery {
+                    output_index: index,
+                    ..d
+                })
             })
             .collect()
     }
@@ -538,6 +533,12 @@ impl Keeping {
                 .unwrap_or_else(|_| Err("the store writer has stopped".into()))
         }
     }
+}
+
+/// The delivery a store entry holds (at store index `index`), as it was written.
+fn decode_entry(index: u64, bytes: &[u8]) -> Result<Delivery, String> {
+    postcard::from_bytes::<Delivery>(bytes)
+        .map_err(|e| format!("store entry {index} does not decode: {e}"))
 }
 
 /// Whether a store can be made at `path`, where there is none: its directory is there, and this

@@ -260,23 +260,11 @@ impl Node {
                         Pushed::Added {
                             overwritten,
                             unread,
-                        } => {
-                            self.count_overwrite(overwritten, unread);
-                            keeping.cover_output(self.output.next_index());
-                        }
+                        } => self.output_grew(overwritten, unread),
                         // In the output already: the store knows it, and says so.
                         Pushed::Duplicate => {}
-                        Pushed::Refused => {
-                            // Every entry that would make room is being written: not
-                            // acknowledged, and the source sends it again.
-                            self.delivery
-                                .inbox(sealed)
-                                .lock()
-                                .expect("inbox lock")
-                                .forget(&set, shape);
-                            self.stats.drop(Drop::OutputFull);
-                            return false;
-                        }
+                        // Every entry that would make room is being written.
+                        Pushed::Refused => return self.refused_by_output(set, shape, sealed),
                     }
                     Stats::count(&self.stats.packets_delivered);
                     if let Some(peers) = self.sealing.peers_if_changed() {
@@ -297,17 +285,7 @@ impl Node {
                         Stats::count(&self.stats.packets_delivered);
                         self.acknowledge_if_due(shape, set, attempt, sealed);
                     }
-                    Pushed::Refused => {
-                        // Not acknowledged: the source sends it again, and the inbox must take
-                        // it as new then.
-                        self.delivery
-                            .inbox(sealed)
-                            .lock()
-                            .expect("inbox lock")
-                            .forget(&set, shape);
-                        self.stats.drop(Drop::OutputFull);
-                        return false;
-                    }
+                    Pushed::Refused => return self.refused_by_output(set, shape, sealed),
                 }
                 true
             }
@@ -325,6 +303,18 @@ impl Node {
                 false
             }
         }
+    }
+
+    /// A whole set the output refused: not acknowledged, so its source sends it again, and the
+    /// inbox must take it as new then; counted. False: the set was not taken.
+    fn refused_by_output(&self, set: SetKey, shape: Shape, sealed: bool) -> bool {
+        self.delivery
+            .inbox(sealed)
+            .lock()
+            .expect("inbox lock")
+            .forget(&set, shape);
+        self.stats.drop(Drop::OutputFull);
+        false
     }
 
     /// Acknowledge a delivered reliable `set` once per attempt of it that reaches this node
@@ -451,10 +441,7 @@ impl Node {
             unread,
         } = pushed
         {
-            self.count_overwrite(overwritten, unread);
-            if let Some(keeping) = &self.keeping {
-                keeping.cover_output(self.output.next_index());
-            }
+            self.output_grew(overwritten, unread);
         }
         if matches!(pushed, Pushed::Added { .. }) || matches!(entry, Entry::Stored) {
             if !matches!(entry, Entry::Stored) {
@@ -467,6 +454,15 @@ impl Node {
             self.stats.journal.note(notice);
         }
         pushed
+    }
+
+    /// The output took an entry: count the entries that made room for it, and keep the
+    /// store's reservation of output indices ahead of the output's next one.
+    fn output_grew(&self, overwritten: usize, unread: usize) {
+        self.count_overwrite(overwritten, unread);
+        if let Some(keeping) = &self.keeping {
+            keeping.cover_output(self.output.next_index());
+        }
     }
 
     /// Count an output entry that made room for a new one, and whether a client had read it.
