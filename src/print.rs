@@ -681,7 +681,7 @@ fn write_chaos_report(out: &mut impl Write, r: &chaos::report::Report) -> std::i
         // partition may retry seconds after its links are back).
         writeln!(
             out,
-            "  {partition}ready again (every link up, no handshake in flight) {rejoin}"
+            "  {partition}ready again (every link up and known up, no handshake in flight) {rejoin}"
         )?;
     }
     if r.delivery != "plain" || r.forged_delivered_to_client > 0 || r.duplicates_to_client > 0 {

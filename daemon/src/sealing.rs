@@ -144,6 +144,23 @@ impl<J> Sealing<J> {
         out.ok().flatten()
     }
 
+    /// A path may have come back (a link up here, or a neighbour's report of one): the Inits
+    /// of the handshakes waiting out a long backoff, to send now ([`Sessions::path_back`]).
+    pub fn path_back(&self, keys: &Keys, stats: &Stats) -> Vec<Outgoing> {
+        let mut sessions = self.sessions();
+        if sessions.handshakes_in_flight() == 0 {
+            return Vec::new();
+        }
+        let out = stats.key_agreements_around(&mut *sessions, true, agreements, |s| {
+            s.path_back(keys, now_us(), env::random)
+        });
+        drop(sessions);
+        if !out.is_empty() {
+            self.wake.notify_one();
+        }
+        out
+    }
+
     /// `sealer` sealed under a session this node does not hold: the Init that moves it to a
     /// new one, if this is the time for one.
     pub fn recover(&self, keys: &Keys, stats: &Stats, sealer: NodeId) -> Option<Outgoing> {

@@ -122,6 +122,7 @@ fn publish(node: &Node) {
     counter!("cuberoute_seal_handshakes_failed_total").absolute(sealing.handshakes_failed);
     counter!("cuberoute_seal_sets_sealed_again_total").absolute(sealing.sets_sealed_again);
     counter!("cuberoute_seal_answers_sent_again_total").absolute(sealing.answers_sent_again);
+    counter!("cuberoute_seal_inits_resent_on_news_total").absolute(sealing.inits_resent_on_news);
     gauge!(
         "cuberoute_build_info",
         "version" => env!("CARGO_PKG_VERSION"),

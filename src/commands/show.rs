@@ -202,7 +202,7 @@ fn write_node(out: &mut impl Write, t: Topology, s: &NodeStatus) -> std::io::Res
     let z = &s.sealing;
     writeln!(
         out,
-        "  sealing: {} sessions held, {} handshakes in flight, {} sets waiting for one; sessions seal for {} s, keys erased at {} s, renewed by derivation for {} s; made {} as initiator, {} as responder, {} derived sealing, {} opening; erased {}, pushed out {}, handshakes given up {}, answers sent again {}; sets sealed again for a restarted destination {}",
+        "  sealing: {} sessions held, {} handshakes in flight, {} sets waiting for one; sessions seal for {} s, keys erased at {} s, renewed by derivation for {} s; made {} as initiator, {} as responder, {} derived sealing, {} opening; erased {}, pushed out {}, handshakes given up {}, answers sent again {}, Inits sent again as a path came back {}; sets sealed again for a restarted destination {}",
         z.sessions,
         z.handshakes_in_flight,
         z.waiting_sets,
@@ -217,6 +217,7 @@ fn write_node(out: &mut impl Write, t: Topology, s: &NodeStatus) -> std::io::Res
         z.evicted,
         z.handshakes_failed,
         z.answers_sent_again,
+        z.inits_resent_on_news,
         z.sets_sealed_again
     )?;
     let a = &s.around;

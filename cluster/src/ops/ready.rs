@@ -1,5 +1,6 @@
-//! The one readiness wait: until every node answers, every link is up and, for containers,
-//! every container reports healthy. `cluster up` (processes and containers), `demo`, `bench`
+//! The one readiness wait: until every node answers, every link is up, no sealing handshake is
+//! in flight, no node takes a link for dead and, for containers, every container reports
+//! healthy. `cluster up` (processes and containers), `demo`, `bench`
 //! and `chaos run` (before it starts, and after it restarts crashed nodes) all wait here.
 
 use crate::ClusterDir;
@@ -50,6 +51,21 @@ impl Readiness {
             && self.link_ends_up == self.link_ends
             && self.healthy
             && self.handshakes_in_flight() == 0
+            && self.dead_links_known() == 0
+    }
+
+    /// Links some answering node still takes for dead (not those of revoked nodes): once every
+    /// link is up, a report of one down is a few hops from being overtaken by its end's report
+    /// of it up, and until it is, that node's sets go around a live link on fewer paths.
+    pub fn dead_links_known(&self) -> usize {
+        let revoked = revoked(&self.statuses);
+        self.statuses
+            .iter()
+            .filter_map(|(_, s)| s.as_ref().ok())
+            .flat_map(|s| s.around.dead_links.iter())
+            .filter(|(a, b)| !revoked.contains(a) && !revoked.contains(b))
+            .collect::<HashSet<_>>()
+            .len()
     }
 
     /// Sealing handshakes the answering nodes have in flight: a node that restarted is ready
@@ -85,7 +101,8 @@ pub enum NotReady {
     Dead(Vec<(NodeId, String)>),
     #[error(
         "the cluster is not ready within {timeout:?}: {answering} of {nodes} nodes answer, {up}/{total} link \
-         ends up, all healthy: {healthy}, sealing handshakes in flight: {handshakes}; nodes not ready: {}",
+         ends up, all healthy: {healthy}, sealing handshakes in flight: {handshakes}, dead links still \
+         known: {dead_links}; nodes not ready: {}",
         list(.not_ready)
     )]
     TimedOut {
@@ -96,6 +113,7 @@ pub enum NotReady {
         total: usize,
         healthy: bool,
         handshakes: u64,
+        dead_links: usize,
         not_ready: Vec<NodeId>,
     },
     #[error("cannot tell what runs the nodes: {0:#}")]
@@ -251,6 +269,7 @@ pub async fn wait_ready(
                 total: round.link_ends,
                 healthy: round.healthy,
                 handshakes: round.handshakes_in_flight(),
+                dead_links: round.dead_links_known(),
                 not_ready: round.not_ready(),
             });
         }
@@ -404,6 +423,15 @@ mod tests {
         assert!(!silent.is_ready());
         assert_eq!((silent.answering(), silent.nodes()), (3, 4));
         assert_eq!(silent.not_ready(), vec![NodeId(3)]);
+        // Every link up, but a node still takes one for dead (its end's report of it up is on
+        // its way): its sets would go around it on fewer paths.
+        let mut stale = all(2);
+        for (_, s) in stale.iter_mut().take(2) {
+            s.as_mut().unwrap().around.dead_links = vec![(NodeId(0), NodeId(1))];
+        }
+        let stale = round(stale, true);
+        assert_eq!(stale.dead_links_known(), 1, "each link once");
+        assert!(!stale.is_ready());
     }
 
     /// After `cluster revoke`, the revoked node's links are down for good: a cluster whose
@@ -480,6 +508,7 @@ mod tests {
             total: 50,
             healthy: true,
             handshakes: 0,
+            dead_links: 0,
             not_ready: (0..25).map(NodeId).collect(),
         };
         let text = late.to_string();

@@ -55,6 +55,14 @@ impl Node {
         }
     }
 
+    /// A path may have come back (a link of this node up, or a neighbour's report of one): the
+    /// handshakes cut off by what healed go again now rather than at the end of their backoff.
+    pub(super) fn path_back(&self) {
+        for init in self.sealing.path_back(&self.keys, &self.stats) {
+            self.send_handshake(init, Event::HandshakeInitResent);
+        }
+    }
+
     /// Keep in the store the peers this node holds sessions with, so that a restart can tell
     /// them ([`Node::recover_sealing_peers`]): when a session is made (the store's writer takes
     /// every write waiting into one commit), or with the delivered reliable set that made it.

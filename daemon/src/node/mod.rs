@@ -672,6 +672,7 @@ impl Node {
             answers_sent_again: c.answered_again,
             derived_sealing: c.derived_sealing,
             derived_opening: c.derived_opening,
+            inits_resent_on_news: c.resent_on_news,
         }
     }
 }
@@ -725,6 +726,9 @@ impl LinkOwner for Node {
         if let Some(report) = self.down.own(neighbour, !up) {
             self.pass_on(&[report], None);
         }
+        if up {
+            self.path_back();
+        }
     }
 
     fn on_reports(&self, from: NodeId, reports: Vec<Report>) -> bool {
@@ -747,6 +751,9 @@ impl LinkOwner for Node {
             }
         }
         self.pass_on(&new, Some(from));
+        if new.iter().any(|r| !r.down) {
+            self.path_back();
+        }
         for neighbour in refuted {
             self.link_went(neighbour, true);
         }

@@ -379,6 +379,8 @@ pub struct SessionCounters {
     /// receiver when a message named the successor.
     pub derived_sealing: u64,
     pub derived_opening: u64,
+    /// Inits sent again at once because a path came back ([`Sessions::path_back`]).
+    pub resent_on_news: u64,
 }
 
 struct SendKey {
@@ -529,6 +531,9 @@ struct Pending {
     bytes: Vec<u8>,
     flags: InitFlags,
     attempt: u32,
+    /// The attempt its backoff counts from: 0, or the last sent because a path came back
+    /// ([`Sessions::path_back`]).
+    ladder_from: u32,
     due_us: u64,
     /// When an Init was last sent.
     sent_us: u64,
@@ -618,10 +623,13 @@ pub struct Sessions {
     all_handshakes: Bucket,
     /// The time of the last Init made: each is made later than the last.
     last_init_us: u64,
-    /// The smoothed round trip of handshakes answered at their only sending, and its mean
-    /// deviation (µs): a loaded machine answers late, and Inits sent again sooner only add
-    /// messages.
+    /// The smoothed round trip of handshakes answered (from the sending each answer names),
+    /// and its mean deviation (µs): a loaded machine answers late, and Inits sent again sooner
+    /// only add messages.
     srtt_us: Option<(u64, u64)>,
+    /// When a path last came back ([`Sessions::path_back`]): an answer to an Init sent before
+    /// then may have waited out the outage in a queue, and is not a round trip of the path.
+    news_us: u64,
     /// When idle peers' records are next dropped.
     prune_at_us: u64,
     counters: SessionCounters,
@@ -641,6 +649,7 @@ impl Sessions {
             all_handshakes: Bucket::full(limits.handshakes.all, started_at_us),
             last_init_us: 0,
             srtt_us: None,
+            news_us: 0,
             prune_at_us: started_at_us.saturating_add(limits.init_max_age_us),
             counters: SessionCounters::default(),
         }
@@ -789,6 +798,7 @@ impl Sessions {
             bytes: bytes.clone(),
             flags,
             attempt: 1,
+            ladder_from: 0,
             due_us,
             sent_us: now_us,
             sends: vec![(1, now_us)],
@@ -853,11 +863,11 @@ impl Sessions {
             Some(self.make_init(directory, peer, now_us, flags, fresh)?)
         };
         let keep = self.limits.handshake_attempts.max(1) as usize;
-        let next = self.peers[&peer]
+        let (next, rung) = self.peers[&peer]
             .pending
             .as_ref()
-            .map_or(1, |p| p.attempt + 1);
-        let wait = self.wait_after_us(next.min(self.limits.handshake_attempts));
+            .map_or((1, 1), |p| (p.attempt + 1, p.attempt + 1 - p.ladder_from));
+        let wait = self.wait_after_us(rung.clamp(1, self.limits.handshake_attempts));
         let pending = self
             .peers
             .get_mut(&peer)
@@ -907,6 +917,49 @@ impl Sessions {
             }
             _ => Ok(None),
         }
+    }
+
+    /// A link came up, at this node or (as a neighbour's report says) elsewhere: what cut a
+    /// handshake off may have healed. Each handshake in flight that waits out a backoff longer
+    /// than a first attempt's wait, and sent nothing for that long, goes again now, as its next
+    /// attempt (the newest Init while it holds: no key agreement), and its backoff starts
+    /// again from the first wait: so a partition's end costs its handshakes a round trip, not
+    /// the rest of a wait of up to [`MAX_BACKOFF`] timeouts. Attempts still end a handshake
+    /// (one with none left is not sent), so a link that keeps coming up spends them sooner,
+    /// never more of them; good news comes only from this node's links and its neighbours'
+    /// reports.
+    pub fn path_back(
+        &mut self,
+        directory: &dyn Directory,
+        now_us: u64,
+        mut fresh: impl FnMut() -> [u8; 32],
+    ) -> Vec<Outgoing> {
+        self.news_us = now_us;
+        let first = self.wait_after_us(1);
+        let attempts = self.limits.handshake_attempts;
+        let waiting: Vec<NodeId> = self
+            .peers
+            .iter_mut()
+            .filter_map(|(&peer, p)| {
+                let pending = p.pending.as_mut()?;
+                let long = pending.due_us.saturating_sub(now_us) > first
+                    && now_us.saturating_sub(pending.sent_us) >= first
+                    && pending.attempt < attempts;
+                long.then(|| {
+                    pending.ladder_from = pending.attempt;
+                    peer
+                })
+            })
+            .collect();
+        let mut out = Vec::with_capacity(waiting.len());
+        for peer in waiting {
+            // A peer no longer in the directory: its next due gives it up.
+            if let Ok(init) = self.retry(directory, peer, now_us, fresh()) {
+                self.counters.resent_on_news += 1;
+                out.push(init);
+            }
+        }
+        out
     }
 
     /// A message from `sealer` named a session this node does not hold (or this node restarted
@@ -1235,13 +1288,16 @@ impl Sessions {
             handshake::open_resp(self.me, ephemeral, &resp, key).map_err(|_| OpenError::Broken)?;
         let pending = peer.pending.take().expect("found above");
         peer.answered_us = Some(resp.init_ts_us.max(peer.answered_us.unwrap_or(0)));
-        if let Some(&(_, sent_us)) = pending.sends.iter().find(|(a, _)| *a == bound.attempt) {
+        if let Some(&(_, sent_us)) = pending.sends.iter().find(|(a, _)| *a == bound.attempt)
+            && sent_us >= self.news_us
+        {
             // The answer's message carries the attempt of the Init's copy it answers: the round
             // trip of that sending. (Timed from the first sending, a handshake with a node that
             // was down would count the whole outage; taken only at a first attempt, the round
             // trips of a loaded network, where most handshakes are sent again, go unmeasured
             // and every retry comes early.) A relay rewriting the attempt moves the estimate
-            // within the limits' wait and 16 times the handshake's timeout.
+            // within the limits' wait and 16 times the handshake's timeout. An Init sent before
+            // a path came back may have waited out the outage in a queue: not sampled.
             let sample = now_us.saturating_sub(sent_us);
             self.srtt_us = Some(match self.srtt_us {
                 None => (sample, sample / 2),
@@ -2596,6 +2652,82 @@ mod tests {
             a2.open(&dir, &bound(1, 0, 0), now, &resp, || [0; 32]),
             Err(OpenError::Unexpected)
         );
+    }
+
+    /// A handshake cut off (a partition) waits out its backoff; when a path comes back, it goes
+    /// again at once and its backoff starts again from the first wait, so the healed path
+    /// costs it a round trip. Only handshakes in a long wait go; attempts still end it.
+    #[test]
+    fn a_path_back_sends_a_waiting_handshake_again_at_once() {
+        let dir = keys();
+        let mut a = node(0);
+        let t = SessionLimits::default().handshake_timeout_us;
+        a.start(&dir, NodeId(1), START, [1; 32]).unwrap().unwrap();
+        // In its first wait: nothing to hurry.
+        assert!(a.path_back(&dir, START + t / 2, fresh()).is_empty());
+        // Unanswered until the sixth Init, which waits 32 timeouts.
+        let mut now = START;
+        loop {
+            let tick = a.tick(&dir, now, fresh());
+            now = tick.next_us.unwrap();
+            if tick.inits.iter().any(|o| o.attempt == 6) {
+                break;
+            }
+        }
+        assert_eq!(
+            now,
+            START + 63 * t,
+            "the sixth attempt, sent at 31 timeouts, waits 32"
+        );
+        // Its path comes back 2 timeouts later: the seventh goes now, and waits one timeout.
+        let back = START + 33 * t;
+        let sent = a.path_back(&dir, back, fresh());
+        assert_eq!(sent.len(), 1);
+        assert_eq!((sent[0].to, sent[0].attempt), (NodeId(1), 7));
+        assert_eq!(a.counters().resent_on_news, 1);
+        assert_eq!(a.tick(&dir, back, fresh()).next_us, Some(back + t));
+        // More good news at once sends nothing: it is in its first wait again.
+        assert!(a.path_back(&dir, back + t / 2, fresh()).is_empty());
+        // Answered, it makes a session.
+        let mut b = node(1);
+        let init = &sent[0];
+        let Ok(Opened::Answer { resp, .. }) =
+            b.open(&dir, &bound(0, 1, 0), back, &init.bytes, || [3; 32])
+        else {
+            panic!("the Init opens")
+        };
+        assert!(matches!(
+            a.open(&dir, &bound(1, 0, 0), back + 1, &resp, || [0; 32]),
+            Ok(Opened::Established(_))
+        ));
+        assert!(a.can_seal(NodeId(1), back + 1));
+        assert_eq!(a.handshakes_in_flight(), 0);
+    }
+
+    /// Good news never gives a handshake more attempts: one at its last is not sent again, and
+    /// is given up at its due.
+    #[test]
+    fn a_path_back_never_adds_attempts() {
+        let dir = keys();
+        let mut a = node(0);
+        let limits = SessionLimits::default();
+        let step = limits.handshake_timeout_us / 2;
+        a.start(&dir, NodeId(1), START, [1; 32]).unwrap().unwrap();
+        // Good news every half timeout, the timer run as often.
+        let (mut inits, mut news_sent, mut now) = (1, 0, START);
+        loop {
+            now += step;
+            let tick = a.tick(&dir, now, fresh());
+            inits += tick.inits.len();
+            if !tick.failed.is_empty() {
+                break;
+            }
+            news_sent += a.path_back(&dir, now, fresh()).len();
+        }
+        assert!(news_sent > 0, "some went on news");
+        inits += news_sent;
+        assert_eq!(inits as u32, limits.handshake_attempts);
+        assert_eq!(a.counters().failed, 1);
     }
 
     #[test]

@@ -611,6 +611,9 @@ pub struct SealingStatus {
     /// receiver of a message under the successor.
     pub derived_sealing: u64,
     pub derived_opening: u64,
+    /// Inits sent again at once because a path came back (a link up, or a neighbour's report
+    /// of one), not at the end of their backoff.
+    pub inits_resent_on_news: u64,
 }
 
 /// What a daemon's process did on the network and on its timers since it started: the causes
