@@ -86,6 +86,10 @@ pub struct Args {
     /// growing, and at what latency.
     #[arg(long, value_delimiter = ',', value_name = "SETS")]
     pub sweep: Vec<usize>,
+    /// Send every saturation set to this node, each from another drawn at random: what one
+    /// destination carries (with --running only).
+    #[arg(long, requires = "running", value_name = "NODE")]
+    pub to: Option<String>,
     /// The niceness this process, the load generator, runs at (-20 to 19; below 0 needs root
     /// or CAP_SYS_NICE). The daemons run at 10.
     #[arg(long, default_value_t = measure::LOAD_GENERATOR_NICE, allow_negative_numbers = true)]
@@ -190,6 +194,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         quiet: args.quiet,
         overload: args.overload.clone(),
         sweep: args.sweep.clone(),
+        to: None,
     };
     let mut shown = Shown::default();
     let mut events = |event: Event| shown.event(event);
@@ -197,6 +202,14 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         let dir = ClusterDir::new(dir);
         let state = RunState::load(&dir)?
             .ok_or_else(|| usage(format!("no cluster is running in {}", dir.display())))?;
+        let options = Options {
+            to: args
+                .to
+                .as_deref()
+                .map(|to| super::parse_node(state.topology(), to))
+                .transpose()?,
+            ..options
+        };
         runtime()?.block_on(cuberoute_cluster::ops::up::wait_running(&dir, None))?;
         if args.idle_only {
             let window = args.idle.expect("clap requires --idle");

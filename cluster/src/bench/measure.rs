@@ -61,6 +61,9 @@ pub struct Load {
     pub payload_bytes: usize,
     /// Sent clear, without the end-to-end seal (sealed by default).
     pub clear: bool,
+    /// Every saturation set to this node, each from another drawn at random (what one
+    /// destination carries, as under a flooding neighbour); random pairs when `None`.
+    pub to: Option<NodeId>,
 }
 
 impl Default for Load {
@@ -69,11 +72,23 @@ impl Default for Load {
             mode: Mode::PLAIN,
             payload_bytes: 64,
             clear: false,
+            to: None,
         }
     }
 }
 
 impl Load {
+    /// The ends of the next saturation set: a random pair, or a random source to [`Load::to`].
+    pub fn pair(self, topology: Topology, rng: &mut impl Rng) -> (NodeId, NodeId) {
+        match self.to {
+            None => random_pair(topology, rng),
+            Some(to) => {
+                let n = topology.node_count();
+                (NodeId((to.0 + rng.random_range(1..n)) % n), to)
+            }
+        }
+    }
+
     fn options(self) -> SendOptions {
         SendOptions {
             trace: false,
@@ -373,7 +388,7 @@ pub async fn saturate_costed(
                 let options = load.options();
                 let mut took_us = Vec::new();
                 while started.elapsed() < duration {
-                    let (from, to) = random_pair(topology, &mut rng);
+                    let (from, to) = load.pair(topology, &mut rng);
                     let payload = vec![0; load.payload_bytes];
                     let sent = Instant::now();
                     match client

@@ -7,7 +7,7 @@
 //! held back by the client, so that the figure says what the daemons were offered. Sets go on
 //! the schedule of [`OpenLoop`], and a completed set's latency counts from when it was due.
 
-use crate::bench::measure::{Load, random_pair};
+use crate::bench::measure::Load;
 use crate::launch::usage;
 use crate::ops::cluster_client::ClusterClient;
 use crate::ops::open_loop::OpenLoop;
@@ -126,7 +126,7 @@ pub async fn overload(
             held_back += 1;
             continue;
         };
-        let (from, to) = random_pair(topology, &mut rng);
+        let (from, to) = load.pair(topology, &mut rng);
         let (client, tally) = (client.clone(), tally.clone());
         tasks.push(tokio::spawn(async move {
             let payload = vec![0; load.payload_bytes];

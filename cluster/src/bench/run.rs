@@ -70,6 +70,8 @@ pub struct Options {
     pub overload: Vec<f64>,
     /// Saturation runs at these numbers of sets in flight, after the memory.
     pub sweep: Vec<usize>,
+    /// Every saturation set to this node (a running cluster's only: `--to`).
+    pub to: Option<NodeId>,
 }
 
 /// What a run does as it goes, in order, for the caller to show.
@@ -467,6 +469,7 @@ pub fn measure_running(
         // probes are over before the first window.
         let plain = Load {
             clear: options.clear,
+            to: options.to,
             ..Load::default()
         };
         measure::pair_latency(&client, src, far, 20, plain).await?;
@@ -507,6 +510,7 @@ pub fn measure_running(
         mode: Mode::PLAIN,
         payload_bytes: options.payload_bytes,
         clear: false,
+        to: options.to,
     };
     // The saturation rate of the overload runs' own payload: what they offer multiples of.
     let overload_reference = (!options.overload.is_empty()).then(|| {
@@ -555,6 +559,7 @@ pub fn measure_running(
                 mode,
                 payload_bytes: options.payload_bytes,
                 clear,
+                to: options.to,
             };
             let (farthest, saturation) = runtime.block_on(async {
                 measure::pair_latency(&client, src, far, 20, load).await?;
