@@ -54,13 +54,15 @@ impl Readiness {
             && self.dead_links_known() == 0
     }
 
-    /// Links some answering node still takes for dead (not those of revoked nodes): once every
-    /// link is up, a report of one down is a few hops from being overtaken by its end's report
-    /// of it up, and until it is, that node's sets go around a live link on fewer paths.
+    /// Links some answering node still takes for dead (neither a revoked node's links nor
+    /// what a revoked node knows: cut off, it hears no report): once every link is up, a report
+    /// of one down is a few hops from being overtaken by its end's report of it up, and until it
+    /// is, that node's sets go around a live link on fewer paths.
     pub fn dead_links_known(&self) -> usize {
         let revoked = revoked(&self.statuses);
         self.statuses
             .iter()
+            .filter(|(id, _)| !revoked.contains(id))
             .filter_map(|(_, s)| s.as_ref().ok())
             .flat_map(|s| s.around.dead_links.iter())
             .filter(|(a, b)| !revoked.contains(a) && !revoked.contains(b))
@@ -432,6 +434,20 @@ mod tests {
         let stale = round(stale, true);
         assert_eq!(stale.dead_links_known(), 1, "each link once");
         assert!(!stale.is_ready());
+        // What a revoked node knows is not waited for: cut off, it hears no report of a link
+        // up again.
+        let mut revoked_knows = all(2);
+        for (id, s) in revoked_knows.iter_mut() {
+            let s = s.as_mut().unwrap();
+            s.revoked = vec![NodeId(3)];
+            s.revocation_serial = 1;
+            for link in &mut s.links {
+                link.up = *id != NodeId(3) && link.neighbour != NodeId(3);
+            }
+        }
+        revoked_knows[3].1.as_mut().unwrap().around.dead_links = vec![(NodeId(0), NodeId(1))];
+        let revoked_knows = round(revoked_knows, true);
+        assert_eq!(revoked_knows.dead_links_known(), 0);
     }
 
     /// After `cluster revoke`, the revoked node's links are down for good: a cluster whose
