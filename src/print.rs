@@ -677,8 +677,8 @@ fn write_chaos_report(out: &mut impl Write, r: &chaos::report::Report) -> std::i
         let rejoin = r.rejoin_ms.map_or("NOT within 60 s".to_string(), |ms| {
             format!("{ms:.0} ms after {since}")
         });
-        // Ready: every link up, and no sealing handshake in flight (one backed off during a
-        // partition may retry seconds after its links are back).
+        // Ready as `cluster/src/ops/ready.rs` judges it: every link up and known up by every
+        // node, no sealing handshake in flight.
         writeln!(
             out,
             "  {partition}ready again (every link up and known up, no handshake in flight) {rejoin}"

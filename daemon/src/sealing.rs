@@ -148,10 +148,8 @@ impl<J> Sealing<J> {
     /// of the handshakes waiting out a long backoff, to send now ([`Sessions::path_back`]).
     pub fn path_back(&self, keys: &Keys, stats: &Stats) -> Vec<Outgoing> {
         let mut sessions = self.sessions();
-        if sessions.handshakes_in_flight() == 0 {
-            return Vec::new();
-        }
-        let out = stats.key_agreements_around(&mut *sessions, true, agreements, |s| {
+        let may = sessions.handshakes_in_flight() > 0;
+        let out = stats.key_agreements_around(&mut *sessions, may, agreements, |s| {
             s.path_back(keys, now_us(), env::random)
         });
         drop(sessions);

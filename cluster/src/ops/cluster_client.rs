@@ -308,7 +308,7 @@ pub fn revoked(statuses: &[(NodeId, Result<NodeStatus, String>)]) -> BTreeSet<No
 }
 
 /// Whether the link between `a` and `b` may be up: neither end is revoked.
-fn may_be_up(a: NodeId, b: NodeId, revoked: &BTreeSet<NodeId>) -> bool {
+pub(crate) fn may_be_up(a: NodeId, b: NodeId, revoked: &BTreeSet<NodeId>) -> bool {
     !revoked.contains(&a) && !revoked.contains(&b)
 }
 

@@ -6,7 +6,7 @@
 use crate::ClusterDir;
 use crate::launch::run_state::RunState;
 use crate::launch::runner::{self, Runner, Runners};
-use crate::ops::cluster_client::{ClusterClient, links_up, links_up_of, revoked};
+use crate::ops::cluster_client::{ClusterClient, links_up, links_up_of, may_be_up, revoked};
 use cuberoute_protocol::NodeId;
 use cuberoute_protocol::wire::control::NodeStatus;
 use std::collections::{HashMap, HashSet};
@@ -65,7 +65,7 @@ impl Readiness {
             .filter(|(id, _)| !revoked.contains(id))
             .filter_map(|(_, s)| s.as_ref().ok())
             .flat_map(|s| s.around.dead_links.iter())
-            .filter(|(a, b)| !revoked.contains(a) && !revoked.contains(b))
+            .filter(|&&(a, b)| may_be_up(a, b, &revoked))
             .collect::<HashSet<_>>()
             .len()
     }

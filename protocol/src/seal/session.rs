@@ -935,6 +935,9 @@ impl Sessions {
         mut fresh: impl FnMut() -> [u8; 32],
     ) -> Vec<Outgoing> {
         self.news_us = now_us;
+        if self.due.is_empty() {
+            return Vec::new();
+        }
         let first = self.wait_after_us(1);
         let attempts = self.limits.handshake_attempts;
         let waiting: Vec<NodeId> = self
