@@ -202,6 +202,30 @@ impl Cluster {
         assert!(linked.is_some(), "{}", self.status());
     }
 
+    /// [`Cluster::wait_linked`], and then (up to 20 s) until no node has a sealing handshake in
+    /// flight or a set waiting for one: nothing is left to send, so an idle cluster stays idle.
+    pub fn wait_quiet(&self) {
+        self.wait_linked();
+        let ids: Vec<u64> = self.status()["nodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|n| n["id"].as_u64().unwrap())
+            .collect();
+        let sealing = |id: u64| {
+            let out = self.ok(&["show", "node", "--node", &id.to_string(), "--json"]);
+            serde_json::from_str::<Value>(out.trim()).unwrap()["sealing"].clone()
+        };
+        let quiet = within(Duration::from_secs(20), || {
+            ids.iter().all(|&id| {
+                let s = sealing(id);
+                s["handshakes_in_flight"] == 0 && s["waiting_sets"] == 0
+            })
+        });
+        let all: Vec<Value> = ids.iter().map(|&id| sealing(id)).collect();
+        assert!(quiet.is_some(), "{all:?}");
+    }
+
     /// The daemons' pids in node id order (run.toml lists them in the order they started).
     pub fn pids(&self) -> Vec<u32> {
         let text = std::fs::read_to_string(self.path().join("run.toml")).unwrap();
