@@ -6,7 +6,7 @@
 use super::{runtime, usage};
 use crate::print::{self, WaitBar};
 use cuberoute_cluster::ClusterDir;
-use cuberoute_cluster::bench::measure;
+use cuberoute_cluster::bench::measure::{self, Pairs};
 use cuberoute_cluster::bench::memory_after_quiet;
 use cuberoute_cluster::bench::raw_hop;
 use cuberoute_cluster::bench::raw_mesh;
@@ -90,6 +90,10 @@ pub struct Args {
     /// destination carries (with --running only).
     #[arg(long, requires = "running", value_name = "NODE")]
     pub to: Option<String>,
+    /// Send every saturation set between a random pair, neither of them this node, one of
+    /// whose paths passes through it: what it carries as a relay (with --running only).
+    #[arg(long, requires = "running", conflicts_with = "to", value_name = "NODE")]
+    pub through: Option<String>,
     /// The niceness this process, the load generator, runs at (-20 to 19; below 0 needs root
     /// or CAP_SYS_NICE). The daemons run at 10.
     #[arg(long, default_value_t = measure::LOAD_GENERATOR_NICE, allow_negative_numbers = true)]
@@ -194,7 +198,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         quiet: args.quiet,
         overload: args.overload.clone(),
         sweep: args.sweep.clone(),
-        to: None,
+        pairs: Pairs::Random,
     };
     let mut shown = Shown::default();
     let mut events = |event: Event| shown.event(event);
@@ -202,14 +206,15 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         let dir = ClusterDir::new(dir);
         let state = RunState::load(&dir)?
             .ok_or_else(|| usage(format!("no cluster is running in {}", dir.display())))?;
-        let options = Options {
-            to: args
-                .to
-                .as_deref()
-                .map(|to| super::parse_node(state.topology(), to))
-                .transpose()?,
-            ..options
+        let topology = state.topology();
+        let node = |spelled: &str| super::parse_node(topology, spelled);
+        let pairs = match (&args.to, &args.through) {
+            (Some(to), _) => Pairs::To(node(to)?),
+            (None, Some(through)) => Pairs::Through(node(through)?),
+            (None, None) => Pairs::Random,
         };
+        pairs.check(topology, args.seed).map_err(usage)?;
+        let options = Options { pairs, ..options };
         runtime()?.block_on(cuberoute_cluster::ops::up::wait_running(&dir, None))?;
         if args.idle_only {
             let window = args.idle.expect("clap requires --idle");

@@ -8,6 +8,7 @@ use crate::ops::percentiles::Percentiles;
 use crate::ops::traffic::{SendOptions, SendReport};
 use cuberoute_daemon::client::ClientError;
 use cuberoute_protocol::delivery::Mode;
+use cuberoute_protocol::paths::table;
 use cuberoute_protocol::wire::control::{IoCounters, KeyAgreements, Request};
 use cuberoute_protocol::{NodeId, SendRequest, Topology};
 use rand::{Rng, SeedableRng};
@@ -54,6 +55,65 @@ pub fn hop_slope(copies: &[(u32, f64)]) -> Option<(f64, f64)> {
     Some((slope, mean_l - slope * mean_h))
 }
 
+/// Which pairs the saturation sets go between.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Pairs {
+    /// Random pairs.
+    #[default]
+    Random,
+    /// Every set to this node, each from another drawn at random (what one destination
+    /// carries, as under a flooding neighbour): `--to`.
+    To(NodeId),
+    /// Random pairs, neither of them this node, one of whose k paths passes through it (what
+    /// it carries for others as a relay): `--through`.
+    Through(NodeId),
+}
+
+/// Random pairs drawn for [`Pairs::Through`] before the bench gives up on finding one whose
+/// paths pass through the node.
+const THROUGH_TRIES: usize = 100_000;
+
+impl Pairs {
+    /// The ends of the next set.
+    pub fn pair(self, topology: Topology, rng: &mut impl Rng) -> (NodeId, NodeId) {
+        match self {
+            Pairs::Random => random_pair(topology, rng),
+            Pairs::To(to) => {
+                let n = topology.node_count();
+                (NodeId((to.0 + rng.random_range(1..n)) % n), to)
+            }
+            Pairs::Through(node) => {
+                through(topology, node, rng).expect("Pairs::check found a pair through the node")
+            }
+        }
+    }
+
+    /// Whether these pairs exist at all: some pair's paths pass through a `--through` node.
+    pub fn check(self, topology: Topology, seed: u64) -> Result<(), String> {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+        match self {
+            Pairs::Through(node) if through(topology, node, &mut rng).is_none() => Err(format!(
+                "no pair of {topology} found (in {THROUGH_TRIES} drawn) whose paths pass through node {}",
+                node.0
+            )),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// A random pair whose node-to-node paths (those the cluster routes every copy on) pass
+/// through `node`, neither end being it.
+fn through(topology: Topology, node: NodeId, rng: &mut impl Rng) -> Option<(NodeId, NodeId)> {
+    (0..THROUGH_TRIES)
+        .map(|_| random_pair(topology, rng))
+        .filter(|&(from, to)| from != node && to != node)
+        .find(|&(from, to)| {
+            table::node_to_node_paths(topology, from, to)
+                .iter()
+                .any(|path| path.contains(&node))
+        })
+}
+
 /// What the bench sends: the delivery mode and the payload's length.
 #[derive(Clone, Copy, Debug)]
 pub struct Load {
@@ -61,9 +121,8 @@ pub struct Load {
     pub payload_bytes: usize,
     /// Sent clear, without the end-to-end seal (sealed by default).
     pub clear: bool,
-    /// Every saturation set to this node, each from another drawn at random (what one
-    /// destination carries, as under a flooding neighbour); random pairs when `None`.
-    pub to: Option<NodeId>,
+    /// Between which pairs the saturation sets go.
+    pub pairs: Pairs,
 }
 
 impl Default for Load {
@@ -72,21 +131,15 @@ impl Default for Load {
             mode: Mode::PLAIN,
             payload_bytes: 64,
             clear: false,
-            to: None,
+            pairs: Pairs::Random,
         }
     }
 }
 
 impl Load {
-    /// The ends of the next saturation set: a random pair, or a random source to [`Load::to`].
+    /// The ends of the next saturation set.
     pub fn pair(self, topology: Topology, rng: &mut impl Rng) -> (NodeId, NodeId) {
-        match self.to {
-            None => random_pair(topology, rng),
-            Some(to) => {
-                let n = topology.node_count();
-                (NodeId((to.0 + rng.random_range(1..n)) % n), to)
-            }
-        }
+        self.pairs.pair(topology, rng)
     }
 
     fn options(self) -> SendOptions {
@@ -598,6 +651,24 @@ pub fn random_pair(topology: Topology, rng: &mut impl Rng) -> (NodeId, NodeId) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pairs_through_a_node_have_a_path_through_it_and_are_refused_where_none_has() {
+        let eh = Topology::exchanged(2, 2).unwrap();
+        let mut rng = rand::rngs::StdRng::seed_from_u64(1);
+        let node = NodeId(5);
+        Pairs::Through(node).check(eh, 1).unwrap();
+        for _ in 0..200 {
+            let (from, to) = Pairs::Through(node).pair(eh, &mut rng);
+            assert!(from != node && to != node && from != to);
+            let paths = table::node_to_node_paths(eh, from, to);
+            assert!(paths.iter().any(|p| p[1..p.len() - 1].contains(&node)));
+        }
+        // Q_1 has two nodes: no path has an inner node.
+        let q1 = Topology::hypercube(1).unwrap();
+        assert!(Pairs::Through(NodeId(0)).check(q1, 1).is_err());
+        assert!(Pairs::To(NodeId(0)).check(q1, 1).is_ok());
+    }
 
     #[test]
     fn a_set_cost_is_the_line_through_two_windows() {

@@ -9,7 +9,8 @@
 //! caller to show; this module prints nothing.
 
 use crate::bench::measure::{
-    self, HopCost, KeyAgreementCost, Load, PairLatency, RequestCost, SetCost, Throughput, Wakeups,
+    self, HopCost, KeyAgreementCost, Load, PairLatency, Pairs, RequestCost, SetCost, Throughput,
+    Wakeups,
 };
 use crate::bench::memory_after_quiet;
 use crate::bench::overload::{self, Overload};
@@ -70,8 +71,9 @@ pub struct Options {
     pub overload: Vec<f64>,
     /// Saturation runs at these numbers of sets in flight, after the memory.
     pub sweep: Vec<usize>,
-    /// Every saturation set to this node (a running cluster's only: `--to`).
-    pub to: Option<NodeId>,
+    /// Between which pairs the saturation sets go (other than random: a running cluster's
+    /// only, `--to` and `--through`).
+    pub pairs: Pairs,
 }
 
 /// What a run does as it goes, in order, for the caller to show.
@@ -469,7 +471,7 @@ pub fn measure_running(
         // probes are over before the first window.
         let plain = Load {
             clear: options.clear,
-            to: options.to,
+            pairs: options.pairs,
             ..Load::default()
         };
         measure::pair_latency(&client, src, far, 20, plain).await?;
@@ -510,7 +512,7 @@ pub fn measure_running(
         mode: Mode::PLAIN,
         payload_bytes: options.payload_bytes,
         clear: false,
-        to: options.to,
+        pairs: options.pairs,
     };
     // The saturation rate of the overload runs' own payload: what they offer multiples of.
     let overload_reference = (!options.overload.is_empty()).then(|| {
@@ -559,7 +561,7 @@ pub fn measure_running(
                 mode,
                 payload_bytes: options.payload_bytes,
                 clear,
-                to: options.to,
+                pairs: options.pairs,
             };
             let (farthest, saturation) = runtime.block_on(async {
                 measure::pair_latency(&client, src, far, 20, load).await?;
