@@ -354,6 +354,12 @@ impl Link {
             .or_default() += 1;
     }
 
+    /// The round trip QUIC measures on this link while it is up.
+    pub fn rtt(&self) -> Option<Duration> {
+        let current = self.current.lock().expect("link lock");
+        current.as_ref().filter(|_| self.is_up()).map(|c| c.rtt())
+    }
+
     /// What `show links` reports of this link.
     pub fn status(&self) -> LinkStatus {
         let (queued, written_unacknowledged) = {

@@ -45,9 +45,14 @@ struct Recent<J> {
     job: J,
 }
 
+/// The round trip a handshake is expected to take, as the node's links see it (µs; 0: none).
+pub type RoundTrip = Box<dyn Fn() -> u64 + Send + Sync>;
+
 /// The sessions of a node, and the jobs `J` waiting for one.
 pub struct Sealing<J> {
     sessions: Mutex<Sessions>,
+    /// Read before each handshake decision ([`Sessions::set_round_trip_hint`]).
+    round_trip: RoundTrip,
     waiting: Mutex<HashMap<NodeId, VecDeque<J>>>,
     /// The sets sealed lately, oldest first, and their bytes.
     recent: Mutex<(VecDeque<Recent<J>>, usize)>,
@@ -74,9 +79,16 @@ fn agreements(s: &Sessions) -> [u64; 2] {
 }
 
 impl<J> Sealing<J> {
-    pub fn new(keys: &Keys, me: NodeId, started_us: u64, limits: SessionLimits) -> Sealing<J> {
+    pub fn new(
+        keys: &Keys,
+        me: NodeId,
+        started_us: u64,
+        limits: SessionLimits,
+        round_trip: RoundTrip,
+    ) -> Sealing<J> {
         Sealing {
             sessions: Mutex::new(Sessions::new(me, keys.secret.clone(), started_us, limits)),
+            round_trip,
             waiting: Mutex::new(HashMap::new()),
             recent: Mutex::new((VecDeque::new(), 0)),
             wake: Notify::new(),
@@ -89,6 +101,15 @@ impl<J> Sealing<J> {
 
     fn sessions(&self) -> std::sync::MutexGuard<'_, Sessions> {
         self.sessions.lock().expect("sessions lock")
+    }
+
+    /// The sessions, for a decision that may send an Init: told first what the links say a
+    /// round trip takes.
+    fn sessions_for_handshakes(&self) -> std::sync::MutexGuard<'_, Sessions> {
+        let hint = (self.round_trip)();
+        let mut sessions = self.sessions();
+        sessions.set_round_trip_hint(hint);
+        sessions
     }
 
     /// Whether a message to `to` can be sealed now.
@@ -122,7 +143,7 @@ impl<J> Sealing<J> {
         stats: &Stats,
         peer: NodeId,
     ) -> Result<Option<Outgoing>, SealError> {
-        let mut sessions = self.sessions();
+        let mut sessions = self.sessions_for_handshakes();
         let out = stats.key_agreements_around(&mut *sessions, true, agreements, |s| {
             s.start(keys, peer, now_us(), env::random())
         });
@@ -136,7 +157,7 @@ impl<J> Sealing<J> {
     /// A set waiting for a session with `peer` was sent again by the delivery layer: another
     /// Init of the handshake in flight, if it is time for one.
     pub fn hurry(&self, keys: &Keys, stats: &Stats, peer: NodeId) -> Option<Outgoing> {
-        let mut sessions = self.sessions();
+        let mut sessions = self.sessions_for_handshakes();
         let out = stats.key_agreements_around(&mut *sessions, true, agreements, |s| {
             s.hurry(keys, peer, now_us(), env::random())
         });
@@ -147,7 +168,7 @@ impl<J> Sealing<J> {
     /// A path may have come back (a link up here, or a neighbour's report of one): the Inits
     /// of the handshakes waiting out a long backoff, to send now ([`Sessions::path_back`]).
     pub fn path_back(&self, keys: &Keys, stats: &Stats) -> Vec<Outgoing> {
-        let mut sessions = self.sessions();
+        let mut sessions = self.sessions_for_handshakes();
         let may = sessions.handshakes_in_flight() > 0;
         let out = stats.key_agreements_around(&mut *sessions, may, agreements, |s| {
             s.path_back(keys, now_us(), env::random)
@@ -162,7 +183,7 @@ impl<J> Sealing<J> {
     /// `sealer` sealed under a session this node does not hold: the Init that moves it to a
     /// new one, if this is the time for one.
     pub fn recover(&self, keys: &Keys, stats: &Stats, sealer: NodeId) -> Option<Outgoing> {
-        let mut sessions = self.sessions();
+        let mut sessions = self.sessions_for_handshakes();
         let out = stats.key_agreements_around(&mut *sessions, true, agreements, |s| {
             s.recover(keys, sealer, now_us(), env::random())
         });
@@ -322,7 +343,7 @@ impl<J> Sealing<J> {
 
     /// Erase what is due, send again the Inits due: the tick.
     pub fn tick(&self, keys: &Keys, stats: &Stats) -> Tick {
-        let mut sessions = self.sessions();
+        let mut sessions = self.sessions_for_handshakes();
         let may = sessions.handshakes_in_flight() > 0;
         stats.key_agreements_around(&mut *sessions, may, agreements, |s| {
             s.tick(keys, now_us(), env::random)

@@ -170,6 +170,7 @@ impl Node {
                 link.revoke();
             }
         }
+        let round_trip = handshake_round_trip(config.topology, &links);
         let node = Node {
             topology: config.topology,
             id: config.id,
@@ -209,7 +210,13 @@ impl Node {
                 config.route_around,
             ),
             seal: config.seal,
-            sealing: Sealing::new(&config.keys, config.id, now_us(), config.sessions),
+            sealing: Sealing::new(
+                &config.keys,
+                config.id,
+                now_us(),
+                config.sessions,
+                round_trip,
+            ),
             keeping,
         };
         (Arc::new(node), input_rx)
@@ -763,4 +770,27 @@ impl LinkOwner for Node {
     fn reports(&self) -> Vec<Report> {
         self.down.reports()
     }
+}
+
+/// What the node's links say a sealing handshake's round trip takes: their mean round trip (as
+/// QUIC measures it on each link up) for every hop of a path across the cluster and back (its
+/// diameter: twice a mean distance, about), twice over for the spread. Idle links make it far
+/// below the handshake timeout; links waiting for a loaded machine's CPU make it the wait a
+/// node that measured no handshake of its own gives its first Init
+/// ([`Sessions::set_round_trip_hint`](cuberoute_protocol::seal::session::Sessions::set_round_trip_hint)).
+fn handshake_round_trip(
+    topology: Topology,
+    links: &BTreeMap<NodeId, Arc<Link>>,
+) -> crate::sealing::RoundTrip {
+    let links: Vec<Arc<Link>> = links.values().cloned().collect();
+    let hops = u64::from(topology.diameter());
+    Box::new(move || {
+        let (sum, n) = links
+            .iter()
+            .filter_map(|l| l.rtt())
+            .fold((0u64, 0u64), |(sum, n), rtt| {
+                (sum.saturating_add(rtt.as_micros() as u64), n + 1)
+            });
+        (sum / n.max(1)).saturating_mul(hops).saturating_mul(2)
+    })
 }

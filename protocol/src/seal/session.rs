@@ -627,6 +627,10 @@ pub struct Sessions {
     /// and its mean deviation (µs): a loaded machine answers late, and Inits sent again sooner
     /// only add messages.
     srtt_us: Option<(u64, u64)>,
+    /// The round trip a handshake is expected to take as the node's links see it
+    /// ([`Sessions::set_round_trip_hint`]; 0: none): a floor under the first wait, for the
+    /// many nodes of a large cluster that make too few handshakes to have measured one.
+    hint_us: u64,
     /// When a path last came back ([`Sessions::path_back`]): an answer to an Init sent before
     /// then may have waited out the outage in a queue, and is not a round trip of the path.
     news_us: u64,
@@ -649,6 +653,7 @@ impl Sessions {
             all_handshakes: Bucket::full(limits.handshakes.all, started_at_us),
             last_init_us: 0,
             srtt_us: None,
+            hint_us: 0,
             news_us: 0,
             prune_at_us: started_at_us.saturating_add(limits.init_max_age_us),
             counters: SessionCounters::default(),
@@ -744,17 +749,29 @@ impl Sessions {
         Ok(Sealing { bytes, renew })
     }
 
-    /// How long the Init of attempt `attempt` waits for its answer: the limits' timeout, or the
-    /// smoothed round trip and four deviations of the handshakes answered if longer (at most
-    /// [`MAX_BACKOFF`] times the timeout: one slow answer does not stall the rest), doubled at
-    /// each attempt after the first ([`SessionLimits::wait_after_us`]).
+    /// How long the Init of attempt `attempt` waits for its answer: the limits' timeout, or if
+    /// longer the smoothed round trip and four deviations of the handshakes answered, or the
+    /// links' hint (at most [`MAX_BACKOFF`] times the timeout: one slow answer does not stall
+    /// the rest), doubled at each attempt after the first ([`SessionLimits::wait_after_us`]).
     fn wait_after_us(&self, attempt: u32) -> u64 {
         let timeout = self.limits.handshake_timeout_us.max(1);
-        let measured = self.srtt_us.map_or(0, |(srtt, var)| {
-            srtt.saturating_add(var.saturating_mul(4))
-                .min(timeout.saturating_mul(MAX_BACKOFF))
-        });
-        self.limits.wait_after_us(timeout.max(measured), attempt)
+        let measured = self
+            .srtt_us
+            .map_or(0, |(srtt, var)| srtt.saturating_add(var.saturating_mul(4)));
+        let expected = measured
+            .max(self.hint_us)
+            .min(timeout.saturating_mul(MAX_BACKOFF));
+        self.limits.wait_after_us(timeout.max(expected), attempt)
+    }
+
+    /// The round trip a handshake is expected to take by what the node's links measure (the
+    /// daemon's estimate: its links' round trip times the hops of a path there and back). On a
+    /// large loaded cluster most nodes make a handshake or two, too few to have measured one,
+    /// and a first wait of the bare timeout sends nearly every Init again, on every path: the
+    /// hint keeps the first wait near what the links say a round trip takes. It never shortens
+    /// a wait ([`Sessions::wait_after_us`] takes the longest).
+    pub fn set_round_trip_hint(&mut self, hint_us: u64) {
+        self.hint_us = hint_us;
     }
 
     /// Start a handshake with `peer` unless one is in flight: the Init to send (its first
@@ -2705,6 +2722,64 @@ mod tests {
         ));
         assert!(a.can_seal(NodeId(1), back + 1));
         assert_eq!(a.handshakes_in_flight(), 0);
+    }
+
+    /// A node that has measured no handshake waits for its first answer as long as its links
+    /// say a round trip takes, not the bare timeout; the hint never shortens a wait, and is
+    /// bounded like a measured round trip.
+    #[test]
+    fn the_links_round_trip_hint_sets_the_first_wait_of_a_node_that_measured_none() {
+        let dir = keys();
+        let t = SessionLimits::default().handshake_timeout_us;
+        let first_due = |hint_us: u64| {
+            let mut a = node(0);
+            a.set_round_trip_hint(hint_us);
+            a.start(&dir, NodeId(1), START, [1; 32]).unwrap().unwrap();
+            a.tick(&dir, START, fresh()).next_us.unwrap() - START
+        };
+        assert_eq!(first_due(0), t);
+        assert_eq!(
+            first_due(t / 10),
+            t,
+            "shorter than the timeout: the timeout"
+        );
+        assert_eq!(first_due(6 * t), 6 * t);
+        assert_eq!(first_due(1000 * t), MAX_BACKOFF * t, "bounded");
+        // The second attempt waits twice the first.
+        let mut a = node(0);
+        a.set_round_trip_hint(6 * t);
+        a.start(&dir, NodeId(1), START, [1; 32]).unwrap().unwrap();
+        let tick = a.tick(&dir, START + 6 * t, fresh());
+        assert_eq!(tick.inits.len(), 1);
+        assert_eq!(tick.next_us, Some(START + 18 * t));
+        // Once a round trip is measured, the longer of it and the hint.
+        let measured_then = |hint_us: u64| {
+            let mut a = node(0);
+            let init = a.start(&dir, NodeId(1), START, [1; 32]).unwrap().unwrap();
+            let mut b = node(1);
+            let Ok(Opened::Answer { resp, .. }) =
+                b.open(&dir, &bound(0, 1, 0), START, &init.bytes, || [3; 32])
+            else {
+                panic!("the Init opens")
+            };
+            let answered = START + t / 2;
+            assert!(matches!(
+                a.open(&dir, &bound(1, 0, 0), answered, &resp, || [0; 32]),
+                Ok(Opened::Established(_))
+            ));
+            a.set_round_trip_hint(hint_us);
+            a.start(&dir, NodeId(2), answered, [1; 32])
+                .unwrap()
+                .unwrap();
+            a.tick(&dir, answered, fresh()).next_us.unwrap() - answered
+        };
+        let measured = measured_then(0);
+        assert!(
+            measured > t,
+            "a round trip of half the timeout, and its deviation"
+        );
+        assert_eq!(measured_then(measured / 2), measured);
+        assert_eq!(measured_then(measured + t), measured + t);
     }
 
     /// Good news never gives a handshake more attempts: one at its last is not sent again, and
