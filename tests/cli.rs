@@ -16,7 +16,7 @@ fn stdout(out: &Output) -> String {
 
 #[test]
 fn bad_input_is_one_line_and_exit_2() {
-    let cases: [&[&str]; 21] = [
+    let cases: [&[&str]; 23] = [
         &["paths", "eh:2", "0", "1"],
         &["paths", "eh:0,3", "0", "1"],
         &["paths", "mesh:4", "0", "1"],
@@ -32,6 +32,8 @@ fn bad_input_is_one_line_and_exit_2() {
         &["bench", "--sweep", "4096,0"],
         &["bench", "--load-generator-nice", "-21"],
         &["bench", "--to", "0"],
+        &["bench", "--through", "0"],
+        &["bench", "--running", "x", "--to", "0", "--through", "1"],
         &["ping", "--from", "0", "--to", "1", "--count", "0"],
         &["ping", "--from", "0", "--to", "1", "--interval", "1ms"],
         &["cluster", "placement", "eh:2,2", "--hosts", "1"],
