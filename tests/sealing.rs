@@ -16,8 +16,7 @@ use serde_json::Value;
 use std::time::{Duration, Instant};
 
 fn show(cluster: &Cluster, node: &str) -> Value {
-    let out = cluster.ok(&["show", "node", "--node", node, "--json"]);
-    serde_json::from_str(out.trim()).unwrap()
+    cluster.show_node(node)
 }
 
 fn dropped(status: &Value, reason: &str) -> u64 {

@@ -202,6 +202,12 @@ impl Cluster {
         assert!(linked.is_some(), "{}", self.status());
     }
 
+    /// One node's own status, as `show node --json` gives it (its sealing, counters, links).
+    pub fn show_node(&self, node: &str) -> Value {
+        let out = self.ok(&["show", "node", "--node", node, "--json"]);
+        serde_json::from_str(out.trim()).unwrap()
+    }
+
     /// [`Cluster::wait_linked`], and then (up to 20 s) until no node has a sealing handshake in
     /// flight or a set waiting for one: nothing is left to send, so an idle cluster stays idle.
     pub fn wait_quiet(&self) {
@@ -212,10 +218,7 @@ impl Cluster {
             .iter()
             .map(|n| n["id"].as_u64().unwrap())
             .collect();
-        let sealing = |id: u64| {
-            let out = self.ok(&["show", "node", "--node", &id.to_string(), "--json"]);
-            serde_json::from_str::<Value>(out.trim()).unwrap()["sealing"].clone()
-        };
+        let sealing = |id: u64| self.show_node(&id.to_string())["sealing"].clone();
         let quiet = within(Duration::from_secs(20), || {
             ids.iter().all(|&id| {
                 let s = sealing(id);

@@ -772,18 +772,15 @@ impl LinkOwner for Node {
     }
 }
 
-/// What the node's links say a sealing handshake's round trip takes: their mean round trip (as
-/// QUIC measures it on each link up) for every hop of a path across the cluster and back (its
-/// diameter: twice a mean distance, about), twice over for the spread. Idle links make it far
-/// below the handshake timeout; links waiting for a loaded machine's CPU make it the wait a
-/// node that measured no handshake of its own gives its first Init
-/// ([`Sessions::set_round_trip_hint`](cuberoute_protocol::seal::session::Sessions::set_round_trip_hint)).
+/// What the node's links say a sealing handshake's round trip takes: their mean round trip, as
+/// QUIC measures it on each link up, made a handshake's by the protocol
+/// ([`expected_round_trip_us`](cuberoute_protocol::seal::session::expected_round_trip_us)).
 fn handshake_round_trip(
     topology: Topology,
     links: &BTreeMap<NodeId, Arc<Link>>,
 ) -> crate::sealing::RoundTrip {
     let links: Vec<Arc<Link>> = links.values().cloned().collect();
-    let hops = u64::from(topology.diameter());
+    let diameter = topology.diameter();
     Box::new(move || {
         let (sum, n) = links
             .iter()
@@ -791,6 +788,6 @@ fn handshake_round_trip(
             .fold((0u64, 0u64), |(sum, n), rtt| {
                 (sum.saturating_add(rtt.as_micros() as u64), n + 1)
             });
-        (sum / n.max(1)).saturating_mul(hops).saturating_mul(2)
+        cuberoute_protocol::seal::session::expected_round_trip_us(sum / n.max(1), diameter)
     })
 }

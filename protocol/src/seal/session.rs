@@ -145,6 +145,17 @@ impl Default for SessionLimits {
     }
 }
 
+/// The round trip a handshake is expected to take by what a node's links measure: their mean
+/// round trip `link_rtt_us` for every hop of a path across the cluster and back (its
+/// `diameter`: twice a mean distance, about), twice over for the spread. Idle links make it far
+/// below the handshake timeout; links waiting for a loaded machine's CPU make it the first wait
+/// of a node that measured no handshake of its own ([`Sessions::set_round_trip_hint`]).
+pub fn expected_round_trip_us(link_rtt_us: u64, diameter: u32) -> u64 {
+    link_rtt_us
+        .saturating_mul(u64::from(diameter))
+        .saturating_mul(2)
+}
+
 impl SessionLimits {
     /// How long the Init of attempt `attempt` (from 1) of a handshake whose first Init waits
     /// `first_us` waits for its answer: twice the last at each attempt after the first, at most
