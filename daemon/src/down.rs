@@ -7,7 +7,7 @@
 //! Which reports are new, and which routes go around, is decided in the protocol crate.
 
 use crate::env::now_us;
-use cuberoute_protocol::paths::live::Faults;
+use cuberoute_protocol::paths::live::{Faults, Kept};
 use cuberoute_protocol::routing::down::{DownLimits, DownTable, Report, Taken};
 use cuberoute_protocol::wire::control::AroundStatus;
 use cuberoute_protocol::{NodeId, Routes, Topology};
@@ -41,6 +41,9 @@ pub struct Down {
     table: Mutex<DownTable>,
     /// The table's generation, as last changed.
     generation: AtomicU64,
+    /// When a link was last newly dead (µs; 0: never), as the table last said.
+    grew_us: AtomicU64,
+    limits: DownLimits,
     /// The dead links as last published for the sources: at a generation, at a time (µs).
     faults: Mutex<(u64, u64, Arc<Faults>)>,
     /// This node's links it took for down, still down, and when that was last said: said again
@@ -58,7 +61,8 @@ pub struct Down {
 
 #[derive(Default)]
 struct RouteCache {
-    generation: u64,
+    /// The table's generation, and whether the paths the dead links leave whole may move.
+    generation: (u64, Kept),
     /// (destination, single, split) -> the routes around, or none needed.
     routes: HashMap<(NodeId, bool, bool), Option<Routes>>,
 }
@@ -70,6 +74,8 @@ impl Down {
             me,
             table: Mutex::new(DownTable::new(topology, limits)),
             generation: AtomicU64::new(0),
+            grew_us: AtomicU64::new(0),
+            limits,
             faults: Mutex::new((0, 0, Arc::new(Faults::new()))),
             own_down: Mutex::new(BTreeMap::new()),
             last_stamp: AtomicU64::new(0),
@@ -158,6 +164,7 @@ impl Down {
     /// Note the table's generation: its dead links are published when next asked for.
     fn refresh(&self, table: &DownTable) {
         self.generation.store(table.generation(), Relaxed);
+        self.grew_us.store(table.grew_us().unwrap_or(0), Relaxed);
     }
 
     /// The dead links known (and their generation): published again if the table's generation
@@ -191,8 +198,9 @@ impl Down {
     }
 
     /// `routes` around the dead links known now: the protocol's
-    /// [`Routes::around`](cuberoute_protocol::Routes::around), asked once per destination and
-    /// generation; unchanged when nothing is dead on them.
+    /// [`Routes::around`](cuberoute_protocol::Routes::around), the paths they leave whole kept
+    /// while the news settles ([`DownLimits::kept`]), asked once per destination, generation
+    /// and settling; unchanged when nothing is dead on them.
     pub fn around(&self, routes: &Routes) -> Option<Routes> {
         if !self.enabled {
             return None;
@@ -201,6 +209,8 @@ impl Down {
         if faults.is_empty() {
             return None;
         }
+        let grew = Some(self.grew_us.load(Relaxed)).filter(|&us| us > 0);
+        let generation = (generation, self.limits.kept(grew, now_us()));
         let dst = *routes.destinations().first()?;
         let key = (dst, routes.is_single(), routes.is_split());
         {
@@ -213,7 +223,7 @@ impl Down {
                 return cached.clone();
             }
         }
-        let around = routes.around(self.topology, &faults);
+        let around = routes.around(self.topology, &faults, generation.1);
         let mut cache = self.routes.lock().expect("down lock");
         if cache.generation == generation {
             cache.routes.insert(key, around.clone());

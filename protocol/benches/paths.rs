@@ -130,7 +130,14 @@ fn around(c: &mut Criterion) {
             b.iter(|| {
                 let (src, dst, start, faults) = &cases[i % cases.len()];
                 i += 1;
-                black_box(live::around(t, *src, *dst, faults, start, live::BUDGET))
+                black_box(live::around(
+                    t,
+                    *src,
+                    *dst,
+                    faults,
+                    (start, live::Kept::MayMove),
+                    live::BUDGET,
+                ))
             })
         });
     }

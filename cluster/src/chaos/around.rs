@@ -1,7 +1,8 @@
 //! Routing around dead nodes and links, judged (issue 48, goal 4): how long until every live node
 //! knew of every crash and cut of the run ([`detection`], by asking the nodes what they know),
-//! and what the sets sent before the faults, during them until then, after then, and after
-//! the repair became ([`AroundReport`]): copies delivered per set against the most disjoint live
+//! and what the sets sent before the faults, during them until the news settled (known, and
+//! the settling time after which a source may move the paths the faults left whole), after
+//! then, and after the repair became ([`AroundReport`]): copies delivered per set against the most disjoint live
 //! paths the graph without the faults has (its max flow, computed here with the protocol's
 //! [`live::around`]), every set's delivered paths checked disjoint and live, and the latency of
 //! the first copy (of the set, in a delivery mode) at p50 and p99.
@@ -12,6 +13,7 @@ use super::schedule::Schedule;
 use crate::ops::cluster_client::ClusterClient;
 use crate::ops::percentiles::Percentiles;
 use cuberoute_protocol::paths::live::{self, Faults};
+use cuberoute_protocol::routing::down::DownLimits;
 use cuberoute_protocol::{NodeId, Topology};
 use serde::Serialize;
 use std::collections::BTreeSet;
@@ -46,6 +48,9 @@ pub struct AroundReport {
     /// of them (ms on the run's clock); `None`: not within the phase.
     pub faults_at_ms: f64,
     pub known_at_ms: Option<f64>,
+    /// `known_at_ms` and the settling time ([`DownLimits::settle_us`]): from then on every
+    /// source may take the max flow. `until_known` and `after_known` are split here.
+    pub settled_at_ms: Option<f64>,
     /// When the phase with faults ended and the repair began: the sets sent from then on
     /// (the traffic goes on while crashed nodes restart) are left out of `after_known`, since
     /// their sources learn of links coming back as they go.
@@ -126,10 +131,13 @@ impl AroundReport {
         let stretch = |keep: &dyn Fn(&SetResult) -> bool, faults: &Faults| {
             phase(topology, faults, results.iter().filter(|r| keep(r)))
         };
-        let known = known_at_ms.unwrap_or(f64::INFINITY);
+        let settled_at_ms =
+            known_at_ms.map(|known| known + DownLimits::default().settle_us as f64 / 1e3);
+        let known = settled_at_ms.unwrap_or(f64::INFINITY);
         AroundReport {
             faults_at_ms,
             known_at_ms,
+            settled_at_ms,
             ended_at_ms,
             dead_links: dead.iter().map(|&(a, b)| (a.0, b.0)).collect(),
             fault_free: stretch(&|r| r.phase == Phase::FaultFree, &none),
@@ -156,7 +164,15 @@ fn phase<'a>(
     let mut latencies = Vec::new();
     for r in results.filter(|r| !r.failed) {
         p.sets += 1;
-        let flow = live::around(topology, r.from, r.to, faults, &[], live::BUDGET).len() as u64;
+        let flow = live::around(
+            topology,
+            r.from,
+            r.to,
+            faults,
+            (&[], live::Kept::MayMove),
+            live::BUDGET,
+        )
+        .len() as u64;
         flows += flow;
         let distinct: BTreeSet<&Vec<NodeId>> = r.paths.iter().collect();
         copies += distinct.len() as u64;

@@ -363,7 +363,27 @@ pub struct HostLossOutcome {
     /// back).
     pub sets_to_lost_host: u64,
     pub delivered_to_lost_host: u64,
+    /// The first few sets below the promise, to tell why.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub missed: Vec<MissedSet>,
 }
+
+/// A set below the placement's promise: the paths that avoided the lost host, and what came.
+#[derive(Clone, Debug, Default, Serialize, PartialEq, Eq)]
+pub struct MissedSet {
+    pub from: u64,
+    pub to: u64,
+    /// When it was sent, in ms from the start of the run.
+    pub sent_ms: u64,
+    /// The constructed paths that avoid the lost host.
+    pub promised: Vec<Vec<u64>>,
+    /// The copies that arrived: their paths when traced, else their indices.
+    pub arrived: Vec<Vec<u64>>,
+    pub indices: Vec<u8>,
+}
+
+/// How many [`MissedSet`]s an outcome keeps.
+const MISSED_KEPT: usize = 8;
 
 pub(super) fn host_loss_outcome(
     topology: Topology,
@@ -424,6 +444,20 @@ pub(super) fn host_loss_outcome(
             kept < avoiding.len()
         };
         out.below_promise += u64::from(missed);
+        if missed && out.missed.len() < MISSED_KEPT {
+            let ids = |p: &Vec<NodeId>| p.iter().map(|v| v.0).collect();
+            out.missed.push(MissedSet {
+                from: r.from.0,
+                to: r.to.0,
+                sent_ms: r.sent_ms as u64,
+                promised: avoiding
+                    .iter()
+                    .map(|&i| ids(&system.paths[usize::from(i)]))
+                    .collect(),
+                arrived: r.paths.iter().map(ids).collect(),
+                indices: r.indices.iter().copied().collect(),
+            });
+        }
     }
     out
 }
@@ -678,6 +712,10 @@ mod tests {
         assert_eq!(out.copies_promised, 2);
         assert_eq!(out.copies_kept, 1);
         assert_eq!(out.below_promise, 1);
+        assert_eq!(out.missed.len(), 1);
+        assert_eq!((out.missed[0].from, out.missed[0].to), (0, 7));
+        assert_eq!(out.missed[0].promised.len(), 1);
+        assert!(out.missed[0].arrived.is_empty());
         assert_eq!((out.sets_to_lost_host, out.delivered_to_lost_host), (1, 0));
     }
 

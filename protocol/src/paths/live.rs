@@ -6,8 +6,12 @@
 //! [`Topology::neighbours`] (nothing is materialised, so it serves every size): every interior
 //! node has capacity one, every live link one each way, and each augmenting path is a shortest
 //! one in the residual graph. It starts from the paths the caller already has and that the faults
-//! leave whole (the guarded-action protocol's, or the table's), and searches around them first,
-//! so an unaffected copy keeps its path unless the maximum needs it moved; it stops at the bound the endpoints' live
+//! leave whole (the guarded-action protocol's, or the table's), and searches around them, so an
+//! unaffected copy keeps its path; only when the caller allows ([`Kept::MayMove`]: what it knows
+//! of the faults has settled) may the search move them, when the maximum needs it. A source that
+//! has heard of some faults may not know of others yet (a host lost takes a dozen nodes, whose
+//! links are reported one by one): a whole path moved onto nodes it knows nothing of would risk a
+//! copy the faults left alone. It stops at the bound the endpoints' live
 //! degrees set, or when no augmenting path is left (then the flow is maximum: Ford and
 //! Fulkerson), or when a search has visited `budget` nodes (then fewer than the maximum may be
 //! returned, never a wrong path). On Q_n, if the budget left it with no path, Cube-FTN2N (thesis,
@@ -92,16 +96,27 @@ impl Faults {
 /// times the two sides of a split node).
 pub const BUDGET: usize = 1 << 17;
 
+/// Whether [`around`] may move a path of its start that the faults leave whole.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+pub enum Kept {
+    /// The whole paths stay as they are; the search adds what it can around them (the max
+    /// flow when no start path is whole, perhaps less otherwise).
+    #[default]
+    Stay,
+    /// The search may move them when the max flow needs it.
+    MayMove,
+}
+
 /// The most internally disjoint paths from `s` to `d` that avoid `faults`, shortest first,
 /// starting from those of `start` that the faults leave whole (and are disjoint), which stay
-/// unless the maximum needs them moved. Empty
+/// (`Kept::Stay`), or stay unless the maximum needs them moved (`Kept::MayMove`). Empty
 /// when `s` or `d` is dead, or nothing connects them. See the module.
 pub fn around(
     topology: Topology,
     s: NodeId,
     d: NodeId,
     faults: &Faults,
-    start: &[Path],
+    (start, kept): (&[Path], Kept),
     budget: usize,
 ) -> Vec<Path> {
     if s == d || faults.is_dead(s) || faults.is_dead(d) {
@@ -120,9 +135,12 @@ pub fn around(
             .count()
     };
     let bound = live_degree(s).min(live_degree(d));
-    // First around the kept paths as they are, then (if that falls short) letting the search
-    // move them: the max flow may need an unbroken path rerouted.
+    // First around the kept paths as they are, then (if that falls short, and they may move)
+    // letting the search move them: the max flow may need an unbroken path rerouted.
     for frozen in [true, false] {
+        if !frozen && kept == Kept::Stay {
+            break;
+        }
         while flow.count() < bound && flow.augment(topology, faults, budget, frozen) {}
     }
     let mut paths = flow.paths();
@@ -456,7 +474,7 @@ mod tests {
             let t: Topology = t.parse().unwrap();
             for s in t.nodes() {
                 for d in t.nodes().filter(|&d| d != s) {
-                    let paths = around(t, s, d, &Faults::new(), &[], BUDGET);
+                    let paths = around(t, s, d, &Faults::new(), (&[], Kept::MayMove), BUDGET);
                     assert_eq!(
                         paths.len(),
                         t.local_connectivity(s, d) as usize,
@@ -495,7 +513,7 @@ mod tests {
                         if s == d || faults.is_dead(s) || faults.is_dead(d) {
                             continue;
                         }
-                        let paths = around(t, s, d, faults, &[], BUDGET);
+                        let paths = around(t, s, d, faults, (&[], Kept::MayMove), BUDGET);
                         assert!(faults.check(t, s, d, &paths), "{t} {s}->{d} {faults:?}");
                         assert!(
                             is_maximum(t, s, d, faults, &paths),
@@ -516,7 +534,7 @@ mod tests {
         // Kill an inner node of the first path: the others are kept as they were.
         let dead = start[0][1];
         let faults = faults_of(&[dead.0], &[]);
-        let paths = around(t, s, d, &faults, &start, BUDGET);
+        let paths = around(t, s, d, &faults, (&start, Kept::MayMove), BUDGET);
         for p in &start[1..] {
             assert!(paths.contains(p), "{p:?} kept");
         }
@@ -525,13 +543,61 @@ mod tests {
     }
 
     #[test]
+    fn paths_whole_stay_while_news_of_a_lost_host_comes_in() {
+        // EH(2,2) with a host of eleven nodes lost (the swarm test's placement), of which the
+        // source 18 has heard only that the link 19-23 is dead: two of the three constructed
+        // paths to 21 avoid the host. Moving them for a third path (the max flow of what it
+        // knows) takes both through nodes of the host it has not heard of.
+        let t: Topology = "eh:2,2".parse().unwrap();
+        let lost = [6, 8, 9, 11, 13, 14, 15, 22, 23, 24, 30].map(NodeId);
+        let (s, d) = (NodeId(18), NodeId(21));
+        let start = crate::paths::guarded::disjoint_paths(t, s, d)
+            .unwrap()
+            .paths;
+        let avoids = |p: &Path| p[1..p.len() - 1].iter().all(|v| !lost.contains(v));
+        let promised: Vec<&Path> = start.iter().filter(|p| avoids(p)).collect();
+        assert_eq!(promised.len(), 2, "{start:?}");
+        let faults = faults_of(&[], &[(19, 23)]);
+        let stay = around(t, s, d, &faults, (&start, Kept::Stay), BUDGET);
+        assert!(faults.check(t, s, d, &stay));
+        for p in &promised {
+            assert!(stay.contains(p), "{p:?} stays: {stay:?}");
+        }
+        let moved = around(t, s, d, &faults, (&start, Kept::MayMove), BUDGET);
+        assert!(faults.check(t, s, d, &moved));
+        assert!(is_maximum(t, s, d, &faults, &moved));
+        assert!(moved.len() > stay.len(), "{moved:?}");
+        assert!(
+            moved.iter().filter(|p| avoids(p)).count() < promised.len(),
+            "the max flow of what the source knows runs through the host: {moved:?}"
+        );
+    }
+
+    #[test]
     fn dead_ends_and_a_cut_off_destination_give_nothing() {
         let t: Topology = "q:3".parse().unwrap();
         let (s, d) = (NodeId(0), NodeId(7));
-        assert!(around(t, s, d, &faults_of(&[0], &[]), &[], BUDGET).is_empty());
-        assert!(around(t, s, d, &faults_of(&[7], &[]), &[], BUDGET).is_empty());
-        assert!(around(t, s, d, &faults_of(&[3, 5, 6], &[]), &[], BUDGET).is_empty());
-        let one = around(t, s, d, &faults_of(&[3, 5], &[]), &[], BUDGET);
+        assert!(around(t, s, d, &faults_of(&[0], &[]), (&[], Kept::MayMove), BUDGET).is_empty());
+        assert!(around(t, s, d, &faults_of(&[7], &[]), (&[], Kept::MayMove), BUDGET).is_empty());
+        assert!(
+            around(
+                t,
+                s,
+                d,
+                &faults_of(&[3, 5, 6], &[]),
+                (&[], Kept::MayMove),
+                BUDGET
+            )
+            .is_empty()
+        );
+        let one = around(
+            t,
+            s,
+            d,
+            &faults_of(&[3, 5], &[]),
+            (&[], Kept::MayMove),
+            BUDGET,
+        );
         assert_eq!(one.len(), 1);
         assert!(one[0].contains(&NodeId(6)));
     }
@@ -541,7 +607,7 @@ mod tests {
         let t: Topology = "q:10".parse().unwrap();
         let (s, d) = (NodeId(0), NodeId(0b11_1111_1111));
         let faults = faults_of(&[1, 2, 4], &[(8, 0)]);
-        let paths = around(t, s, d, &faults, &[], 1);
+        let paths = around(t, s, d, &faults, (&[], Kept::MayMove), 1);
         assert_eq!(paths.len(), 1);
         assert!(faults.check(t, s, d, &paths));
     }
@@ -578,7 +644,7 @@ mod tests {
                 }
             }
             let start = crate::paths::guarded::disjoint_paths(t, s, d).unwrap().paths;
-            let paths = around(t, s, d, &faults, &start, BUDGET);
+            let paths = around(t, s, d, &faults, (&start, Kept::MayMove), BUDGET);
             prop_assert!(faults.check(t, s, d, &paths));
             let live = |v: NodeId| t.neighbours(v).filter(|&w| !faults.blocks(v, w)).count();
             prop_assert!(paths.len() <= live(s).min(live(d)));

@@ -15,7 +15,7 @@
 //! Sans-IO: the caller passes the time in.
 
 use crate::NodeId;
-use crate::paths::live::Faults;
+use crate::paths::live::{Faults, Kept};
 use crate::topology::Topology;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -39,6 +39,9 @@ pub struct DownLimits {
     pub keep_us: u64,
     /// At most this many entries (reports of up included).
     pub max_entries: usize,
+    /// The news of dead links has settled when none was newly dead for this long: until then a
+    /// source keeps the paths they leave whole ([`DownLimits::kept`]).
+    pub settle_us: u64,
 }
 
 impl Default for DownLimits {
@@ -46,11 +49,26 @@ impl Default for DownLimits {
         DownLimits {
             keep_us: 30_000_000,
             max_entries: 4096,
+            // A lost host's links are taken for dead by each neighbour on its own clock, within
+            // about a detection time (1 to 3 s by default) of one another.
+            settle_us: 2_000_000,
         }
     }
 }
 
 impl DownLimits {
+    /// Whether a source may move the paths the known faults leave whole to reach the max flow
+    /// (`Kept::MayMove`), when a link was last newly dead at `grew_us` (`None`: never). Not
+    /// while news is coming in: the faults heard of may be a part of one event (a node or a
+    /// host lost), and the rest are on nodes the source knows nothing of yet, where a moved
+    /// path would take a copy the faults left alone.
+    pub fn kept(&self, grew_us: Option<u64>, now_us: u64) -> Kept {
+        match grew_us {
+            Some(grew) if now_us.saturating_sub(grew) < self.settle_us => Kept::Stay,
+            _ => Kept::MayMove,
+        }
+    }
+
     /// How often a reporter says again that a link it holds down is down.
     pub fn repeat_us(&self) -> u64 {
         self.keep_us / 3
@@ -89,6 +107,8 @@ pub struct DownTable {
     faults: Faults,
     /// Grows whenever the set of dead links may have changed.
     generation: u64,
+    /// When a link was last newly dead.
+    grew_us: Option<u64>,
 }
 
 impl DownTable {
@@ -99,6 +119,7 @@ impl DownTable {
             entries: HashMap::new(),
             faults: Faults::new(),
             generation: 0,
+            grew_us: None,
         }
     }
 
@@ -155,17 +176,22 @@ impl DownTable {
                 );
             }
         }
-        self.relink(reporter, subject);
+        if self.relink(reporter, subject) {
+            self.grew_us = Some(now_us);
+        }
         Taken::New
     }
 
     /// The link between `a` and `b` in [`DownTable::faults`] as its entries say: dead while
-    /// either end's newest report says down.
-    fn relink(&mut self, a: NodeId, b: NodeId) {
+    /// either end's newest report says down. Whether it is newly dead.
+    fn relink(&mut self, a: NodeId, b: NodeId) -> bool {
         if self.says_down(a, b) || self.says_down(b, a) {
+            let new = !self.faults.blocks(a, b);
             self.faults.link(a, b);
+            new
         } else {
             self.faults.unlink(a, b);
+            false
         }
     }
 
@@ -198,6 +224,17 @@ impl DownTable {
     /// The dead links: each link whose newest report from either end says down.
     pub fn faults(&self) -> &Faults {
         &self.faults
+    }
+
+    /// When a link was last newly dead (`None`: never).
+    pub fn grew_us(&self) -> Option<u64> {
+        self.grew_us
+    }
+
+    /// Whether a source may move the paths the dead links leave whole, at `now_us`
+    /// ([`DownLimits::kept`]).
+    pub fn kept(&self, now_us: u64) -> Kept {
+        self.limits.kept(self.grew_us, now_us)
     }
 
     /// Whether the newest report of `reporter` on its link to `subject` says down.
@@ -300,6 +337,27 @@ mod tests {
     }
 
     #[test]
+    fn paths_whole_may_move_only_once_no_link_was_newly_dead_for_the_settling_time() {
+        let mut t = table();
+        let settle = t.limits().settle_us;
+        assert_eq!(t.kept(0), Kept::MayMove, "nothing heard");
+        t.take(report(0, 1, true, 1), 1_000);
+        assert_eq!(t.kept(1_000 + settle - 1), Kept::Stay);
+        assert_eq!(t.kept(1_000 + settle), Kept::MayMove);
+        // Its other end says so too, and it is said again: no news.
+        t.take(report(1, 0, true, 1), 5_000);
+        t.take(report(0, 1, true, 2), 6_000);
+        assert_eq!(t.kept(1_000 + settle), Kept::MayMove);
+        // A link back up is no news of the dead; another link down is.
+        t.take(report(0, 1, false, 3), 7_000);
+        t.take(report(1, 0, false, 2), 7_000);
+        assert_eq!(t.kept(1_000 + settle), Kept::MayMove);
+        t.take(report(2, 3, true, 1), 8_000);
+        assert_eq!(t.kept(8_000 + settle / 2), Kept::Stay);
+        assert_eq!(t.grew_us(), Some(8_000));
+    }
+
+    #[test]
     fn reports_on_no_link_are_refused() {
         let mut t = table();
         assert_eq!(t.take(report(0, 3, true, 1), 0), Taken::NotALink);
@@ -313,6 +371,7 @@ mod tests {
         let limits = DownLimits {
             keep_us: 100,
             max_entries: 2,
+            settle_us: 10,
         };
         let mut t = DownTable::new("q:3".parse().unwrap(), limits);
         assert_eq!(t.take(report(0, 1, true, 1), 0), Taken::New);
@@ -359,7 +418,7 @@ mod tests {
             ops in proptest::collection::vec((0u64..8, 0u32..3, proptest::bool::ANY, 0u64..40, 0u64..20), 1..200),
         ) {
             let t3: Topology = "q:3".parse().unwrap();
-            let mut t = DownTable::new(t3, DownLimits { keep_us: 30, max_entries: 12 });
+            let mut t = DownTable::new(t3, DownLimits { keep_us: 30, max_entries: 12, settle_us: 5 });
             let mut now = 0;
             for (v, dim, down, stamp, step) in ops {
                 now += step;

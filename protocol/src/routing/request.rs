@@ -19,7 +19,7 @@ use crate::paths::error::PathError;
 use crate::paths::guarded;
 use crate::paths::guarded::map::{self, MapError, Plan};
 use crate::paths::instance::{Instance, Kind};
-use crate::paths::live::{self, Faults};
+use crate::paths::live::{self, Faults, Kept};
 use crate::paths::system::{Path, PathSystem};
 use crate::paths::table;
 use crate::topology::Topology;
@@ -297,10 +297,10 @@ impl Routes {
     /// they are (no path crosses a dead node or link, or the routes are not node-to-node
     /// without a constraint, or nothing live connects the ends); otherwise source routes on
     /// the most internally disjoint live paths the graph without the faults has (its max flow,
-    /// [`live::around`]), the unbroken paths kept unless the maximum needs them moved, shortest
-    /// first; with `single`,
+    /// [`live::around`]) around the unbroken paths, which are moved only where `kept` allows it
+    /// and the maximum needs it, shortest first; with `single`,
     /// the shortest of them.
-    pub fn around(&self, topology: Topology, faults: &Faults) -> Option<Routes> {
+    pub fn around(&self, topology: Topology, faults: &Faults, kept: Kept) -> Option<Routes> {
         if !self.reroutable || faults.is_empty() {
             return None;
         }
@@ -318,7 +318,14 @@ impl Routes {
             }
             _ => paths,
         };
-        let mut live = live::around(topology, self.src, dst, faults, &start, live::BUDGET);
+        let mut live = live::around(
+            topology,
+            self.src,
+            dst,
+            faults,
+            (&start, kept),
+            live::BUDGET,
+        );
         if live.is_empty() {
             return None;
         }
@@ -762,7 +769,7 @@ mod tests {
             let (s, d) = (NodeId(0), NodeId(t.node_count() - 1));
             let routes = SendRequest::to(d).routes(t, s).unwrap();
             let paths = routes.paths(t);
-            assert_eq!(routes.around(t, &Faults::new()), None);
+            assert_eq!(routes.around(t, &Faults::new(), Kept::MayMove), None);
             // A dead link on no path changes nothing.
             let mut off = Faults::new();
             let unused = t
@@ -771,12 +778,14 @@ mod tests {
                 .unwrap();
             off.link(unused, t.neighbours(unused).next().unwrap());
             if !paths.iter().any(|p| off.breaks(p)) {
-                assert_eq!(routes.around(t, &off), None, "{t}");
+                assert_eq!(routes.around(t, &off, Kept::MayMove), None, "{t}");
             }
             // A middle node of the first path dies: the others stay, and the most live paths go.
             let mut faults = Faults::new();
             faults.node(paths[0][paths[0].len() / 2]);
-            let around = routes.around(t, &faults).expect("a path is broken");
+            let around = routes
+                .around(t, &faults, Kept::MayMove)
+                .expect("a path is broken");
             assert_eq!(around.kind(), RouteKind::Source);
             let live = around.paths(t);
             assert!(faults.check(t, s, d, &live), "{t}: {live:?}");
@@ -785,6 +794,10 @@ mod tests {
                 kept == paths.len() - 1 || live.len() == t.local_connectivity(s, d) as usize - 1,
                 "{t}: the unbroken paths are kept unless the max flow moves them"
             );
+            // While the news settles, they stay whatever the max flow.
+            let stay = routes.around(t, &faults, Kept::Stay).unwrap().paths(t);
+            assert!(faults.check(t, s, d, &stay), "{t}: {stay:?}");
+            assert!(paths[1..].iter().all(|p| stay.contains(p)), "{t}: {stay:?}");
             assert!(
                 live.len() + 1 >= paths.len(),
                 "{t}: one dead node takes one path at most"
@@ -798,7 +811,7 @@ mod tests {
             }
             .routes(t, s)
             .unwrap();
-            if let Some(one) = single.around(t, &faults) {
+            if let Some(one) = single.around(t, &faults, Kept::MayMove) {
                 assert_eq!(one.k(), 1);
                 assert!(faults.check(t, s, d, &one.paths(t)));
             }
@@ -821,7 +834,7 @@ mod tests {
             for p in routes.paths(q) {
                 faults.node(p[1]);
             }
-            assert_eq!(routes.around(q, &faults), None);
+            assert_eq!(routes.around(q, &faults, Kept::MayMove), None);
         }
     }
 
@@ -832,7 +845,7 @@ mod tests {
         let routes = SendRequest::to(NodeId(7)).routes(q, NodeId(0)).unwrap();
         let mut faults = Faults::new();
         faults.node(NodeId(1));
-        let around = routes.around(q, &faults).unwrap();
+        let around = routes.around(q, &faults, Kept::MayMove).unwrap();
         assert_eq!(around.k(), 2, "two of Q_3's three neighbours of 0 are live");
         let cycled = around.clone().cycled(3);
         assert_eq!(cycled.k(), 3);
