@@ -259,6 +259,11 @@ pub struct DaemonArgs {
     /// Addresses are not bound (a running daemon holds them).
     #[arg(long)]
     pub check: bool,
+    /// Another node this process runs beside this one, from its configuration file (no flag
+    /// applies to it): a node host, whose nodes link with each other by a call and with the
+    /// rest over QUIC. Given again for each.
+    #[arg(long = "with-config", value_name = "FILE")]
+    pub with_config: Vec<PathBuf>,
 }
 
 #[derive(Deserialize, Default)]

@@ -38,6 +38,7 @@ pub mod down;
 pub mod env;
 pub mod exits;
 pub mod faults;
+pub mod host;
 pub mod io_counts;
 pub mod journal;
 pub mod keeping;
@@ -78,16 +79,18 @@ pub const DRAIN_TIMEOUT: Duration = Duration::from_secs(3);
 /// Run a node until SIGTERM or SIGINT, then drain and return; reload the configuration (read
 /// with `args`) on SIGHUP.
 pub async fn run(config: NodeConfig, args: DaemonArgs) -> anyhow::Result<()> {
-    if let Err(e) = priority::lower_to(config.nice) {
-        tracing::warn!(
-            "cannot lower the process's priority to niceness {}: {e}",
-            config.nice
-        );
-    }
+    lower_priority(config.nice);
     // Taken over before anything else starts (the store is opened first): a SIGTERM during
     // start-up is a clean stop too, never the default action's kill.
     let stop = shutdown_signal()?;
     run_until(config, args, true, stop).await
+}
+
+/// Lower the process's scheduling priority to `nice`, or say why not.
+fn lower_priority(nice: i32) {
+    if let Err(e) = priority::lower_to(nice) {
+        tracing::warn!("cannot lower the process's priority to niceness {nice}: {e}");
+    }
 }
 
 /// Run a node until `stop` ends, then drain and return; reload on SIGHUP if `hangup_reloads`
@@ -97,6 +100,19 @@ pub async fn run_until(
     args: DaemonArgs,
     hangup_reloads: bool,
     stop: impl Future<Output = anyhow::Result<()>>,
+) -> anyhow::Result<()> {
+    run_node(config, args, hangup_reloads, stop, None).await
+}
+
+/// [`run_until`], as one node of a [`host::Host`] when `host` is given (its links to the
+/// host's other nodes are calls). Every task it starts is its own: when this returns, or its
+/// future is dropped (a crash of this node alone), they are aborted.
+async fn run_node(
+    config: NodeConfig,
+    args: DaemonArgs,
+    hangup_reloads: bool,
+    stop: impl Future<Output = anyhow::Result<()>>,
+    host: Option<Arc<host::Host>>,
 ) -> anyhow::Result<()> {
     if let Some(addr) = config.metrics_listen {
         telemetry::install_metrics(addr)?;
@@ -128,35 +144,43 @@ pub async fn run_until(
         .with_context(|| format!("cannot listen for control at {}", config.control_listen))?;
 
     let client = config.credentials.client_config(tls::ALPN_LINK);
-    tokio::spawn(node.clone().run_input(input));
-    tokio::spawn(node.clone().run_delivery_timer());
-    tokio::spawn(node.clone().run_down_timer());
-    tokio::spawn(node.clone().run_seal_timer());
-    tokio::spawn(node.clone().run_sealing_peers());
-    tokio::spawn(node.clone().recover_sealing_peers());
+    let mut tasks = Tasks::default();
+    tasks.spawn(node.clone().run_input(input));
+    tasks.spawn(node.clone().run_delivery_timer());
+    tasks.spawn(node.clone().run_down_timer());
+    tasks.spawn(node.clone().run_seal_timer());
+    tasks.spawn(node.clone().run_sealing_peers());
+    tasks.spawn(node.clone().recover_sealing_peers());
     if let Some(written) = written {
-        tokio::spawn(node.clone().run_written(written));
-        tokio::spawn(node.clone().run_store_pruning());
-        tokio::spawn(node.clone().run_settled_flush());
+        tasks.spawn(node.clone().run_written(written));
+        tasks.spawn(node.clone().run_store_pruning());
+        tasks.spawn(node.clone().run_settled_flush());
     }
-    tokio::spawn(replay::run(node.clone()));
-    tokio::spawn(accept::accept_links(node.clone(), links.clone()));
-    tokio::spawn(control::serve(node.clone(), control.clone()));
+    tasks.spawn(replay::run(node.clone()));
+    tasks.spawn(accept::accept_links(node.clone(), links.clone()));
+    tasks.spawn(control::serve(node.clone(), control.clone()));
     if hangup_reloads {
-        tokio::spawn(reload_on_hangup(node.clone()));
+        tasks.spawn(reload_on_hangup(node.clone()));
     }
     if config.metrics_listen.is_some() {
-        tokio::spawn(telemetry::publish_loop(node.clone()));
+        tasks.spawn(telemetry::publish_loop(node.clone()));
     }
     if !net::simulated() {
         // Many simulated nodes share one process and one simulated clock: left out there.
-        tokio::spawn(quiet::run(node.clone()));
+        tasks.spawn(quiet::run(node.clone()));
     }
+    let _running = host.as_ref().map(|host| host.register(node.clone()));
     for link in node.links() {
-        tokio::spawn(
-            link.clone()
-                .run(node.clone(), links.clone(), client.clone()),
-        );
+        match &host {
+            Some(host) if host.members().contains(&link.neighbour) => {
+                let peers: Arc<dyn link::local::LocalPeers> = host.clone();
+                tasks.spawn(link.clone().run_local(node.clone(), peers))
+            }
+            _ => tasks.spawn(
+                link.clone()
+                    .run(node.clone(), links.clone(), client.clone()),
+            ),
+        }
     }
     info!(
         topology = %config.topology,
@@ -190,6 +214,22 @@ pub async fn run_until(
     links.close(link::close::SHUTDOWN.into(), b"shutdown");
     let _ = tokio::time::timeout(Duration::from_secs(1), links.wait_idle()).await;
     Ok(())
+}
+
+/// A node's tasks, each in the span it was started in, aborted when this is dropped.
+#[derive(Default)]
+struct Tasks(tokio::task::JoinSet<()>);
+
+impl Tasks {
+    fn spawn<T: Send + 'static>(&mut self, task: impl Future<Output = T> + Send + 'static) {
+        use tracing::Instrument;
+        self.0.spawn(
+            async move {
+                task.await;
+            }
+            .in_current_span(),
+        );
+    }
 }
 
 /// Reload the configuration on every SIGHUP ([`Node::reload`] logs what it did).

@@ -64,6 +64,7 @@ const TIERS: Layers = Layers {
                 "control",
                 "telemetry",
                 "quiet",
+                "host",
             ],
         }],
     ],

@@ -1,11 +1,47 @@
 //! `cuberoute daemon --config node.toml [flags]`: run one node until SIGTERM; with `--check`,
-//! check its configuration and exit.
+//! check its configuration and exit. With `--with-config other.toml` (again for each), the
+//! process hosts those nodes too.
 
 use cuberoute_daemon::config::{DaemonArgs, NodeConfig};
 
 pub fn run(args: DaemonArgs) -> anyhow::Result<()> {
     let config = NodeConfig::resolve(&args).map_err(|e| super::usage(e.to_string()))?;
+    let mut hosted = vec![(config, args.clone())];
+    for path in &args.with_config {
+        let args = DaemonArgs {
+            config: Some(path.clone()),
+            ..DaemonArgs::default()
+        };
+        let config = NodeConfig::resolve(&args)
+            .map_err(|e| super::usage(format!("{}: {e}", path.display())))?;
+        hosted.push((config, args));
+    }
+    let configs: Vec<NodeConfig> = hosted.iter().map(|(c, _)| c.clone()).collect();
+    cuberoute_daemon::host::check(&configs).map_err(super::usage)?;
     if args.check {
+        for (config, _) in &hosted {
+            check(config)?;
+        }
+        return Ok(());
+    }
+    // Before the store's writer thread, the one other thread, starts.
+    cuberoute_daemon::quiet::tune_allocator();
+    cuberoute_daemon::logging::init_logging(&configs[0].log_level, configs[0].log_format);
+    // One thread per process: a cluster runs many daemons on few cores.
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    if hosted.len() == 1 {
+        let (config, args) = hosted.pop().expect("one");
+        return runtime.block_on(cuberoute_daemon::run(config, args));
+    }
+    let (configs, args): (Vec<_>, Vec<_>) = hosted.into_iter().unzip();
+    runtime.block_on(cuberoute_daemon::host::run(configs, args))
+}
+
+/// `--check` of one node: its store, and the summary.
+fn check(config: &NodeConfig) -> anyhow::Result<()> {
+    {
         let store = match &config.store {
             Some(store) => {
                 let identity = cuberoute_daemon::keeping::identity(
@@ -18,18 +54,10 @@ pub fn run(args: DaemonArgs) -> anyhow::Result<()> {
             }
             None => "none: reliable sets are kept in memory only".to_string(),
         };
-        print!("{}", summary(&config));
+        print!("{}", summary(config));
         println!("  store {store}");
-        return Ok(());
     }
-    // Before the store's writer thread, the one other thread, starts.
-    cuberoute_daemon::quiet::tune_allocator();
-    cuberoute_daemon::logging::init_logging(&config.log_level, config.log_format);
-    // One thread per daemon: a cluster runs many daemons on few cores.
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
-    runtime.block_on(cuberoute_daemon::run(config, args))
+    Ok(())
 }
 
 /// What `--check` prints: the configuration the daemon would run with.

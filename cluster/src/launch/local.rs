@@ -1,10 +1,14 @@
-//! A cluster of local processes: one `cuberoute daemon` per node, each in its own process group
-//! so that it outlives the command that started it, with its stderr in `DIR/logs/<id>.log`.
+//! A cluster of local processes: one `cuberoute daemon` per node, or per group of nodes
+//! ([`hosting`](crate::launch::hosting): a node host), each in its own process group so that it
+//! outlives the command that started it, with its stderr in `DIR/logs/<id>.log` (a host's in its
+//! first node's, the others' a link to it).
 //!
 //! `DIR/run.toml` records the processes ([`RunState::Processes`]): each one's pid, the time it
 //! started and the boot, by which a recorded process is known
 //! ([`run_state`](crate::launch::run_state)): a pid that another program took over is never
-//! signalled. `down` forgets a process only once it has seen it gone.
+//! signalled. `down` forgets a process only once it has seen it gone. A node host is recorded
+//! once for each of its nodes, with the same pid and start time: those records are one process,
+//! which a kill or a restart of any of its nodes kills or restarts whole.
 //!
 //! A `--netns` cluster ([`netns`]) runs each daemon inside its node's network
 //! namespace: the run state records the network ([`make_network`]) before any of it is made,
@@ -37,32 +41,41 @@ pub enum Lifetime {
     WithLauncher,
 }
 
-/// Start one daemon per node of the generated cluster in `dir`, with `binary` (the cuberoute
-/// executable), each in its namespace of `netns` if there is one ([`make_network`] made it).
-/// `interrupt`, installed by the caller for the whole start (readiness wait included), ends the
-/// loop: what was started is stopped (and the network removed).
+/// Start one daemon per group of `groups` (each node alone by default) of the generated
+/// cluster in `dir`, with `binary` (the cuberoute executable), each in its namespace of
+/// `netns` if there is one ([`make_network`] made it; nodes alone only). `interrupt`, installed
+/// by the caller for the whole start (readiness wait included), ends the loop: what was started
+/// is stopped (and the network removed).
 pub fn start(
     dir: &ClusterDir,
     topology: Topology,
     binary: &Path,
     interrupt: &interrupt::Catch,
-    netns: Option<NetnsRun>,
+    (netns, groups): (Option<NetnsRun>, &[Vec<NodeId>]),
     lifetime: Lifetime,
 ) -> anyhow::Result<Processes> {
     let mut state = Processes::new(topology, netns);
-    for (index, id) in spawn_order(topology) {
-        let namespace = state.netns.as_ref().map(|n| n.namespace(index));
+    anyhow::ensure!(
+        state.netns.is_none() || groups.iter().all(|g| g.len() == 1),
+        "a network namespace holds one node: nodes that share a process cannot each have one"
+    );
+    for group in spawn_order(groups) {
+        let namespace = match &state.netns {
+            Some(n) => Some(n.namespace(index_of(topology, group[0])?)),
+            None => None,
+        };
         let spawned = if interrupt.caught() {
             Err(anyhow::anyhow!(
                 "interrupted while starting the cluster; every daemon started was stopped"
             ))
         } else {
-            spawn(dir, binary, id, namespace.as_deref(), lifetime)
+            spawn(dir, binary, group, namespace.as_deref(), lifetime)
         };
         match spawned {
-            Ok(process) => {
-                state.processes.push(process);
-                if state.processes.len() % SAVE_EVERY == 0 {
+            Ok(processes) => {
+                let before = state.processes.len();
+                state.processes.extend(processes);
+                if before / SAVE_EVERY != state.processes.len() / SAVE_EVERY {
                     save(dir, &state)?;
                 }
             }
@@ -78,20 +91,30 @@ pub fn start(
     Ok(state)
 }
 
+/// Node `id`'s index in node order (its address, its network namespace).
+fn index_of(topology: Topology, id: NodeId) -> anyhow::Result<usize> {
+    topology
+        .nodes()
+        .position(|v| v == id)
+        .with_context(|| format!("node {id} is not a node of {topology}"))
+}
+
 /// Record `state` as the run state of `dir`.
 fn save(dir: &ClusterDir, state: &Processes) -> anyhow::Result<()> {
     RunState::Processes(state.clone()).save(dir)
 }
 
-/// The order in which [`start`] spawns the nodes, each with its index in node order: the
-/// highest id first. The lower id of a link dials it (`cuberoute_daemon::link`), so every node
-/// starts after the neighbours it dials, and its first dials find them listening. In id order
-/// a dialler started first, its dials to neighbours not yet running failed (after a handshake
-/// timeout) and waited out a backoff, or a knock from the neighbour, a handshake more: on
-/// EH(5,5), 1,112 failed dials and 539 knocks for 6,144 links.
-fn spawn_order(topology: Topology) -> impl Iterator<Item = (usize, NodeId)> {
-    let nodes: Vec<NodeId> = topology.nodes().collect();
-    nodes.into_iter().enumerate().rev()
+/// The order in which [`start`] spawns the processes: the one with the highest id first. The
+/// lower id of a link dials it (`cuberoute_daemon::link`), so every node starts after the
+/// neighbours it dials, and its first dials find them listening. In id order a dialler started
+/// first, its dials to neighbours not yet running failed (after a handshake timeout) and waited
+/// out a backoff, or a knock from the neighbour, a handshake more: on EH(5,5), 1,112 failed
+/// dials and 539 knocks for 6,144 links. (Nodes that share a process start together; between
+/// processes the highest node of each orders them.)
+fn spawn_order(groups: &[Vec<NodeId>]) -> Vec<&[NodeId]> {
+    let mut order: Vec<&[NodeId]> = groups.iter().map(Vec::as_slice).collect();
+    order.sort_by_key(|g| std::cmp::Reverse(g.iter().max().copied()));
+    order
 }
 
 /// Make the network of a `--netns` cluster of `topology` in `dir` ([`netns::make`]), recorded
@@ -212,61 +235,97 @@ pub fn restart_node(dir: &ClusterDir, binary: &Path, id: NodeId) -> anyhow::Resu
     let Some(RunState::Processes(mut state)) = RunState::load(dir)? else {
         anyhow::bail!("the cluster is not running");
     };
-    if let Some(old) = state.processes.iter().find(|p| p.id == id)
-        && state.is_running(dir, old)
-    {
-        anyhow::bail!("node {id} is still running as process {}", old.pid);
-    }
+    // The nodes of its process: those recorded with the same process.
+    let group: Vec<NodeId> = match state.processes.iter().find(|p| p.id == id) {
+        Some(old) => {
+            if let Some(running) = state
+                .processes
+                .iter()
+                .find(|p| same_process(p, old) && state.is_running(dir, p))
+            {
+                anyhow::bail!(
+                    "node {id} is still running as process {}{}",
+                    running.pid,
+                    if running.id == id {
+                        String::new()
+                    } else {
+                        format!(" (with node {})", running.id)
+                    }
+                );
+            }
+            let mut group: Vec<NodeId> = state
+                .processes
+                .iter()
+                .filter(|p| same_process(p, old))
+                .map(|p| p.id)
+                .collect();
+            group.sort();
+            group
+        }
+        None => vec![id],
+    };
     let namespace = match &state.netns {
-        Some(n) => Some(
-            state
-                .topology
-                .nodes()
-                .position(|v| v == id)
-                .map(|index| n.namespace(index))
-                .with_context(|| format!("node {id} is not a node of {}", state.topology))?,
-        ),
+        Some(n) => Some(n.namespace(index_of(state.topology, id)?)),
         None => None,
     };
-    let process = spawn(
+    let processes = spawn(
         dir,
         binary,
-        id,
+        &group,
         namespace.as_deref(),
         Lifetime::UntilStopped,
     )?;
-    state.processes.retain(|p| p.id != id);
-    state.processes.push(process);
+    state.processes.retain(|p| !group.contains(&p.id));
+    let pid = processes[0].pid;
+    state.processes.extend(processes);
     if state.boot.is_none() {
         state.boot = boot_id();
     }
     save(dir, &state)?;
-    Ok(process.pid)
+    Ok(pid)
 }
 
-/// Start node `id`'s daemon, with the canonical path of its configuration (inside network
-/// namespace `namespace`, if given), and read when it started.
+/// Whether two records are one process (a node host's nodes).
+fn same_process(a: &NodeProcess, b: &NodeProcess) -> bool {
+    a.pid == b.pid && a.started == b.started
+}
+
+/// Start the daemon of the nodes `ids` (one, or a node host's), with the canonical paths of
+/// their configurations (inside network namespace `namespace`, if given), and read when it
+/// started: a record for each node.
 fn spawn(
     dir: &ClusterDir,
     binary: &Path,
-    id: NodeId,
+    ids: &[NodeId],
     namespace: Option<&str>,
     lifetime: Lifetime,
-) -> anyhow::Result<NodeProcess> {
+) -> anyhow::Result<Vec<NodeProcess>> {
     use std::os::unix::process::CommandExt;
+    let id = ids[0];
     let log_path = dir.log(id);
     let log = fs::OpenOptions::new()
         .create(true)
         .append(true)
         .open(&log_path)
         .with_context(|| format!("opening {}", log_path.display()))?;
-    let config = fs::canonicalize(dir.node_config(id))
-        .with_context(|| format!("no configuration for node {id}"))?;
+    // The other nodes' logs are the host's.
+    for &other in &ids[1..] {
+        let link = dir.log(other);
+        let _ = fs::remove_file(&link);
+        let target = log_path.file_name().expect("a log file's name");
+        std::os::unix::fs::symlink(target, &link)
+            .with_context(|| format!("linking {} to {}", link.display(), log_path.display()))?;
+    }
+    let config = |id: NodeId| {
+        fs::canonicalize(dir.node_config(id))
+            .with_context(|| format!("no configuration for node {id}"))
+    };
     let mut command = Command::new(binary);
+    command.arg("daemon").arg("--config").arg(config(id)?);
+    for &other in &ids[1..] {
+        command.arg("--with-config").arg(config(other)?);
+    }
     command
-        .arg("daemon")
-        .arg("--config")
-        .arg(config)
         .stdin(Stdio::null())
         .stdout(log.try_clone()?)
         .stderr(log)
@@ -297,11 +356,11 @@ fn spawn(
     let pid = child.id();
     // The child exists from the fork on, so its start time can be read (even if it has
     // already exited: a zombie keeps it until reaped, and it is our child).
-    Ok(NodeProcess {
-        id,
-        pid,
-        started: start_time(pid),
-    })
+    let started = start_time(pid);
+    Ok(ids
+        .iter()
+        .map(|&id| NodeProcess { id, pid, started })
+        .collect())
 }
 
 /// What [`stop`] did.
@@ -325,7 +384,17 @@ pub fn stop(dir: &ClusterDir, grace: Duration) -> anyhow::Result<StopReport> {
         return Ok(StopReport::default());
     };
     let running = |p: &NodeProcess| state.is_running(dir, p);
-    let alive: Vec<NodeProcess> = state.alive(dir).into_iter().map(pinned).collect();
+    // A node host is recorded once per node: signalled, and counted, once.
+    let mut alive: Vec<NodeProcess> = state.alive(dir).into_iter().map(pinned).collect();
+    alive.sort_by_key(|p| (p.pid, p.started));
+    alive.dedup_by(|a, b| same_process(a, b));
+    let recorded = {
+        let mut all: Vec<(u32, Option<u64>)> =
+            state.processes.iter().map(|p| (p.pid, p.started)).collect();
+        all.sort();
+        all.dedup();
+        all.len()
+    };
     for p in &alive {
         let _ = kill(Pid::from_raw(p.pid as i32), Signal::SIGTERM);
     }
@@ -368,7 +437,7 @@ pub fn stop(dir: &ClusterDir, grace: Duration) -> anyhow::Result<StopReport> {
     Ok(StopReport {
         terminated: alive.len() - left.len(),
         killed: left.len(),
-        gone_before: state.processes.len() - alive.len(),
+        gone_before: recorded.saturating_sub(alive.len()),
         network: state.netns.as_ref().map(|net| {
             format!(
                 "{} (in {:.2} s)",
@@ -379,8 +448,8 @@ pub fn stop(dir: &ClusterDir, grace: Duration) -> anyhow::Result<StopReport> {
     })
 }
 
-/// Kill one node's process (SIGKILL) and wait until it is seen gone. False if it was not
-/// running; an error if it still runs after `wait`.
+/// Kill one node's process (SIGKILL) and wait until it is seen gone (a node host: with every
+/// node it runs). False if it was not running; an error if it still runs after `wait`.
 pub fn kill_node(dir: &ClusterDir, id: NodeId, wait: Duration) -> anyhow::Result<bool> {
     let Some(RunState::Processes(state)) = RunState::load(dir)? else {
         anyhow::bail!("the cluster is not running");
@@ -427,11 +496,11 @@ mod tests {
     fn every_node_starts_after_the_neighbours_it_dials() {
         for name in ["q:4", "eh:2,3", "hhc:2", "mc:1,2"] {
             let topology: Topology = name.parse().unwrap();
-            let order: Vec<(usize, NodeId)> = spawn_order(topology).collect();
+            let groups: Vec<Vec<NodeId>> = topology.nodes().map(|v| vec![v]).collect();
+            let order: Vec<NodeId> = spawn_order(&groups).into_iter().map(|g| g[0]).collect();
             assert_eq!(order.len() as u64, topology.node_count());
-            let position = |v: NodeId| order.iter().position(|&(_, u)| u == v).unwrap();
-            for (index, id) in &order {
-                assert_eq!(topology.nodes().nth(*index), Some(*id));
+            let position = |v: NodeId| order.iter().position(|&u| u == v).unwrap();
+            for id in &order {
                 for neighbour in topology.neighbours(*id).filter(|n| n > id) {
                     assert!(position(neighbour) < position(*id), "{name}: {id}");
                 }

@@ -10,6 +10,7 @@
 //! * [`capacity`]: how many daemons this machine holds (memory, processes), and why not more;
 //! * [`run_state`]: what runs a cluster, by backend, as `DIR/run.toml` records it;
 //! * [`local`]: local daemon processes: start, stop, signal;
+//! * [`hosting`]: which nodes share a process (`--nodes-per-process`), placed as hosts are;
 //! * [`netns`]: `cluster up --netns`, a network namespace per node on a bridge;
 //! * [`compose`], [`docker`]: the compose file; compose up and down, the image, containers;
 //! * [`k8s`]: the Kubernetes manifests;
@@ -29,6 +30,7 @@ pub mod certs;
 pub mod compose;
 pub mod docker;
 pub mod generate;
+pub mod hosting;
 pub mod k8s;
 pub mod layout;
 pub mod local;

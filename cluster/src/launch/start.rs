@@ -12,6 +12,7 @@
 use crate::launch::capacity::{Machine, check};
 use crate::launch::docker::{self, BuiltImage, Compose, DEFAULT_IMAGE};
 use crate::launch::generate::{self, Addressing, Ports};
+use crate::launch::hosting::{self, NodesPerProcess};
 use crate::launch::layout::ClusterDir;
 use crate::launch::local::{self, Lifetime, interrupt::Catch};
 use crate::launch::netns::{self, NetnsRun};
@@ -59,6 +60,8 @@ pub struct Local {
     pub netns: bool,
     /// How long the daemons live.
     pub lifetime: Lifetime,
+    /// How many nodes each process runs ([`hosting`](crate::launch::hosting)).
+    pub nodes_per_process: NodesPerProcess,
 }
 
 impl Local {
@@ -76,6 +79,7 @@ impl Local {
             no_watch_exits: false,
             netns: false,
             lifetime: Lifetime::UntilStopped,
+            nodes_per_process: NodesPerProcess::default(),
         }
     }
 }
@@ -231,6 +235,15 @@ pub fn spawn(local: &Local, note: &mut dyn FnMut(Note)) -> anyhow::Result<Spawne
     if local.netns {
         netns::need_root().map_err(|e| refused(e.to_string()))?;
     }
+    let cores = std::thread::available_parallelism().map_or(1, usize::from);
+    let groups =
+        hosting::groups(local.topology, local.nodes_per_process, cores).map_err(refused)?;
+    if local.netns && groups.iter().any(|g| g.len() > 1) {
+        return Err(refused(
+            "--netns gives each node a network namespace of its own: it runs one node per process"
+                .to_string(),
+        ));
+    }
     let binary = std::env::current_exe().context("locating the cuberoute binary")?;
     let (dir, topology) = (&local.dir, local.topology);
     // Ctrl-C (or SIGTERM) while the cluster starts stops everything started so far (and
@@ -260,7 +273,14 @@ pub fn spawn(local: &Local, note: &mut dyn FnMut(Note)) -> anyhow::Result<Spawne
         init(local, &mut phases)?;
         (None, Catch::install())
     };
-    local::start(dir, topology, &binary, &interrupt, network, local.lifetime)?;
+    local::start(
+        dir,
+        topology,
+        &binary,
+        &interrupt,
+        (network, &groups),
+        local.lifetime,
+    )?;
     phases.end("spawn");
     Ok(Spawned {
         dir: dir.clone(),

@@ -112,6 +112,15 @@ pub fn run(command: Command) -> anyhow::Result<()> {
             "--netns does not combine with --docker: compose gives every container a network \
              namespace of its own already",
         )),
+        Command::Up(args)
+            if args.docker.docker
+                && args.nodes_per_process
+                    != cuberoute_cluster::launch::hosting::NodesPerProcess::default() =>
+        {
+            Err(usage(
+                "--nodes-per-process is for local processes: a container runs one node (not yet several)",
+            ))
+        }
         Command::Up(args) if args.docker.docker => docker::up(&args),
         Command::Up(args) => up::up(&args),
         Command::Init(args) => up::init_command(&args),

@@ -4,6 +4,7 @@
 use super::super::{parse_topology, usage};
 use crate::commands::args::DirArg;
 use crate::print;
+use cuberoute_cluster::launch::hosting::NodesPerProcess;
 use cuberoute_cluster::launch::local::Lifetime;
 use cuberoute_cluster::launch::netns;
 use cuberoute_cluster::launch::phases::Phases;
@@ -57,6 +58,11 @@ pub struct UpArgs {
     /// docs/daemon.md, "Hosts with a network of their own").
     #[arg(long)]
     pub netns: bool,
+    /// How many nodes each process runs: N, or `auto` (one process per core). The nodes of
+    /// one process link with each other by a call; the processes are placed as `cluster
+    /// placement` places hosts (docs/daemon.md, "Several nodes in one process").
+    #[arg(long, value_name = "N|auto", default_value = "1")]
+    pub nodes_per_process: NodesPerProcess,
 }
 
 impl InitArgs {
@@ -74,6 +80,7 @@ impl InitArgs {
             no_watch_exits: self.no_watch_exits,
             netns,
             lifetime: Lifetime::UntilStopped,
+            nodes_per_process: NodesPerProcess::default(),
         })
     }
 }
@@ -108,11 +115,16 @@ pub fn up(args: &UpArgs) -> anyhow::Result<()> {
         // Before the topology is read, as the start checks it.
         netns::need_root().map_err(|e| usage(e.to_string()))?;
     }
-    let local = args.init.local(args.netns)?;
-    let up = print::start_local(&local, args.timeout(local.topology))?;
-    let what = match args.netns {
-        true => "processes in network namespaces of their own",
-        false => "processes",
+    let local = Local {
+        nodes_per_process: args.nodes_per_process,
+        ..args.init.local(args.netns)?
     };
-    print::up_summary(&up, what)
+    let up = print::start_local(&local, args.timeout(local.topology))?;
+    let what = match (args.netns, args.nodes_per_process) {
+        (true, _) => "processes in network namespaces of their own".to_string(),
+        (false, NodesPerProcess::Count(1)) => "processes".to_string(),
+        (false, NodesPerProcess::Count(n)) => format!("processes of up to {n} nodes each"),
+        (false, NodesPerProcess::Auto) => "processes, one per core".to_string(),
+    };
+    print::up_summary(&up, &what)
 }

@@ -64,6 +64,8 @@ use tokio::sync::{Notify, mpsc, watch};
 use tokio_util::codec::{FramedRead, LengthDelimitedCodec};
 use tracing::{debug, info, warn};
 
+pub mod local;
+
 /// Malformed frames tolerated on one connection before the peer is disconnected.
 pub const MAX_BAD_FRAMES: u32 = 16;
 /// A link whose written frames see no acknowledgement for this long, while nothing at all has
@@ -784,19 +786,41 @@ impl Link {
             return;
         }
         let result = self.exchange(node, &connection).await;
+        self.went_down(node, &result);
+        connection.close(0u32.into(), b"");
+    }
+
+    /// The link is up, with the neighbour's `incarnation`: the node hears so, and the neighbour
+    /// is handed every report the node holds.
+    fn went_up(&self, node: &dyn LinkOwner, incarnation: u64) {
+        if self.taken_for_dead.lock().expect("link lock").take() == Some(incarnation) {
+            // Liveness took this very process for dead: it was alive after all.
+            node.stats()
+                .event_about(Event::LinkDownFoundAlive, self.neighbour);
+            warn!(neighbour = %self.name, "a neighbour taken for dead was alive: the same process linked again");
+        }
+        *self.reports.lock().expect("link lock") = node.reports();
+        self.up.store(true, Relaxed);
+        self.changed();
+        node.stats().event_about(Event::LinkUp, self.neighbour);
+        node.link_went(self.neighbour, true);
+        info!(neighbour = %self.name, "link up");
+    }
+
+    /// Serving the link ended with `result`: if it was up, it is down, and why.
+    fn went_down(&self, node: &dyn LinkOwner, result: &anyhow::Result<()>) {
         if self.up.swap(false, Relaxed) {
             self.changed();
             self.suspected.store(false, Relaxed);
-            let why = display_result(&result);
+            let why = display_result(result);
             *self.down_cause.lock().expect("link lock") = Some(why.clone());
             node.stats().link_down(self.neighbour, why.clone());
             self.reports.lock().expect("link lock").clear();
             node.link_went(self.neighbour, false);
             info!(neighbour = %self.name, reason = %why, "link down");
         } else {
-            debug!(neighbour = %self.name, reason = %display_result(&result), "connection failed before hello");
+            debug!(neighbour = %self.name, reason = %display_result(result), "connection failed before hello");
         }
-        connection.close(0u32.into(), b"");
     }
 
     async fn exchange(
@@ -841,18 +865,7 @@ impl Link {
             Some(mark) if node.liveness().settings.watch_exits => exits::watch(&mark),
             _ => Watch::Elsewhere,
         };
-        if self.taken_for_dead.lock().expect("link lock").take() == Some(peer.incarnation) {
-            // Liveness took this very process for dead: it was alive after all.
-            node.stats()
-                .event_about(Event::LinkDownFoundAlive, self.neighbour);
-            warn!(neighbour = %self.name, "a neighbour taken for dead was alive: the same process linked again");
-        }
-        *self.reports.lock().expect("link lock") = node.reports();
-        self.up.store(true, Relaxed);
-        self.changed();
-        node.stats().event_about(Event::LinkUp, self.neighbour);
-        node.link_went(self.neighbour, true);
-        info!(neighbour = %self.name, "link up");
+        self.went_up(node, peer.incarnation);
         let (acks, written) = mpsc::unbounded_channel();
         // Whichever side ends first closes the connection, which ends the other: the batches
         // reader only after it has drained what QUIC acknowledged.

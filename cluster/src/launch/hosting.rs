@@ -1,0 +1,132 @@
+//! Which nodes share a process (`cluster up --nodes-per-process N|auto`, issue 50): one node
+//! per process by default; with N, groups of at most N nodes, each run by one process as a node
+//! host (`cuberoute daemon --config A --with-config B ...`, whose nodes link with each other by
+//! a call). A process lost is every node of it lost at once, as a host is: up to
+//! [`MAX_HOSTS`] processes, the nodes are grouped by the placement that keeps the most pairs a
+//! path when one is lost ([`PlacementKind::Paths`], as `cluster placement` shows it); beyond,
+//! in blocks of consecutive ids (on the hypercube families, subcubes).
+
+use super::placement::{MAX_HOSTS, Placement, PlacementKind};
+use cuberoute_protocol::{NodeId, Topology};
+use std::str::FromStr;
+
+/// How many nodes one process runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NodesPerProcess {
+    Count(usize),
+    /// As many processes as the machine has cores (and at least one node each).
+    Auto,
+}
+
+impl Default for NodesPerProcess {
+    fn default() -> Self {
+        NodesPerProcess::Count(1)
+    }
+}
+
+impl FromStr for NodesPerProcess {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        if s == "auto" {
+            return Ok(NodesPerProcess::Auto);
+        }
+        match s.parse::<usize>() {
+            Ok(0) => Err("--nodes-per-process must be at least 1 (or auto)".into()),
+            Ok(n) => Ok(NodesPerProcess::Count(n)),
+            Err(_) => Err(format!(
+                "--nodes-per-process {s}: a number of nodes, at least 1, or auto"
+            )),
+        }
+    }
+}
+
+/// The processes of `topology`'s nodes, each the nodes one process runs (in id order), on a
+/// machine of `cores` cores; an error (for the user) when `per` is more than the nodes.
+pub fn groups(
+    topology: Topology,
+    per: NodesPerProcess,
+    cores: usize,
+) -> Result<Vec<Vec<NodeId>>, String> {
+    let nodes: Vec<NodeId> = topology.nodes().collect();
+    let n = nodes.len();
+    let per = match per {
+        NodesPerProcess::Count(0) => {
+            return Err("--nodes-per-process must be at least 1 (or auto)".into());
+        }
+        NodesPerProcess::Count(per) if per > n => {
+            return Err(format!(
+                "--nodes-per-process {per}: {topology} has only {n} nodes"
+            ));
+        }
+        NodesPerProcess::Count(per) => per,
+        NodesPerProcess::Auto => n.div_ceil(cores.max(1)),
+    };
+    let processes = n.div_ceil(per);
+    Ok(if per == 1 {
+        nodes.into_iter().map(|v| vec![v]).collect()
+    } else if processes == 1 {
+        vec![nodes]
+    } else if processes <= MAX_HOSTS {
+        // Balanced: sizes differ by one at most, so none is over `per`.
+        let placement =
+            Placement::new(topology, processes, PlacementKind::Paths).map_err(|e| e.to_string())?;
+        (0..processes).map(|p| placement.nodes_on(p)).collect()
+    } else {
+        nodes.chunks(per).map(<[NodeId]>::to_vec).collect()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(topology: &str, per: NodesPerProcess, cores: usize) -> Vec<Vec<NodeId>> {
+        let t: Topology = topology.parse().unwrap();
+        let groups = groups(t, per, cores).unwrap();
+        let mut all: Vec<NodeId> = groups.iter().flatten().copied().collect();
+        all.sort();
+        assert_eq!(
+            all,
+            t.nodes().collect::<Vec<_>>(),
+            "{topology}: each node once"
+        );
+        groups
+    }
+
+    #[test]
+    fn every_node_is_in_one_process_and_none_holds_more_than_asked() {
+        let one = check("q:3", NodesPerProcess::default(), 2);
+        assert_eq!(one.len(), 8);
+        for (topology, per) in [("q:3", 3), ("eh:2,2", 4), ("eh:2,2", 32), ("q:8", 8)] {
+            let groups = check(topology, NodesPerProcess::Count(per), 2);
+            assert!(groups.iter().all(|g| !g.is_empty() && g.len() <= per));
+            let n: usize = groups.iter().map(Vec::len).sum();
+            assert_eq!(groups.len(), n.div_ceil(per), "{topology} {per}");
+        }
+        // Auto: a process per core.
+        assert_eq!(check("eh:2,2", NodesPerProcess::Auto, 2).len(), 2);
+        assert_eq!(check("q:3", NodesPerProcess::Auto, 16).len(), 8);
+    }
+
+    #[test]
+    fn the_processes_are_placed_to_keep_pairs_a_path_when_one_is_lost() {
+        let t: Topology = "eh:2,2".parse().unwrap();
+        let groups = check("eh:2,2", NodesPerProcess::Count(11), 2);
+        let placement = Placement::new(t, 3, PlacementKind::Paths).unwrap();
+        for (p, group) in groups.iter().enumerate() {
+            assert_eq!(group, &placement.nodes_on(p));
+        }
+    }
+
+    #[test]
+    fn bad_counts_are_refused_with_the_reason() {
+        let t: Topology = "q:3".parse().unwrap();
+        assert!("0".parse::<NodesPerProcess>().is_err());
+        assert!("x".parse::<NodesPerProcess>().is_err());
+        assert_eq!("auto".parse(), Ok(NodesPerProcess::Auto));
+        let e = groups(t, NodesPerProcess::Count(9), 2).unwrap_err();
+        assert!(e.contains("only 8 nodes"), "{e}");
+        assert!(groups(t, NodesPerProcess::Count(0), 2).is_err());
+    }
+}

@@ -1,0 +1,137 @@
+//! A link to a neighbour that runs in this process (a node host, `crate::host`): the same
+//! message buffer, sequence numbers, hello and acknowledgements as a QUIC link, emptied by a
+//! call instead of a connection.
+//!
+//! Each side runs its own [`Link::run_local`]: while the neighbour's node runs (the host's
+//! registry says so, [`LocalPeers`]), it reads the neighbour's hello from the neighbour's own
+//! state (its incarnation, what it handled of this side's frames, its revocation serial), takes
+//! the link for up, and hands each frame of its buffer to the neighbour's node
+//! ([`LinkOwner::on_data`]) in the order they were queued; a frame handed over is handled, so it
+//! is acknowledged at once. Reports of dead links and revocation lists go the same way. The
+//! link goes down when the neighbour's node stops (it crashed, was stopped, or is restarted:
+//! the host's registry says so at once, no probe needed) or when it is cut, and up again when
+//! the neighbour runs again; what the neighbour had not handled is handed over again then, as
+//! after a new hello on QUIC. No datagram, no TLS, no timer: a hop between two nodes of one
+//! process costs a task's wake-up.
+
+use super::{Link, LinkOwner};
+use crate::stats::Event;
+use cuberoute_protocol::NodeId;
+use cuberoute_protocol::wire::link::{Hello, LinkFrame};
+use cuberoute_protocol::wire::{PREFIX_LEN, decode_body};
+use std::sync::Arc;
+use std::sync::atomic::Ordering::Relaxed;
+use tokio::sync::watch;
+
+/// The nodes of this process, as its links see them: the node host's registry.
+pub trait LocalPeers: Send + Sync {
+    /// Whether node `id` belongs to this process (its links to here are local, whether it
+    /// runs at the moment or not).
+    fn holds(&self, id: NodeId) -> bool;
+    /// Node `id`, while it runs here, with its link to `me`.
+    fn peer(&self, id: NodeId, me: NodeId) -> Option<LocalPeer>;
+    /// Changes whenever a node of this process starts or stops.
+    fn changes(&self) -> watch::Receiver<u64>;
+}
+
+/// A running node of this process, as seen from one of its neighbours here.
+#[derive(Clone)]
+pub struct LocalPeer {
+    pub owner: Arc<dyn LinkOwner>,
+    /// Its link to the neighbour that asked.
+    pub link: Arc<Link>,
+    /// `false` once it stopped.
+    pub running: watch::Receiver<bool>,
+}
+
+impl Link {
+    /// Run a link to a neighbour of this process for as long as this node runs: wait until the
+    /// neighbour runs (and the link is not cut), serve, repeat.
+    pub async fn run_local(self: Arc<Self>, node: Arc<dyn LinkOwner>, peers: Arc<dyn LocalPeers>) {
+        let mut cut = self.cut.subscribe();
+        let mut changes = peers.changes();
+        loop {
+            let _ = cut.wait_for(|cut| !cut).await;
+            changes.borrow_and_update();
+            let running = peers
+                .peer(self.neighbour, self.me)
+                .filter(|peer| *peer.running.borrow());
+            let Some(peer) = running else {
+                tokio::select! {
+                    changed = changes.changed() => if changed.is_err() { return },
+                    _ = cut.changed() => {}
+                }
+                continue;
+            };
+            let result = self.serve_local(&*node, peer).await;
+            self.went_down(&*node, &result);
+        }
+    }
+
+    /// Serve the link while the neighbour runs and the link is not cut.
+    async fn serve_local(&self, node: &dyn LinkOwner, mut peer: LocalPeer) -> anyhow::Result<()> {
+        let hello = Hello {
+            node: peer.owner.id(),
+            topology: peer.owner.topology(),
+            incarnation: peer.owner.incarnation(),
+            received: peer.link.lock().received,
+            revocation_serial: peer.owner.revocation_serial(),
+            process: None,
+        };
+        if hello.node != self.neighbour || hello.topology != node.topology() {
+            node.stats().event(Event::HelloMismatch);
+            anyhow::bail!("bad hello from a node of this process");
+        }
+        self.on_hello(node.incarnation(), &hello);
+        self.went_up(node, hello.incarnation);
+        let mut cut = self.cut.subscribe();
+        loop {
+            let notified = self.wake.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if self.hand_over.swap(false, Relaxed)
+                && let Some(signed) = self.revocations_to_hand(node.signed_revocations())
+            {
+                let offered = peer.owner.on_revocations(self.me, &signed);
+                peer.link.on_list_offered(offered);
+                node.stats()
+                    .event_about(Event::RevocationHanded, self.neighbour);
+            }
+            let reports = std::mem::take(&mut *self.reports.lock().expect("link lock"));
+            if !reports.is_empty() {
+                peer.owner.on_reports(self.me, reports);
+            }
+            let work = self.take_work(crate::env::Instant::now())?;
+            match work.batch {
+                Some(batch) => {
+                    for frame in &batch.frames {
+                        match decode_body::<LinkFrame>(&frame[PREFIX_LEN..]) {
+                            Ok(LinkFrame::Data { seq, packet, mark }) => {
+                                peer.link.frames_received.fetch_add(1, Relaxed);
+                                peer.owner.on_data(self.me, &packet, mark);
+                                peer.link.on_data(node.incarnation(), seq);
+                            }
+                            other => anyhow::bail!("a queued frame is not data: {other:?}"),
+                        }
+                    }
+                    // Handed over is handled: acknowledged.
+                    self.on_ack(batch.upto);
+                    // Others' turn before the next batch.
+                    tokio::task::yield_now().await;
+                }
+                None => tokio::select! {
+                    () = &mut notified => {}
+                    changed = peer.running.changed() => {
+                        if changed.is_err() || !*peer.running.borrow() {
+                            anyhow::bail!("the neighbour's node stopped (in this process)");
+                        }
+                    }
+                    _ = cut.changed() => {}
+                },
+            }
+            if self.is_cut() {
+                anyhow::bail!("cut");
+            }
+        }
+    }
+}

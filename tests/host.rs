@@ -1,0 +1,263 @@
+//! A node host (issue 50): several nodes in one process, linked with each other by a call and
+//! with the rest of the cluster over QUIC, each with its own control address, keys and output.
+
+mod common;
+
+use common::{Cluster, within};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+/// The process of a node host, killed when dropped.
+struct HostProcess(std::process::Child);
+
+impl Drop for HostProcess {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn four_nodes_in_one_process_route_with_the_rest_and_are_lost_together() {
+    let cluster = Cluster::up("q:3", "127.2.150.0");
+    cluster.wait_linked();
+    // Nodes 4 to 7 (a Q_2 of the Q_3) leave their own processes for one.
+    for n in 4..8 {
+        cluster.ok(&["chaos", "kill", "--node", &n.to_string()]);
+    }
+    let config = |n: u64| config_file(&cluster, n);
+    let mut args = vec!["daemon".to_string(), "--config".into(), config(4)];
+    for n in 5..8 {
+        args.extend(["--with-config".into(), config(n)]);
+    }
+    let host = HostProcess(
+        Command::new(env!("CARGO_BIN_EXE_cuberoute"))
+            .args(&args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    // What `cluster up` will record for a node host: its pid for each of its nodes (so the
+    // operator's commands find them, and `cluster down` stops the process).
+    record_host(&cluster, 4..8, host.0.id());
+    let links_of = |n: &str| cluster.show_node(n)["links"].as_array().unwrap().clone();
+    let all_up = within(Duration::from_secs(20), || {
+        (0..8).all(|n| links_of(&n.to_string()).iter().all(|l| l["up"] == true))
+    });
+    assert!(all_up.is_some(), "{:?}", links_of("4"));
+    // One process, each node with its own control address.
+    for n in 4..8 {
+        let pid = cluster.show_node(&n.to_string())["pid"].as_u64();
+        assert_eq!(pid, Some(u64::from(host.0.id())), "node {n}");
+    }
+    // Within the process a link is a call (no QUIC connection); to node 0, QUIC.
+    for link in links_of("4") {
+        let local = link["neighbour"] != 0;
+        assert_eq!(link["transport"].is_null(), local, "{link}");
+    }
+
+    // Sets that cross the process's edge both ways, and one whose paths stay mostly inside.
+    for (from, to) in [("0", "7"), ("6", "1"), ("4", "7")] {
+        let copies = cluster.copies_delivered(from, to, "5s");
+        assert_eq!(copies, 3, "{from} -> {to}");
+    }
+    let four = cluster.show_node("4");
+    assert!(
+        four["counters"]["packets_forwarded"].as_u64().unwrap() > 0
+            || four["counters"]["packets_delivered"].as_u64().unwrap() > 0,
+        "{four}"
+    );
+
+    // The process lost, its four nodes are lost together: their neighbours elsewhere take them
+    // for dead.
+    drop(host);
+    let gone = within(Duration::from_secs(20), || {
+        links_of("0")
+            .iter()
+            .any(|l| l["neighbour"] == 4 && l["up"] == false)
+    });
+    assert!(gone.is_some(), "{:?}", links_of("0"));
+}
+
+/// Node `n`'s configuration file.
+fn config_file(cluster: &Cluster, n: u64) -> String {
+    cluster
+        .node_file(n, "node.toml")
+        .to_str()
+        .unwrap()
+        .to_string()
+}
+
+/// Record `pid` in the cluster's run state as the process of `nodes`, with its start time.
+fn record_host(cluster: &Cluster, nodes: std::ops::Range<u64>, pid: u32) {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let after_name = &stat[stat.rfind(')').unwrap() + 1..];
+    let started = after_name.split_whitespace().nth(19).unwrap().to_string();
+    let path = cluster.path().join("run.toml");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let mut out = Vec::new();
+    let mut hosted = false;
+    for line in text.lines() {
+        if let Some(n) = line.strip_prefix("id = ") {
+            hosted = nodes.contains(&n.trim().parse::<u64>().unwrap());
+        } else if hosted && line.starts_with("pid = ") {
+            out.push(format!("pid = {pid}"));
+            continue;
+        } else if hosted && line.starts_with("started = ") {
+            out.push(format!("started = {started}"));
+            continue;
+        }
+        out.push(line.to_string());
+    }
+    std::fs::write(&path, out.join("\n") + "\n").unwrap();
+}
+
+#[test]
+fn hosts_that_cannot_be_are_refused_as_usage() {
+    let cluster = Cluster::up("q:2", "127.2.151.0");
+    let config = |n: u64| config_file(&cluster, n);
+    // The same node twice.
+    let out = common::cuberoute(&[
+        "daemon",
+        "--config",
+        &config(1),
+        "--with-config",
+        &config(1),
+        "--check",
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", common::stderr(&out));
+    assert!(
+        common::stderr(&out).contains("given twice"),
+        "{}",
+        common::stderr(&out)
+    );
+    // A file that is not there.
+    let out = common::cuberoute(&[
+        "daemon",
+        "--config",
+        &config(1),
+        "--with-config",
+        "/nonexistent/node.toml",
+        "--check",
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", common::stderr(&out));
+    // Two nodes that can share a process: checked, nothing started.
+    let out = common::cuberoute(&[
+        "daemon",
+        "--config",
+        &config(1),
+        "--with-config",
+        &config(3),
+        "--check",
+    ]);
+    assert!(out.status.success(), "{}", common::stderr(&out));
+    assert_eq!(
+        common::stdout(&out).matches("configuration OK").count(),
+        2,
+        "{}",
+        common::stdout(&out)
+    );
+}
+
+#[test]
+fn a_cluster_of_node_hosts_routes_survives_a_process_lost_and_leaves_nothing() {
+    let cluster = Cluster::up_with(
+        "q:3",
+        &["--base-addr", "127.2.152.0", "--nodes-per-process", "4"],
+    );
+    cluster.wait_linked();
+    let pids = cluster.pids();
+    let mut processes = pids.clone();
+    processes.sort();
+    processes.dedup();
+    assert_eq!(processes.len(), 2, "two processes of four nodes: {pids:?}");
+    // Each node answers on its own control address, from its process.
+    for (n, pid) in pids.iter().enumerate() {
+        let status = cluster.show_node(&n.to_string());
+        assert_eq!(status["pid"].as_u64(), Some(u64::from(*pid)), "node {n}");
+        for link in status["links"].as_array().unwrap() {
+            let neighbour = link["neighbour"].as_u64().unwrap() as usize;
+            let local = pids[neighbour] == *pid;
+            assert_eq!(link["transport"].is_null(), local, "{n}: {link}");
+        }
+    }
+    for to in 1..8 {
+        let copies = cluster.copies_delivered("0", &to.to_string(), "5s");
+        assert_eq!(copies, 3, "0 -> {to}");
+    }
+
+    // A node killed is its process killed: the nodes it runs with go too, and come back with it.
+    let killed = pids[1];
+    let together: Vec<usize> = (0..8).filter(|&n| pids[n] == killed).collect();
+    cluster.ok(&["chaos", "kill", "--node", "1"]);
+    assert!(!common::process_exists(killed));
+    let status = cluster.status();
+    for n in &together {
+        let node = &status["nodes"].as_array().unwrap()[*n];
+        assert_eq!(node["up"], false, "{node}");
+    }
+    cluster.ok(&["chaos", "restart", "--node", "1"]);
+    cluster.wait_linked();
+    let again = cluster.pids();
+    for n in &together {
+        assert_eq!(again[*n], again[1], "node {n} is back in node 1's process");
+    }
+    assert_ne!(again[1], killed);
+    assert_eq!(cluster.copies_delivered("0", "7", "5s"), 3);
+
+    // Down: nothing left behind.
+    let mut left = again.clone();
+    left.dedup();
+    cluster.ok(&["cluster", "down"]);
+    assert!(
+        left.iter().all(|&pid| !common::process_exists(pid)),
+        "{left:?}"
+    );
+}
+
+#[test]
+fn nodes_per_process_that_cannot_be_are_refused_as_usage() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_str().unwrap();
+    for (count, why) in [
+        ("0", "at least 1"),
+        ("9", "only 8 nodes"),
+        ("some", "a number of nodes"),
+    ] {
+        let out = common::cuberoute(&[
+            "cluster",
+            "up",
+            "q:3",
+            "--dir",
+            d,
+            "--base-addr",
+            "127.2.153.0",
+            "--nodes-per-process",
+            count,
+        ]);
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "{count}: {}",
+            common::stderr(&out)
+        );
+        assert!(
+            common::stderr(&out).contains(why),
+            "{count}: {}",
+            common::stderr(&out)
+        );
+        assert!(!dir.path().join("run.toml").exists(), "nothing started");
+    }
+    let out = common::cuberoute(&[
+        "cluster",
+        "up",
+        "q:3",
+        "--dir",
+        d,
+        "--docker",
+        "--nodes-per-process",
+        "2",
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", common::stderr(&out));
+}
