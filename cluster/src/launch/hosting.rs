@@ -2,13 +2,19 @@
 //! per process by default; with N, groups of at most N nodes, each run by one process as a node
 //! host (`cuberoute daemon --config A --with-config B ...`, whose nodes link with each other by
 //! a call). A process lost is every node of it lost at once, as a host is: up to
-//! [`MAX_HOSTS`] processes, the nodes are grouped by the placement that keeps the most pairs a
-//! path when one is lost ([`PlacementKind::Paths`], as `cluster placement` shows it); beyond,
-//! in blocks of consecutive ids (on the hypercube families, subcubes).
+//! [`MAX_HOSTS`] processes of at most [`PLACED_UP_TO`] nodes in all, the nodes are grouped by the
+//! placement that keeps the most pairs a path when one is lost ([`PlacementKind::Paths`], as
+//! `cluster placement` shows it); beyond, in blocks of consecutive ids (on the hypercube
+//! families, subcubes), since that placement's search grows too long to wait for at a start
+//! (2026-12-06, two hosts: 0.3 s for Q_5, 3.0 s for Q_6, 3.3 s for Q_7, 23 s for Q_8, 144 s for
+//! EH(5,5)).
 
 use super::placement::{MAX_HOSTS, Placement, PlacementKind};
 use cuberoute_protocol::{NodeId, Topology};
 use std::str::FromStr;
+
+/// The most nodes the placement's search groups; larger clusters go in blocks of ids.
+pub const PLACED_UP_TO: usize = 64;
 
 /// How many nodes one process runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -67,7 +73,7 @@ pub fn groups(
         nodes.into_iter().map(|v| vec![v]).collect()
     } else if processes == 1 {
         vec![nodes]
-    } else if processes <= MAX_HOSTS {
+    } else if processes <= MAX_HOSTS && n <= PLACED_UP_TO {
         // Balanced: sizes differ by one at most, so none is over `per`.
         let placement =
             Placement::new(topology, processes, PlacementKind::Paths).map_err(|e| e.to_string())?;
@@ -98,12 +104,21 @@ mod tests {
     fn every_node_is_in_one_process_and_none_holds_more_than_asked() {
         let one = check("q:3", NodesPerProcess::default(), 2);
         assert_eq!(one.len(), 8);
-        for (topology, per) in [("q:3", 3), ("eh:2,2", 4), ("eh:2,2", 32), ("q:8", 8)] {
+        for (topology, per) in [
+            ("q:3", 3),
+            ("eh:2,2", 4),
+            ("eh:2,2", 32),
+            ("q:8", 8),
+            ("q:8", 128),
+        ] {
             let groups = check(topology, NodesPerProcess::Count(per), 2);
             assert!(groups.iter().all(|g| !g.is_empty() && g.len() <= per));
             let n: usize = groups.iter().map(Vec::len).sum();
             assert_eq!(groups.len(), n.div_ceil(per), "{topology} {per}");
         }
+        // Beyond the placement's reach: blocks of consecutive ids.
+        let blocks = check("q:8", NodesPerProcess::Count(128), 2);
+        assert_eq!(blocks[1], (128..256).map(NodeId).collect::<Vec<_>>());
         // Auto: a process per core.
         assert_eq!(check("eh:2,2", NodesPerProcess::Auto, 2).len(), 2);
         assert_eq!(check("q:3", NodesPerProcess::Auto, 16).len(), 8);

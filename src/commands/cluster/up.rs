@@ -123,8 +123,8 @@ pub fn up(args: &UpArgs) -> anyhow::Result<()> {
     let what = match (args.netns, args.nodes_per_process) {
         (true, _) => "processes in network namespaces of their own".to_string(),
         (false, NodesPerProcess::Count(1)) => "processes".to_string(),
-        (false, NodesPerProcess::Count(n)) => format!("processes of up to {n} nodes each"),
-        (false, NodesPerProcess::Auto) => "processes, one per core".to_string(),
+        (false, NodesPerProcess::Count(n)) => format!("nodes, up to {n} per process"),
+        (false, NodesPerProcess::Auto) => "nodes, a process per core".to_string(),
     };
     print::up_summary(&up, &what)
 }

@@ -133,7 +133,13 @@ pub fn pids(dir: &ClusterDir) -> anyhow::Result<Vec<u32>> {
     };
     match &state {
         RunState::Swarm { run, .. } => swarm::pids(run),
-        RunState::Processes(state) => Ok(state.alive(dir).iter().map(|p| p.pid).collect()),
+        RunState::Processes(state) => {
+            // A node host is recorded once per node: its pid once.
+            let mut pids: Vec<u32> = state.alive(dir).iter().map(|p| p.pid).collect();
+            pids.sort_unstable();
+            pids.dedup();
+            Ok(pids)
+        }
         RunState::Compose { run, .. } => docker::container_pids(run),
     }
 }
