@@ -16,7 +16,7 @@ fn stdout(out: &Output) -> String {
 
 #[test]
 fn bad_input_is_one_line_and_exit_2() {
-    let cases: [&[&str]; 23] = [
+    let cases: [&[&str]; 27] = [
         &["paths", "eh:2", "0", "1"],
         &["paths", "eh:0,3", "0", "1"],
         &["paths", "mesh:4", "0", "1"],
@@ -34,6 +34,16 @@ fn bad_input_is_one_line_and_exit_2() {
         &["bench", "--to", "0"],
         &["bench", "--through", "0"],
         &["bench", "--running", "x", "--to", "0", "--through", "1"],
+        &["bench", "--nodes-per-process", "0"],
+        &["bench", "--docker", "--nodes-per-process", "2"],
+        &["bench", "--running", "x", "--nodes-per-process", "2"],
+        &[
+            "daemon",
+            "--config",
+            "/nonexistent.toml",
+            "--with-config",
+            "/nonexistent2.toml",
+        ],
         &["ping", "--from", "0", "--to", "1", "--count", "0"],
         &["ping", "--from", "0", "--to", "1", "--interval", "1ms"],
         &["cluster", "placement", "eh:2,2", "--hosts", "1"],

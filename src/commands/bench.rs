@@ -12,6 +12,7 @@ use cuberoute_cluster::bench::raw_hop;
 use cuberoute_cluster::bench::raw_mesh;
 use cuberoute_cluster::bench::raw_ring;
 use cuberoute_cluster::bench::run::{self, Event, Figures, Options};
+use cuberoute_cluster::launch::hosting::NodesPerProcess;
 use cuberoute_cluster::launch::run_state::RunState;
 use cuberoute_cluster::launch::usage::Idle;
 use cuberoute_daemon::tls::Credentials;
@@ -61,6 +62,10 @@ pub struct Args {
     /// Run the clusters as containers (docker compose) instead of local processes.
     #[arg(long)]
     pub docker: bool,
+    /// How many nodes each process of the clusters runs: N, or `auto` (one process per core);
+    /// as `cluster up --nodes-per-process`.
+    #[arg(long, value_name = "N|auto", default_value = "1", conflicts_with_all = ["docker", "running"])]
+    pub nodes_per_process: NodesPerProcess,
     /// Measure the cluster already running in this directory instead of starting clusters
     /// (no start-up time, no baseline).
     #[arg(long, conflicts_with = "topologies")]
@@ -194,6 +199,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         clear: args.clear,
         payload_bytes: args.payload_bytes,
         docker: args.docker,
+        nodes_per_process: args.nodes_per_process,
         idle: args.idle,
         quiet: args.quiet,
         overload: args.overload.clone(),

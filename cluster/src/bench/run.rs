@@ -19,6 +19,7 @@ use crate::bench::raw_mesh::{self, RawMesh};
 use crate::bench::raw_ring::{self, RawRing};
 use crate::launch::docker::DEFAULT_IMAGE;
 use crate::launch::generate::{self, Addressing, Ports};
+use crate::launch::hosting::NodesPerProcess;
 use crate::launch::layout::ClusterDir;
 use crate::launch::local::Lifetime;
 use crate::launch::owned::OwnedClusters;
@@ -62,6 +63,8 @@ pub struct Options {
     pub payload_bytes: usize,
     /// The clusters as containers (docker compose) instead of local processes.
     pub docker: bool,
+    /// How many nodes each local process runs (a node host).
+    pub nodes_per_process: NodesPerProcess,
     /// Before any traffic, the idle cost over this long (after the cluster rested).
     pub idle: Option<Duration>,
     /// How long the daemons rest before their memory after quiet is read (default
@@ -327,6 +330,7 @@ fn start(
             // Killed outright, the bench takes its local daemons with it all the same.
             let local = Local {
                 lifetime: Lifetime::WithLauncher,
+                nodes_per_process: options.nodes_per_process,
                 ..Local::loopback(topology, dir.clone(), BASE)
             };
             start::spawn(&local, &mut |note| events(Event::Start(note)))?
