@@ -187,6 +187,20 @@ fn a_cluster_of_node_hosts_routes_survives_a_process_lost_and_leaves_nothing() {
         assert_eq!(copies, 3, "0 -> {to}");
     }
 
+    // A cut between two nodes of one process: down at both ends, up again when healed.
+    let (a, b) = (0..8u64)
+        .flat_map(|a| (a + 1..8).map(move |b| (a, b)))
+        .find(|&(a, b)| (a ^ b).count_ones() == 1 && pids[a as usize] == pids[b as usize])
+        .unwrap();
+    let link = format!("{a}-{b}");
+    let up = |x: u64, y: u64| cluster.link(x, y)["up"] == true;
+    cluster.ok(&["chaos", "cut", "--link", &link]);
+    let down = within(Duration::from_secs(5), || !up(a, b) && !up(b, a));
+    assert!(down.is_some(), "{link}: {}", cluster.link(a, b));
+    cluster.ok(&["chaos", "heal", "--link", &link]);
+    let healed = within(Duration::from_secs(5), || up(a, b) && up(b, a));
+    assert!(healed.is_some(), "{link}: {}", cluster.link(a, b));
+
     // A node killed is its process killed: the nodes it runs with go too, and come back with it.
     let killed = pids[1];
     let together: Vec<usize> = (0..8).filter(|&n| pids[n] == killed).collect();

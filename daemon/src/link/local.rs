@@ -9,8 +9,8 @@
 //! ([`LinkOwner::on_data`]) in the order they were queued; a frame handed over is handled, so it
 //! is acknowledged at once. Reports of dead links and revocation lists go the same way. The
 //! link goes down when the neighbour's node stops (it crashed, was stopped, or is restarted:
-//! the host's registry says so at once, no probe needed) or when it is cut, and up again when
-//! the neighbour runs again; what the neighbour had not handled is handed over again then, as
+//! the host's registry says so at once, no probe needed) or when it is cut at either end, and up
+//! again when the neighbour runs again and neither end is cut; what the neighbour had not handled is handed over again then, as
 //! after a new hello on QUIC. No datagram, no TLS, no timer: a hop between two nodes of one
 //! process costs a task's wake-up.
 
@@ -63,6 +63,17 @@ impl Link {
                 }
                 continue;
             };
+            if peer.link.is_cut() {
+                // Cut (or revoked) at the neighbour's end: refused there, as its accept loop
+                // refuses a connection.
+                let mut theirs = peer.link.cut.subscribe();
+                tokio::select! {
+                    _ = theirs.wait_for(|cut| !cut) => {}
+                    changed = changes.changed() => if changed.is_err() { return },
+                    _ = cut.changed() => {}
+                }
+                continue;
+            }
             let result = self.serve_local(&*node, peer).await;
             self.went_down(&*node, &result);
         }
@@ -85,6 +96,7 @@ impl Link {
         self.on_hello(node.incarnation(), &hello);
         self.went_up(node, hello.incarnation);
         let mut cut = self.cut.subscribe();
+        let mut theirs = peer.link.cut.subscribe();
         loop {
             let notified = self.wake.notified();
             tokio::pin!(notified);
@@ -127,10 +139,14 @@ impl Link {
                         }
                     }
                     _ = cut.changed() => {}
+                    _ = theirs.changed() => {}
                 },
             }
             if self.is_cut() {
                 anyhow::bail!("cut");
+            }
+            if peer.link.is_cut() {
+                anyhow::bail!("cut at the neighbour");
             }
         }
     }
