@@ -61,7 +61,9 @@ fn the_image_is_from_scratch_and_small() {
         // page (plotters' SVG backend): the budget 14 -> 15 MB. 15.37 MB with sealing under
         // sessions (the handshake, the sessions and their limits, ChaCha20-Poly1305 on its own),
         // client roles and revocation lists passed between nodes (CI at e04cd64): 15 -> 16 MB.
-        assert!(size < 16_000_000, "the image has {size} bytes");
+        // 16.10 MB with node hosts (several nodes per process, their local links, the grouping
+        // of `--nodes-per-process`; the clean-clone run of 2026-12-06): 16 -> 17 MB.
+        assert!(size < 17_000_000, "the image has {size} bytes");
         let layers = docker(&[
             "image",
             "inspect",
