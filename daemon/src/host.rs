@@ -48,10 +48,6 @@ impl Host {
         })
     }
 
-    pub fn members(&self) -> &BTreeSet<NodeId> {
-        &self.members
-    }
-
     /// `node` runs: its neighbours here link with it.
     pub fn register(self: &Arc<Self>, node: Arc<Node>) -> Running {
         let id = node.id();

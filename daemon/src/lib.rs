@@ -172,7 +172,7 @@ async fn run_node(
     let _running = host.as_ref().map(|host| host.register(node.clone()));
     for link in node.links() {
         match &host {
-            Some(host) if host.members().contains(&link.neighbour) => {
+            Some(host) if link::local::LocalPeers::holds(&**host, link.neighbour) => {
                 let peers: Arc<dyn link::local::LocalPeers> = host.clone();
                 tasks.spawn(link.clone().run_local(node.clone(), peers))
             }
