@@ -51,6 +51,26 @@ fn four_nodes_in_one_process_route_with_the_rest_and_are_lost_together() {
         let pid = cluster.show_node(&n.to_string())["pid"].as_u64();
         assert_eq!(pid, Some(u64::from(host.0.id())), "node {n}");
     }
+    // One request tells what every node of a process is (what `cluster up`'s readiness asks):
+    // any of them answers for all four; a node alone in its process, for itself.
+    {
+        use cuberoute_cluster::{ClusterClient, ClusterDir};
+        use cuberoute_protocol::NodeId;
+        let runtime = tokio::runtime::Runtime::new().unwrap();
+        let hosted = |node: u64| {
+            runtime.block_on(async {
+                let client = ClusterClient::open(&ClusterDir::new(cluster.path())).unwrap();
+                let (statuses, stopped) = client
+                    .hosted_statuses(NodeId(node), Duration::from_secs(5))
+                    .await
+                    .unwrap();
+                let ids: Vec<u64> = statuses.iter().map(|s| s.id.0).collect();
+                (ids, stopped)
+            })
+        };
+        assert_eq!(hosted(6), (vec![4, 5, 6, 7], vec![]));
+        assert_eq!(hosted(1), (vec![1], vec![]));
+    }
     // Within the process a link is a call (no QUIC connection); to node 0, QUIC.
     for link in links_of("4") {
         let local = link["neighbour"] != 0;

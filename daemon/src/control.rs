@@ -10,6 +10,7 @@
 
 use crate::accept::accept_each;
 use crate::env::Instant;
+use crate::host::Host;
 use crate::io_counts;
 use crate::keys::Origin;
 use crate::node::Node;
@@ -31,13 +32,13 @@ use std::time::Duration;
 use tracing::{debug, warn};
 
 /// Accept control connections for as long as the endpoint is open.
-pub async fn serve(node: Arc<Node>, endpoint: quinn::Endpoint) {
+pub async fn serve(node: Arc<Node>, endpoint: quinn::Endpoint, host: Option<Arc<Host>>) {
     accept_each(
         node,
         endpoint,
         Event::ClientRefused,
         "control",
-        serve_client,
+        move |node, connection, remote| serve_client(node, connection, remote, host.clone()),
     )
     .await
 }
@@ -65,7 +66,12 @@ impl Access {
 }
 
 /// One client connection: check who it is, then answer each stream.
-async fn serve_client(node: Arc<Node>, connection: quinn::Connection, remote: SocketAddr) {
+async fn serve_client(
+    node: Arc<Node>,
+    connection: quinn::Connection,
+    remote: SocketAddr,
+    host: Option<Arc<Host>>,
+) {
     // A client may ask what its role allows; the node itself (its healthcheck) only for its
     // status.
     let access = match tls::peer_identity(&connection) {
@@ -81,7 +87,14 @@ async fn serve_client(node: Arc<Node>, connection: quinn::Connection, remote: So
     while let Ok((send, recv)) = connection.accept_bi().await {
         match node.settings().requests.clone().try_acquire_owned() {
             Ok(permit) => {
-                tokio::spawn(answer(node.clone(), send, recv, access.clone(), permit));
+                tokio::spawn(answer(
+                    node.clone(),
+                    host.clone(),
+                    send,
+                    recv,
+                    access.clone(),
+                    permit,
+                ));
             }
             Err(_) => {
                 node.stats().event(Event::RequestRefusedBusy);
@@ -117,6 +130,7 @@ async fn refuse_busy(limit: usize, mut send: quinn::SendStream, recv: quinn::Rec
 /// answer before it is built.
 async fn answer(
     node: Arc<Node>,
+    host: Option<Arc<Host>>,
     mut send: quinn::SendStream,
     mut recv: quinn::RecvStream,
     access: Access,
@@ -126,7 +140,7 @@ async fn answer(
     let response = match read_request(&node, &mut recv).await {
         Ok((bytes, _request_bytes)) => match decode_frame::<Request>(&bytes) {
             Ok(request) => match access.allows(node.id(), &request) {
-                Ok(()) => handle(&node, request, &mut answer_bytes).await,
+                Ok(()) => handle(&node, host.as_deref(), request, &mut answer_bytes).await,
                 Err(why) => {
                     node.stats().event(Event::RequestRefusedRole);
                     debug!(?access, why, "control request refused");
@@ -211,10 +225,47 @@ fn not_sent(refused: NotSent) -> ControlError {
     ControlError::new(kind, refused.to_string())
 }
 
+/// The most bytes of statuses one answer to [`Request::Hosted`] carries, well under a frame.
+const HOSTED_ANSWER_BYTES: usize = MAX_FRAME_LEN / 2;
+
+/// The statuses of the nodes of this process (`host`, or the node alone) from the first
+/// above `after`, as many as [`HOSTED_ANSWER_BYTES`] holds (at least one).
+fn hosted(node: &Arc<Node>, host: Option<&Host>, after: Option<NodeId>) -> Response {
+    let nodes = match host {
+        Some(host) => host.nodes_after(after),
+        None if after.is_none_or(|a| a < node.id()) => vec![(node.id(), Some(node.clone()))],
+        None => Vec::new(),
+    };
+    let (mut statuses, mut stopped, mut bytes) = (Vec::new(), Vec::new(), 0);
+    for (i, (id, running)) in nodes.iter().enumerate() {
+        if let Some(running) = running {
+            let status = running.status();
+            bytes += postcard::to_allocvec(&status).map_or(HOSTED_ANSWER_BYTES, |b| b.len());
+            if bytes > HOSTED_ANSWER_BYTES && !statuses.is_empty() {
+                let next = Some(nodes[i - 1].0);
+                return Response::Hosted {
+                    statuses,
+                    stopped,
+                    next,
+                };
+            }
+            statuses.push(status);
+        } else {
+            stopped.push(*id);
+        }
+    }
+    Response::Hosted {
+        statuses,
+        stopped,
+        next: None,
+    }
+}
+
 /// Answer `request`. An answer that carries payloads holds its bytes in `answer_bytes` before
 /// it is built, until it is written.
 async fn handle(
     node: &Arc<Node>,
+    host: Option<&Host>,
     request: Request,
     answer_bytes: &mut Option<tokio::sync::OwnedSemaphorePermit>,
 ) -> Response {
@@ -224,6 +275,10 @@ async fn handle(
             Err(e) => Response::Error(e),
         },
         Request::Status => Response::Status(Box::new(node.status())),
+        Request::Hosted { after } => {
+            *answer_bytes = Some(node.hold_control_bytes(MAX_FRAME_LEN).await);
+            hosted(node, host, after)
+        }
         Request::Captured { after, max } => {
             let max = max.clamp(1, MAX_RECV_BATCH) as usize;
             *answer_bytes = Some(node.hold_control_bytes(MAX_FRAME_LEN).await);

@@ -65,6 +65,20 @@ impl Host {
     }
 }
 
+impl Host {
+    /// The nodes of this process from the first above `after`, in id order: each with its
+    /// node while it runs.
+    pub fn nodes_after(&self, after: Option<NodeId>) -> Vec<(NodeId, Option<Arc<Node>>)> {
+        use std::ops::Bound::{Excluded, Unbounded};
+        let running = self.running.lock().expect("host lock");
+        let from = after.map_or(Unbounded, Excluded);
+        self.members
+            .range((from, Unbounded))
+            .map(|id| (*id, running.get(id).map(|(node, _)| node.clone())))
+            .collect()
+    }
+}
+
 impl Drop for Running {
     fn drop(&mut self) {
         self.running.send_replace(false);

@@ -158,7 +158,7 @@ async fn run_node(
     }
     tasks.spawn(replay::run(node.clone()));
     tasks.spawn(accept::accept_links(node.clone(), links.clone()));
-    tasks.spawn(control::serve(node.clone(), control.clone()));
+    tasks.spawn(control::serve(node.clone(), control.clone(), host.clone()));
     if hangup_reloads {
         tasks.spawn(reload_on_hangup(node.clone()));
     }

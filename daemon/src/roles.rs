@@ -233,7 +233,7 @@ impl fmt::Display for ClientRole {
 /// The role `request` needs, and what to call it in a refusal.
 pub fn needed(request: &Request) -> (Role, &'static str) {
     match request {
-        Request::Status => (Role::Read, "status"),
+        Request::Status | Request::Hosted { .. } => (Role::Read, "status"),
         Request::Recv { .. } => (Role::Read, "recv"),
         Request::Await { .. } => (Role::Read, "waiting for a set's copies"),
         Request::Settled { .. } => (Role::Read, "waiting for a reliable set's outcome"),
@@ -317,6 +317,7 @@ mod tests {
             Request::Inject(Fault::Shape(ShapeRule::default())),
             Request::Inject(Fault::Unshape),
             Request::Captured { after: 0, max: 1 },
+            Request::Hosted { after: None },
         ]
     }
 
@@ -333,6 +334,7 @@ mod tests {
         for request in every_request() {
             let expected = match &request {
                 Request::Status
+                | Request::Hosted { .. }
                 | Request::Recv { .. }
                 | Request::Await { .. }
                 | Request::Settled { .. }

@@ -237,6 +237,38 @@ impl ClusterClient {
             .collect()
     }
 
+    /// The statuses of the nodes of the process that runs `node` ([`Request::Hosted`], page
+    /// after page, each within `timeout`), and the nodes it hosts that do not run now.
+    pub async fn hosted_statuses(
+        &self,
+        node: NodeId,
+        timeout: Duration,
+    ) -> Result<(Vec<NodeStatus>, Vec<NodeId>), String> {
+        let (mut statuses, mut stopped, mut after) = (Vec::new(), Vec::new(), None);
+        loop {
+            let request = Request::Hosted { after };
+            let answer = tokio::time::timeout(timeout, self.request(node, &request)).await;
+            match answer {
+                Ok(Ok(Response::Hosted {
+                    statuses: page,
+                    stopped: none_running,
+                    next,
+                })) => {
+                    statuses.extend(page);
+                    stopped.extend(none_running);
+                    match next {
+                        Some(next) if after.is_none_or(|a| a < next) => after = Some(next),
+                        Some(_) => return Err("the pages of its process do not advance".into()),
+                        None => return Ok((statuses, stopped)),
+                    }
+                }
+                Ok(Ok(other)) => return Err(format!("unexpected answer {other:?}")),
+                Ok(Err(e)) => return Err(e.to_string()),
+                Err(_) => return Err(format!("no answer within {timeout:?}")),
+            }
+        }
+    }
+
     /// Every node's status (or why it could not be had), in manifest order, each within
     /// `timeout`.
     pub async fn statuses(&self, timeout: Duration) -> Vec<(NodeId, Result<NodeStatus, String>)> {

@@ -105,6 +105,11 @@ pub enum Request {
         wait_ms: u32,
         clear: Option<bool>,
     },
+    /// The statuses of the nodes this node's process runs (`cuberoute daemon --with-config`;
+    /// the node itself among them), in id order from the first above `after`, as many as fit
+    /// in one answer ([`Response::Hosted`]). A node alone in its process answers with its own.
+    /// One request per process tells a launcher what a request per node would.
+    Hosted { after: Option<NodeId> },
 }
 
 /// The longest consumer name.
@@ -382,6 +387,14 @@ pub enum Response {
         newly: Vec<NodeId>,
     },
     Error(ControlError),
+    /// The answer to [`Request::Hosted`]: the statuses of the process's running nodes in this
+    /// page, the nodes of the page's range it hosts that do not run now, and the id to ask
+    /// after next (none: this was the last page).
+    Hosted {
+        statuses: Vec<NodeStatus>,
+        stopped: Vec<NodeId>,
+        next: Option<NodeId>,
+    },
 }
 
 /// Something a node saw happen, as `cuberoute monitor` shows it.
