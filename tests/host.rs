@@ -294,4 +294,21 @@ fn nodes_per_process_that_cannot_be_are_refused_as_usage() {
         "2",
     ]);
     assert_eq!(out.status.code(), Some(2), "{}", common::stderr(&out));
+    // More nodes than a process may hold open files for: under a hard limit of 1,000 open
+    // files, 248 a process.
+    let out = Command::new("sh")
+        .args(["-c", "ulimit -n 1000 && exec \"$0\" \"$@\""])
+        .arg(env!("CARGO_BIN_EXE_cuberoute"))
+        .args(["cluster", "up", "q:10", "--dir", d])
+        .args(["--base-addr", "127.2.153.0", "--nodes-per-process", "300"])
+        .output()
+        .unwrap();
+    let err = common::stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("a process may hold at most 248 nodes here"),
+        "{err}"
+    );
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(!dir.path().join("run.toml").exists(), "nothing started");
 }

@@ -149,6 +149,17 @@ pub fn check(configs: &[NodeConfig]) -> Result<(), String> {
 pub async fn run(configs: Vec<NodeConfig>, args: Vec<DaemonArgs>) -> anyhow::Result<()> {
     check(&configs).map_err(|e| anyhow::anyhow!(e))?;
     crate::lower_priority(configs[0].nice);
+    // Each node holds a few files (its sockets, its store): thousands of nodes need the
+    // process's whole allowance, not the soft limit a shell starts it with.
+    match raise_open_files() {
+        Ok(limit) if limit < configs.len() as u64 * 3 => tracing::warn!(
+            limit,
+            nodes = configs.len(),
+            "the open-files limit may be too low for this many nodes (about 3 each)"
+        ),
+        Ok(_) => {}
+        Err(e) => tracing::warn!(error = %e, "cannot raise the open-files limit"),
+    }
     let host = Host::new(configs.iter().map(|c| c.id));
     let stop = crate::shutdown_signal()?;
     let (stopping, stopped) = watch::channel(false);
@@ -195,4 +206,24 @@ pub async fn run(configs: Vec<NodeConfig>, args: Vec<DaemonArgs>) -> anyhow::Res
         Some(e) => Err(e),
         None => Ok(()),
     }
+}
+
+/// Raise this process's soft limit of open files to its hard limit; the limit now.
+pub fn raise_open_files() -> std::io::Result<u64> {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit and setrlimit read and write the one struct given, ours.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    if limit.rlim_cur < limit.rlim_max {
+        limit.rlim_cur = limit.rlim_max;
+        // SAFETY: as above.
+        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &limit) } != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(limit.rlim_cur)
 }

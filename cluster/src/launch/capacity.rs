@@ -9,6 +9,9 @@ use std::fmt;
 /// The memory one daemon is allowed: its proportional set size stays below this at rest and
 /// under load within its buffers' bounds (measured: 4.1 MiB idle; BENCHMARKS.md).
 pub const MIB_PER_DAEMON: u64 = 6;
+/// The memory one more node takes in a process that runs several (`--nodes-per-process`): its
+/// share stays below this at rest (measured: 160 KiB on EH(5,5) in two processes; BENCHMARKS.md).
+pub const KIB_PER_HOSTED_NODE: u64 = 256;
 /// Memory kept for everything else on the machine (the launcher, the client, the kernel's
 /// socket buffers).
 pub const MIB_RESERVED: u64 = 1024;
@@ -71,6 +74,30 @@ pub struct Capacity {
     pub by_tasks: u64,
 }
 
+/// How many nodes, in how many processes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Shape {
+    pub nodes: u64,
+    pub processes: u64,
+}
+
+impl Shape {
+    /// A process per node.
+    pub fn alone(nodes: u64) -> Shape {
+        Shape {
+            nodes,
+            processes: nodes,
+        }
+    }
+
+    /// The memory it needs, in MiB: each process as a daemon, each node beyond one a process as
+    /// a hosted node.
+    pub fn mib(&self) -> u64 {
+        let hosted = self.nodes.saturating_sub(self.processes);
+        self.processes * MIB_PER_DAEMON + (hosted * KIB_PER_HOSTED_NODE).div_ceil(1024)
+    }
+}
+
 impl Capacity {
     pub fn of(machine: &Machine) -> Capacity {
         let by_memory = machine.mem_available_mib.saturating_sub(MIB_RESERVED) / MIB_PER_DAEMON;
@@ -94,26 +121,48 @@ impl Capacity {
 /// A cluster too large for this machine, with every limit it exceeds.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TooLarge {
-    pub nodes: u64,
+    pub shape: Shape,
     pub machine: Machine,
     pub capacity: Capacity,
 }
 
+impl TooLarge {
+    fn memory_short(&self) -> bool {
+        self.shape.mib() > self.machine.mem_available_mib.saturating_sub(MIB_RESERVED)
+    }
+}
+
 impl fmt::Display for TooLarge {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let (n, m, c) = (self.nodes, &self.machine, &self.capacity);
-        write!(
-            f,
-            "{n} daemons do not fit on this machine (at most {}):",
-            c.max()
-        )?;
+        let (shape, m, c) = (self.shape, &self.machine, &self.capacity);
+        let n = shape.processes;
+        if shape.nodes == shape.processes {
+            write!(
+                f,
+                "{n} daemons do not fit on this machine (at most {}):",
+                c.max()
+            )?;
+        } else {
+            write!(
+                f,
+                "{} nodes in {n} processes do not fit on this machine:",
+                shape.nodes
+            )?;
+        }
         let mut reasons = Vec::new();
-        if n > c.by_memory {
+        if self.memory_short() {
+            let needs = if shape.nodes == shape.processes {
+                format!("{n} x {MIB_PER_DAEMON} MiB needs {} MiB", shape.mib())
+            } else {
+                format!(
+                    "{n} x {MIB_PER_DAEMON} MiB and {} hosted nodes x {KIB_PER_HOSTED_NODE} KiB need {} MiB",
+                    shape.nodes - n,
+                    shape.mib()
+                )
+            };
             reasons.push(format!(
-                "memory: {n} x {MIB_PER_DAEMON} MiB needs {} MiB, {} MiB are available ({} MiB kept back)",
-                n * MIB_PER_DAEMON,
-                m.mem_available_mib,
-                MIB_RESERVED
+                "memory: {needs}, {} MiB are available ({} MiB kept back)",
+                m.mem_available_mib, MIB_RESERVED
             ));
         }
         if n > c.by_tasks {
@@ -133,17 +182,18 @@ impl fmt::Display for TooLarge {
 
 impl std::error::Error for TooLarge {}
 
-/// Whether `nodes` daemons fit on `machine`.
-pub fn check(nodes: u64, machine: Machine) -> Result<(), TooLarge> {
+/// Whether `shape` fits on `machine`.
+pub fn check(shape: Shape, machine: Machine) -> Result<(), TooLarge> {
     let capacity = Capacity::of(&machine);
-    if nodes <= capacity.max() {
+    let too_large = TooLarge {
+        shape,
+        machine,
+        capacity,
+    };
+    if shape.processes <= capacity.by_tasks && !too_large.memory_short() {
         Ok(())
     } else {
-        Err(TooLarge {
-            nodes,
-            machine,
-            capacity,
-        })
+        Err(too_large)
     }
 }
 
@@ -165,8 +215,8 @@ mod tests {
         // 2 cores, 24 GiB: about 23 GiB available.
         let m = machine(23 * 1024);
         assert_eq!(Capacity::of(&m).by_memory, (23 * 1024 - 1024) / 6);
-        assert!(check(2048, m).is_ok());
-        let err = check(4096, m).unwrap_err();
+        assert!(check(Shape::alone(2048), m).is_ok());
+        let err = check(Shape::alone(4096), m).unwrap_err();
         let text = err.to_string();
         assert!(text.starts_with("4096 daemons do not fit"), "{text}");
         assert!(
@@ -174,6 +224,27 @@ mod tests {
             "{text}"
         );
         assert!(!text.contains("processes"), "{text}");
+    }
+
+    #[test]
+    fn nodes_hosted_several_to_a_process_cost_their_share_not_a_daemon_each() {
+        let m = machine(23 * 1024);
+        let q16 = Shape {
+            nodes: 65536,
+            processes: 10,
+        };
+        assert_eq!(q16.mib(), 60 + (65526 * 256_u64).div_ceil(1024));
+        assert!(check(q16, m).is_ok());
+        let q17 = Shape {
+            nodes: 131072,
+            processes: 20,
+        };
+        let text = check(q17, m).unwrap_err().to_string();
+        assert!(
+            text.starts_with("131072 nodes in 20 processes do not fit"),
+            "{text}"
+        );
+        assert!(text.contains("131052 hosted nodes x 256 KiB"), "{text}");
     }
 
     #[test]
@@ -188,7 +259,7 @@ mod tests {
         assert_eq!(c.by_memory, 1024 / 6);
         // RLIMIT_NPROC leaves 1,000 tasks, 512 of them kept back: 244 daemons.
         assert_eq!(c.by_tasks, (2000 - 1000 - 512) / 2);
-        let text = check(500, m).unwrap_err().to_string();
+        let text = check(Shape::alone(500), m).unwrap_err().to_string();
         assert!(text.contains("memory:"), "{text}");
         assert!(text.contains("RLIMIT_NPROC 2000"), "{text}");
         assert!(text.contains("(at most 170)"), "{text}");
@@ -202,7 +273,7 @@ mod tests {
             tasks: 0,
             nproc_limit: None,
         };
-        assert!(check(1 << 40, m).is_ok());
+        assert!(check(Shape::alone(1 << 40), m).is_ok());
     }
 
     #[test]

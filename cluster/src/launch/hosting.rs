@@ -16,6 +16,24 @@ use std::str::FromStr;
 /// The most nodes the placement's search groups; larger clusters go in blocks of ids.
 pub const PLACED_UP_TO: usize = 64;
 
+/// Open files one hosted node holds: its link socket, its control socket and its store's file
+/// (measured: 2,572 in a process of 1,024 EH(5,5) nodes).
+pub const FILES_PER_NODE: u64 = 3;
+/// Open files a node host keeps for the rest: its runtime, its output, clients' connections.
+pub const FILES_PER_PROCESS: u64 = 256;
+
+/// The most nodes one process runs under an open-files limit of `files` (a node host raises
+/// its soft limit to the hard one, `cuberoute_daemon::host::raise_open_files`).
+pub fn fit(files: u64) -> usize {
+    (files.saturating_sub(FILES_PER_PROCESS) / FILES_PER_NODE).max(1) as usize
+}
+
+/// This machine's hard limit of open files per process (no limit if it cannot be read).
+pub fn open_files_limit() -> u64 {
+    nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE)
+        .map_or(u64::MAX, |(_, hard)| hard)
+}
+
 /// How many nodes one process runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum NodesPerProcess {
@@ -47,15 +65,18 @@ impl FromStr for NodesPerProcess {
     }
 }
 
-/// The processes of `topology`'s nodes, each the nodes one process runs (in id order), on a
-/// machine of `cores` cores; an error (for the user) when `per` is more than the nodes.
-pub fn groups(
+/// How many nodes each process runs, and how many processes there are, on a machine of
+/// `cores` cores whose processes may hold `files` open files each; an error (for the user) when
+/// `per` is more than the nodes or than a process may hold. Auto: a process per core, or more
+/// where the open files demand it, the nodes spread evenly.
+pub fn shape(
     topology: Topology,
     per: NodesPerProcess,
     cores: usize,
-) -> Result<Vec<Vec<NodeId>>, String> {
-    let nodes: Vec<NodeId> = topology.nodes().collect();
-    let n = nodes.len();
+    files: u64,
+) -> Result<(usize, usize), String> {
+    let n = topology.node_count() as usize;
+    let fits = fit(files);
     let per = match per {
         NodesPerProcess::Count(0) => {
             return Err("--nodes-per-process must be at least 1 (or auto)".into());
@@ -65,10 +86,31 @@ pub fn groups(
                 "--nodes-per-process {per}: {topology} has only {n} nodes"
             ));
         }
+        NodesPerProcess::Count(per) if per > fits => {
+            return Err(format!(
+                "--nodes-per-process {per}: a process may hold at most {fits} nodes here (its open-files limit is {files}, about {FILES_PER_NODE} per node)"
+            ));
+        }
         NodesPerProcess::Count(per) => per,
-        NodesPerProcess::Auto => n.div_ceil(cores.max(1)),
+        NodesPerProcess::Auto => {
+            let processes = n.div_ceil(n.div_ceil(cores.max(1)).min(fits));
+            n.div_ceil(processes)
+        }
     };
-    let processes = n.div_ceil(per);
+    Ok((per, n.div_ceil(per)))
+}
+
+/// The processes of `topology`'s nodes, each the nodes one process runs (in id order), as
+/// [`shape`] counts them.
+pub fn groups(
+    topology: Topology,
+    per: NodesPerProcess,
+    cores: usize,
+    files: u64,
+) -> Result<Vec<Vec<NodeId>>, String> {
+    let (per, processes) = shape(topology, per, cores, files)?;
+    let nodes: Vec<NodeId> = topology.nodes().collect();
+    let n = nodes.len();
     Ok(if per == 1 {
         nodes.into_iter().map(|v| vec![v]).collect()
     } else if processes == 1 {
@@ -89,7 +131,7 @@ mod tests {
 
     fn check(topology: &str, per: NodesPerProcess, cores: usize) -> Vec<Vec<NodeId>> {
         let t: Topology = topology.parse().unwrap();
-        let groups = groups(t, per, cores).unwrap();
+        let groups = groups(t, per, cores, 20_000).unwrap();
         let mut all: Vec<NodeId> = groups.iter().flatten().copied().collect();
         all.sort();
         assert_eq!(
@@ -140,8 +182,27 @@ mod tests {
         assert!("0".parse::<NodesPerProcess>().is_err());
         assert!("x".parse::<NodesPerProcess>().is_err());
         assert_eq!("auto".parse(), Ok(NodesPerProcess::Auto));
-        let e = groups(t, NodesPerProcess::Count(9), 2).unwrap_err();
+        let e = groups(t, NodesPerProcess::Count(9), 2, 20_000).unwrap_err();
         assert!(e.contains("only 8 nodes"), "{e}");
-        assert!(groups(t, NodesPerProcess::Count(0), 2).is_err());
+        assert!(groups(t, NodesPerProcess::Count(0), 2, 20_000).is_err());
+        // More than a process may hold open.
+        let e = groups(t, NodesPerProcess::Count(8), 2, 256 + 3 * 7).unwrap_err();
+        assert!(e.contains("at most 7 nodes here"), "{e}");
+    }
+
+    #[test]
+    fn auto_takes_a_process_per_core_or_as_many_as_the_open_files_need() {
+        let q16: Topology = "q:16".parse().unwrap();
+        // 20,000 open files: 6,581 nodes a process, so 10 processes of 6,554 at most.
+        assert_eq!(fit(20_000), 6581);
+        assert_eq!(shape(q16, NodesPerProcess::Auto, 2, 20_000), Ok((6554, 10)));
+        assert_eq!(
+            shape(q16, NodesPerProcess::Auto, 2, 1 << 20),
+            Ok((32768, 2))
+        );
+        let eh55: Topology = "eh:5,5".parse().unwrap();
+        assert_eq!(shape(eh55, NodesPerProcess::Auto, 2, 20_000), Ok((1024, 2)));
+        let g = groups(q16, NodesPerProcess::Auto, 2, 20_000).unwrap();
+        assert!(g.iter().all(|g| g.len() <= 6554) && g.len() == 10);
     }
 }

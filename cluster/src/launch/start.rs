@@ -9,7 +9,7 @@
 //! A start the caller must fix (a topology too large, a directory in use, a bad port or
 //! subnet) is refused with a [`Refused`] in the error's chain: the CLI's usage error, exit 2.
 
-use crate::launch::capacity::{Machine, check};
+use crate::launch::capacity::{Machine, Shape, check};
 use crate::launch::docker::{self, BuiltImage, Compose, DEFAULT_IMAGE};
 use crate::launch::generate::{self, Addressing, Ports};
 use crate::launch::hosting::{self, NodesPerProcess};
@@ -120,9 +120,17 @@ pub struct Spawned {
     pub local: Option<(LauncherMark, Catch)>,
 }
 
-/// Check that a topology fits on this machine (memory, processes), or say why not.
-pub fn check_size(topology: Topology) -> anyhow::Result<()> {
-    check(topology.node_count(), Machine::read()).map_err(|e| refused(format!("{topology}: {e}")))
+/// Check that a topology fits on this machine (memory, processes) with `per` nodes a process,
+/// or say why not.
+pub fn check_size(topology: Topology, per: NodesPerProcess) -> anyhow::Result<()> {
+    let cores = std::thread::available_parallelism().map_or(1, usize::from);
+    let files = hosting::open_files_limit();
+    let (_, processes) = hosting::shape(topology, per, cores, files).map_err(refused)?;
+    let shape = Shape {
+        nodes: topology.node_count(),
+        processes: processes as u64,
+    };
+    check(shape, Machine::read()).map_err(|e| refused(format!("{topology}: {e}")))
 }
 
 /// Refuse to generate over a cluster that runs, or over a directory that is not a cluster's.
@@ -180,7 +188,7 @@ pub fn init(local: &Local, phases: &mut Phases) -> anyhow::Result<()> {
 
 /// Check `local` (its loopback base with `loopback`) and that its directory is free.
 fn check_local(local: &Local, loopback: bool) -> anyhow::Result<()> {
-    check_size(local.topology)?;
+    check_size(local.topology, local.nodes_per_process)?;
     if loopback {
         generate::check_loopback(local.base_addr, local.topology.node_count())
             .map_err(|e| refused(e.to_string()))?;
@@ -236,8 +244,13 @@ pub fn spawn(local: &Local, note: &mut dyn FnMut(Note)) -> anyhow::Result<Spawne
         netns::need_root().map_err(|e| refused(e.to_string()))?;
     }
     let cores = std::thread::available_parallelism().map_or(1, usize::from);
-    let groups =
-        hosting::groups(local.topology, local.nodes_per_process, cores).map_err(refused)?;
+    let groups = hosting::groups(
+        local.topology,
+        local.nodes_per_process,
+        cores,
+        hosting::open_files_limit(),
+    )
+    .map_err(refused)?;
     if local.netns && groups.iter().any(|g| g.len() > 1) {
         return Err(refused(
             "--netns gives each node a network namespace of its own: it runs one node per process"
@@ -305,7 +318,7 @@ pub fn check_subnet(subnet: Ipv4Addr, topology: Topology) -> anyhow::Result<()> 
 /// other image present. On an error once the project is up, what was started is stopped.
 pub fn compose(containers: &Containers, note: &mut dyn FnMut(Note)) -> anyhow::Result<Spawned> {
     let (dir, topology) = (&containers.dir, containers.topology);
-    check_size(topology)?;
+    check_size(topology, NodesPerProcess::default())?;
     check_subnet(containers.subnet, topology)?;
     docker::available().map_err(|e| anyhow::anyhow!("the Docker engine is not available: {e}"))?;
     let compose = Compose::detect()?;
