@@ -285,9 +285,8 @@ pub fn generate_timed(
     let ca = ClusterCa::generate(&topology.to_string())?;
     let client = ca.issue_client()?;
     let (secrets, key_directory) = seal_keys(&ca, topology, key_seed);
-    let pems = nodes
-        .iter()
-        .map(|(id, _)| ca.issue_node(*id))
+    let pems = on_every_core(&nodes, |(id, _)| ca.issue_node(*id))
+        .into_iter()
         .collect::<Result<Vec<_>, _>>()?;
     phases.end("credentials");
 
@@ -306,22 +305,42 @@ pub fn generate_timed(
         .with_context(|| format!("writing {}", dir.keys().display()))?;
     let _ = fs::remove_file(dir.revoked());
 
-    for (((id, addresses), secret), pem) in nodes.iter().zip(&secrets).zip(&pems) {
+    let each: Vec<_> = nodes.iter().zip(&secrets).zip(&pems).collect();
+    on_every_core(&each, |(((id, addresses), secret), pem)| {
         let node_dir = dir.node_dir(*id);
         fs::create_dir_all(&node_dir)?;
         write(&node_dir.join(layout::NODE_CERT), &pem.cert)?;
         write_secret(&node_dir.join(layout::NODE_KEY), &pem.key)?;
-        write(&node_dir.join(layout::NODE_CA), &ca.cert_pem())?;
+        share(&dir.ca_cert(), &node_dir.join(layout::NODE_CA))?;
         write(&node_dir.join(layout::NODE_MANIFEST), &node_manifest(*id))?;
         write_secret_bytes(&node_dir.join(layout::NODE_SEAL_KEY), &secret.to_bytes())?;
         share(&dir.keys(), &node_dir.join(layout::NODE_KEYS))?;
         write(
             &node_dir.join(layout::NODE_CONFIG),
             &node_config(topology, *id, &addresses.bind, ports),
-        )?;
-    }
+        )
+    })
+    .into_iter()
+    .collect::<anyhow::Result<Vec<()>>>()?;
     phases.end("files");
     Ok(client_manifest)
+}
+
+/// `f` of each item, in order, computed on as many threads as the machine has cores: a
+/// cluster's thousands of certificates and files are each made alone.
+fn on_every_core<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    let cores = std::thread::available_parallelism().map_or(1, usize::from);
+    let chunk = items.len().div_ceil(cores).max(1);
+    std::thread::scope(|scope| {
+        let f = &f;
+        let runs: Vec<_> = items
+            .chunks(chunk)
+            .map(|part| scope.spawn(move || part.iter().map(f).collect::<Vec<R>>()))
+            .collect();
+        runs.into_iter()
+            .flat_map(|run| run.join().expect("a generating thread panicked"))
+            .collect()
+    })
 }
 
 /// Every node's sealing key pair, in node order, and the key directory that binds their public
