@@ -215,6 +215,11 @@ impl Credentials {
             .with_single_cert(self.chain.clone(), self.key.clone_key())
             .map_err(|e| e.to_string())?;
         config.alpn_protocols = vec![alpn.to_vec()];
+        // No resumption: every connection shows and checks a certificate (a resumed session
+        // would carry the identity of its first, whatever was revoked since), and no session
+        // cache per endpoint (50 KiB each in rustls's default, two endpoints per node).
+        config.session_storage = Arc::new(rustls::server::NoServerSessionStorage {});
+        config.send_tls13_tickets = 0;
         Ok(config)
     }
 
@@ -268,6 +273,8 @@ impl Credentials {
             .with_client_auth_cert(self.chain.clone(), self.key.clone_key())
             .expect("checked when the credentials were loaded");
         config.alpn_protocols = vec![alpn.to_vec()];
+        // No resumption, as the server side (`rustls_server`): nor a cache of sessions.
+        config.resumption = rustls::client::Resumption::disabled();
         let crypto = QuicClientConfig::try_from(config).expect("TLS 1.3 with a QUIC cipher suite");
         let mut client = quinn::ClientConfig::new(Arc::new(crypto));
         client.transport_config(transport(alpn, Side::Client));
