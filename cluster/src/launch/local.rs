@@ -22,6 +22,7 @@ use anyhow::Context;
 use cuberoute_protocol::{NodeId, Topology};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
+use std::collections::HashMap;
 use std::fs;
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -375,7 +376,23 @@ pub struct StopReport {
     pub network: Option<String>,
 }
 
-/// Stop every process of the cluster: SIGTERM (each daemon drains), then SIGKILL after `grace`;
+/// The time a node host takes to stop beyond a daemon alone, for its largest process: its
+/// nodes drain and close on one thread (measured: 8.8 s for 2,048 nodes of Q_12 after
+/// SIGTERM, where a daemon alone takes at most its 3 s drain and 1 s close).
+fn host_grace(processes: &[NodeProcess]) -> Duration {
+    let mut per_process: HashMap<(u32, Option<u64>), u32> = HashMap::new();
+    for p in processes {
+        *per_process.entry((p.pid, p.started)).or_default() += 1;
+    }
+    let largest = per_process.values().copied().max().unwrap_or(1);
+    HOST_GRACE_PER_NODE * largest.saturating_sub(1)
+}
+
+/// What [`host_grace`] gives each node of a process beyond the first.
+const HOST_GRACE_PER_NODE: Duration = Duration::from_millis(3);
+
+/// Stop every process of the cluster: SIGTERM (each daemon drains), then SIGKILL after `grace`
+/// (and [`host_grace`] for processes that run several nodes);
 /// then remove a `--netns` cluster's network ([`netns::remove`]). `DIR/run.toml` is removed
 /// only once every recorded process is seen gone and the network removed; if either is not, it
 /// stays, and this fails naming what is left.
@@ -398,7 +415,12 @@ pub fn stop(dir: &ClusterDir, grace: Duration) -> anyhow::Result<StopReport> {
     for p in &alive {
         let _ = kill(Pid::from_raw(p.pid as i32), Signal::SIGTERM);
     }
-    let deadline = Instant::now() + grace;
+    let hosts = if grace.is_zero() {
+        Duration::ZERO
+    } else {
+        host_grace(&state.processes)
+    };
+    let deadline = Instant::now() + grace + hosts;
     let mut left = alive.clone();
     while !left.is_empty() && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(50));
@@ -489,6 +511,23 @@ fn pinned(p: NodeProcess) -> NodeProcess {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_node_host_is_given_time_to_stop_by_its_largest_process() {
+        let p = |id: u64, pid: u32| NodeProcess {
+            id: NodeId(id),
+            pid,
+            started: Some(7),
+        };
+        assert_eq!(host_grace(&[p(0, 1), p(1, 2)]), Duration::ZERO);
+        let hosts: Vec<NodeProcess> = (0..10).map(|i| p(i, 1)).collect();
+        assert_eq!(host_grace(&hosts), HOST_GRACE_PER_NODE * 9);
+        let mut two = vec![p(0, 5), p(1, 5), p(2, 6)];
+        assert_eq!(host_grace(&two), HOST_GRACE_PER_NODE);
+        // A pid used again by a later process is another process.
+        two[1].started = Some(8);
+        assert_eq!(host_grace(&two), Duration::ZERO);
+    }
 
     /// Every node is spawned after each neighbour it dials (the higher ids), with its index
     /// in node order (its address, its network namespace).
