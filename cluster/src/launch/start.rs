@@ -21,7 +21,7 @@ use crate::launch::run_state::RunState;
 use crate::launch::runner;
 use crate::launch::start_cpu::LauncherMark;
 use anyhow::Context;
-use cuberoute_protocol::Topology;
+use cuberoute_protocol::{NodeId, Topology};
 use std::net::Ipv4Addr;
 use std::time::{Duration, Instant};
 
@@ -178,12 +178,38 @@ pub fn ensure_free(dir: &ClusterDir) -> anyhow::Result<()> {
 /// phases `checks`, `credentials` and `files` of `phases` (`cluster init`, and the first steps
 /// of a start on loopback).
 pub fn init(local: &Local, phases: &mut Phases) -> anyhow::Result<()> {
+    init_probing(local, phases, None)
+}
+
+/// [`init`], `probing` of the links probing when not all do (a node host's links between its
+/// own nodes are calls): their pace is set by those that do.
+fn init_probing(local: &Local, phases: &mut Phases, probing: Option<u32>) -> anyhow::Result<()> {
     check_local(local, true)?;
     phases.end("checks");
-    write(local, phases, |ports| Addressing::Loopback {
+    write(local, phases, probing, |ports| Addressing::Loopback {
         base: local.base_addr,
         ports,
     })
+}
+
+/// The links between two of `groups` (the processes): those that probe. None when every
+/// process runs one node (all do).
+fn probing_links(topology: Topology, groups: &[Vec<NodeId>]) -> Option<u32> {
+    if groups.iter().all(|g| g.len() == 1) {
+        return None;
+    }
+    let mut process = std::collections::HashMap::new();
+    for (p, group) in groups.iter().enumerate() {
+        for id in group {
+            process.insert(*id, p);
+        }
+    }
+    let ends = topology
+        .nodes()
+        .flat_map(|n| topology.neighbours(n).map(move |m| (n, m)))
+        .filter(|(n, m)| process.get(n) != process.get(m))
+        .count();
+    Some((ends / 2) as u32)
 }
 
 /// Check `local` (its loopback base with `loopback`) and that its directory is free.
@@ -207,6 +233,7 @@ fn check_local(local: &Local, loopback: bool) -> anyhow::Result<()> {
 fn write(
     local: &Local,
     phases: &mut Phases,
+    probing: Option<u32>,
     addressing: impl FnOnce(Ports) -> Addressing,
 ) -> anyhow::Result<()> {
     let ports = Ports {
@@ -215,7 +242,7 @@ fn write(
         metrics: local.port + 2,
     };
     let (dir, topology) = (&local.dir, local.topology);
-    generate::generate_timed(dir, topology, &addressing(ports), None, phases)?;
+    generate::generate_timed(dir, topology, &addressing(ports), None, probing, phases)?;
     if local.no_store {
         generate::drop_store(dir, topology)?;
         phases.end("no store");
@@ -273,7 +300,7 @@ pub fn spawn(local: &Local, note: &mut dyn FnMut(Note)) -> anyhow::Result<Spawne
             took: making.elapsed(),
         });
         let subnet = network.block;
-        let written = write(local, &mut phases, |ports| Addressing::Netns {
+        let written = write(local, &mut phases, None, |ports| Addressing::Netns {
             subnet,
             ports,
         });
@@ -283,7 +310,7 @@ pub fn spawn(local: &Local, note: &mut dyn FnMut(Note)) -> anyhow::Result<Spawne
         }
         (Some(network), interrupt)
     } else {
-        init(local, &mut phases)?;
+        init_probing(local, &mut phases, probing_links(topology, &groups))?;
         (None, Catch::install())
     };
     local::start(
@@ -365,6 +392,31 @@ mod tests {
 
     /// What the caller must fix is a `Refused`, saying what: a subnet that is no /16's base, a
     /// port without room for the two after it, a loopback base the nodes do not fit after.
+    #[test]
+    fn only_links_between_processes_probe_and_set_the_pace() {
+        let q3: Topology = "q:3".parse().unwrap();
+        let alone: Vec<Vec<NodeId>> = q3.nodes().map(|n| vec![n]).collect();
+        assert_eq!(probing_links(q3, &alone), None);
+        // Two Q_2 halves: the four links of dimension 2 cross.
+        let halves = vec![
+            (0..4).map(NodeId).collect::<Vec<_>>(),
+            (4..8).map(NodeId).collect(),
+        ];
+        assert_eq!(probing_links(q3, &halves), Some(4));
+        // Q_14 in three processes: its 114,688 links would pace each at over an hour (the
+        // daemon's longest); those between processes, at most that.
+        let q14: Topology = "q:14".parse().unwrap();
+        let groups = hosting::groups(q14, NodesPerProcess::Count(5462), 2, 20_000).unwrap();
+        let probing = probing_links(q14, &groups).unwrap();
+        assert!(probing < 114_688 / 4, "{probing}");
+        let pacing = generate::Pacing::of(probing);
+        assert!(pacing.interval <= cuberoute_daemon::liveness::MAX_INTERVAL);
+        assert_eq!(
+            generate::Pacing::of(114_688).interval,
+            cuberoute_daemon::liveness::MAX_INTERVAL
+        );
+    }
+
     #[test]
     fn what_the_caller_must_fix_is_refused() {
         let q2: Topology = "q:2".parse().unwrap();
