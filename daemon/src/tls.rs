@@ -485,6 +485,31 @@ mod tests {
     }
 
     #[test]
+    fn no_session_is_resumed_every_connection_shows_its_certificate() {
+        let ca = ca();
+        let key = rcgen::KeyPair::generate().unwrap();
+        let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+        params.subject_alt_names = vec![dns(&node_name(NodeId(3)))];
+        let cert = params.signed_by(&key, &ca).unwrap().der().clone();
+        let mut roots = RootCertStore::empty();
+        roots.add(ca.der().clone()).unwrap();
+        let credentials = Credentials {
+            roots: Arc::new(roots),
+            ca: vec![ca.der().clone()],
+            chain: vec![cert],
+            key: PrivateKeyDer::Pkcs8(key.serialize_der().into()),
+            identity: Identity::Node(NodeId(3)),
+            digest: 0,
+        };
+        for alpn in [ALPN_LINK, ALPN_CONTROL] {
+            let server = credentials.rustls_server(alpn).unwrap();
+            // Nothing kept to resume from, and no ticket handed out to resume with.
+            assert!(!server.session_storage.can_cache());
+            assert_eq!(server.send_tls13_tickets, 0);
+        }
+    }
+
+    #[test]
     fn a_certificate_names_one_node_or_client_or_nobody() {
         use crate::roles::Role;
         let send_as_1 = ClientRole::new(Role::Send, Some(vec![NodeId(1)])).unwrap();
