@@ -312,3 +312,41 @@ fn nodes_per_process_that_cannot_be_are_refused_as_usage() {
     assert_eq!(err.trim().lines().count(), 1, "{err}");
     assert!(!dir.path().join("run.toml").exists(), "nothing started");
 }
+
+/// The faults that act on nodes and links (state overwritten, packets corrupted, links cut, a
+/// relay capturing and forging) keep every promise of RELIABILITY.md and docs/security.md on a
+/// cluster of node hosts, plain and reliable: the chaos run's verdict is valid. Four nodes a
+/// process, so most links are calls and the rest QUIC.
+#[test]
+fn chaos_on_node_hosts_keeps_every_promise() {
+    let cluster = Cluster::up_with(
+        "eh:2,2",
+        &["--base-addr", "127.2.154.0", "--nodes-per-process", "4"],
+    );
+    let pids: std::collections::BTreeSet<u64> = cluster.status()["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["pid"].as_u64().unwrap())
+        .collect();
+    assert_eq!(pids.len(), 8, "32 nodes in 8 processes");
+    for delivery in [
+        &["--delivery", "plain"][..],
+        &["--delivery", "reliable", "--life", "20s"],
+    ] {
+        let mut args = vec!["chaos", "run", "--json", "--check", "--rate", "30"];
+        args.extend(["--duration", "6s"]);
+        args.extend(["--faults", "state,buffers,cut,capture,forge"]);
+        args.extend(delivery);
+        let report: serde_json::Value = serde_json::from_str(cluster.ok(&args).trim()).unwrap();
+        let verdict = &report["verdict"];
+        assert_eq!(verdict["valid"], true, "{delivery:?}: {verdict}");
+        assert!(report["sets_sent"].as_u64().unwrap() >= 300, "{report}");
+        // The faults did act: variables overwritten, packets corrupted, payloads captured.
+        assert!(
+            report["state_corruptions"].as_u64().unwrap() > 0,
+            "{report}"
+        );
+        assert!(report["captured"].as_u64().unwrap() > 0, "{report}");
+    }
+}
