@@ -350,3 +350,41 @@ fn chaos_on_node_hosts_keeps_every_promise() {
         assert!(report["captured"].as_u64().unwrap() > 0, "{report}");
     }
 }
+
+/// A process of 2,048 nodes answers for all of them in pages (each well under a frame): the first
+/// page says where to go on, and the pages together name every node once.
+#[test]
+fn a_large_node_host_answers_for_all_its_nodes_page_after_page() {
+    use cuberoute_cluster::{ClusterClient, ClusterDir};
+    use cuberoute_protocol::NodeId;
+    use cuberoute_protocol::wire::control::{Request, Response};
+    let cluster = Cluster::up_with(
+        "q:11",
+        &["--base-addr", "127.2.155.0", "--nodes-per-process", "2048"],
+    );
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async {
+        let client = ClusterClient::open(&ClusterDir::new(cluster.path())).unwrap();
+        let first = client
+            .request(NodeId(700), &Request::Hosted { after: None })
+            .await
+            .unwrap();
+        let Response::Hosted { statuses, next, .. } = first else {
+            panic!("{first:?}")
+        };
+        assert!(statuses.len() < 2048, "{}", statuses.len());
+        assert_eq!(
+            next,
+            statuses.last().map(|s| s.id),
+            "the page ends where it says"
+        );
+        let (all, stopped) = client
+            .hosted_statuses(NodeId(700), Duration::from_secs(10))
+            .await
+            .unwrap();
+        let ids: Vec<u64> = all.iter().map(|s| s.id.0).collect();
+        assert_eq!(ids, (0..2048).collect::<Vec<_>>());
+        assert!(stopped.is_empty());
+        assert!(all.iter().all(|s| s.links.iter().all(|l| l.up)));
+    });
+}
