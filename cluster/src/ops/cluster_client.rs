@@ -6,7 +6,7 @@
 
 use crate::launch::certs::client_credentials;
 use crate::launch::layout::ClusterDir;
-use crate::launch::run_state::RunState;
+use crate::launch::run_state::{NodeProcess, RunState};
 use cuberoute_daemon::client::{Client, ClientError, Connection};
 use cuberoute_daemon::manifest::Manifest;
 use cuberoute_daemon::roles::ClientRole;
@@ -14,7 +14,7 @@ use cuberoute_daemon::tls::Identity;
 use cuberoute_protocol::NodeId;
 use cuberoute_protocol::wire::control::{NodeStatus, Request, Response};
 use futures_util::future::join_all;
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::Semaphore;
@@ -214,8 +214,85 @@ impl ClusterClient {
     }
 
     /// The status of each of `nodes` (or why it could not be had), in that order, each within
-    /// `timeout` (asked as [`ClusterClient::request_each`] does).
+    /// `timeout`: the nodes that share a process (the run state says which) by one request to
+    /// the first of them asked ([`ClusterClient::hosted_statuses`]; a launcher's 2,048
+    /// handshakes become one per process), or, should that fail, one request each; every other
+    /// node by a request of its own ([`ClusterClient::statuses_each`]).
     pub async fn statuses_of(
+        &self,
+        nodes: Vec<NodeId>,
+        timeout: Duration,
+    ) -> Vec<(NodeId, Result<NodeStatus, String>)> {
+        let wanted: HashSet<NodeId> = nodes.iter().copied().collect();
+        let groups: Vec<Vec<NodeId>> = self
+            .hosts()
+            .into_iter()
+            .map(|host| host.into_iter().filter(|id| wanted.contains(id)).collect())
+            .filter(|host: &Vec<NodeId>| !host.is_empty())
+            .collect();
+        let grouped: HashSet<NodeId> = groups.iter().flatten().copied().collect();
+        let alone: Vec<NodeId> = nodes
+            .iter()
+            .copied()
+            .filter(|id| !grouped.contains(id))
+            .collect();
+        let by_process = groups.into_iter().map(|host| async move {
+            let first = host[0];
+            match self.hosted_statuses(first, timeout).await {
+                Ok((statuses, stopped)) => {
+                    let mut found: HashMap<NodeId, NodeStatus> =
+                        statuses.into_iter().map(|s| (s.id, s)).collect();
+                    let stopped: HashSet<NodeId> = stopped.into_iter().collect();
+                    host.into_iter()
+                        .map(|id| {
+                            let status = found.remove(&id).ok_or_else(|| {
+                                if stopped.contains(&id) {
+                                    "not running in its process".to_string()
+                                } else {
+                                    format!("not among the nodes the process of node {first} runs")
+                                }
+                            });
+                            (id, status)
+                        })
+                        .collect::<Vec<_>>()
+                }
+                Err(_) => self.statuses_each(host, timeout).await,
+            }
+        });
+        let (grouped, alone) =
+            tokio::join!(join_all(by_process), self.statuses_each(alone, timeout));
+        let mut found: HashMap<NodeId, Result<NodeStatus, String>> =
+            grouped.into_iter().flatten().chain(alone).collect();
+        nodes
+            .into_iter()
+            .map(|id| {
+                let status = found.remove(&id).expect("one answer per node asked");
+                (id, status)
+            })
+            .collect()
+    }
+
+    /// The nodes of each process that runs several (`cluster up --nodes-per-process`), as the
+    /// run state says (none where it does not: containers, a cluster started elsewhere).
+    fn hosts(&self) -> Vec<Vec<NodeId>> {
+        let Some(version) = file_version(&self.dir.run_state()) else {
+            return Vec::new();
+        };
+        let mut cached = self.run_state.lock().expect("run state lock");
+        if cached.as_ref().is_none_or(|(read, _)| *read != version) {
+            *cached = Some((version, RunState::load(&self.dir).ok().flatten()));
+        }
+        match cached.as_ref() {
+            Some((_, Some(RunState::Processes(processes)))) => {
+                shared_processes(&processes.processes)
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    /// The status of each of `nodes` (or why it could not be had), in that order, each within
+    /// `timeout`, asked one by one as [`ClusterClient::request_each`] does.
+    pub async fn statuses_each(
         &self,
         nodes: Vec<NodeId>,
         timeout: Duration,
@@ -297,6 +374,22 @@ pub fn allowed(
             .iter()
             .try_for_each(|&node| role.allows(node, request))
     }))
+}
+
+/// The nodes of each process that runs several, in the order `processes` names them.
+fn shared_processes(processes: &[NodeProcess]) -> Vec<Vec<NodeId>> {
+    let mut by_pid: Vec<(u32, Vec<NodeId>)> = Vec::new();
+    for p in processes {
+        match by_pid.iter_mut().find(|(pid, _)| *pid == p.pid) {
+            Some((_, nodes)) => nodes.push(p.id),
+            None => by_pid.push((p.pid, vec![p.id])),
+        }
+    }
+    by_pid
+        .into_iter()
+        .map(|(_, nodes)| nodes)
+        .filter(|nodes| nodes.len() > 1)
+        .collect()
 }
 
 /// Run `tasks`, each started only when one of `slots` is free, and holding it until it ends or
@@ -383,6 +476,29 @@ pub fn links_up(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn nodes_that_share_a_process_are_asked_together_and_a_process_per_node_alone() {
+        let process = |id: u64, pid: u32| NodeProcess {
+            id: NodeId(id),
+            pid,
+            started: Some(1),
+        };
+        let processes = [
+            process(7, 30),
+            process(3, 10),
+            process(6, 30),
+            process(1, 20),
+            process(2, 10),
+        ];
+        let ids = |v: &[u64]| v.iter().map(|&i| NodeId(i)).collect::<Vec<_>>();
+        assert_eq!(
+            shared_processes(&processes),
+            vec![ids(&[7, 6]), ids(&[3, 2])]
+        );
+        assert!(shared_processes(&processes[3..4]).is_empty());
+    }
+
     use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 
     /// Tasks that count how many run at once, each taking `length(i)`.

@@ -4,7 +4,7 @@
 //! and `chaos run` (before it starts, and after it restarts crashed nodes) all wait here.
 
 use crate::ClusterDir;
-use crate::launch::run_state::{NodeProcess, RunState};
+use crate::launch::run_state::RunState;
 use crate::launch::runner::{self, Runner, Runners};
 use crate::ops::cluster_client::{ClusterClient, links_up, links_up_of, may_be_up, revoked};
 use cuberoute_protocol::NodeId;
@@ -184,11 +184,7 @@ pub async fn check(client: &ClusterClient) -> anyhow::Result<Readiness> {
         .into_iter()
         .filter(|id| !dead.iter().chain(&starting).any(|(d, _)| d == id))
         .collect();
-    let hosts = match runners.as_ref().map(|r| &r.state) {
-        Some(RunState::Processes(state)) => shared_processes(&state.processes),
-        _ => Vec::new(),
-    };
-    let mut answers = statuses(client, asked, &hosts).await;
+    let mut answers = client.statuses_of(asked, ROUND_TIMEOUT).await;
     // A node that did not answer is asked once more, after the others: on a machine loaded
     // to saturation (1,024 daemons on two cores) a handshake can miss its time, and a second
     // try, among few, mostly does not.
@@ -197,7 +193,7 @@ pub async fn check(client: &ClusterClient) -> anyhow::Result<Readiness> {
         .collect();
     if !silent.is_empty() {
         let again = client
-            .statuses_of(
+            .statuses_each(
                 silent.iter().map(|&i| answers[i].0).collect(),
                 ROUND_TIMEOUT,
             )
@@ -229,89 +225,6 @@ pub async fn check(client: &ClusterClient) -> anyhow::Result<Readiness> {
         healthy,
         dead,
     })
-}
-
-/// The nodes of each process that runs several (`cluster up --nodes-per-process`), in the
-/// order `processes` names them.
-fn shared_processes(processes: &[NodeProcess]) -> Vec<Vec<NodeId>> {
-    let mut by_pid: Vec<(u32, Vec<NodeId>)> = Vec::new();
-    for p in processes {
-        match by_pid.iter_mut().find(|(pid, _)| *pid == p.pid) {
-            Some((_, nodes)) => nodes.push(p.id),
-            None => by_pid.push((p.pid, vec![p.id])),
-        }
-    }
-    by_pid
-        .into_iter()
-        .map(|(_, nodes)| nodes)
-        .filter(|nodes| nodes.len() > 1)
-        .collect()
-}
-
-/// The status of each node of `asked`, in that order: the nodes of a process of `hosts` that
-/// `asked` names by one request to the first of them ([`ClusterClient::hosted_statuses`]; a
-/// launcher's 2,048 handshakes become one per process), or, should that fail, one request
-/// each; every other node by a request of its own.
-async fn statuses(
-    client: &ClusterClient,
-    asked: Vec<NodeId>,
-    hosts: &[Vec<NodeId>],
-) -> Vec<(NodeId, Result<NodeStatus, String>)> {
-    let wanted: HashSet<NodeId> = asked.iter().copied().collect();
-    let groups: Vec<Vec<NodeId>> = hosts
-        .iter()
-        .map(|nodes| {
-            let asked_here: Vec<NodeId> = nodes
-                .iter()
-                .copied()
-                .filter(|id| wanted.contains(id))
-                .collect();
-            asked_here
-        })
-        .filter(|nodes| !nodes.is_empty())
-        .collect();
-    let grouped: HashSet<NodeId> = groups.iter().flatten().copied().collect();
-    let alone: Vec<NodeId> = asked
-        .iter()
-        .copied()
-        .filter(|id| !grouped.contains(id))
-        .collect();
-    let by_process = groups.into_iter().map(|nodes| async move {
-        let first = nodes[0];
-        match client.hosted_statuses(first, ROUND_TIMEOUT).await {
-            Ok((statuses, stopped)) => {
-                let mut found: HashMap<NodeId, NodeStatus> =
-                    statuses.into_iter().map(|s| (s.id, s)).collect();
-                nodes
-                    .into_iter()
-                    .map(|id| {
-                        let status = found.remove(&id).ok_or_else(|| {
-                            if stopped.contains(&id) {
-                                "not running in its process".to_string()
-                            } else {
-                                format!("not among the nodes the process of node {first} runs")
-                            }
-                        });
-                        (id, status)
-                    })
-                    .collect::<Vec<_>>()
-            }
-            Err(_) => client.statuses_of(nodes, ROUND_TIMEOUT).await,
-        }
-    });
-    let (grouped, alone) = tokio::join!(
-        futures_util::future::join_all(by_process),
-        client.statuses_of(alone, ROUND_TIMEOUT)
-    );
-    let mut found: HashMap<NodeId, Result<NodeStatus, String>> =
-        grouped.into_iter().flatten().chain(alone).collect();
-    asked
-        .into_iter()
-        .map(|id| {
-            let status = found.remove(&id).expect("one answer per node asked");
-            (id, status)
-        })
-        .collect()
 }
 
 /// The order in which a round asks the nodes of `manifest`: first those `started` names (the
@@ -427,28 +340,6 @@ mod tests {
     use cuberoute_daemon::manifest::Manifest;
     use cuberoute_protocol::Topology;
     use cuberoute_protocol::wire::control::LinkStatus;
-
-    #[test]
-    fn nodes_that_share_a_process_are_asked_together_and_a_process_per_node_alone() {
-        let process = |id: u64, pid: u32| NodeProcess {
-            id: NodeId(id),
-            pid,
-            started: Some(1),
-        };
-        let processes = [
-            process(7, 30),
-            process(3, 10),
-            process(6, 30),
-            process(1, 20),
-            process(2, 10),
-        ];
-        let ids = |v: &[u64]| v.iter().map(|&i| NodeId(i)).collect::<Vec<_>>();
-        assert_eq!(
-            shared_processes(&processes),
-            vec![ids(&[7, 6]), ids(&[3, 2])]
-        );
-        assert!(shared_processes(&processes[3..4]).is_empty());
-    }
 
     fn status(topology: Topology, id: u64, links_up: usize) -> NodeStatus {
         NodeStatus {
