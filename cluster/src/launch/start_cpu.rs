@@ -95,12 +95,20 @@ mod tests {
             .spawn()
             .expect("sh runs");
         std::thread::sleep(Duration::from_millis(300));
-        let mut spin = 0u64;
-        for i in 0..2_000_000u64 {
-            spin = spin.wrapping_add(std::hint::black_box(i));
-        }
-        std::hint::black_box(spin);
-        let cpu = StartCpu::measure(&[child.id(), u32::MAX], mark);
+        // The kernel counts CPU time in clock ticks (10 ms): spin until one is counted here (a
+        // fixed 2,000,000 additions fell under a tick on a loaded machine), for at most 5 s.
+        let spinning = std::time::Instant::now();
+        let cpu = loop {
+            let mut spin = 0u64;
+            for i in 0..2_000_000u64 {
+                spin = spin.wrapping_add(std::hint::black_box(i));
+            }
+            std::hint::black_box(spin);
+            let cpu = StartCpu::measure(&[child.id(), u32::MAX], mark);
+            if cpu.launcher_seconds > 0.0 || spinning.elapsed() > Duration::from_secs(5) {
+                break cpu;
+            }
+        };
         let _ = child.kill();
         let _ = child.wait();
         assert_eq!(cpu.daemons, 1, "the missing pid is not counted");
