@@ -63,9 +63,7 @@ impl Host {
             running,
         }
     }
-}
 
-impl Host {
     /// The nodes of this process from the first above `after`, in id order: each with its
     /// node while it runs.
     pub fn nodes_after(&self, after: Option<NodeId>) -> Vec<(NodeId, Option<Arc<Node>>)> {
@@ -152,10 +150,10 @@ pub async fn run(configs: Vec<NodeConfig>, args: Vec<DaemonArgs>) -> anyhow::Res
     // Each node holds a few files (its sockets, its store): thousands of nodes need the
     // process's whole allowance, not the soft limit a shell starts it with.
     match raise_open_files() {
-        Ok(limit) if limit < configs.len() as u64 * 3 => tracing::warn!(
+        Ok(limit) if limit < configs.len() as u64 * FILES_PER_NODE => tracing::warn!(
             limit,
             nodes = configs.len(),
-            "the open-files limit may be too low for this many nodes (about 3 each)"
+            "the open-files limit may be too low for this many nodes ({FILES_PER_NODE} each)"
         ),
         Ok(_) => {}
         Err(e) => tracing::warn!(error = %e, "cannot raise the open-files limit"),
@@ -207,6 +205,10 @@ pub async fn run(configs: Vec<NodeConfig>, args: Vec<DaemonArgs>) -> anyhow::Res
         None => Ok(()),
     }
 }
+
+/// Open files one hosted node holds: its link socket, its control socket and its store's file
+/// (measured: 2,572 in a process of 1,024 EH(5,5) nodes).
+pub const FILES_PER_NODE: u64 = 3;
 
 /// Raise this process's soft limit of open files to its hard limit; the limit now.
 pub fn raise_open_files() -> std::io::Result<u64> {

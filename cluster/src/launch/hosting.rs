@@ -16,9 +16,8 @@ use std::str::FromStr;
 /// The most nodes the placement's search groups; larger clusters go in blocks of ids.
 pub const PLACED_UP_TO: usize = 64;
 
-/// Open files one hosted node holds: its link socket, its control socket and its store's file
-/// (measured: 2,572 in a process of 1,024 EH(5,5) nodes).
-pub const FILES_PER_NODE: u64 = 3;
+use cuberoute_daemon::host::FILES_PER_NODE;
+
 /// Open files a node host keeps for the rest: its runtime, its output, clients' connections.
 pub const FILES_PER_PROCESS: u64 = 256;
 

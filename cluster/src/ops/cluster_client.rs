@@ -6,7 +6,7 @@
 
 use crate::launch::certs::client_credentials;
 use crate::launch::layout::ClusterDir;
-use crate::launch::run_state::{NodeProcess, RunState};
+use crate::launch::run_state::{NodeProcess, Processes, RunState};
 use cuberoute_daemon::client::{Client, ClientError, Connection};
 use cuberoute_daemon::manifest::Manifest;
 use cuberoute_daemon::roles::ClientRole;
@@ -96,16 +96,25 @@ impl ClusterClient {
     /// says (containers, a cluster started elsewhere, no run state). The run state is read
     /// again whenever its file changed (a restart records a new process).
     pub fn known_down(&self, node: NodeId) -> Option<String> {
+        self.with_processes(|processes| {
+            let process = processes.processes.iter().find(|p| p.id == node)?;
+            (!processes.is_running(&self.dir, process)).then(|| "process exited".to_string())
+        })
+        .flatten()
+    }
+
+    /// `f` of the local processes the run state records, read again whenever its file changed;
+    /// `None` when it records none (containers, a cluster started elsewhere, no run state).
+    fn with_processes<R>(&self, f: impl FnOnce(&Processes) -> R) -> Option<R> {
         let version = file_version(&self.dir.run_state())?;
         let mut cached = self.run_state.lock().expect("run state lock");
         if cached.as_ref().is_none_or(|(read, _)| *read != version) {
             *cached = Some((version, RunState::load(&self.dir).ok().flatten()));
         }
-        let Some((_, Some(RunState::Processes(processes)))) = cached.as_ref() else {
-            return None;
-        };
-        let process = processes.processes.iter().find(|p| p.id == node)?;
-        (!processes.is_running(&self.dir, process)).then(|| "process exited".to_string())
+        match cached.as_ref() {
+            Some((_, Some(RunState::Processes(processes)))) => Some(f(processes)),
+            _ => None,
+        }
     }
 
     /// Whether this client's certificate may make each of `requests` at each of `nodes`, as
@@ -275,19 +284,8 @@ impl ClusterClient {
     /// The nodes of each process that runs several (`cluster up --nodes-per-process`), as the
     /// run state says (none where it does not: containers, a cluster started elsewhere).
     fn hosts(&self) -> Vec<Vec<NodeId>> {
-        let Some(version) = file_version(&self.dir.run_state()) else {
-            return Vec::new();
-        };
-        let mut cached = self.run_state.lock().expect("run state lock");
-        if cached.as_ref().is_none_or(|(read, _)| *read != version) {
-            *cached = Some((version, RunState::load(&self.dir).ok().flatten()));
-        }
-        match cached.as_ref() {
-            Some((_, Some(RunState::Processes(processes)))) => {
-                shared_processes(&processes.processes)
-            }
-            _ => Vec::new(),
-        }
+        self.with_processes(|processes| shared_processes(&processes.processes))
+            .unwrap_or_default()
     }
 
     /// The status of each of `nodes` (or why it could not be had), in that order, each within
