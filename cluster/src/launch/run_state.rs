@@ -224,6 +224,24 @@ fn threads(pid: u32) -> usize {
     fs::read_dir(format!("/proc/{pid}/task")).map_or(0, |tasks| tasks.count())
 }
 
+/// The nodes of each process `processes` records (a node host is recorded once per node: one
+/// pid and start time), in the order they first appear.
+pub fn by_process(processes: &[NodeProcess]) -> Vec<Vec<NodeId>> {
+    let mut keys: Vec<(u32, Option<u64>)> = Vec::new();
+    let mut groups: Vec<Vec<NodeId>> = Vec::new();
+    for p in processes {
+        let key = (p.pid, p.started);
+        match keys.iter().position(|k| *k == key) {
+            Some(i) => groups[i].push(p.id),
+            None => {
+                keys.push(key);
+                groups.push(vec![p.id]);
+            }
+        }
+    }
+    groups
+}
+
 /// When process `pid` started (clock ticks after boot), if it exists.
 pub fn start_time(pid: u32) -> Option<u64> {
     stat(pid).map(|(_, started)| started)

@@ -376,18 +376,9 @@ pub fn allowed(
 
 /// The nodes of each process that runs several, in the order `processes` names them.
 fn shared_processes(processes: &[NodeProcess]) -> Vec<Vec<NodeId>> {
-    let mut by_pid: Vec<(u32, Vec<NodeId>)> = Vec::new();
-    for p in processes {
-        match by_pid.iter_mut().find(|(pid, _)| *pid == p.pid) {
-            Some((_, nodes)) => nodes.push(p.id),
-            None => by_pid.push((p.pid, vec![p.id])),
-        }
-    }
-    by_pid
-        .into_iter()
-        .map(|(_, nodes)| nodes)
-        .filter(|nodes| nodes.len() > 1)
-        .collect()
+    let mut groups = crate::launch::run_state::by_process(processes);
+    groups.retain(|nodes| nodes.len() > 1);
+    groups
 }
 
 /// Run `tasks`, each started only when one of `slots` is free, and holding it until it ends or
