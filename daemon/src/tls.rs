@@ -484,6 +484,63 @@ mod tests {
         rcgen::CertifiedIssuer::self_signed(params, rcgen::KeyPair::generate().unwrap()).unwrap()
     }
 
+    /// Node `id`'s credentials under `ca`.
+    fn node_credentials(
+        ca: &rcgen::CertifiedIssuer<'static, rcgen::KeyPair>,
+        id: NodeId,
+    ) -> Credentials {
+        let key = rcgen::KeyPair::generate().unwrap();
+        let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+        params.subject_alt_names = vec![dns(&node_name(id))];
+        let cert = params.signed_by(&key, ca).unwrap().der().clone();
+        let mut roots = RootCertStore::empty();
+        roots.add(ca.der().clone()).unwrap();
+        Credentials {
+            roots: Arc::new(roots),
+            ca: vec![ca.der().clone()],
+            chain: vec![cert],
+            key: PrivateKeyDer::Pkcs8(key.serialize_der().into()),
+            identity: Identity::Node(id),
+            digest: 0,
+        }
+    }
+
+    /// A dialler that gives up before its first packet is sent closes in that packet. The
+    /// accepting endpoint, closed, is let go at once all the same (quinn-proto, patched in
+    /// vendor/quinn-proto: such a connection waited for the link's idle timeout, 365 s, and held
+    /// the endpoint's socket that long, so a node crashed inside its process could not listen
+    /// again).
+    #[tokio::test]
+    async fn a_connection_closed_in_its_first_packet_lets_its_endpoint_go() {
+        let ca = ca();
+        let server = node_credentials(&ca, NodeId(3))
+            .endpoint(ALPN_LINK, ([127, 0, 0, 1], 0).into(), None)
+            .unwrap();
+        let dialler = node_credentials(&ca, NodeId(4))
+            .endpoint(ALPN_LINK, ([127, 0, 0, 1], 0).into(), None)
+            .unwrap();
+        let config = node_credentials(&ca, NodeId(4)).client_config(ALPN_LINK);
+        let to = server.local_addr().unwrap();
+        // Given up before its driver ran: its first datagram carries CONNECTION_CLOSE.
+        drop(
+            dialler
+                .connect_with(config, to, &node_name(NodeId(3)))
+                .unwrap(),
+        );
+        let incoming = tokio::time::timeout(Duration::from_secs(10), server.accept())
+            .await
+            .expect("the closing Initial arrives")
+            .expect("the endpoint is open");
+        assert!(
+            incoming.await.is_err(),
+            "the connection was closed by its dialler"
+        );
+        server.close(0u32.into(), b"");
+        tokio::time::timeout(Duration::from_secs(10), server.wait_idle())
+            .await
+            .expect("the closed connection is drained well before the link's idle timeout");
+    }
+
     #[test]
     fn no_session_is_resumed_every_connection_shows_its_certificate() {
         let ca = ca();

@@ -2042,6 +2042,14 @@ impl Connection {
         );
 
         self.process_decrypted_packet(now, remote, Some(packet_number), packet.into())?;
+        // Patched for cuberoute (PATCHED.md): a first packet that closes the connection (a
+        // CONNECTION_CLOSE in the client's first Initial) starts the close timer, as any later
+        // packet's would in `handle_packet`. Without it the connection stayed draining until its
+        // idle timeout, and held its endpoint (and socket) that long after the endpoint closed.
+        if self.state.is_closed() {
+            self.close_common();
+            self.set_close_timer(now);
+        }
         if let Some(data) = remaining {
             self.handle_coalesced(now, remote, ecn, data);
         }
