@@ -13,7 +13,8 @@ use tracing::warn;
 
 /// Accept connections on `endpoint` for as long as it is open. A handshake that fails (no
 /// certificate, or one not of the cluster CA) counts as `refused`; a completed one goes to
-/// `serve`.
+/// `serve`. Each connection's task is this loop's: dropped with it (a node crashed inside its
+/// process lets go of its connections, its endpoints and its store with its tasks).
 pub async fn accept_each<F, Fut>(
     node: Arc<Node>,
     endpoint: quinn::Endpoint,
@@ -22,11 +23,19 @@ pub async fn accept_each<F, Fut>(
     serve: F,
 ) where
     F: Fn(Arc<Node>, quinn::Connection, SocketAddr) -> Fut + Clone + Send + 'static,
-    Fut: Future<Output = ()> + Send,
+    Fut: Future<Output = ()> + Send + 'static,
 {
-    while let Some(incoming) = endpoint.accept().await {
+    let mut served = tokio::task::JoinSet::new();
+    loop {
+        let incoming = tokio::select! {
+            incoming = endpoint.accept() => match incoming {
+                Some(incoming) => incoming,
+                None => break,
+            },
+            Some(_) = served.join_next(), if !served.is_empty() => continue,
+        };
         let (node, serve) = (node.clone(), serve.clone());
-        tokio::spawn(async move {
+        served.spawn(tracing::Instrument::in_current_span(async move {
             let remote = incoming.remote_address();
             match incoming.await {
                 Ok(connection) => serve(node, connection, remote).await,
@@ -35,8 +44,10 @@ pub async fn accept_each<F, Fut>(
                     warn!(%remote, error = %e, "{what} handshake refused");
                 }
             }
-        });
+        }));
     }
+    // The endpoint is closed: its connections end with it.
+    while served.join_next().await.is_some() {}
 }
 
 /// The endpoint's accept loop for links: authenticate each connection, check that the peer is
