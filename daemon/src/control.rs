@@ -22,7 +22,7 @@ use crate::tls;
 use cuberoute_protocol::NodeId;
 use cuberoute_protocol::delivery::{EncodeError, SetKey};
 use cuberoute_protocol::wire::control::{
-    ControlError, ControlErrorKind, MAX_CONSUMER_LEN, MAX_RECV_BATCH, MAX_WAIT_MS, Request,
+    ControlError, ControlErrorKind, Fault, MAX_CONSUMER_LEN, MAX_RECV_BATCH, MAX_WAIT_MS, Request,
     Response, is_consumer_name,
 };
 use cuberoute_protocol::wire::{MAX_FRAME_LEN, PREFIX_LEN, decode_frame, encode_frame};
@@ -84,25 +84,37 @@ async fn serve_client(
             return;
         }
     };
-    while let Ok((send, recv)) = connection.accept_bi().await {
+    // Each request's task is this connection's, dropped with it (and with the node's tasks).
+    let mut answering = tokio::task::JoinSet::new();
+    loop {
+        let (send, recv) = tokio::select! {
+            accepted = connection.accept_bi() => match accepted {
+                Ok(streams) => streams,
+                Err(_) => break,
+            },
+            Some(_) = answering.join_next(), if !answering.is_empty() => continue,
+        };
         match node.settings().requests.clone().try_acquire_owned() {
             Ok(permit) => {
-                tokio::spawn(answer(
+                answering.spawn(tracing::Instrument::in_current_span(answer(
                     node.clone(),
                     host.clone(),
                     send,
                     recv,
                     access.clone(),
                     permit,
-                ));
+                )));
             }
             Err(_) => {
                 node.stats().event(Event::RequestRefusedBusy);
-                tokio::spawn(refuse_busy(node.settings().requests_limit(), send, recv));
+                answering.spawn(refuse_busy(node.settings().requests_limit(), send, recv));
             }
         }
     }
     io_counts::PROCESS.control_closed(&connection);
+    // Requests under way are carried out to their end, as a closed connection does not undo
+    // them.
+    while answering.join_next().await.is_some() {}
 }
 
 /// Answer a request beyond `buffers.requests` without reading it: busy, try again later.
@@ -270,6 +282,12 @@ async fn handle(
     answer_bytes: &mut Option<tokio::sync::OwnedSemaphorePermit>,
 ) -> Response {
     match request {
+        Request::Inject(fault @ (Fault::CrashHosted { .. } | Fault::RestartHosted { .. })) => {
+            match crate::faults::in_host(node, host, fault).await {
+                Ok(done) => Response::Injected(done),
+                Err(e) => Response::Error(e),
+            }
+        }
         Request::Inject(fault) => match crate::faults::inject(node, fault) {
             Ok(done) => Response::Injected(done),
             Err(e) => Response::Error(e),

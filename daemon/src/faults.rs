@@ -9,9 +9,12 @@
 //!   for a while, in packets entering a link buffer ([`crate::chaos::Chaos`]);
 //! * cut and heal are [`crate::link::Link::cut`] and [`crate::link::Link::heal`];
 //! * shape and unshape set the rules of the link socket's shaper ([`crate::shaper`]): delay,
-//!   jitter, reordering and duplication of datagrams, in user space, on a real socket only.
+//!   jitter, reordering and duplication of datagrams, in user space, on a real socket only;
+//! * in a node host, crashing another node of the process and starting it again
+//!   ([`in_host`]) is the host's ([`crate::host`]).
 
 use crate::env::{self, now_us};
+use crate::host::Host;
 use crate::node::Node;
 use crate::stats::Event;
 use cuberoute_protocol::wire::control::{ControlError, ControlErrorKind, Fault, Happening};
@@ -74,14 +77,56 @@ pub fn corrupt_state(node: &Node, rng: &mut impl RngCore) {
 /// Carry out a fault the control API received, and note it in the journal. Returns what was
 /// done.
 pub fn inject(node: &Arc<Node>, fault: Fault) -> Result<String, ControlError> {
-    // With `chaos.allow = false` no new fault is taken; ending one (a heal, capture or forge
-    // off) always is, so that a node is never stuck with a fault it can no longer be rid of.
+    allowed(node, &fault)?;
+    let noted_by_itself = matches!(fault, Fault::CorruptState { .. });
+    let done = apply(node, fault)?;
+    if !noted_by_itself {
+        node.stats().journal.note(Happening::Fault {
+            fault: done.clone(),
+        });
+    }
+    Ok(done)
+}
+
+/// A fault on another node of this node host (`Fault::CrashHosted`, `Fault::RestartHosted`),
+/// which the host carries out ([`crate::host::Host::crash`], [`crate::host::Host::restart`]);
+/// noted in this node's journal. Refused by a node alone in its process.
+pub async fn in_host(
+    node: &Arc<Node>,
+    host: Option<&Host>,
+    fault: Fault,
+) -> Result<String, ControlError> {
+    allowed(node, &fault)?;
+    let refused = |m: String| ControlError::new(ControlErrorKind::BadRequest, m);
+    let Some(host) = host else {
+        return Err(refused(format!(
+            "node {} runs alone in its process: it is crashed and started with its process",
+            node.id()
+        )));
+    };
+    let done = match fault {
+        Fault::CrashHosted { node: id } => host.crash(id).await,
+        Fault::RestartHosted { node: id } => host.restart(id).await,
+        other => return Err(refused(format!("{other:?} is not a node host's fault"))),
+    }
+    .map_err(refused)?;
+    node.stats().journal.note(Happening::Fault {
+        fault: done.clone(),
+    });
+    Ok(done)
+}
+
+/// With `chaos.allow = false` no new fault is taken; ending one (a heal, capture or forge off,
+/// a node started again) always is, so that a node is never stuck with a fault it can no
+/// longer be rid of.
+fn allowed(node: &Node, fault: &Fault) -> Result<(), ControlError> {
     let ends_a_fault = matches!(
         fault,
         Fault::Heal { .. }
             | Fault::Capture { on: false }
             | Fault::Forge { on: false, .. }
             | Fault::Unshape
+            | Fault::RestartHosted { .. }
     );
     if !ends_a_fault && !node.settings().chaos_allowed() {
         return Err(ControlError::new(
@@ -92,14 +137,7 @@ pub fn inject(node: &Arc<Node>, fault: Fault) -> Result<String, ControlError> {
             ),
         ));
     }
-    let noted_by_itself = matches!(fault, Fault::CorruptState { .. });
-    let done = apply(node, fault)?;
-    if !noted_by_itself {
-        node.stats().journal.note(Happening::Fault {
-            fault: done.clone(),
-        });
-    }
-    Ok(done)
+    Ok(())
 }
 
 fn apply(node: &Arc<Node>, fault: Fault) -> Result<String, ControlError> {
@@ -235,6 +273,9 @@ fn apply(node: &Arc<Node>, fault: Fault) -> Result<String, ControlError> {
                 "removed {removed} shaping rule(s) of the daemon socket (user space); {queued} datagram(s) held back go out when due"
             ))
         }
+        Fault::CrashHosted { .. } | Fault::RestartHosted { .. } => Err(bad(
+            "crashing or starting another node of the process is its host's (`in_host`)".into(),
+        )),
         Fault::Cut { neighbour } | Fault::Heal { neighbour } => {
             let cut = matches!(fault, Fault::Cut { .. });
             let named = node.topology().format_node(neighbour);

@@ -6,6 +6,9 @@
 //! a link to any other node is QUIC as always. And each node's tasks are its own
 //! ([`crate::run_until`] holds them in a `JoinSet`), so one node can stop, or be crashed by
 //! dropping its future, while the others go on; its neighbours here see it stop at once.
+//! The control API crashes one node so and starts it again ([`Host::crash`],
+//! [`Host::restart`]: `Fault::CrashHosted`, `Fault::RestartHosted`, asked of any other node of
+//! the process), as the chaos tooling's `crash` does to a node alone by killing its process.
 //!
 //! What the process has once is shared: the runtime, the binary, the signals (a SIGTERM stops
 //! every node, each drained as a process alone would be), the log output (each node's lines
@@ -18,8 +21,9 @@ use crate::link::local::{LocalPeer, LocalPeers};
 use crate::node::Node;
 use cuberoute_protocol::NodeId;
 use std::collections::{BTreeSet, HashMap};
-use std::sync::{Arc, Mutex};
-use tokio::sync::watch;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+use tokio::sync::{mpsc, oneshot, watch};
 
 /// A running node, and what says when it stops.
 type Runs = (Arc<Node>, watch::Receiver<bool>);
@@ -29,7 +33,23 @@ pub struct Host {
     members: BTreeSet<NodeId>,
     running: Mutex<HashMap<NodeId, Runs>>,
     changes: watch::Sender<u64>,
+    /// To the loop of [`run`], which owns the nodes' tasks: crash one, start one again.
+    orders: OnceLock<mpsc::UnboundedSender<Order>>,
 }
+
+/// What [`run`]'s loop is asked to do to one of its nodes, and where to say how it went. A
+/// crash ends the node at once as a killed process would (`crate::Stop::Crash`: nothing
+/// drained, its endpoints closed, its tasks dropped); a restart reads its configuration and
+/// store again.
+enum Order {
+    Crash(NodeId, oneshot::Sender<Result<String, String>>),
+    Restart(NodeId, oneshot::Sender<Result<String, String>>),
+}
+
+/// How long a node crashed in its process may take to start again: its sockets and its store
+/// are let go by the tasks the crash dropped (quinn's endpoint driver, the store's writer)
+/// shortly after; until then its start is tried again.
+pub const RESTART_WITHIN: Duration = Duration::from_secs(10);
 
 /// A node's place in the registry while it runs: dropped (the node stopped, or its future was
 /// dropped), it says so to its neighbours here.
@@ -45,7 +65,48 @@ impl Host {
             members: members.into_iter().collect(),
             running: Mutex::new(HashMap::new()),
             changes: watch::channel(0).0,
+            orders: OnceLock::new(),
         })
+    }
+
+    /// Crash node `id` of this process (see [`Order`]); answered once it has ended. Refused if `id` is not hosted here, does not run, or is the
+    /// last node that runs here (nothing would be left to start it again).
+    pub async fn crash(&self, id: NodeId) -> Result<String, String> {
+        self.order(|reply| Order::Crash(id, reply)).await
+    }
+
+    /// Start node `id` of this process again after [`Host::crash`]; answered once it runs (or
+    /// could not start within [`RESTART_WITHIN`]).
+    pub async fn restart(&self, id: NodeId) -> Result<String, String> {
+        self.order(|reply| Order::Restart(id, reply)).await
+    }
+
+    async fn order(
+        &self,
+        order: impl FnOnce(oneshot::Sender<Result<String, String>>) -> Order,
+    ) -> Result<String, String> {
+        let gone = || "this process is stopping".to_string();
+        let orders = self
+            .orders
+            .get()
+            .ok_or_else(|| "this process runs its nodes in no host loop".to_string())?;
+        let (reply, answer) = oneshot::channel();
+        orders.send(order(reply)).map_err(|_| gone())?;
+        answer.await.map_err(|_| gone())?
+    }
+
+    fn runs(&self, id: NodeId) -> bool {
+        self.running.lock().expect("host lock").contains_key(&id)
+    }
+
+    /// Until node `id` runs (registered by its start).
+    async fn started(&self, id: NodeId) {
+        let mut changes = self.changes.subscribe();
+        while !self.runs(id) {
+            if changes.changed().await.is_err() {
+                return;
+            }
+        }
     }
 
     /// `node` runs: its neighbours here link with it.
@@ -143,7 +204,9 @@ pub fn check(configs: &[NodeConfig]) -> Result<(), String> {
 }
 
 /// Run every node of `configs` in this process until SIGTERM or SIGINT, then drain each and
-/// return; reload them all on SIGHUP. The first error of a node's start stops them all.
+/// return; reload them all on SIGHUP. The first error of a node's start stops them all; a
+/// node crashed by request ([`Host::crash`]) does not, and one started again
+/// ([`Host::restart`]) that fails is told to the one who asked.
 pub async fn run(configs: Vec<NodeConfig>, args: Vec<DaemonArgs>) -> anyhow::Result<()> {
     check(&configs).map_err(|e| anyhow::anyhow!(e))?;
     crate::lower_priority(configs[0].nice);
@@ -159,9 +222,20 @@ pub async fn run(configs: Vec<NodeConfig>, args: Vec<DaemonArgs>) -> anyhow::Res
         Err(e) => tracing::warn!(error = %e, "cannot raise the open-files limit"),
     }
     let host = Host::new(configs.iter().map(|c| c.id));
+    let (orders, mut ordered) = mpsc::unbounded_channel();
+    host.orders.set(orders).ok();
     let stop = crate::shutdown_signal()?;
+    tokio::pin!(stop);
     let (stopping, stopped) = watch::channel(false);
-    let mut nodes = tokio::task::JoinSet::new();
+    let mut nodes = Nodes {
+        host: host.clone(),
+        tasks: tokio::task::JoinSet::new(),
+        of_task: HashMap::new(),
+        running: HashMap::new(),
+        crashing: HashMap::new(),
+        args: HashMap::new(),
+        stopped,
+    };
     for (i, (mut config, args)) in configs.into_iter().zip(args).enumerate() {
         if i > 0
             && let Some(addr) = config.metrics_listen.take()
@@ -172,30 +246,22 @@ pub async fn run(configs: Vec<NodeConfig>, args: Vec<DaemonArgs>) -> anyhow::Res
                 "metrics_listen not served: a node host serves one exporter, its first node's"
             );
         }
-        let mut stopped = stopped.clone();
-        let host = host.clone();
-        let span = tracing::info_span!("node", id = %config.topology.format_node(config.id));
-        nodes.spawn(tracing::Instrument::instrument(
-            async move {
-                let stop = async move {
-                    let _ = stopped.wait_for(|s| *s).await;
-                    Ok(())
-                };
-                crate::run_node(config, args, true, stop, Some(host)).await
-            },
-            span,
-        ));
+        nodes.args.insert(config.id, args.clone());
+        nodes.start(config, args, Start::First);
     }
-    let first_error = tokio::select! {
-        r = stop => r.err(),
-        Some(ended) = nodes.join_next() => Some(match ended {
-            Ok(Ok(())) => anyhow::anyhow!("a node stopped on its own"),
-            Ok(Err(e)) => e,
-            Err(e) => anyhow::anyhow!("a node's task failed: {e}"),
-        }),
+    let first_error = loop {
+        tokio::select! {
+            r = &mut stop => break r.err(),
+            Some(order) = ordered.recv() => nodes.carry_out(order),
+            Some(ended) = nodes.tasks.join_next_with_id() => {
+                if let Some(e) = nodes.ended(ended) {
+                    break Some(e);
+                }
+            }
+        }
     };
     stopping.send_replace(true);
-    while let Some(ended) = nodes.join_next().await {
+    while let Some(ended) = nodes.tasks.join_next().await {
         if let Ok(Err(e)) = ended {
             tracing::warn!(error = %e, "a node stopped with an error");
         }
@@ -203,6 +269,187 @@ pub async fn run(configs: Vec<NodeConfig>, args: Vec<DaemonArgs>) -> anyhow::Res
     match first_error {
         Some(e) => Err(e),
         None => Ok(()),
+    }
+}
+
+/// How a node's task was started: with the process (its failure stops the process), or again
+/// after a crash by request (its failure is told to the one who asked).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Start {
+    First,
+    Again,
+}
+
+/// The nodes' tasks of [`run`], and which node each runs.
+struct Nodes {
+    host: Arc<Host>,
+    tasks: tokio::task::JoinSet<anyhow::Result<()>>,
+    of_task: HashMap<tokio::task::Id, (NodeId, Start)>,
+    /// Each node that runs or starts: its task, and what crashes it.
+    running: HashMap<NodeId, (tokio::task::Id, watch::Sender<bool>)>,
+    /// The nodes crashed by request whose tasks have not ended yet, and who waits for that.
+    crashing: HashMap<tokio::task::Id, (NodeId, oneshot::Sender<Result<String, String>>)>,
+    /// Each node's flags, to start it again.
+    args: HashMap<NodeId, DaemonArgs>,
+    stopped: watch::Receiver<bool>,
+}
+
+impl Nodes {
+    fn start(&mut self, config: NodeConfig, args: DaemonArgs, start: Start) {
+        let id = config.id;
+        let host = self.host.clone();
+        let stopped = self.stopped.clone();
+        let (crash, crashed) = watch::channel(false);
+        let span = tracing::info_span!("node", id = %config.topology.format_node(id));
+        // Stopped with the process (drained), or crashed alone.
+        let until = move |mut stopped: watch::Receiver<bool>,
+                          mut crashed: watch::Receiver<bool>| async move {
+            tokio::select! {
+                _ = stopped.wait_for(|s| *s) => Ok(crate::Stop::Drain),
+                _ = crashed.wait_for(|c| *c) => Ok(crate::Stop::Crash),
+            }
+        };
+        let task = async move {
+            if start == Start::First {
+                let until = until(stopped, crashed);
+                return crate::run_node(config, args, true, until, Some(host)).await;
+            }
+            // Started again: the crash's sockets and store may not be let go yet.
+            let deadline = crate::env::Instant::now() + RESTART_WITHIN;
+            loop {
+                if *crashed.borrow() {
+                    return Ok(());
+                }
+                let result = match NodeConfig::resolve(&args) {
+                    Ok(mut config) => {
+                        // The process's one exporter stays where it was.
+                        config.metrics_listen = None;
+                        let until = until(stopped.clone(), crashed.clone());
+                        crate::run_node(config, args.clone(), true, until, Some(host.clone())).await
+                    }
+                    Err(e) => Err(e.into()),
+                };
+                match result {
+                    Err(e) if crate::env::Instant::now() < deadline => {
+                        tracing::debug!(error = %e, "not started again yet; trying again");
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                    }
+                    result => return result,
+                }
+            }
+        };
+        let handle = self
+            .tasks
+            .spawn(tracing::Instrument::instrument(task, span));
+        self.of_task.insert(handle.id(), (id, start));
+        self.running.insert(id, (handle.id(), crash));
+    }
+
+    fn carry_out(&mut self, order: Order) {
+        match order {
+            Order::Crash(id, reply) => match self.crash(id) {
+                Ok(task) => {
+                    self.crashing.insert(task, (id, reply));
+                }
+                Err(e) => {
+                    let _ = reply.send(Err(e));
+                }
+            },
+            Order::Restart(id, reply) => match self.restart(id) {
+                Err(e) => {
+                    let _ = reply.send(Err(e));
+                }
+                Ok(()) => {
+                    let host = self.host.clone();
+                    tokio::spawn(async move {
+                        let answer = match tokio::time::timeout(
+                            RESTART_WITHIN + Duration::from_secs(2),
+                            host.started(id),
+                        )
+                        .await
+                        {
+                            Ok(()) => Ok(format!("node {id} started again in its process")),
+                            Err(_) => Err(format!(
+                                "node {id} did not start again within {RESTART_WITHIN:?} (see the process's log)"
+                            )),
+                        };
+                        let _ = reply.send(answer);
+                    });
+                }
+            },
+        }
+    }
+
+    /// Crash node `id`: its task is told to end at once; the task's id.
+    fn crash(&mut self, id: NodeId) -> Result<tokio::task::Id, String> {
+        if !self.host.members.contains(&id) {
+            return Err(format!("node {id} is not hosted by this process"));
+        }
+        if !self.running.contains_key(&id) {
+            return Err(format!("node {id} does not run in this process"));
+        }
+        if self.running.len() == 1 {
+            return Err(format!(
+                "node {id} is the last that runs in this process: crash the process instead"
+            ));
+        }
+        let (task, crash) = self.running.remove(&id).expect("checked above");
+        crash.send_replace(true);
+        Ok(task)
+    }
+
+    fn restart(&mut self, id: NodeId) -> Result<(), String> {
+        if !self.host.members.contains(&id) {
+            return Err(format!("node {id} is not hosted by this process"));
+        }
+        if self.running.contains_key(&id) {
+            return Err(format!("node {id} runs in this process: crash it first"));
+        }
+        if self.crashing.values().any(|(n, _)| *n == id) {
+            return Err(format!("node {id} is still crashing"));
+        }
+        let args = self
+            .args
+            .get(&id)
+            .expect("every member has its flags")
+            .clone();
+        // Read here to refuse a configuration that no longer reads, and again in the task, as
+        // a process started again would.
+        let config = NodeConfig::resolve(&args).map_err(|e| e.to_string())?;
+        tracing::info!(node = %id, "starting again by request");
+        self.start(config, args, Start::Again);
+        Ok(())
+    }
+
+    /// A node's task ended: the error that stops the process, if it is one.
+    fn ended(
+        &mut self,
+        ended: Result<(tokio::task::Id, anyhow::Result<()>), tokio::task::JoinError>,
+    ) -> Option<anyhow::Error> {
+        let (task, result) = match ended {
+            Ok((task, result)) => (task, Ok(result)),
+            Err(e) => (e.id(), Err(e)),
+        };
+        let (id, start) = self.of_task.remove(&task)?;
+        if let Some((_, reply)) = self.crashing.remove(&task) {
+            let _ = reply.send(Ok(format!(
+                "node {id} crashed in its process (nothing drained, its endpoints closed)"
+            )));
+            return None;
+        }
+        self.running.remove(&id);
+        let error = match result {
+            Ok(Ok(())) => anyhow::anyhow!("a node stopped on its own"),
+            Ok(Err(e)) => e,
+            Err(e) => anyhow::anyhow!("a node's task failed: {e}"),
+        };
+        match start {
+            Start::First => Some(error),
+            Start::Again => {
+                tracing::warn!(node = %id, error = %error, "a node started again stopped");
+                None
+            }
+        }
     }
 }
 

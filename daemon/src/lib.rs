@@ -101,17 +101,30 @@ pub async fn run_until(
     hangup_reloads: bool,
     stop: impl Future<Output = anyhow::Result<()>>,
 ) -> anyhow::Result<()> {
+    let stop = async { stop.await.map(|()| Stop::Drain) };
     run_node(config, args, hangup_reloads, stop, None).await
+}
+
+/// How a node ends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Stop {
+    /// Refusing new sets, its buffers drained first ([`drain`]): a SIGTERM, a host's stop.
+    Drain,
+    /// At once, as a killed process would (a node crashed inside its process, [`host`]): its
+    /// buffers are lost, its endpoints closed (their connections with them, waited for at most
+    /// a second, as a stop does) and its tasks dropped, so that its sockets and its store are
+    /// let go for its restart.
+    Crash,
 }
 
 /// [`run_until`], as one node of a [`host::Host`] when `host` is given (its links to the
 /// host's other nodes are calls). Every task it starts is its own: when this returns, or its
-/// future is dropped (a crash of this node alone), they are aborted.
+/// future is dropped, they are aborted.
 async fn run_node(
     config: NodeConfig,
     args: DaemonArgs,
     hangup_reloads: bool,
-    stop: impl Future<Output = anyhow::Result<()>>,
+    stop: impl Future<Output = anyhow::Result<Stop>>,
     host: Option<Arc<host::Host>>,
 ) -> anyhow::Result<()> {
     if let Some(addr) = config.metrics_listen {
@@ -200,7 +213,13 @@ async fn run_node(
         );
     }
 
-    stop.await?;
+    if stop.await? == Stop::Crash {
+        warn!("crashed by request: nothing drained, the endpoints closed");
+        control.close(link::close::SHUTDOWN.into(), b"crashed");
+        links.close(link::close::SHUTDOWN.into(), b"crashed");
+        let _ = tokio::time::timeout(Duration::from_secs(1), links.wait_idle()).await;
+        return Ok(());
+    }
     info!("stopping: draining buffers");
     drain(&node).await;
     let counters = node.stats().counters();

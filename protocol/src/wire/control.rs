@@ -167,6 +167,18 @@ pub enum Fault {
     /// Remove every shaping rule: datagrams go out untouched again (those already held back go
     /// out when due).
     Unshape,
+    /// In a node host (several nodes in one process): crash `node`, another node of this
+    /// process, as the crash of its own process would (its tasks dropped at once, nothing
+    /// drained; its store keeps what it wrote). Refused for the last node that runs in the
+    /// process: that one is crashed with its process.
+    CrashHosted {
+        node: NodeId,
+    },
+    /// In a node host: start `node` again after [`Fault::CrashHosted`], from its configuration
+    /// file and its store, as the restart of its process would; answered once it runs.
+    RestartHosted {
+        node: NodeId,
+    },
 }
 
 /// How a node's link socket treats the datagrams it sends to some destinations
