@@ -7,14 +7,17 @@
 //! started and the boot, by which a recorded process is known
 //! ([`run_state`](crate::launch::run_state)): a pid that another program took over is never
 //! signalled. `down` forgets a process only once it has seen it gone. A node host is recorded
-//! once for each of its nodes, with the same pid and start time: those records are one process,
-//! which a kill or a restart of any of its nodes kills or restarts whole.
+//! once for each of its nodes, with the same pid and start time: those records are one process.
+//! A kill of one of its nodes crashes that node inside the process while others run there
+//! ([`in_host`]; the record says `crashed`), and its restart starts it there again; the last
+//! node's kill kills the process, and a restart then starts the process whole.
 //!
 //! A `--netns` cluster ([`netns`]) runs each daemon inside its node's network
 //! namespace: the run state records the network ([`make_network`]) before any of it is made,
 //! each daemon enters its namespace between fork and exec (so the recorded pid is the daemon's
 //! own), and [`stop`] removes the network once the daemons are gone.
 
+use crate::launch::in_host;
 use crate::launch::layout::ClusterDir;
 use crate::launch::netns::{self, NetnsRun};
 use crate::launch::run_state::{NodeProcess, Processes, RunState, boot_id, start_time};
@@ -235,6 +238,17 @@ pub fn restart_node(dir: &ClusterDir, binary: &Path, id: NodeId) -> anyhow::Resu
     let Some(RunState::Processes(mut state)) = RunState::load(dir)? else {
         anyhow::bail!("the cluster is not running");
     };
+    // Crashed inside its process, which runs on: that process starts it again.
+    if let Some(i) = state.processes.iter().position(|p| p.id == id)
+        && state.processes[i].crashed
+        && state.is_running(dir, &state.processes[i])
+    {
+        let via = others_running(dir, &state, &state.processes[i]);
+        in_host::restart(dir, id, &via)?;
+        state.processes[i].crashed = false;
+        save(dir, &state)?;
+        return Ok(state.processes[i].pid);
+    }
     // The nodes of its process: those recorded with the same process.
     let group: Vec<NodeId> = match state.processes.iter().find(|p| p.id == id) {
         Some(old) => {
@@ -288,6 +302,16 @@ pub fn restart_node(dir: &ClusterDir, binary: &Path, id: NodeId) -> anyhow::Resu
 /// Whether two records are one process (a node host's nodes).
 fn same_process(a: &NodeProcess, b: &NodeProcess) -> bool {
     a.pid == b.pid && a.started == b.started
+}
+
+/// The other nodes of `p`'s process that run (a node host's; none for a node alone).
+fn others_running(dir: &ClusterDir, state: &Processes, p: &NodeProcess) -> Vec<NodeId> {
+    state
+        .processes
+        .iter()
+        .filter(|q| q.id != p.id && same_process(q, p) && state.node_runs(dir, q))
+        .map(|q| q.id)
+        .collect()
 }
 
 /// Start the daemon of the nodes `ids` (one, or a node host's), with the canonical paths of
@@ -359,7 +383,12 @@ fn spawn(
     let started = start_time(pid);
     Ok(ids
         .iter()
-        .map(|&id| NodeProcess { id, pid, started })
+        .map(|&id| NodeProcess {
+            id,
+            pid,
+            started,
+            crashed: false,
+        })
         .collect())
 }
 
@@ -469,20 +498,53 @@ pub fn stop(dir: &ClusterDir, grace: Duration) -> anyhow::Result<StopReport> {
     })
 }
 
-/// Kill one node's process (SIGKILL) and wait until it is seen gone (a node host: with every
-/// node it runs). False if it was not running; an error if it still runs after `wait`.
+/// Kill one node: its process (SIGKILL), waiting until it is seen gone; or, for a node of a
+/// node host whose other nodes run, the node alone inside its process ([`in_host`]), recorded
+/// as crashed. False if it was not running; an error if it still runs after `wait`.
 pub fn kill_node(dir: &ClusterDir, id: NodeId, wait: Duration) -> anyhow::Result<bool> {
-    let Some(RunState::Processes(state)) = RunState::load(dir)? else {
+    let Some(RunState::Processes(mut state)) = RunState::load(dir)? else {
         anyhow::bail!("the cluster is not running");
     };
     let Some(p) = state
         .alive(dir)
         .into_iter()
-        .find(|p| p.id == id)
+        .find(|p| p.id == id && !p.crashed)
         .map(pinned)
     else {
         return Ok(false);
     };
+    // A node host's node, with others that run: crashed inside the process, which runs on.
+    let via = others_running(dir, &state, &p);
+    if !via.is_empty() {
+        in_host::crash(dir, id, &via)?;
+        for q in state.processes.iter_mut().filter(|q| q.id == id) {
+            q.crashed = true;
+        }
+        save(dir, &state)?;
+        return Ok(true);
+    }
+    kill_process(dir, &state, p, wait)
+}
+
+/// Kill node `id`'s process (SIGKILL) with every node it runs, and wait until it is seen gone.
+/// False if it was not running; an error if it still runs after `wait`.
+pub fn kill_process_of(dir: &ClusterDir, id: NodeId, wait: Duration) -> anyhow::Result<bool> {
+    let Some(RunState::Processes(state)) = RunState::load(dir)? else {
+        anyhow::bail!("the cluster is not running");
+    };
+    match state.alive(dir).into_iter().find(|p| p.id == id) {
+        Some(p) => kill_process(dir, &state, pinned(p), wait),
+        None => Ok(false),
+    }
+}
+
+fn kill_process(
+    dir: &ClusterDir,
+    state: &Processes,
+    p: NodeProcess,
+    wait: Duration,
+) -> anyhow::Result<bool> {
+    let id = p.id;
     kill(Pid::from_raw(p.pid as i32), Signal::SIGKILL)?;
     let deadline = Instant::now() + wait;
     while state.is_running(dir, &p) {
@@ -517,6 +579,7 @@ mod tests {
             id: NodeId(id),
             pid,
             started: Some(7),
+            crashed: false,
         };
         assert_eq!(host_grace(&[p(0, 1), p(1, 2)]), Duration::ZERO);
         let hosts: Vec<NodeProcess> = (0..10).map(|i| p(i, 1)).collect();

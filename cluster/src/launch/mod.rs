@@ -11,6 +11,7 @@
 //! * [`run_state`]: what runs a cluster, by backend, as `DIR/run.toml` records it;
 //! * [`local`]: local daemon processes: start, stop, signal;
 //! * [`hosting`]: which nodes share a process (`--nodes-per-process`), placed as hosts are;
+//! * [`in_host`]: one node of such a process crashed or started again, by asking the process;
 //! * [`netns`]: `cluster up --netns`, a network namespace per node on a bridge;
 //! * [`compose`], [`docker`]: the compose file; compose up and down, the image, containers;
 //! * [`k8s`]: the Kubernetes manifests;
@@ -31,6 +32,7 @@ pub mod compose;
 pub mod docker;
 pub mod generate;
 pub mod hosting;
+pub mod in_host;
 pub mod k8s;
 pub mod layout;
 pub mod local;

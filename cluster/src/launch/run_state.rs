@@ -58,6 +58,10 @@ pub struct NodeProcess {
     /// the pid and the boot it names the process: one that gets the same pid later starts later.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub started: Option<u64>,
+    /// The node was crashed inside its process, which runs on with its other nodes (a node
+    /// host, `local::kill_node`): the node is down while the process runs.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub crashed: bool,
 }
 
 /// `DIR/run.toml` as written: one table per backend, the one in use set.
@@ -191,6 +195,23 @@ impl Processes {
             .collect()
     }
 
+    /// Whether node `p` runs: its process does, and it was not crashed inside it.
+    pub fn node_runs(&self, dir: &ClusterDir, p: &NodeProcess) -> bool {
+        self.why_down(dir, p).is_none()
+    }
+
+    /// Why node `p` does not run, if it does not: its process exited, or it was crashed inside
+    /// its process.
+    pub fn why_down(&self, dir: &ClusterDir, p: &NodeProcess) -> Option<&'static str> {
+        if !self.is_running(dir, p) {
+            Some("process exited")
+        } else if p.crashed {
+            Some("crashed inside its process")
+        } else {
+            None
+        }
+    }
+
     /// Whether the recorded process `p` still runs (see the module doc).
     pub fn is_running(&self, dir: &ClusterDir, p: &NodeProcess) -> bool {
         if self.boot.is_some() && self.boot != boot_id() {
@@ -319,6 +340,7 @@ mod tests {
             id: NodeId(0),
             pid,
             started: Some(started),
+            crashed: false,
         };
         let unrecorded = NodeProcess {
             started: None,
@@ -413,6 +435,7 @@ mod tests {
             id: NodeId(0),
             pid,
             started: start_time(pid),
+            crashed: false,
         };
         let deadline = Instant::now() + Duration::from_secs(5);
         while stat(pid).is_some_and(|(state, _)| state != 'Z') {
@@ -478,11 +501,13 @@ mod tests {
                     id: NodeId(3),
                     pid: 77,
                     started: Some(9),
+                    crashed: false,
                 },
                 NodeProcess {
                     id: NodeId(1),
                     pid: 5,
                     started: None,
+                    crashed: false,
                 },
             ],
         });

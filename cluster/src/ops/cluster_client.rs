@@ -92,13 +92,13 @@ impl ClusterClient {
     }
 
     /// Why `node` is known to be down, if it is: the launcher of this local cluster started
-    /// its process and it has exited ("process exited"). `None` when it runs, or when nothing
+    /// its process and it has exited ("process exited"), or crashed the node inside it. `None` when it runs, or when nothing
     /// says (containers, a cluster started elsewhere, no run state). The run state is read
     /// again whenever its file changed (a restart records a new process).
     pub fn known_down(&self, node: NodeId) -> Option<String> {
         self.with_processes(|processes| {
             let process = processes.processes.iter().find(|p| p.id == node)?;
-            (!processes.is_running(&self.dir, process)).then(|| "process exited".to_string())
+            processes.why_down(&self.dir, process).map(str::to_string)
         })
         .flatten()
     }
@@ -472,6 +472,7 @@ mod tests {
             id: NodeId(id),
             pid,
             started: Some(1),
+            crashed: false,
         };
         let processes = [
             process(7, 30),

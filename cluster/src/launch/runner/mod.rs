@@ -94,10 +94,13 @@ pub fn inspect(dir: &ClusterDir) -> anyhow::Result<Option<Runners>> {
                 .processes
                 .iter()
                 .map(|p| {
-                    let runner = if alive.iter().any(|a| a.id == p.id) {
-                        Runner::Alive(format!("process {}", p.pid))
-                    } else {
-                        Runner::Dead("process exited".into())
+                    let runner = match alive.iter().find(|a| a.id == p.id) {
+                        Some(a) if a.crashed => Runner::Dead(format!(
+                            "crashed inside its process {} (which runs on)",
+                            p.pid
+                        )),
+                        Some(_) => Runner::Alive(format!("process {}", p.pid)),
+                        None => Runner::Dead("process exited".into()),
                     };
                     (p.id, runner)
                 })

@@ -150,6 +150,7 @@ pub(super) fn process_runs(pid: u32, started: u64) -> bool {
         id: cuberoute_protocol::NodeId(0),
         pid,
         started: Some(started),
+        crashed: false,
     };
     // With a start time recorded, the path is not looked at.
     run_state::is_running(&process, Path::new("/"))
