@@ -594,8 +594,9 @@ fn write_chaos_report(out: &mut impl Write, r: &chaos::report::Report) -> std::i
             h.kept_a_copy,
             if h.copies_promised > 0 {
                 format!(
-                    "; {} of the {} copies on such paths arrived",
-                    h.copies_kept, h.copies_promised
+                    "; the placement promised {} copies on such paths and {} arrived on paths \
+                     avoiding it (those around its dead links included)",
+                    h.copies_promised, h.copies_kept
                 )
             } else {
                 String::new()

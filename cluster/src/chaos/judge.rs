@@ -6,6 +6,7 @@
 //! [`report`](super::report).
 
 use crate::chaos::scenario::Phase;
+use crate::chaos::schedule::Schedule;
 use crate::ops::cluster_client::ClusterClient;
 use crate::ops::traffic::SendReport;
 use cuberoute_daemon::client::ClientError;
@@ -354,7 +355,9 @@ pub struct HostLossOutcome {
     /// same (held in a buffer until the host was back, within the wait).
     pub promised_none: u64,
     pub got_one_anyway: u64,
-    /// Plain runs: copies on paths that avoid the host, sent and arrived.
+    /// Plain runs: copies on constructed paths that avoid the host (what the placement
+    /// promised), and copies that arrived on paths avoiding it: those, and those a source sent
+    /// around the host's dead links (so more can arrive than were promised).
     pub copies_promised: u64,
     pub copies_kept: u64,
     /// Sets that missed a copy on a path avoiding the host (the promise broken).
@@ -388,9 +391,19 @@ const MISSED_KEPT: usize = 8;
 pub(super) fn host_loss_outcome(
     topology: Topology,
     (host, lost): (usize, &[NodeId]),
+    also: &Schedule,
     reliable: bool,
     results: &[SetResult],
 ) -> HostLossOutcome {
+    // A path through a node the run crashed or a link it cut is not promised either.
+    let spared = |p: &Vec<NodeId>| {
+        (p.len() < 3
+            || p[1..p.len() - 1]
+                .iter()
+                .all(|v| !lost.contains(v) && !also.crashed.contains(v)))
+            && p.windows(2)
+                .all(|l| !also.cut.contains(&(l[0], l[1])) && !also.cut.contains(&(l[1], l[0])))
+    };
     let mut out = HostLossOutcome {
         host: crate::launch::swarm::stack::host_name(host),
         nodes: lost.iter().map(|n| n.0).collect(),
@@ -402,7 +415,8 @@ pub(super) fn host_loss_outcome(
             out.delivered_to_lost_host += u64::from(r.delivered > 0);
             continue;
         }
-        if lost.contains(&r.from) {
+        if lost.contains(&r.from) || also.crashed.contains(&r.from) || also.crashed.contains(&r.to)
+        {
             continue;
         }
         out.sets_between_others += 1;
@@ -413,7 +427,7 @@ pub(super) fn host_loss_outcome(
             .paths
             .iter()
             .enumerate()
-            .filter(|(_, p)| p.len() < 3 || p[1..p.len() - 1].iter().all(|v| !lost.contains(v)))
+            .filter(|(_, p)| spared(p))
             .map(|(i, _)| i as u8)
             .collect();
         if avoiding.is_empty() {
@@ -701,6 +715,7 @@ mod tests {
         let out = host_loss_outcome(
             topology,
             (1, &lost),
+            &Schedule::default(),
             false,
             &[kept, missed, to_lost, before],
         );

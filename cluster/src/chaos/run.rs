@@ -713,7 +713,8 @@ impl<'a> Run<'a> {
         }
         report.kernel_dropped = faults.kernel_dropped;
         report.host_loss = plan.lost_host.as_ref().map(|(host, on)| {
-            host_loss_outcome(topology, (*host, on), config.mode.reliable, &results)
+            let also = &plan.schedule;
+            host_loss_outcome(topology, (*host, on), also, config.mode.reliable, &results)
         });
         let end_ms = ms_since(t0);
         report.sent_per_second = traffic.sent_per_second;

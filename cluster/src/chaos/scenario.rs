@@ -6,8 +6,9 @@
 use crate::chaos::netfault::{self, Chain, Network, Place};
 use crate::chaos::schedule::FaultKind;
 use crate::launch::layout::ClusterDir;
+use crate::launch::local;
 use crate::launch::placement::PlacementKind;
-use crate::launch::run_state::RunState;
+use crate::launch::run_state::{self, RunState};
 use crate::launch::runner;
 use crate::launch::swarm::{self, SwarmRun};
 use crate::launch::testbed;
@@ -133,8 +134,9 @@ pub fn needs_network(fault: FaultKind) -> anyhow::Error {
 /// Why a run cannot lose a host here.
 pub fn needs_hosts() -> anyhow::Error {
     anyhow::anyhow!(
-        "`host` cuts a whole host off: it needs a cluster spread over the hosts of a test bed \
-         (`cuberoute testbed up`, then `cuberoute cluster swarm --testbed`)"
+        "`host` loses a whole host: it needs a cluster spread over the hosts of a test bed \
+         (`cuberoute testbed up`, then `cuberoute cluster swarm --testbed`), or local processes \
+         that run several nodes each (`cluster up --nodes-per-process`)"
     )
 }
 
@@ -168,6 +170,18 @@ impl<'a> Runners<'a> {
     fn in_containers(&self) -> bool {
         matches!(runner::find(self.dir), Ok(Some(state)) if state.in_containers())
     }
+
+    /// The nodes of each process, when local processes run several (`cluster up
+    /// --nodes-per-process`), by their lowest node: the hosts a `host` fault chooses from.
+    fn node_hosts(&self) -> Option<Vec<Vec<NodeId>>> {
+        let Ok(Some(RunState::Processes(state))) = RunState::load(self.dir) else {
+            return None;
+        };
+        let mut groups = run_state::by_process(&state.processes);
+        groups.iter_mut().for_each(|g| g.sort());
+        groups.sort();
+        groups.iter().any(|g| g.len() > 1).then_some(groups)
+    }
 }
 
 impl Harness for Runners<'_> {
@@ -199,6 +213,13 @@ impl Harness for Runners<'_> {
     }
 
     fn hosts(&self) -> anyhow::Result<Vec<Vec<NodeId>>> {
+        if let Some(hosts) = self.node_hosts() {
+            anyhow::ensure!(
+                hosts.len() >= 2,
+                "the cluster runs in one process: losing it loses every node"
+            );
+            return Ok(hosts);
+        }
         let (topology, run) = self.swarm()?;
         anyhow::ensure!(
             run.hosts.len() >= 2,
@@ -214,6 +235,18 @@ impl Harness for Runners<'_> {
     }
 
     fn lose_host(&self, host: usize, lost: bool) -> anyhow::Result<()> {
+        if let Some(hosts) = self.node_hosts() {
+            // A node host: its process killed with every node it runs, and started again.
+            let first = *hosts
+                .get(host)
+                .and_then(|nodes| nodes.first())
+                .ok_or_else(|| anyhow::anyhow!("no process {} in the cluster", host + 1))?;
+            return if lost {
+                local::kill_process_of(self.dir, first, Duration::from_secs(5)).map(drop)
+            } else {
+                local::restart_node(self.dir, &std::env::current_exe()?, first).map(drop)
+            };
+        }
         let (_, run) = self.swarm()?;
         let testbed = run.testbed.as_ref().ok_or_else(|| {
             anyhow::anyhow!(
@@ -235,8 +268,14 @@ impl Harness for Runners<'_> {
     }
 
     fn mechanism(&self, fault: FaultKind) -> &'static str {
-        if fault == FaultKind::Host {
-            return "host link down (testbed)";
+        let node_hosts = self.node_hosts().is_some();
+        match fault {
+            FaultKind::Host if node_hosts => return "process kill (SIGKILL) of a node host",
+            FaultKind::Host => return "host link down (testbed)",
+            FaultKind::Crash | FaultKind::CrashEnds if node_hosts => {
+                return "node dropped inside its node host (control API), or its process killed";
+            }
+            _ => {}
         }
         let containers = self.in_containers();
         match fault {
