@@ -351,6 +351,105 @@ fn chaos_on_node_hosts_keeps_every_promise() {
     }
 }
 
+/// A node of a node host crashes alone (`chaos kill`): its process runs on with the others,
+/// the node is down to every command, and `chaos restart` starts it in the same process. The
+/// last node of a process to be killed takes the process with it, and a restart then starts the
+/// process whole. The chaos run's crashes (one node inside its process), its `host` fault (a
+/// whole process killed: what it cost, against the placement's promise) and `crash-ends` keep
+/// every promise.
+#[test]
+fn crashes_inside_a_node_host_and_of_a_whole_one_keep_every_promise() {
+    let cluster = Cluster::up_with(
+        "eh:2,2",
+        &["--base-addr", "127.2.156.0", "--nodes-per-process", "4"],
+    );
+    let pids = cluster.pids();
+    let group: Vec<u64> = (0..32).filter(|&n| pids[n as usize] == pids[5]).collect();
+    assert_eq!(group.len(), 4, "{pids:?}");
+    let name = |n: u64| n.to_string();
+    let up = |n: u64| cluster.node_status(n)["up"] == true;
+
+    // One node crashed inside its process.
+    cluster.ok(&["chaos", "kill", "--node", "5"]);
+    let status = cluster.node_status(5);
+    assert_eq!(status["up"], false, "{status}");
+    assert!(
+        status.to_string().contains("crashed inside its process"),
+        "{status}"
+    );
+    assert!(common::process_exists(pids[5]), "its process runs on");
+    assert!(group.iter().filter(|&&n| n != 5).all(|&n| up(n)));
+    let to = *group.iter().find(|&&n| n != 5).unwrap();
+    assert!(cluster.copies_delivered("0", &name(to), "5s") >= 1);
+    let refused = cluster.refused(&["chaos", "kill", "--node", "5"]);
+    assert!(common::stderr(&refused).contains("is not running"));
+    cluster.ok(&["chaos", "restart", "--node", "5"]);
+    assert!(up(5));
+    assert_eq!(
+        cluster.pids()[5],
+        pids[5],
+        "started again in the same process"
+    );
+    cluster.wait_linked();
+    assert_eq!(
+        cluster.copies_delivered("0", "5", "5s"),
+        3,
+        "on all its paths"
+    );
+
+    // The last node of a process takes the process with it; a restart starts it whole.
+    for &n in &group {
+        cluster.ok(&["chaos", "kill", "--node", &name(n)]);
+    }
+    assert!(
+        within(Duration::from_secs(5), || !common::process_exists(pids[5])).is_some(),
+        "the process exited with its last node"
+    );
+    cluster.ok(&["chaos", "restart", "--node", &name(group[1])]);
+    let again = cluster.pids();
+    assert_ne!(again[5], pids[5]);
+    assert!(
+        group
+            .iter()
+            .all(|&n| again[n as usize] == again[5] && up(n))
+    );
+    cluster.wait_linked();
+
+    // The chaos run's crashes and a whole process lost, plain and reliable; then crash-ends.
+    for (faults, delivery) in [
+        ("crash,host", &["--delivery", "plain"][..]),
+        ("crash,host", &["--delivery", "reliable", "--life", "20s"]),
+        ("crash-ends", &["--delivery", "reliable", "--life", "20s"]),
+    ] {
+        let mut args = vec!["chaos", "run", "--json", "--check", "--rate", "20"];
+        args.extend(["--duration", "6s", "--seed", "3", "--faults", faults]);
+        args.extend(delivery);
+        let report: serde_json::Value = serde_json::from_str(cluster.ok(&args).trim()).unwrap();
+        let verdict = &report["verdict"];
+        assert_eq!(verdict["valid"], true, "{faults} {delivery:?}: {verdict}");
+        let windows = report["fault_windows"].to_string();
+        if faults == "crash-ends" {
+            let ends = &report["ends"];
+            assert!(ends["kills"].as_u64().unwrap() > 0, "{ends}");
+            assert_eq!(ends["kills"], ends["restarts"], "{ends}");
+        } else {
+            assert!(
+                windows.contains("node dropped inside its node host"),
+                "{windows}"
+            );
+            assert!(
+                windows.contains("process kill (SIGKILL) of a node host"),
+                "{windows}"
+            );
+            let host = &report["host_loss"];
+            assert_eq!(host["nodes"].as_array().unwrap().len(), 4, "{host}");
+            assert_eq!(host["below_promise"], 0, "{host}");
+            assert!(host["promised_a_copy"].as_u64().unwrap() > 0, "{host}");
+        }
+        cluster.wait_linked();
+    }
+}
+
 /// A process of 2,048 nodes answers for all of them in pages (each well under a frame): the first
 /// page says where to go on, and the pages together name every node once.
 #[test]
