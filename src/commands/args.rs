@@ -106,8 +106,9 @@ pub struct Scenario {
     /// on --relays relays; partition splits the network in two halves.
     /// crash-ends (alone): sources and destinations killed and restarted at random while
     /// consuming clients take what arrives; --life is each reliable set's.
-    /// host: one host of a `cluster swarm` on a test bed cut off (which one: the seed), every
-    /// set checked against what the placement promised.
+    /// host: one host of a `cluster swarm` on a test bed cut off, or one process of a cluster of
+    /// node hosts (`cluster up --nodes-per-process`) killed and started again (which one: the
+    /// seed), every set checked against what the placement promised.
     #[arg(long, value_delimiter = ',')]
     pub faults: Vec<FaultKind>,
     #[arg(long, default_value_t = 1)]
