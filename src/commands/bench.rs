@@ -364,6 +364,7 @@ impl Shown {
                 mesh.wakeups_per_frame_hop_sequential,
                 mesh.wakeups_per_frame_hop_pipelined
             ),
+            Event::NoRelays(topology, why) => eprintln!("{topology}: {why}"),
             Event::Measured(figures) => eprintln!(
                 "{}: up in {:.1} s, farthest p50 {:.0} µs, {:.0} packet-hops/s",
                 figures.topology,

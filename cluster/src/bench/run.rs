@@ -17,6 +17,7 @@ use crate::bench::overload::{self, Overload};
 use crate::bench::raw_hop::{self, RawHop};
 use crate::bench::raw_mesh::{self, RawMesh};
 use crate::bench::raw_ring::{self, RawRing};
+use crate::launch::capacity;
 use crate::launch::docker::DEFAULT_IMAGE;
 use crate::launch::generate::{self, Addressing, Ports};
 use crate::launch::hosting::NodesPerProcess;
@@ -123,6 +124,8 @@ pub enum Event<'a> {
     Ring(Topology, &'a RawRing),
     /// The mesh of raw processes on a cluster's links, measured.
     Mesh(Topology, &'a RawMesh),
+    /// The raw ring and mesh, a process per node, were not run: why.
+    NoRelays(Topology, &'a str),
     /// A cluster measured, its baselines included.
     Measured(&'a ClusterFigures),
 }
@@ -273,7 +276,15 @@ fn measure(
     events(Event::Stopped(&owned.stop(&dir)?));
     let mut figures = result?;
     figures.startup_cpu = startup_cpu;
-    if !options.docker {
+    // The raw baselines run a process per node: beyond what the machine holds (a cluster of
+    // node hosts may be larger), they are left out rather than let the kernel's OOM killer in.
+    let alone = capacity::Shape::alone(topology.node_count());
+    if !options.docker
+        && let Err(e) = capacity::check(alone, capacity::Machine::read())
+    {
+        let why = format!("the raw relays, a process per node, are not run: {e}");
+        events(Event::NoRelays(topology, &why));
+    } else if !options.docker {
         let ring = runtime()?.block_on(raw_ring::run_on(
             &dir,
             &std::env::current_exe()?,
