@@ -806,19 +806,6 @@ fn a_cluster_too_large_for_the_machine_is_refused_with_the_reason() {
     assert!(!dir.exists(), "nothing was generated");
 }
 
-/// Processes whose command line names `needle`.
-fn processes_naming(needle: &str) -> Vec<u32> {
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|&pid| {
-            std::fs::read(format!("/proc/{pid}/cmdline"))
-                .is_ok_and(|c| String::from_utf8_lossy(&c).contains(needle))
-        })
-        .filter(|&pid| process_exists(pid))
-        .collect()
-}
-
 /// Ctrl-C on `cluster up`, while it spawns daemons or waits for their links, stops every daemon
 /// it started (regression: an interrupted start left hundreds of daemons running, recorded
 /// nowhere).
@@ -847,7 +834,7 @@ fn an_interrupted_up_leaves_no_daemon_behind() {
             ok(&["cluster", "down", "--dir", dir]);
             continue;
         }
-        let left = processes_naming(dir);
+        let left = common::processes_naming(dir);
         assert!(left.is_empty(), "after {delay_ms} ms: {left:?} still run");
     }
 }
@@ -906,7 +893,7 @@ fn a_cluster_of_512_daemons_delivers_between_its_farthest_pair_and_leaves_nothin
     cluster.ok(&["cluster", "down"]);
     let left: Vec<u32> = pids.into_iter().filter(|&p| process_exists(p)).collect();
     assert!(left.is_empty(), "still running after down: {left:?}");
-    assert!(processes_naming(cluster.path_str()).is_empty());
+    assert!(common::processes_naming(cluster.path_str()).is_empty());
 }
 
 /// `ping` shows each of the k paths the network takes, each with its hops, and a cut link as

@@ -351,6 +351,19 @@ pub fn stat_fields(pid: u32) -> Option<Vec<String>> {
     Some(rest.split_whitespace().map(str::to_string).collect())
 }
 
+/// Processes whose command line names `needle`.
+pub fn processes_naming(needle: &str) -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|&pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|c| String::from_utf8_lossy(&c).contains(needle))
+        })
+        .filter(|&pid| process_exists(pid))
+        .collect()
+}
+
 /// Whether process `pid` exists and has not exited (a zombie has).
 pub fn process_exists(pid: u32) -> bool {
     stat_fields(pid).is_some_and(|f| f.first().is_some_and(|state| state != "Z"))
