@@ -9,7 +9,6 @@ use common::{
 };
 use serde_json::Value;
 use std::collections::BTreeMap;
-use std::process::{Command, Stdio};
 use std::time::Duration;
 
 /// Send from every node to every other with `--wait`; check every copy, its path against
@@ -811,32 +810,7 @@ fn a_cluster_too_large_for_the_machine_is_refused_with_the_reason() {
 /// nowhere).
 #[test]
 fn an_interrupted_up_leaves_no_daemon_behind() {
-    let tmp = tempfile::tempdir().unwrap();
-    for (i, delay_ms) in [150u64, 400, 900, 1500].into_iter().enumerate() {
-        let dir = tmp.path().join(format!("interrupted-{i}"));
-        let dir = dir.to_str().unwrap();
-        let base = format!("127.2.{}.0", 71 + i);
-        let mut up = Command::new(env!("CARGO_BIN_EXE_cuberoute"))
-            .args(["cluster", "up", "q:7", "--dir", dir, "--base-addr", &base])
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        std::thread::sleep(Duration::from_millis(delay_ms));
-        nix::sys::signal::kill(
-            nix::unistd::Pid::from_raw(up.id() as i32),
-            nix::sys::signal::Signal::SIGINT,
-        )
-        .unwrap();
-        let status = up.wait().unwrap();
-        if status.success() {
-            // It was up before the signal: nothing to check at this delay.
-            ok(&["cluster", "down", "--dir", dir]);
-            continue;
-        }
-        let left = common::processes_naming(dir);
-        assert!(left.is_empty(), "after {delay_ms} ms: {left:?} still run");
-    }
+    common::interrupted_ups_leave_nothing(&["q:7"], 71, &[150, 400, 900, 1500]);
 }
 
 /// The largest cluster CI affords: EH(4,4), 512 daemons and 1,280 links on one machine. Every

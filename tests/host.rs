@@ -461,33 +461,8 @@ fn crashes_inside_a_node_host_and_of_a_whole_one_keep_every_promise() {
 /// waits for them, stops every process it started.
 #[test]
 fn an_interrupted_up_of_node_hosts_leaves_no_process_behind() {
-    let tmp = tempfile::tempdir().unwrap();
-    for (i, delay_ms) in [100u64, 300, 700, 1500].into_iter().enumerate() {
-        let dir = tmp.path().join(format!("interrupted-{i}"));
-        let dir = dir.to_str().unwrap();
-        let base = format!("127.2.{}.0", 160 + i);
-        let mut up = Command::new(env!("CARGO_BIN_EXE_cuberoute"))
-            .args(["cluster", "up", "q:10", "--dir", dir, "--base-addr", &base])
-            .args(["--nodes-per-process", "auto"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        std::thread::sleep(Duration::from_millis(delay_ms));
-        nix::sys::signal::kill(
-            nix::unistd::Pid::from_raw(up.id() as i32),
-            nix::sys::signal::Signal::SIGINT,
-        )
-        .unwrap();
-        let status = up.wait().unwrap();
-        if status.success() {
-            // It was up before the signal: nothing to check at this delay.
-            common::ok(&["cluster", "down", "--dir", dir]);
-            continue;
-        }
-        let left = common::processes_naming(dir);
-        assert!(left.is_empty(), "after {delay_ms} ms: {left:?} still run");
-    }
+    let args = ["q:10", "--nodes-per-process", "auto"];
+    common::interrupted_ups_leave_nothing(&args, 160, &[100, 300, 700, 1500]);
 }
 
 /// A process of 2,048 nodes answers for all of them in pages (each well under a frame): the first

@@ -351,6 +351,40 @@ pub fn stat_fields(pid: u32) -> Option<Vec<String>> {
     Some(rest.split_whitespace().map(str::to_string).collect())
 }
 
+/// `cluster up` with `args`, interrupted (SIGINT) after each of `delays_ms` in a fresh directory
+/// (the `i`th at base address `127.2.{first_octet + i}.0`), leaves no process naming its
+/// directory; a start that was done before the signal is taken down.
+pub fn interrupted_ups_leave_nothing(args: &[&str], first_octet: usize, delays_ms: &[u64]) {
+    let tmp = tempfile::tempdir().unwrap();
+    for (i, &delay_ms) in delays_ms.iter().enumerate() {
+        let dir = tmp.path().join(format!("interrupted-{i}"));
+        let dir = dir.to_str().unwrap();
+        let base = format!("127.2.{}.0", first_octet + i);
+        let mut up = Command::new(env!("CARGO_BIN_EXE_cuberoute"))
+            .args(["cluster", "up"])
+            .args(args)
+            .args(["--dir", dir, "--base-addr", &base])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(delay_ms));
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(up.id() as i32),
+            nix::sys::signal::Signal::SIGINT,
+        )
+        .unwrap();
+        let status = up.wait().unwrap();
+        if status.success() {
+            // It was up before the signal: nothing to check at this delay.
+            ok(&["cluster", "down", "--dir", dir]);
+            continue;
+        }
+        let left = processes_naming(dir);
+        assert!(left.is_empty(), "after {delay_ms} ms: {left:?} still run");
+    }
+}
+
 /// Processes whose command line names `needle`.
 pub fn processes_naming(needle: &str) -> Vec<u32> {
     std::fs::read_dir("/proc")
