@@ -474,7 +474,7 @@ fn a_large_node_host_answers_for_all_its_nodes_page_after_page() {
     use cuberoute_protocol::wire::control::{Request, Response};
     let cluster = Cluster::up_with(
         "q:11",
-        &["--base-addr", "127.2.155.0", "--nodes-per-process", "2048"],
+        &["--base-addr", "127.2.180.0", "--nodes-per-process", "2048"],
     );
     let runtime = tokio::runtime::Runtime::new().unwrap();
     runtime.block_on(async {
