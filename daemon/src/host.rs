@@ -4,11 +4,11 @@
 //! link's [`LocalPeers`]) says which nodes belong to the process and which of them run, so a
 //! link between two of them is a call ([`crate::link::local`]) and
 //! a link to any other node is QUIC as always. And each node's tasks are its own
-//! ([`crate::run_until`] holds them in a `JoinSet`), so one node can stop, or be crashed by
-//! dropping its future, while the others go on; its neighbours here see it stop at once.
-//! The control API crashes one node so and starts it again ([`Host::crash`],
-//! [`Host::restart`]: `Fault::CrashHosted`, `Fault::RestartHosted`, asked of any other node of
-//! the process), as the chaos tooling's `crash` does to a node alone by killing its process.
+//! ([`crate::run_until`] holds them in a `JoinSet`), so one node can stop, or crash, while the
+//! others go on; its neighbours here see it stop at once. The control API crashes one node and
+//! starts it again ([`Host::crash`], [`Host::restart`]: `Fault::CrashHosted`,
+//! `Fault::RestartHosted`, asked of any other node of the process), as the chaos tooling's
+//! `crash` does to a node alone by killing its process.
 //!
 //! What the process has once is shared: the runtime, the binary, the signals (a SIGTERM stops
 //! every node, each drained as a process alone would be), the log output (each node's lines
@@ -314,13 +314,19 @@ impl Nodes {
                 let until = until(stopped, crashed);
                 return crate::run_node(config, args, true, until, Some(host)).await;
             }
-            // Started again: the crash's sockets and store may not be let go yet.
+            // Started again: the crash's sockets and store may not be let go yet. The first
+            // try takes the configuration `restart` read; later ones read it again.
             let deadline = crate::env::Instant::now() + RESTART_WITHIN;
+            let mut read = Some(config);
             loop {
                 if *crashed.borrow() {
                     return Ok(());
                 }
-                let result = match NodeConfig::resolve(&args) {
+                let config = match read.take() {
+                    Some(config) => Ok(config),
+                    None => NodeConfig::resolve(&args),
+                };
+                let result = match config {
                     Ok(mut config) => {
                         // The process's one exporter stays where it was.
                         config.metrics_listen = None;
@@ -413,8 +419,7 @@ impl Nodes {
             .get(&id)
             .expect("every member has its flags")
             .clone();
-        // Read here to refuse a configuration that no longer reads, and again in the task, as
-        // a process started again would.
+        // Read again, as a process started again would; one that no longer reads is refused.
         let config = NodeConfig::resolve(&args).map_err(|e| e.to_string())?;
         tracing::info!(node = %id, "starting again by request");
         self.start(config, args, Start::Again);

@@ -215,9 +215,7 @@ async fn run_node(
 
     if stop.await? == Stop::Crash {
         warn!("crashed by request: nothing drained, the endpoints closed");
-        control.close(link::close::SHUTDOWN.into(), b"crashed");
-        links.close(link::close::SHUTDOWN.into(), b"crashed");
-        let _ = tokio::time::timeout(Duration::from_secs(1), links.wait_idle()).await;
+        close(&control, &links, b"crashed").await;
         return Ok(());
     }
     info!("stopping: draining buffers");
@@ -229,10 +227,15 @@ async fn run_node(
         dropped = counters.dropped_total(),
         "node stopped"
     );
-    control.close(link::close::SHUTDOWN.into(), b"shutdown");
-    links.close(link::close::SHUTDOWN.into(), b"shutdown");
-    let _ = tokio::time::timeout(Duration::from_secs(1), links.wait_idle()).await;
+    close(&control, &links, b"shutdown").await;
     Ok(())
+}
+
+/// Close a node's endpoints, saying `why`, and give its links a second to be drained.
+async fn close(control: &quinn::Endpoint, links: &quinn::Endpoint, why: &[u8]) {
+    control.close(link::close::SHUTDOWN.into(), why);
+    links.close(link::close::SHUTDOWN.into(), why);
+    let _ = tokio::time::timeout(Duration::from_secs(1), links.wait_idle()).await;
 }
 
 /// A node's tasks, each in the span it was started in, aborted when this is dropped.

@@ -543,21 +543,7 @@ mod tests {
 
     #[test]
     fn no_session_is_resumed_every_connection_shows_its_certificate() {
-        let ca = ca();
-        let key = rcgen::KeyPair::generate().unwrap();
-        let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
-        params.subject_alt_names = vec![dns(&node_name(NodeId(3)))];
-        let cert = params.signed_by(&key, &ca).unwrap().der().clone();
-        let mut roots = RootCertStore::empty();
-        roots.add(ca.der().clone()).unwrap();
-        let credentials = Credentials {
-            roots: Arc::new(roots),
-            ca: vec![ca.der().clone()],
-            chain: vec![cert],
-            key: PrivateKeyDer::Pkcs8(key.serialize_der().into()),
-            identity: Identity::Node(NodeId(3)),
-            digest: 0,
-        };
+        let credentials = node_credentials(&ca(), NodeId(3));
         for alpn in [ALPN_LINK, ALPN_CONTROL] {
             let server = credentials.rustls_server(alpn).unwrap();
             // Nothing kept to resume from, and no ticket handed out to resume with.

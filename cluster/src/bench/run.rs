@@ -276,39 +276,40 @@ fn measure(
     events(Event::Stopped(&owned.stop(&dir)?));
     let mut figures = result?;
     figures.startup_cpu = startup_cpu;
+    if options.docker {
+        return Ok(figures);
+    }
     // The raw baselines run a process per node: beyond what the machine holds (a cluster of
     // node hosts may be larger), they are left out rather than let the kernel's OOM killer in.
     let alone = capacity::Shape::alone(topology.node_count());
-    if !options.docker
-        && let Err(e) = capacity::check(alone, capacity::Machine::read())
-    {
+    if let Err(e) = capacity::check(alone, capacity::Machine::read()) {
         let why = format!("the raw relays, a process per node, are not run: {e}");
         events(Event::NoRelays(topology, &why));
-    } else if !options.docker {
-        let ring = runtime()?.block_on(raw_ring::run_on(
-            &dir,
-            &std::env::current_exe()?,
-            generate::CLUSTER_NICE,
-            RELAY_FRAME_LEN,
-            options.samples * 40,
-            options.concurrency,
-            options.duration,
-        ))?;
-        events(Event::Ring(topology, &ring));
-        figures.relay_ring = Some(ring);
-        let mesh = runtime()?.block_on(raw_mesh::run_on(
-            &dir,
-            &std::env::current_exe()?,
-            generate::CLUSTER_NICE,
-            RELAY_FRAME_LEN,
-            options.samples * 40,
-            options.concurrency * figures.farthest.k as usize,
-            options.duration,
-            options.seed,
-        ))?;
-        events(Event::Mesh(topology, &mesh));
-        figures.relay_mesh = Some(mesh);
+        return Ok(figures);
     }
+    let ring = runtime()?.block_on(raw_ring::run_on(
+        &dir,
+        &std::env::current_exe()?,
+        generate::CLUSTER_NICE,
+        RELAY_FRAME_LEN,
+        options.samples * 40,
+        options.concurrency,
+        options.duration,
+    ))?;
+    events(Event::Ring(topology, &ring));
+    figures.relay_ring = Some(ring);
+    let mesh = runtime()?.block_on(raw_mesh::run_on(
+        &dir,
+        &std::env::current_exe()?,
+        generate::CLUSTER_NICE,
+        RELAY_FRAME_LEN,
+        options.samples * 40,
+        options.concurrency * figures.farthest.k as usize,
+        options.duration,
+        options.seed,
+    ))?;
+    events(Event::Mesh(topology, &mesh));
+    figures.relay_mesh = Some(mesh);
     Ok(figures)
 }
 

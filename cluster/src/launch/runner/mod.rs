@@ -88,24 +88,17 @@ pub fn inspect(dir: &ClusterDir) -> anyhow::Result<Option<Runners>> {
     };
     let nodes = match &state {
         RunState::Swarm { topology, run } => swarm::runners(run, *topology)?,
-        RunState::Processes(state) => {
-            let alive = state.alive(dir);
-            state
-                .processes
-                .iter()
-                .map(|p| {
-                    let runner = match alive.iter().find(|a| a.id == p.id) {
-                        Some(a) if a.crashed => Runner::Dead(format!(
-                            "crashed inside its process {} (which runs on)",
-                            p.pid
-                        )),
-                        Some(_) => Runner::Alive(format!("process {}", p.pid)),
-                        None => Runner::Dead("process exited".into()),
-                    };
-                    (p.id, runner)
-                })
-                .collect()
-        }
+        RunState::Processes(state) => state
+            .processes
+            .iter()
+            .map(|p| {
+                let runner = match state.why_down(dir, p) {
+                    None => Runner::Alive(format!("process {}", p.pid)),
+                    Some(why) => Runner::Dead(why.into()),
+                };
+                (p.id, runner)
+            })
+            .collect(),
         RunState::Compose { topology, run } => {
             let containers = docker::containers(run)?;
             topology
