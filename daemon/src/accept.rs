@@ -1,27 +1,56 @@
 //! The accept loops: every incoming connection in its own task, its handshake completed (a
 //! failed one counted and logged), then handed to the endpoint's own checks: [`accept_links`]
-//! admits a neighbour to its link; the control API's checks are in `crate::control`.
+//! admits a neighbour to its link; the control API's checks are in `crate::control`. On a link
+//! endpoint shared by the nodes of one process, the node the dialler named takes the connection
+//! (its [`Owner`] is the host).
 
 use crate::link::close;
 use crate::node::Node;
 use crate::stats::Event;
 use crate::tls;
+use cuberoute_protocol::NodeId;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use tracing::warn;
+use std::time::Duration;
+use tracing::{debug, warn};
+
+/// Whose an accepted connection is: given the node its dialler named (on an endpoint shared
+/// by several nodes) or none (a failed handshake, whose refusal is counted there), the node
+/// that takes it, if one runs.
+pub trait Owner: Clone + Send + Sync + 'static {
+    fn owner(&self, named: Option<NodeId>) -> impl Future<Output = Option<Arc<Node>>> + Send;
+    /// The node the connection `named` is for, if the endpoint is shared (else none is asked).
+    fn named(&self, connection: &quinn::Connection) -> Option<NodeId>;
+}
+
+/// An endpoint of one node: every connection is its.
+impl Owner for Arc<Node> {
+    async fn owner(&self, _: Option<NodeId>) -> Option<Arc<Node>> {
+        Some(self.clone())
+    }
+
+    fn named(&self, _: &quinn::Connection) -> Option<NodeId> {
+        None
+    }
+}
+
+/// How long a connection to a node of a shared endpoint waits for that node to run.
+pub const WAIT_FOR_NODE: Duration = Duration::from_secs(5);
 
 /// Accept connections on `endpoint` for as long as it is open. A handshake that fails (no
 /// certificate, or one not of the cluster CA) counts as `refused`; a completed one goes to
-/// `serve`. Each connection's task is this loop's: dropped with it (a node crashed inside its
-/// process lets go of its connections, its endpoints and its store with its tasks).
-pub async fn accept_each<F, Fut>(
-    node: Arc<Node>,
+/// `serve` with the node that owns it (a connection to a node of a shared endpoint that does
+/// not run is closed). Each connection's task is this loop's: dropped with it (a node crashed
+/// inside its process lets go of its connections, its endpoints and its store with its tasks).
+pub async fn accept_each<O, F, Fut>(
+    owner: O,
     endpoint: quinn::Endpoint,
     refused: Event,
     what: &'static str,
     serve: F,
 ) where
+    O: Owner,
     F: Fn(Arc<Node>, quinn::Connection, SocketAddr) -> Fut + Clone + Send + 'static,
     Fut: Future<Output = ()> + Send + 'static,
 {
@@ -34,13 +63,24 @@ pub async fn accept_each<F, Fut>(
             },
             Some(_) = served.join_next(), if !served.is_empty() => continue,
         };
-        let (node, serve) = (node.clone(), serve.clone());
+        let (owner, serve) = (owner.clone(), serve.clone());
         served.spawn(tracing::Instrument::in_current_span(async move {
             let remote = incoming.remote_address();
             match incoming.await {
-                Ok(connection) => serve(node, connection, remote).await,
+                Ok(connection) => {
+                    let named = owner.named(&connection);
+                    match owner.owner(named).await {
+                        Some(node) => serve(node, connection, remote).await,
+                        None => {
+                            debug!(%remote, ?named, "{what} for a node that does not run here");
+                            connection.close(close::REFUSED.into(), b"that node does not run");
+                        }
+                    }
+                }
                 Err(e) => {
-                    node.stats().event(refused);
+                    if let Some(node) = owner.owner(None).await {
+                        node.stats().event(refused);
+                    }
                     warn!(%remote, error = %e, "{what} handshake refused");
                 }
             }
@@ -50,10 +90,11 @@ pub async fn accept_each<F, Fut>(
     while served.join_next().await.is_some() {}
 }
 
-/// The endpoint's accept loop for links: authenticate each connection, check that the peer is
-/// a neighbour that should dial us, and hand it to its link.
-pub async fn accept_links(node: Arc<Node>, endpoint: quinn::Endpoint) {
-    accept_each(node, endpoint, Event::PeerRefusedTls, "link", admit).await
+/// The accept loop of a link endpoint, a node's own or one its process's nodes share (`owner`):
+/// authenticate each connection, check that the peer is a neighbour of the node it is for that
+/// should dial it, and hand it to its link.
+pub async fn accept_links(owner: impl Owner, endpoint: quinn::Endpoint) {
+    accept_each(owner, endpoint, Event::PeerRefusedTls, "link", admit).await
 }
 
 /// Admit an authenticated connection to its link, or refuse it, counted and logged.

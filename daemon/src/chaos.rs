@@ -51,6 +51,14 @@ pub enum Fate {
 }
 
 impl Chaos {
+    /// No fault in force, the link socket shaped by `shaper`.
+    pub fn with_shaper(shaper: Arc<Shaper>) -> Chaos {
+        Chaos {
+            shaper,
+            ..Chaos::default()
+        }
+    }
+
     pub fn counters(&self) -> ChaosCounters {
         ChaosCounters {
             state_corruptions: self.state_corruptions.load(Relaxed),

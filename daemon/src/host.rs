@@ -1,9 +1,10 @@
 //! A node host: several nodes in one process (issue 50). Each node keeps everything of its own
-//! (id, keys, certificate, endpoints, counters, output, store, control address) and runs as
-//! [`crate::run_until`] runs it alone; the host adds two things. Its registry ([`Host`], the
-//! link's [`LocalPeers`]) says which nodes belong to the process and which of them run, so a
+//! (id, keys, certificate, control endpoint, counters, output, store, control address) and runs
+//! as [`crate::run_until`] runs it alone; the host adds three things. Its registry ([`Host`],
+//! the link's [`LocalPeers`]) says which nodes belong to the process and which of them run, so a
 //! link between two of them is a call ([`crate::link::local`]) and
-//! a link to any other node is QUIC as always. And each node's tasks are its own
+//! a link to any other node is QUIC as always. The nodes that listen for links at one address
+//! share one link endpoint there ([`SharedLinks`]). And each node's tasks are its own
 //! ([`crate::run_until`] holds them in a `JoinSet`), so one node can stop, or crash, while the
 //! others go on; its neighbours here see it stop at once. The control API crashes one node and
 //! starts it again ([`Host::crash`], [`Host::restart`]: `Fault::CrashHosted`,
@@ -18,9 +19,11 @@
 
 use crate::config::{DaemonArgs, NodeConfig};
 use crate::link::local::{LocalPeer, LocalPeers};
+use crate::link::shared::SharedLinks;
 use crate::node::Node;
 use cuberoute_protocol::NodeId;
 use std::collections::{BTreeSet, HashMap};
+use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 use tokio::sync::{mpsc, oneshot, watch};
@@ -35,6 +38,10 @@ pub struct Host {
     changes: watch::Sender<u64>,
     /// To the loop of [`run`], which owns the nodes' tasks: crash one, start one again.
     orders: OnceLock<mpsc::UnboundedSender<Order>>,
+    /// The link endpoints several nodes here share, by the address they listen on.
+    shared: OnceLock<HashMap<SocketAddr, SharedLinks>>,
+    /// The nodes crashed by request and not started again: not waited for.
+    crashed: Mutex<BTreeSet<NodeId>>,
 }
 
 /// What [`run`]'s loop is asked to do to one of its nodes, and where to say how it went. A
@@ -66,7 +73,40 @@ impl Host {
             running: Mutex::new(HashMap::new()),
             changes: watch::channel(0).0,
             orders: OnceLock::new(),
+            shared: OnceLock::new(),
+            crashed: Mutex::new(BTreeSet::new()),
         })
+    }
+
+    /// The link endpoint the nodes listening on `listen` share, if several do.
+    pub fn shared_links(&self, listen: SocketAddr) -> Option<SharedLinks> {
+        self.shared.get()?.get(&listen).cloned()
+    }
+
+    /// Node `id`, while it runs here.
+    pub fn node(&self, id: NodeId) -> Option<Arc<Node>> {
+        let running = self.running.lock().expect("host lock");
+        running.get(&id).map(|(node, _)| node.clone())
+    }
+
+    /// Node `id` once it runs, if it does within `wait` (a member still starting, or starting
+    /// again); none at once if it is not hosted here, or crashed (as a killed process answers
+    /// no dial).
+    pub async fn node_within(&self, id: NodeId, wait: Duration) -> Option<Arc<Node>> {
+        let crashed = self.crashed.lock().expect("host lock").contains(&id);
+        if !self.members.contains(&id) || crashed {
+            return None;
+        }
+        let _ = tokio::time::timeout(wait, self.started(id)).await;
+        self.node(id)
+    }
+
+    /// The first node that runs here (by id), if any does.
+    pub fn any_node(&self) -> Option<Arc<Node>> {
+        let running = self.running.lock().expect("host lock");
+        self.members
+            .iter()
+            .find_map(|id| running.get(id).map(|(node, _)| node.clone()))
     }
 
     /// Crash node `id` of this process (see [`Order`]); answered once it has ended. Refused if `id` is not hosted here, does not run, or is the
@@ -150,6 +190,23 @@ impl Drop for Running {
     }
 }
 
+/// A link endpoint shared by the nodes of a process: a connection is the named node's, once
+/// it runs (a node of the process that is still starting, or starting again, is waited for, at
+/// most [`crate::accept::WAIT_FOR_NODE`]: its neighbours elsewhere dial it as soon as the
+/// endpoint answers); a failed handshake is counted by the first node that runs.
+impl crate::accept::Owner for Arc<Host> {
+    async fn owner(&self, named: Option<NodeId>) -> Option<Arc<Node>> {
+        match named {
+            Some(id) => self.node_within(id, crate::accept::WAIT_FOR_NODE).await,
+            None => self.any_node(),
+        }
+    }
+
+    fn named(&self, connection: &quinn::Connection) -> Option<NodeId> {
+        crate::tls::server_name_of(connection)
+    }
+}
+
 impl LocalPeers for Host {
     fn holds(&self, id: NodeId) -> bool {
         self.members.contains(&id)
@@ -224,6 +281,16 @@ pub async fn run(configs: Vec<NodeConfig>, args: Vec<DaemonArgs>) -> anyhow::Res
     let host = Host::new(configs.iter().map(|c| c.id));
     let (orders, mut ordered) = mpsc::unbounded_channel();
     host.orders.set(orders).ok();
+    let listening = configs.iter().map(|c| (c.listen, &c.credentials));
+    let shared = SharedLinks::make(listening).map_err(|e| anyhow::anyhow!(e))?;
+    let mut accepting = tokio::task::JoinSet::new();
+    for links in shared.values() {
+        accepting.spawn(crate::accept::accept_links(
+            host.clone(),
+            links.endpoint.clone(),
+        ));
+    }
+    host.shared.set(shared).ok();
     let stop = crate::shutdown_signal()?;
     tokio::pin!(stop);
     let (stopping, stopped) = watch::channel(false);
@@ -266,6 +333,14 @@ pub async fn run(configs: Vec<NodeConfig>, args: Vec<DaemonArgs>) -> anyhow::Res
             tracing::warn!(error = %e, "a node stopped with an error");
         }
     }
+    // Every node closed its connections: the shared endpoints go, as a node's own would.
+    for links in host.shared.get().into_iter().flat_map(HashMap::values) {
+        links
+            .endpoint
+            .close(crate::link::close::SHUTDOWN.into(), b"shutdown");
+        let _ = tokio::time::timeout(Duration::from_secs(1), links.endpoint.wait_idle()).await;
+    }
+    accepting.abort_all();
     match first_error {
         Some(e) => Err(e),
         None => Ok(()),
@@ -400,6 +475,7 @@ impl Nodes {
             ));
         }
         let (task, crash) = self.running.remove(&id).expect("checked above");
+        self.host.crashed.lock().expect("host lock").insert(id);
         crash.send_replace(true);
         Ok(task)
     }
@@ -422,6 +498,7 @@ impl Nodes {
         // Read again, as a process started again would; one that no longer reads is refused.
         let config = NodeConfig::resolve(&args).map_err(|e| e.to_string())?;
         tracing::info!(node = %id, "starting again by request");
+        self.host.crashed.lock().expect("host lock").remove(&id);
         self.start(config, args, Start::Again);
         Ok(())
     }
@@ -458,9 +535,11 @@ impl Nodes {
     }
 }
 
-/// Open files one hosted node holds: its link socket, its control socket and its store's file
-/// (measured: 2,572 in a process of 1,024 EH(5,5) nodes).
-pub const FILES_PER_NODE: u64 = 3;
+/// Open files one hosted node holds: its control socket, and up to one pidfd watching a
+/// neighbour's process; its links share the process's endpoint ([`SharedLinks`]) and its store
+/// holds no file open at rest (measured: 1,549 in a process of 1,024 EH(5,5) nodes, 512 of them
+/// pidfds; 2,572 when each node had its own link socket).
+pub const FILES_PER_NODE: u64 = 2;
 
 /// Raise this process's soft limit of open files to its hard limit; the limit now.
 pub fn raise_open_files() -> std::io::Result<u64> {

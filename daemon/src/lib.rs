@@ -112,8 +112,8 @@ enum Stop {
     Drain,
     /// At once, as a killed process would (a node crashed inside its process, [`host`]): its
     /// buffers are lost, its endpoints closed (their connections with them, waited for at most
-    /// a second, as a stop does) and its tasks dropped, so that its sockets and its store are
-    /// let go for its restart.
+    /// a second, as a stop does; on a link endpoint shared with other nodes, its connections)
+    /// and its tasks dropped, so that its sockets and its store are let go for its restart.
     Crash,
 }
 
@@ -140,18 +140,25 @@ async fn run_node(
         None => (None, None),
     };
     let output_capacity = config.buffers.output;
-    let (node, input) = Node::new(&config, args, keeping);
+    let shared = host.as_ref().and_then(|h| h.shared_links(config.listen));
+    let (node, input) = Node::new(&config, args, keeping, shared.as_ref());
     node.resume_from_store(output_capacity).await.map_err(|e| {
         anyhow::anyhow!("the store cannot be read back ({e}): the daemon does not start")
     })?;
     let credentials = &config.credentials;
-    let links = credentials
-        .endpoint(
-            tls::ALPN_LINK,
-            config.listen,
-            Some(node.chaos().shaper.clone()),
-        )
-        .with_context(|| format!("cannot listen for links at {}", config.listen))?;
+    let links = match &shared {
+        Some(shared) => shared.endpoint.clone(),
+        None => credentials
+            .endpoint(
+                tls::ALPN_LINK,
+                config.listen,
+                Some(node.chaos().shaper.clone()),
+            )
+            .with_context(|| format!("cannot listen for links at {}", config.listen))?,
+    };
+    // A shared endpoint's connections are accepted by its host's loop, and it closes with
+    // the process; a node closes its own connections on it.
+    let own_links = shared.is_none().then(|| links.clone());
     let control = credentials
         .endpoint(tls::ALPN_CONTROL, config.control_listen, None)
         .with_context(|| format!("cannot listen for control at {}", config.control_listen))?;
@@ -170,7 +177,9 @@ async fn run_node(
         tasks.spawn(node.clone().run_settled_flush());
     }
     tasks.spawn(replay::run(node.clone()));
-    tasks.spawn(accept::accept_links(node.clone(), links.clone()));
+    if let Some(links) = &own_links {
+        tasks.spawn(accept::accept_links(node.clone(), links.clone()));
+    }
     tasks.spawn(control::serve(node.clone(), control.clone(), host.clone()));
     if hangup_reloads {
         tasks.spawn(reload_on_hangup(node.clone()));
@@ -215,7 +224,7 @@ async fn run_node(
 
     if stop.await? == Stop::Crash {
         warn!("crashed by request: nothing drained, the endpoints closed");
-        close(&control, &links, b"crashed").await;
+        close(&node, &control, own_links.as_ref(), b"crashed").await;
         return Ok(());
     }
     info!("stopping: draining buffers");
@@ -227,15 +236,33 @@ async fn run_node(
         dropped = counters.dropped_total(),
         "node stopped"
     );
-    close(&control, &links, b"shutdown").await;
+    close(&node, &control, own_links.as_ref(), b"shutdown").await;
     Ok(())
 }
 
-/// Close a node's endpoints, saying `why`, and give its links a second to be drained.
-async fn close(control: &quinn::Endpoint, links: &quinn::Endpoint, why: &[u8]) {
+/// Close a node's endpoints, saying `why`, and give its links a second to be drained. On a
+/// link endpoint shared with other nodes (`links` none), the node's own connections are
+/// closed, and the endpoint stays for the others.
+async fn close(
+    node: &Node,
+    control: &quinn::Endpoint,
+    links: Option<&quinn::Endpoint>,
+    why: &[u8],
+) {
     control.close(link::close::SHUTDOWN.into(), why);
-    links.close(link::close::SHUTDOWN.into(), why);
-    let _ = tokio::time::timeout(Duration::from_secs(1), links.wait_idle()).await;
+    match links {
+        Some(links) => {
+            links.close(link::close::SHUTDOWN.into(), why);
+            let _ = tokio::time::timeout(Duration::from_secs(1), links.wait_idle()).await;
+        }
+        None => {
+            for link in node.links() {
+                if let Some(connection) = link.connection() {
+                    connection.close(link::close::SHUTDOWN.into(), why);
+                }
+            }
+        }
+    }
 }
 
 /// A node's tasks, each in the span it was started in, aborted when this is dropped.

@@ -51,6 +51,11 @@ pub const INITIAL_RTT: Duration = Duration::from_millis(10);
 pub const CONTROL_KEEP_ALIVE: Duration = Duration::from_secs(2);
 pub const CONTROL_IDLE_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// The receive buffer a shared link endpoint asks for, per node it serves, and at most (the
+/// kernel gives at most `net.core.rmem_max`, 4 MiB here).
+pub const SHARED_BUFFER_PER_MEMBER: usize = 16 << 10;
+pub const SHARED_BUFFER_MAX: usize = 64 << 20;
+
 /// The DNS name a node's certificate carries.
 pub fn node_name(id: NodeId) -> String {
     format!("n{}{NODE_SUFFIX}", id.0)
@@ -205,22 +210,31 @@ impl Credentials {
     }
 
     fn rustls_server(&self, alpn: &[u8]) -> Result<rustls::ServerConfig, String> {
+        let config = self
+            .server_builder()?
+            .with_single_cert(self.chain.clone(), self.key.clone_key())
+            .map_err(|e| e.to_string())?;
+        Ok(server_finished(config, alpn))
+    }
+
+    /// A TLS 1.3 server under this identity's CA, which requires a client certificate of it.
+    fn server_builder(
+        &self,
+    ) -> Result<rustls::ConfigBuilder<rustls::ServerConfig, rustls::server::WantsServerCert>, String>
+    {
         let verifier = WebPkiClientVerifier::builder_with_provider(self.roots.clone(), provider())
             .build()
             .map_err(|e| e.to_string())?;
-        let mut config = rustls::ServerConfig::builder_with_provider(provider())
+        Ok(rustls::ServerConfig::builder_with_provider(provider())
             .with_protocol_versions(&[&rustls::version::TLS13])
             .map_err(|e| e.to_string())?
-            .with_client_cert_verifier(verifier)
-            .with_single_cert(self.chain.clone(), self.key.clone_key())
-            .map_err(|e| e.to_string())?;
-        config.alpn_protocols = vec![alpn.to_vec()];
-        // No resumption: every connection shows and checks a certificate (a resumed session
-        // would carry the identity of its first, whatever was revoked since), and no session
-        // cache per endpoint (50 KiB each in rustls's default, two endpoints per node).
-        config.session_storage = Arc::new(rustls::server::NoServerSessionStorage {});
-        config.send_tls13_tickets = 0;
-        Ok(config)
+            .with_client_cert_verifier(verifier))
+    }
+
+    /// This identity's certificate and key, as a server presents them.
+    fn certified_key(&self) -> Result<rustls::sign::CertifiedKey, String> {
+        rustls::sign::CertifiedKey::from_der(self.chain.clone(), self.key.clone_key(), &provider())
+            .map_err(|e| e.to_string())
     }
 
     /// A QUIC server config that requires a client certificate signed by the cluster CA.
@@ -228,10 +242,7 @@ impl Credentials {
         let config = self
             .rustls_server(alpn)
             .expect("checked when the credentials were loaded");
-        let crypto = QuicServerConfig::try_from(config).expect("TLS 1.3 with a QUIC cipher suite");
-        let mut server = quinn::ServerConfig::with_crypto(Arc::new(crypto));
-        server.transport_config(transport(alpn, Side::Server));
-        server
+        quic_server(config, alpn)
     }
 
     /// A QUIC endpoint on `listen` that serves `alpn` ([`Credentials::server_config`]), whose
@@ -243,6 +254,55 @@ impl Credentials {
         &self,
         alpn: &[u8],
         listen: std::net::SocketAddr,
+        shaper: Option<Arc<crate::shaper::Shaper>>,
+    ) -> std::io::Result<quinn::Endpoint> {
+        self.endpoint_serving(self.server_config(alpn), alpn, listen, None, shaper)
+    }
+
+    /// A QUIC endpoint on `listen` shared by the nodes of one process whose `members` are
+    /// (a node host, [`crate::host`]): a node dialling one of them names it (SNI, the name its
+    /// certificate must carry: [`server_name`]), and is answered with that node's certificate,
+    /// and the connection is its ([`server_name_of`]). One CA for all (the host checks it);
+    /// the keys of its resets and connection IDs are the first member's, as
+    /// [`Credentials::endpoint`] derives them.
+    pub fn shared_endpoint(
+        members: &[&Credentials],
+        alpn: &[u8],
+        listen: std::net::SocketAddr,
+        shaper: Option<Arc<crate::shaper::Shaper>>,
+    ) -> std::io::Result<quinn::Endpoint> {
+        let invalid = |e: String| std::io::Error::new(std::io::ErrorKind::InvalidInput, e);
+        let first = members
+            .first()
+            .ok_or_else(|| invalid("a shared endpoint needs a member".into()))?;
+        let mut by_name = rustls::server::ResolvesServerCertUsingSni::new();
+        for member in members {
+            let Identity::Node(id) = member.identity else {
+                return Err(invalid(format!("{} is not a node", member.identity)));
+            };
+            by_name
+                .add(&node_name(id), member.certified_key().map_err(invalid)?)
+                .map_err(|e| invalid(e.to_string()))?;
+        }
+        let config = first
+            .server_builder()
+            .map_err(invalid)?
+            .with_cert_resolver(Arc::new(by_name));
+        let server = quic_server(server_finished(config, alpn), alpn);
+        // Every member's neighbours in other processes dial it at once at a start: the
+        // default receive buffer (208 KiB) dropped most of their Initials, and each came again
+        // a backed-off probe timeout later (EH(5,5) in two processes: its 1,024 links between
+        // them up in 2 to 5 s instead of 0.5).
+        let buffer = (members.len() * SHARED_BUFFER_PER_MEMBER).min(SHARED_BUFFER_MAX);
+        first.endpoint_serving(server, alpn, listen, Some(buffer), shaper)
+    }
+
+    fn endpoint_serving(
+        &self,
+        server: quinn::ServerConfig,
+        alpn: &[u8],
+        listen: std::net::SocketAddr,
+        receive_buffer: Option<usize>,
         shaper: Option<Arc<crate::shaper::Shaper>>,
     ) -> std::io::Result<quinn::Endpoint> {
         let derive = |what: &[u8]| {
@@ -260,8 +320,7 @@ impl Credentials {
         });
         // Every neighbour of a restarted node may need its reset at the same moment.
         config.min_reset_interval(Duration::from_millis(1));
-        let server = self.server_config(alpn);
-        crate::net::endpoint(config, Some(server), listen, None, shaper)
+        crate::net::endpoint(config, Some(server), listen, receive_buffer, shaper)
     }
 
     /// A QUIC client config that presents our certificate and trusts only the cluster CA.
@@ -280,6 +339,23 @@ impl Credentials {
         client.transport_config(transport(alpn, Side::Client));
         client
     }
+}
+
+/// `config` serving `alpn`, with no resumption: every connection shows and checks a certificate
+/// (a resumed session would carry the identity of its first, whatever was revoked since), and
+/// no session cache per endpoint (50 KiB each in rustls's default, two endpoints per node).
+fn server_finished(mut config: rustls::ServerConfig, alpn: &[u8]) -> rustls::ServerConfig {
+    config.alpn_protocols = vec![alpn.to_vec()];
+    config.session_storage = Arc::new(rustls::server::NoServerSessionStorage {});
+    config.send_tls13_tickets = 0;
+    config
+}
+
+fn quic_server(config: rustls::ServerConfig, alpn: &[u8]) -> quinn::ServerConfig {
+    let crypto = QuicServerConfig::try_from(config).expect("TLS 1.3 with a QUIC cipher suite");
+    let mut server = quinn::ServerConfig::with_crypto(Arc::new(crypto));
+    server.transport_config(transport(alpn, Side::Server));
+    server
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -421,6 +497,19 @@ pub fn peer_identity(connection: &quinn::Connection) -> Result<Identity, Identit
     identity_of(certs.first().ok_or(IdentityError::NoCertificate)?)
 }
 
+/// The node an accepted connection's dialler asked for by name (SNI): on an endpoint shared by
+/// several nodes ([`Credentials::shared_endpoint`]), whose connection it is.
+pub fn server_name_of(connection: &quinn::Connection) -> Option<NodeId> {
+    let data = connection
+        .handshake_data()?
+        .downcast::<quinn::crypto::rustls::HandshakeData>()
+        .ok()?;
+    match identity_of_name(data.server_name.as_deref()?)? {
+        Identity::Node(id) => Some(id),
+        Identity::Client(_) => None,
+    }
+}
+
 /// The TLS server name to ask for when dialling `node`.
 pub fn server_name(node: NodeId) -> ServerName<'static> {
     ServerName::try_from(node_name(node)).expect("node names are valid DNS names")
@@ -539,6 +628,62 @@ mod tests {
         tokio::time::timeout(Duration::from_secs(10), server.wait_idle())
             .await
             .expect("the closed connection is drained well before the link's idle timeout");
+    }
+
+    /// One endpoint for nodes 1 and 2 of a process: a dialler naming either is answered with
+    /// that node's certificate (its client verifies the name) and the connection says which it
+    /// asked for; one naming a node the endpoint does not serve is refused in the handshake.
+    #[tokio::test]
+    async fn a_shared_endpoint_answers_for_each_of_its_nodes_by_name() {
+        let ca = ca();
+        let (one, two) = (
+            node_credentials(&ca, NodeId(1)),
+            node_credentials(&ca, NodeId(2)),
+        );
+        let shared = Credentials::shared_endpoint(
+            &[&one, &two],
+            ALPN_LINK,
+            ([127, 0, 0, 1], 0).into(),
+            None,
+        )
+        .unwrap();
+        let to = shared.local_addr().unwrap();
+        let dialler = node_credentials(&ca, NodeId(3));
+        let client = dialler
+            .endpoint(ALPN_LINK, ([127, 0, 0, 1], 0).into(), None)
+            .unwrap();
+        let accept = {
+            let shared = shared.clone();
+            tokio::spawn(async move {
+                // Three dials: the stranger's handshake fails here.
+                let mut named = Vec::new();
+                for _ in 0..3 {
+                    let incoming = shared.accept().await.unwrap();
+                    if let Ok(connection) = incoming.await {
+                        named.push(server_name_of(&connection));
+                    }
+                }
+                named
+            })
+        };
+        for id in [2, 1] {
+            let connection = client
+                .connect_with(dialler.client_config(ALPN_LINK), to, &node_name(NodeId(id)))
+                .unwrap()
+                .await
+                .unwrap();
+            assert_eq!(peer_identity(&connection), Ok(Identity::Node(NodeId(id))));
+        }
+        let stranger = client
+            .connect_with(dialler.client_config(ALPN_LINK), to, &node_name(NodeId(4)))
+            .unwrap()
+            .await;
+        assert!(stranger.is_err(), "node 4 is not served there");
+        let named = tokio::time::timeout(Duration::from_secs(10), accept)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(named, vec![Some(NodeId(2)), Some(NodeId(1))]);
     }
 
     #[test]

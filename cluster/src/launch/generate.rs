@@ -35,8 +35,14 @@ impl Default for Ports {
 /// How nodes are addressed.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Addressing {
-    /// Node `i` (in id order) on loopback address `base + 1 + i`, all on the same ports.
-    Loopback { base: Ipv4Addr, ports: Ports },
+    /// Node `i` (in id order) on loopback address `base + 1 + i`, all on the same ports; its
+    /// links on the address of node `link_home[i]` if given (the nodes of one process share one
+    /// link endpoint: `cuberoute_daemon::host::SharedLinks`), else on its own.
+    Loopback {
+        base: Ipv4Addr,
+        ports: Ports,
+        link_home: Vec<u32>,
+    },
     /// One container per node in a network of its own: nodes reach each other by service name
     /// (`node-<id>`, Docker's DNS); the host reaches node `i` at its fixed address
     /// `subnet + 2 + i` (the network's gateway is `subnet + 1`).
@@ -108,6 +114,9 @@ struct NodeAddresses {
     peer_host: String,
     /// How a client on the machine that generated the cluster reaches it.
     client_host: String,
+    /// Where its links listen, and are reached by the other nodes and clients, if not at
+    /// `bind` and `peer_host` (an address its process shares: [`Addressing::Loopback`]).
+    link_host: Option<String>,
     /// The control and metrics ports the client uses there, if not the node's own
     /// ([`Published`]).
     published: Option<(u16, u16)>,
@@ -116,12 +125,17 @@ struct NodeAddresses {
 impl Addressing {
     fn node(&self, index: u64, id: NodeId) -> NodeAddresses {
         match self {
-            Addressing::Loopback { base, .. } => {
-                let ip = Ipv4Addr::from(u32::from(*base) + 1 + index as u32).to_string();
+            Addressing::Loopback {
+                base, link_home, ..
+            } => {
+                let at = |index: u64| Ipv4Addr::from(u32::from(*base) + 1 + index as u32);
+                let ip = at(index).to_string();
+                let home = link_home.get(index as usize).map(|&h| u64::from(h));
                 NodeAddresses {
                     bind: ip.clone(),
                     peer_host: ip.clone(),
                     client_host: ip,
+                    link_host: home.filter(|h| *h != index).map(|h| at(h).to_string()),
                     published: None,
                 }
             }
@@ -131,6 +145,7 @@ impl Addressing {
                     bind: ip.clone(),
                     peer_host: ip.clone(),
                     client_host: ip,
+                    link_host: None,
                     published: None,
                 }
             }
@@ -138,12 +153,14 @@ impl Addressing {
                 bind: "0.0.0.0".into(),
                 peer_host: service_name(id),
                 client_host: docker_ip(*subnet, index).to_string(),
+                link_host: None,
                 published: None,
             },
             Addressing::Simulated { .. } => NodeAddresses {
                 bind: "0.0.0.0".into(),
                 peer_host: service_name(id),
                 client_host: service_name(id),
+                link_host: None,
                 published: None,
             },
             Addressing::Kubernetes {
@@ -154,6 +171,7 @@ impl Addressing {
                     bind: "0.0.0.0".into(),
                     peer_host: host.clone(),
                     client_host: host,
+                    link_host: None,
                     published: None,
                 }
             }
@@ -163,6 +181,7 @@ impl Addressing {
                 bind: "0.0.0.0".into(),
                 peer_host: service_name(id),
                 client_host: hosts[index as usize].clone(),
+                link_host: None,
                 published: Some(published.of(index)),
             },
         }
@@ -260,7 +279,7 @@ pub fn generate_timed(
             .iter()
             .map(|(id, a)| ManifestNode {
                 id: *id,
-                addr: format!("{}:{}", host(a), ports.link),
+                addr: format!("{}:{}", a.link_host.as_ref().unwrap_or(host(a)), ports.link),
                 control: format!("{}:{}", host(a), ports.control),
                 metrics: Some(format!("{}:{}", host(a), ports.metrics)),
             })
@@ -326,7 +345,7 @@ pub fn generate_timed(
         share(&dir.keys(), &node_dir.join(layout::NODE_KEYS))?;
         write(
             &node_dir.join(layout::NODE_CONFIG),
-            &node_config(topology, *id, &addresses.bind, ports, pacing),
+            &node_config(topology, *id, addresses, ports, pacing),
         )
     })
     .into_iter()
@@ -401,12 +420,20 @@ fn share(from: &Path, to: &Path) -> anyhow::Result<()> {
 pub const CLUSTER_NICE: i32 = 10;
 
 /// One node's configuration; paths are relative to its own directory.
-fn node_config(topology: Topology, id: NodeId, bind: &str, ports: Ports, pacing: Pacing) -> String {
+fn node_config(
+    topology: Topology,
+    id: NodeId,
+    addresses: &NodeAddresses,
+    ports: Ports,
+    pacing: Pacing,
+) -> String {
+    let bind = &addresses.bind;
+    let link_bind = addresses.link_host.as_ref().unwrap_or(bind);
     format!(
         r#"# cuberoute node {id} of {topology}, generated by `cuberoute cluster`.
 topology = "{topology}"
 id = {id}
-listen = "{bind}:{link}"
+listen = "{link_bind}:{link}"
 control_listen = "{bind}:{control}"
 metrics_listen = "{bind}:{metrics}"
 manifest = "{manifest}"
@@ -758,6 +785,7 @@ mod tests {
         let addressing = Addressing::Loopback {
             base: std::net::Ipv4Addr::new(127, 9, 9, 0),
             ports: Ports::default(),
+            link_home: Vec::new(),
         };
         generate(&dir, topology, &addressing).unwrap();
         let with = fs::read_to_string(dir.node_config(NodeId(1))).unwrap();

@@ -178,18 +178,43 @@ pub fn ensure_free(dir: &ClusterDir) -> anyhow::Result<()> {
 /// phases `checks`, `credentials` and `files` of `phases` (`cluster init`, and the first steps
 /// of a start on loopback).
 pub fn init(local: &Local, phases: &mut Phases) -> anyhow::Result<()> {
-    init_probing(local, phases, None)
+    init_probing(local, phases, &[])
 }
 
-/// [`init`], `probing` of the links probing when not all do (a node host's links between its
-/// own nodes are calls): their pace is set by those that do.
-fn init_probing(local: &Local, phases: &mut Phases, probing: Option<u32>) -> anyhow::Result<()> {
+/// [`init`] for the processes `groups` (none: a process per node): the links probing are
+/// those between processes (a node host's links between its own nodes are calls), and the
+/// nodes of a process share the link address of its first.
+fn init_probing(local: &Local, phases: &mut Phases, groups: &[Vec<NodeId>]) -> anyhow::Result<()> {
     check_local(local, true)?;
     phases.end("checks");
+    let probing = probing_links(local.topology, groups);
     write(local, phases, probing, |ports| Addressing::Loopback {
         base: local.base_addr,
         ports,
+        link_home: link_homes(local.topology, groups),
     })
+}
+
+/// For each node (in node order), the node whose address its links take: the first of its
+/// process, so that the nodes of one process share one link endpoint. Empty when every process
+/// runs one node.
+fn link_homes(topology: Topology, groups: &[Vec<NodeId>]) -> Vec<u32> {
+    if groups.iter().all(|g| g.len() == 1) {
+        return Vec::new();
+    }
+    let index: std::collections::HashMap<NodeId, u32> = topology
+        .nodes()
+        .enumerate()
+        .map(|(i, id)| (id, i as u32))
+        .collect();
+    let mut homes: Vec<u32> = (0..index.len() as u32).collect();
+    for group in groups {
+        let home = group.iter().map(|id| index[id]).min().unwrap_or_default();
+        for id in group {
+            homes[index[id] as usize] = home;
+        }
+    }
+    homes
 }
 
 /// The links between two of `groups` (the processes): those that probe. None when every
@@ -310,7 +335,7 @@ pub fn spawn(local: &Local, note: &mut dyn FnMut(Note)) -> anyhow::Result<Spawne
         }
         (Some(network), interrupt)
     } else {
-        init_probing(local, &mut phases, probing_links(topology, &groups))?;
+        init_probing(local, &mut phases, &groups)?;
         (None, Catch::install())
     };
     local::start(

@@ -65,6 +65,7 @@ use tokio_util::codec::{FramedRead, LengthDelimitedCodec};
 use tracing::{debug, info, warn};
 
 pub mod local;
+pub mod shared;
 
 /// Malformed frames tolerated on one connection before the peer is disconnected.
 pub const MAX_BAD_FRAMES: u32 = 16;
@@ -154,6 +155,11 @@ pub trait LinkOwner: Send + Sync {
     fn on_reports(&self, from: NodeId, reports: Vec<Report>) -> bool;
     /// Every report the node holds, for a neighbour on a new connection.
     fn reports(&self) -> Vec<Report>;
+    /// What bounds the handshakes its link endpoint has in flight, if it is shared with other
+    /// nodes (`crate::host::SharedLinks`): a dial waits for a permit.
+    fn handshakes(&self) -> Option<&tokio::sync::Semaphore> {
+        None
+    }
 }
 
 /// What became of a revocation list a neighbour handed over.
@@ -673,7 +679,7 @@ impl Link {
         loop {
             // Wait while the link is cut.
             let _ = cut.wait_for(|cut| !cut).await;
-            match self.dial(endpoint, client).await {
+            match self.dial(node, endpoint, client).await {
                 Ok(connection) => {
                     failures = 0;
                     let started = Instant::now();
@@ -701,9 +707,14 @@ impl Link {
 
     async fn dial(
         &self,
+        node: &dyn LinkOwner,
         endpoint: &quinn::Endpoint,
         client: &quinn::ClientConfig,
     ) -> anyhow::Result<quinn::Connection> {
+        let _permit = match node.handshakes() {
+            Some(handshakes) => Some(handshakes.acquire().await?),
+            None => None,
+        };
         let moved_to = self.moved_to.lock().expect("link lock").take();
         let addr = match moved_to {
             Some(addr) => addr,
@@ -763,7 +774,7 @@ impl Link {
                 // The dialler refuses the knock; whether it got through does not matter, and
                 // a connection from the dialler meanwhile ends it.
                 let knock = async {
-                    if let Ok(connection) = self.dial(endpoint, client).await {
+                    if let Ok(connection) = self.dial(node, endpoint, client).await {
                         connection.close(0u32.into(), b"knock");
                     }
                 };

@@ -109,6 +109,8 @@ pub struct Node {
     draining: AtomicBool,
     latency: metrics::Histogram,
     chaos: Chaos,
+    /// The bound of handshakes in flight on a link endpoint shared with other nodes.
+    handshakes: Option<Arc<tokio::sync::Semaphore>>,
     /// The delivery layer's inbox and outbox.
     delivery: DeliveryEnds,
     /// The bytes every link's message buffer and the input buffer hold together.
@@ -134,10 +136,13 @@ pub struct Node {
 
 impl Node {
     /// The node and the receiving end of its input buffer (for [`Node::run_input`]).
+    /// With `shared`, its links are on a link endpoint shared by several nodes of a process,
+    /// whose shaper and bound of handshakes are its too ([`crate::link::shared::SharedLinks`]).
     pub fn new(
         config: &NodeConfig,
         args: DaemonArgs,
         keeping: Option<Keeping>,
+        shared: Option<&crate::link::shared::SharedLinks>,
     ) -> (Arc<Node>, mpsc::Receiver<InputJob>) {
         let (input, input_rx) = mpsc::channel(config.buffers.input);
         let shares = Shares::of(config.buffers.memory_bytes);
@@ -186,7 +191,8 @@ impl Node {
             next_seq: AtomicU64::new(u64::from(env::random::<u32>())),
             draining: AtomicBool::new(false),
             latency: metrics::histogram!("cuberoute_delivery_latency_seconds"),
-            chaos: Chaos::default(),
+            chaos: Chaos::with_shaper(shared.map(|s| s.shaper.clone()).unwrap_or_default()),
+            handshakes: shared.map(|s| s.handshakes.clone()),
             delivery: DeliveryEnds::new(
                 InboxLimits {
                     max_bytes: shares.inbox,
@@ -685,6 +691,10 @@ impl Node {
 }
 
 impl LinkOwner for Node {
+    fn handshakes(&self) -> Option<&tokio::sync::Semaphore> {
+        self.handshakes.as_deref()
+    }
+
     fn id(&self) -> NodeId {
         self.id
     }
