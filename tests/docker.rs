@@ -62,8 +62,11 @@ fn the_image_is_from_scratch_and_small() {
         // sessions (the handshake, the sessions and their limits, ChaCha20-Poly1305 on its own),
         // client roles and revocation lists passed between nodes (CI at e04cd64): 15 -> 16 MB.
         // 16.10 MB with node hosts (several nodes per process, their local links, the grouping
-        // of `--nodes-per-process`; the clean-clone run of 2026-12-06): 16 -> 17 MB.
-        assert!(size < 17_000_000, "the image has {size} bytes");
+        // of `--nodes-per-process`; the clean-clone run of 2026-12-06): 16 -> 17 MB. 17.04 MB
+        // with a node crashed inside its process and one link endpoint per process (the TLS
+        // server's choice of certificate by name, the hosted nodes' accept loop; the clean-clone
+        // run at 9ad5da4): 17 -> 18 MB.
+        assert!(size < 18_000_000, "the image has {size} bytes");
         let layers = docker(&[
             "image",
             "inspect",
