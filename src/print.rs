@@ -12,7 +12,7 @@ use cuberoute_cluster::launch::runner;
 use cuberoute_cluster::launch::start::{self, Containers, Local, Note};
 use cuberoute_cluster::launch::start_cpu::StartCpu;
 use cuberoute_cluster::ops::cluster_client::{links_up, revoked};
-use cuberoute_cluster::ops::ready::{self, Readiness};
+use cuberoute_cluster::ops::ready::{self, Progress};
 use cuberoute_cluster::ops::traffic::{Destinations, SendReport};
 use cuberoute_cluster::ops::up::{self, Up};
 use cuberoute_cluster::{ClusterClient, ClusterDir};
@@ -68,7 +68,7 @@ pub fn note(note: Note) {
 pub struct WaitBar(Option<ProgressBar>);
 
 impl WaitBar {
-    pub fn round(&mut self, round: &Readiness) {
+    pub fn round(&mut self, round: &Progress) {
         let bar = self.0.get_or_insert_with(|| {
             let bar = ProgressBar::new(round.link_ends as u64);
             bar.set_style(

@@ -495,7 +495,7 @@ fn an_interrupted_up_of_node_hosts_leaves_no_process_behind() {
 fn a_large_node_host_answers_for_all_its_nodes_page_after_page() {
     use cuberoute_cluster::{ClusterClient, ClusterDir};
     use cuberoute_protocol::NodeId;
-    use cuberoute_protocol::wire::control::{Request, Response};
+    use cuberoute_protocol::wire::control::{Fault, Request, Response};
     let cluster = Cluster::up_with(
         "q:11",
         &["--base-addr", "127.2.180.0", "--nodes-per-process", "2048"],
@@ -524,5 +524,28 @@ fn a_large_node_host_answers_for_all_its_nodes_page_after_page() {
         assert_eq!(ids, (0..2048).collect::<Vec<_>>());
         assert!(stopped.is_empty());
         assert!(all.iter().all(|s| s.links.iter().all(|l| l.up)));
+
+        // The same process's readiness in a few bytes: every node running, every link end up.
+        let brief = client
+            .host_readiness(NodeId(700), Duration::from_secs(10))
+            .await
+            .unwrap();
+        assert_eq!(brief.running, 2048, "{brief:?}");
+        assert_eq!(
+            (brief.link_ends_up, brief.link_ends),
+            (2048 * 11, 2048 * 11)
+        );
+        assert_eq!((brief.not_ready, brief.stopped.len()), (0, 0), "{brief:?}");
+        let bytes = cuberoute_protocol::wire::encode_body(&brief).unwrap().len();
+        assert!(bytes < 32, "{bytes} bytes for {brief:?}");
+        // One node crashed inside the process: named, and not counted as running.
+        let crash = Request::Inject(Fault::CrashHosted { node: NodeId(5) });
+        let done = client.request(NodeId(700), &crash).await.unwrap();
+        assert!(matches!(done, Response::Injected(_)), "{done:?}");
+        let brief = client
+            .host_readiness(NodeId(700), Duration::from_secs(10))
+            .await
+            .unwrap();
+        assert_eq!((brief.running, brief.stopped), (2047, vec![NodeId(5)]));
     });
 }

@@ -22,8 +22,8 @@ use crate::tls;
 use cuberoute_protocol::NodeId;
 use cuberoute_protocol::delivery::{EncodeError, SetKey};
 use cuberoute_protocol::wire::control::{
-    ControlError, ControlErrorKind, Fault, MAX_CONSUMER_LEN, MAX_RECV_BATCH, MAX_WAIT_MS, Request,
-    Response, is_consumer_name,
+    ControlError, ControlErrorKind, Fault, HOST_READINESS_NAMED, HostReadiness, MAX_CONSUMER_LEN,
+    MAX_RECV_BATCH, MAX_WAIT_MS, Request, Response, is_consumer_name,
 };
 use cuberoute_protocol::wire::{MAX_FRAME_LEN, PREFIX_LEN, decode_frame, encode_frame};
 use std::net::SocketAddr;
@@ -273,6 +273,43 @@ fn hosted(node: &Arc<Node>, host: Option<&Host>, after: Option<NodeId>) -> Respo
     }
 }
 
+/// The readiness of the nodes of this process (`host`, or the node alone), summed in a few
+/// bytes ([`HostReadiness`]).
+fn host_readiness(node: &Arc<Node>, host: Option<&Host>) -> HostReadiness {
+    let nodes = match host {
+        Some(host) => host.nodes_after(None),
+        None => vec![(node.id(), Some(node.clone()))],
+    };
+    let mut answer = HostReadiness::default();
+    let mut newest: Option<&Arc<Node>> = None;
+    for (id, running) in &nodes {
+        let Some(running) = running else {
+            answer.stopped.push(*id);
+            continue;
+        };
+        let r = running.readiness();
+        answer.running += 1;
+        answer.link_ends_up += r.links_up;
+        answer.link_ends += r.links;
+        answer.handshakes_in_flight += r.handshakes_in_flight;
+        answer.dead_links_known += r.dead_links;
+        if newest.is_none() || r.revocation_serial > answer.revocation_serial {
+            answer.revocation_serial = r.revocation_serial;
+            newest = Some(running);
+        }
+        if !r.is_ready() {
+            answer.not_ready += 1;
+            if answer.not_ready_first.len() < HOST_READINESS_NAMED {
+                answer.not_ready_first.push(*id);
+            }
+        }
+    }
+    if let Some(newest) = newest.filter(|_| answer.revocation_serial > 0) {
+        answer.revoked = newest.keys().revocations().revoked.into_iter().collect();
+    }
+    answer
+}
+
 /// Answer `request`. An answer that carries payloads holds its bytes in `answer_bytes` before
 /// it is built, until it is written.
 async fn handle(
@@ -297,6 +334,7 @@ async fn handle(
             *answer_bytes = Some(node.hold_control_bytes(MAX_FRAME_LEN).await);
             hosted(node, host, after)
         }
+        Request::HostReadiness => Response::HostReadiness(host_readiness(node, host)),
         Request::Captured { after, max } => {
             let max = max.clamp(1, MAX_RECV_BATCH) as usize;
             *answer_bytes = Some(node.hold_control_bytes(MAX_FRAME_LEN).await);

@@ -233,7 +233,7 @@ impl fmt::Display for ClientRole {
 /// The role `request` needs, and what to call it in a refusal.
 pub fn needed(request: &Request) -> (Role, &'static str) {
     match request {
-        Request::Status | Request::Hosted { .. } => (Role::Read, "status"),
+        Request::Status | Request::Hosted { .. } | Request::HostReadiness => (Role::Read, "status"),
         Request::Recv { .. } => (Role::Read, "recv"),
         Request::Await { .. } => (Role::Read, "waiting for a set's copies"),
         Request::Settled { .. } => (Role::Read, "waiting for a reliable set's outcome"),
@@ -318,6 +318,7 @@ mod tests {
             Request::Inject(Fault::Unshape),
             Request::Captured { after: 0, max: 1 },
             Request::Hosted { after: None },
+            Request::HostReadiness,
         ]
     }
 
@@ -335,6 +336,7 @@ mod tests {
             let expected = match &request {
                 Request::Status
                 | Request::Hosted { .. }
+                | Request::HostReadiness
                 | Request::Recv { .. }
                 | Request::Await { .. }
                 | Request::Settled { .. }

@@ -29,7 +29,7 @@ use crate::launch::start::{self, Containers, Local, Note};
 use crate::launch::start_cpu::StartCpu;
 use crate::launch::usage::{self, Idle, Memory};
 use crate::ops::cluster_client::ClusterClient;
-use crate::ops::ready::{self, Readiness};
+use crate::ops::ready::{self, Progress};
 use crate::ops::up;
 use anyhow::Context;
 use cuberoute_daemon::tls::Credentials;
@@ -85,7 +85,7 @@ pub enum Event<'a> {
     /// What a cluster's start says (the image it built).
     Start(Note<'a>),
     /// A round of a cluster's readiness wait...
-    Round(&'a Readiness),
+    Round(&'a Progress),
     /// ...and the end of the wait (`true`: the cluster is ready).
     Waited(bool),
     /// A cluster is up, in `startup`, with the CPU its start took (local processes).

@@ -12,7 +12,7 @@ use cuberoute_daemon::manifest::Manifest;
 use cuberoute_daemon::roles::ClientRole;
 use cuberoute_daemon::tls::Identity;
 use cuberoute_protocol::NodeId;
-use cuberoute_protocol::wire::control::{NodeStatus, Request, Response};
+use cuberoute_protocol::wire::control::{HostReadiness, NodeStatus, Request, Response};
 use futures_util::future::join_all;
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -283,7 +283,7 @@ impl ClusterClient {
 
     /// The nodes of each process that runs several (`cluster up --nodes-per-process`), as the
     /// run state says (none where it does not: containers, a cluster started elsewhere).
-    fn hosts(&self) -> Vec<Vec<NodeId>> {
+    pub fn hosts(&self) -> Vec<Vec<NodeId>> {
         self.with_processes(|processes| shared_processes(&processes.processes))
             .unwrap_or_default()
     }
@@ -341,6 +341,22 @@ impl ClusterClient {
                 Ok(Err(e)) => return Err(e.to_string()),
                 Err(_) => return Err(format!("no answer within {timeout:?}")),
             }
+        }
+    }
+
+    /// The readiness of the nodes of the process that runs `node`, summed in a few bytes
+    /// ([`Request::HostReadiness`]), within `timeout`.
+    pub async fn host_readiness(
+        &self,
+        node: NodeId,
+        timeout: Duration,
+    ) -> Result<HostReadiness, String> {
+        let answer = tokio::time::timeout(timeout, self.request(node, &Request::HostReadiness));
+        match answer.await {
+            Ok(Ok(Response::HostReadiness(readiness))) => Ok(readiness),
+            Ok(Ok(other)) => Err(format!("unexpected answer {other:?}")),
+            Ok(Err(e)) => Err(e.to_string()),
+            Err(_) => Err(format!("no answer within {timeout:?}")),
         }
     }
 
@@ -448,18 +464,23 @@ pub fn links_up(
         .filter_map(|(_, s)| s.as_ref().ok())
         .map(|s| links_up_of(s, &revoked).0)
         .sum();
+    (up, link_ends_may_be_up(manifest, &revoked))
+}
+
+/// The link ends of `manifest`'s nodes that may be up: every link's two but those of a node
+/// `revoked` names.
+pub fn link_ends_may_be_up(manifest: &Manifest, revoked: &BTreeSet<NodeId>) -> usize {
     let topology = manifest.topology;
-    let total = manifest
+    manifest
         .nodes
         .iter()
         .map(|n| {
             topology
                 .neighbours(n.id)
-                .filter(|&m| may_be_up(n.id, m, &revoked))
+                .filter(|&m| may_be_up(n.id, m, revoked))
                 .count()
         })
-        .sum();
-    (up, total)
+        .sum()
 }
 
 #[cfg(test)]

@@ -10,7 +10,7 @@ use crate::launch::runner;
 use crate::launch::start::{Refused, Spawned};
 use crate::launch::start_cpu::StartCpu;
 use crate::ops::cluster_client::ClusterClient;
-use crate::ops::ready::{self, NotReady, Readiness};
+use crate::ops::ready::{self, NotReady, Progress};
 use cuberoute_protocol::Topology;
 use std::time::{Duration, Instant};
 
@@ -32,7 +32,7 @@ pub struct Up {
 pub async fn wait_started(
     spawned: Spawned,
     timeout: Duration,
-    on_round: &mut dyn FnMut(&Readiness),
+    on_round: &mut dyn FnMut(&Progress),
 ) -> anyhow::Result<Up> {
     let Spawned {
         dir,
@@ -78,7 +78,7 @@ async fn wait_ready(
     dir: &ClusterDir,
     started: Instant,
     timeout: Duration,
-    on_round: &mut dyn FnMut(&Readiness),
+    on_round: &mut dyn FnMut(&Progress),
 ) -> anyhow::Result<Instant> {
     let cluster = ClusterClient::open(dir)?;
     let mut answering = None;
@@ -86,7 +86,7 @@ async fn wait_ready(
         &cluster,
         timeout.saturating_sub(started.elapsed()),
         &mut |round| {
-            if answering.is_none() && round.answering() == round.nodes() {
+            if answering.is_none() && round.answering == round.nodes {
                 answering = Some(Instant::now());
             }
             on_round(round);

@@ -664,6 +664,27 @@ impl Node {
         }
     }
 
+    /// This node's part of a process's readiness ([`crate::control`]'s answer to
+    /// `Request::HostReadiness`), without building its whole status: its link ends up and
+    /// those that may be up (neither end revoked by its own list), the dead links it knows,
+    /// its sealing handshakes in flight, and its revocation serial.
+    pub fn readiness(&self) -> NodeReadiness {
+        let itself = self.keys.is_revoked(self.id);
+        let may: Vec<&Arc<Link>> = self
+            .links
+            .iter()
+            .filter(|(n, _)| !itself && !self.keys.is_revoked(**n))
+            .map(|(_, l)| l)
+            .collect();
+        NodeReadiness {
+            links_up: may.iter().filter(|l| l.is_up()).count() as u64,
+            links: may.len() as u64,
+            dead_links: self.down.faults().links().count() as u64,
+            handshakes_in_flight: self.sealing.held().1 as u64,
+            revocation_serial: self.keys.serial(),
+        }
+    }
+
     /// The sealing sessions now, and what they did.
     pub fn sealing_status(&self) -> SealingStatus {
         let (sessions, in_flight) = self.sealing.held();
@@ -800,4 +821,21 @@ fn handshake_round_trip(
             });
         cuberoute_protocol::seal::session::expected_round_trip_us(sum / n.max(1), diameter)
     })
+}
+
+/// What [`Node::readiness`] says.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+pub struct NodeReadiness {
+    pub links_up: u64,
+    pub links: u64,
+    pub dead_links: u64,
+    pub handshakes_in_flight: u64,
+    pub revocation_serial: u64,
+}
+
+impl NodeReadiness {
+    /// Every link that may be up is, no dead link is known and no handshake is in flight.
+    pub fn is_ready(&self) -> bool {
+        self.links_up == self.links && self.dead_links == 0 && self.handshakes_in_flight == 0
+    }
 }

@@ -110,6 +110,10 @@ pub enum Request {
     /// in one answer ([`Response::Hosted`]). A node alone in its process answers with its own.
     /// One request per process tells a launcher what a request per node would.
     Hosted { after: Option<NodeId> },
+    /// How ready the nodes this node's process runs are, in a few bytes whatever their number
+    /// ([`Response::HostReadiness`]): what a launcher polls while a node host starts, where
+    /// [`Request::Hosted`] would carry every node's whole status each time.
+    HostReadiness,
 }
 
 /// The longest consumer name.
@@ -407,7 +411,35 @@ pub enum Response {
         stopped: Vec<NodeId>,
         next: Option<NodeId>,
     },
+    /// The answer to [`Request::HostReadiness`].
+    HostReadiness(HostReadiness),
 }
+
+/// The readiness of the nodes of one process, summed ([`Request::HostReadiness`]). Each node
+/// counts its links by its own revocation list; the list of the highest serial among them is
+/// given, so that the asker can count the link ends there may be.
+#[derive(Clone, PartialEq, Eq, Debug, Default, Serialize, Deserialize)]
+pub struct HostReadiness {
+    /// Nodes running, and those the process hosts that do not run now (crashed, stopped).
+    pub running: u32,
+    pub stopped: Vec<NodeId>,
+    /// Link ends up, and those that may be up (neither end revoked), over the running nodes.
+    pub link_ends_up: u64,
+    pub link_ends: u64,
+    /// Sealing handshakes in flight, and dead links known, summed over the running nodes.
+    pub handshakes_in_flight: u64,
+    pub dead_links_known: u64,
+    /// The highest revocation serial among the running nodes, and its list.
+    pub revocation_serial: u64,
+    pub revoked: Vec<NodeId>,
+    /// How many running nodes are not ready (a link that may be up is not, a dead link known or
+    /// a handshake in flight), and the first [`HOST_READINESS_NAMED`] of them.
+    pub not_ready: u32,
+    pub not_ready_first: Vec<NodeId>,
+}
+
+/// How many nodes that are not ready a [`HostReadiness`] names.
+pub const HOST_READINESS_NAMED: usize = 32;
 
 /// Something a node saw happen, as `cuberoute monitor` shows it.
 #[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]

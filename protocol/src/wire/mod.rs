@@ -14,7 +14,8 @@ pub mod packet;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-/// The wire format version this build speaks. 19: a node host's requests (`Request::Hosted`,
+/// The wire format version this build speaks. 20: a node host's readiness in a few bytes
+/// (`Request::HostReadiness`). 19: a node host's requests (`Request::Hosted`,
 /// `Fault::CrashHosted`, `Fault::RestartHosted`). 18: a hello names its sender's process
 /// (`ProcessMark`), for a neighbour on the same machine to see it exit. 17: a link carries its ends' reports of dead and
 /// live links (`LinkFrame::Reports`), and a node's status the dead links it routes around. 16: a link going down says why, and a link's
@@ -37,7 +38,7 @@ use serde::de::DeserializeOwned;
 /// (`Send` with a `SendRequest`; `Accepted` names each copy's destination), and one packet type
 /// (a route that is a guarded header or a source route). 2: a source-routed copy's checksum
 /// covers its route.
-pub const VERSION: u8 = 19;
+pub const VERSION: u8 = 20;
 
 /// The largest body accepted, version byte included.
 pub const MAX_FRAME_LEN: usize = 1 << 20;

@@ -222,8 +222,8 @@ fn wait(dir: &ClusterDir, run: &SwarmRun, timeout: Duration) -> anyhow::Result<D
     );
     let waited = runtime.block_on(ready::wait_ready(&cluster, timeout, &mut |round| {
         bar.set_position(round.link_ends_up as u64);
-        let running = round.runners.as_ref().map_or(0, |r| r.alive());
-        bar.set_message(format!("{running}/{} tasks running,", round.nodes()));
+        let running = round.running.unwrap_or(0);
+        bar.set_message(format!("{running}/{} tasks running,", round.nodes));
     }));
     cluster.close();
     match waited {

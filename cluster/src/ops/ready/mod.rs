@@ -2,6 +2,10 @@
 //! in flight, no node takes a link for dead and, for containers, every container reports
 //! healthy. `cluster up` (processes and containers), `demo`, `bench`
 //! and `chaos run` (before it starts, and after it restarts crashed nodes) all wait here.
+//! On a cluster of node hosts the rounds are brief ([`brief`]: a few bytes per process) until
+//! one says the cluster may be ready, which a full round then confirms.
+
+mod brief;
 
 use crate::ClusterDir;
 use crate::launch::run_state::RunState;
@@ -96,6 +100,75 @@ impl Readiness {
     }
 }
 
+/// What a round of the wait saw, in counts: for a progress display.
+#[derive(Clone, Debug)]
+pub struct Progress {
+    pub nodes: usize,
+    pub answering: usize,
+    pub link_ends_up: usize,
+    pub link_ends: usize,
+    /// Whether every container reports healthy (true for processes).
+    pub healthy: bool,
+    /// Processes or containers running, when the directory knows what runs the nodes.
+    pub running: Option<usize>,
+}
+
+impl Readiness {
+    pub fn progress(&self) -> Progress {
+        Progress {
+            nodes: self.nodes(),
+            answering: self.answering(),
+            link_ends_up: self.link_ends_up,
+            link_ends: self.link_ends,
+            healthy: self.healthy,
+            running: self.runners.as_ref().map(|r| r.alive()),
+        }
+    }
+}
+
+/// What runs the nodes, as a round sees it before asking them.
+#[derive(Debug)]
+struct Seen {
+    runners: Option<Runners>,
+    /// Whether every container reports healthy (true for processes, and without runners).
+    healthy: bool,
+    /// Nodes whose process or container is known not to run, with why.
+    dead: Vec<(NodeId, String)>,
+    /// Swarm tasks on their way: not asked (they would not answer), not dead either.
+    starting: Vec<(NodeId, String)>,
+}
+
+impl Seen {
+    fn now(client: &ClusterClient) -> anyhow::Result<Seen> {
+        let runners = runner::inspect(&client.dir)?;
+        let starting: Vec<(NodeId, String)> = runners.as_ref().map_or(Vec::new(), |r| {
+            r.nodes
+                .iter()
+                .filter(|(_, r)| matches!(r, Runner::Starting(_)))
+                .map(|(id, r)| (*id, format!("not asked: {}", r.describe())))
+                .collect()
+        });
+        let (healthy, dead): (bool, Vec<(NodeId, String)>) = match &runners {
+            None => (true, Vec::new()),
+            Some(runners) => (
+                !runners.state.in_containers() || runners.all_healthy(),
+                runners
+                    .nodes
+                    .iter()
+                    .filter(|(_, r)| r.is_dead())
+                    .map(|(id, r)| (*id, Runner::describe(r).to_string()))
+                    .collect(),
+            ),
+        };
+        Ok(Seen {
+            runners,
+            healthy,
+            dead,
+            starting,
+        })
+    }
+}
+
 /// Why the wait gave up.
 #[derive(Debug, thiserror::Error)]
 pub enum NotReady {
@@ -154,27 +227,17 @@ fn list(nodes: &[NodeId]) -> String {
 /// One round: every runner's state, then the status of every node not known to be dead or
 /// still starting (a node that does not answer is asked twice).
 pub async fn check(client: &ClusterClient) -> anyhow::Result<Readiness> {
-    let runners = runner::inspect(&client.dir)?;
-    // Swarm tasks on their way: not asked (they would not answer), not dead either.
-    let starting: Vec<(NodeId, String)> = runners.as_ref().map_or(Vec::new(), |r| {
-        r.nodes
-            .iter()
-            .filter(|(_, r)| matches!(r, Runner::Starting(_)))
-            .map(|(id, r)| (*id, format!("not asked: {}", r.describe())))
-            .collect()
-    });
-    let (healthy, dead): (bool, Vec<(NodeId, String)>) = match &runners {
-        None => (true, Vec::new()),
-        Some(runners) => (
-            !runners.state.in_containers() || runners.all_healthy(),
-            runners
-                .nodes
-                .iter()
-                .filter(|(_, r)| r.is_dead())
-                .map(|(id, r)| (*id, Runner::describe(r).to_string()))
-                .collect(),
-        ),
-    };
+    full(client, Seen::now(client)?).await
+}
+
+/// A full round, after `seen`.
+async fn full(client: &ClusterClient, seen: Seen) -> anyhow::Result<Readiness> {
+    let Seen {
+        runners,
+        healthy,
+        dead,
+        starting,
+    } = seen;
     let manifest: Vec<NodeId> = client.manifest.nodes.iter().map(|n| n.id).collect();
     let started: Vec<NodeId> = match runners.as_ref().map(|r| &r.state) {
         Some(RunState::Processes(state)) => state.processes.iter().map(|p| p.id).collect(),
@@ -246,34 +309,59 @@ fn ask_order(manifest: &[NodeId], started: &[NodeId]) -> Vec<NodeId> {
 
 /// Poll until the cluster is ready; `on_round` sees every round (for a progress display).
 /// Gives up at once when a node's process or container is not running, and after `timeout`.
-/// Returns the ready round, whose statuses are a snapshot of the whole cluster.
+/// Returns the ready round, whose statuses are a snapshot of the whole cluster. On node hosts
+/// a round is brief until one may be ready; a full round confirms it (or not: brief again).
 pub async fn wait_ready(
     client: &ClusterClient,
     timeout: Duration,
-    on_round: &mut dyn FnMut(&Readiness),
+    on_round: &mut dyn FnMut(&Progress),
 ) -> Result<Readiness, NotReady> {
     let started = Instant::now();
     loop {
-        let round = check(client).await.map_err(NotReady::Runners)?;
-        on_round(&round);
-        if round.is_ready() {
-            return Ok(round);
+        let seen = Seen::now(client).map_err(NotReady::Runners)?;
+        if !seen.dead.is_empty() {
+            return Err(NotReady::Dead(seen.dead));
         }
-        if !round.dead.is_empty() {
-            return Err(NotReady::Dead(round.dead));
-        }
+        let not_ready = match brief::round(client, &seen, ROUND_TIMEOUT).await {
+            Some(brief) if !brief.maybe_ready => {
+                on_round(&brief.progress);
+                let p = &brief.progress;
+                NotReady::TimedOut {
+                    timeout,
+                    answering: p.answering,
+                    nodes: p.nodes,
+                    up: p.link_ends_up,
+                    total: p.link_ends,
+                    healthy: p.healthy,
+                    handshakes: brief.handshakes_in_flight,
+                    dead_links: brief.dead_links_known as usize,
+                    not_ready: brief.not_ready,
+                }
+            }
+            _ => {
+                let round = full(client, seen).await.map_err(NotReady::Runners)?;
+                on_round(&round.progress());
+                if round.is_ready() {
+                    return Ok(round);
+                }
+                if !round.dead.is_empty() {
+                    return Err(NotReady::Dead(round.dead));
+                }
+                NotReady::TimedOut {
+                    timeout,
+                    answering: round.answering(),
+                    nodes: round.nodes(),
+                    up: round.link_ends_up,
+                    total: round.link_ends,
+                    healthy: round.healthy,
+                    handshakes: round.handshakes_in_flight(),
+                    dead_links: round.dead_links_known(),
+                    not_ready: round.not_ready(),
+                }
+            }
+        };
         if started.elapsed() >= timeout {
-            return Err(NotReady::TimedOut {
-                timeout,
-                answering: round.answering(),
-                nodes: round.nodes(),
-                up: round.link_ends_up,
-                total: round.link_ends,
-                healthy: round.healthy,
-                handshakes: round.handshakes_in_flight(),
-                dead_links: round.dead_links_known(),
-                not_ready: round.not_ready(),
-            });
+            return Err(not_ready);
         }
         tokio::time::sleep(POLL).await;
     }
@@ -341,7 +429,7 @@ mod tests {
     use cuberoute_protocol::Topology;
     use cuberoute_protocol::wire::control::LinkStatus;
 
-    fn status(topology: Topology, id: u64, links_up: usize) -> NodeStatus {
+    pub(super) fn status(topology: Topology, id: u64, links_up: usize) -> NodeStatus {
         NodeStatus {
             id: NodeId(id),
             topology,
