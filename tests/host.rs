@@ -192,31 +192,46 @@ fn a_cluster_of_node_hosts_routes_survives_a_process_lost_and_leaves_nothing() {
     processes.sort();
     processes.dedup();
     assert_eq!(processes.len(), 2, "two processes of four nodes: {pids:?}");
-    // Each node answers on its own control address, from its process; the nodes of a process
-    // share one link address, its first node's, and one socket there: the machine's UDP table
-    // holds the link port at two addresses of the cluster's, not eight.
-    let mut link_addresses = std::collections::BTreeMap::new();
+    // The nodes of a process share one link address and one control address, its first
+    // node's, and one socket at each: the machine's UDP table holds the link port and the
+    // control port at two addresses of the cluster's, not eight.
+    let mut homes = std::collections::BTreeMap::new();
     for (n, pid) in pids.iter().enumerate() {
         let status = cluster.show_node(&n.to_string());
-        let listen = status["config"]["listen"].as_str().unwrap().to_string();
-        assert_eq!(
-            *link_addresses.entry(*pid).or_insert(listen.clone()),
-            listen
-        );
+        let config = &status["config"];
+        let listen = config["listen"].as_str().unwrap().to_string();
+        let control = config["control_listen"].as_str().unwrap().to_string();
+        let home = homes
+            .entry(*pid)
+            .or_insert((listen.clone(), control.clone()));
+        assert_eq!(*home, (listen, control), "node {n}");
     }
-    assert_eq!(link_addresses.len(), 2, "{link_addresses:?}");
-    let bound: Vec<std::net::Ipv4Addr> = std::fs::read_to_string("/proc/net/udp")
-        .unwrap()
-        .lines()
-        .skip(1)
-        .filter_map(|line| {
-            let (ip, port) = line.split_whitespace().nth(1)?.split_once(':')?;
-            let ip = std::net::Ipv4Addr::from(u32::from_be(u32::from_str_radix(ip, 16).ok()?));
-            (u16::from_str_radix(port, 16).ok()? == 7000 && ip.octets()[..3] == [127, 2, 152])
-                .then_some(ip)
-        })
-        .collect();
-    assert_eq!(bound.len(), 2, "link sockets of the cluster: {bound:?}");
+    assert_eq!(homes.len(), 2, "{homes:?}");
+    let bound = |wanted: u16| -> Vec<std::net::Ipv4Addr> {
+        std::fs::read_to_string("/proc/net/udp")
+            .unwrap()
+            .lines()
+            .skip(1)
+            .filter_map(|line| {
+                let (ip, port) = line.split_whitespace().nth(1)?.split_once(':')?;
+                let ip = std::net::Ipv4Addr::from(u32::from_be(u32::from_str_radix(ip, 16).ok()?));
+                (u16::from_str_radix(port, 16).ok()? == wanted && ip.octets()[..3] == [127, 2, 152])
+                    .then_some(ip)
+            })
+            .collect()
+    };
+    assert_eq!(bound(7000).len(), 2, "link sockets: {:?}", bound(7000));
+    assert_eq!(bound(7001).len(), 2, "control sockets: {:?}", bound(7001));
+    // A process's open files do not grow with its nodes: its links to the other process's four
+    // nodes share one pidfd on it.
+    for pid in &processes {
+        let pidfds = std::fs::read_dir(format!("/proc/{pid}/fd"))
+            .unwrap()
+            .filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
+            .filter(|target| target.to_string_lossy().contains("pidfd"))
+            .count();
+        assert_eq!(pidfds, 1, "pidfds of process {pid}");
+    }
     for (n, pid) in pids.iter().enumerate() {
         let status = cluster.show_node(&n.to_string());
         assert_eq!(status["pid"].as_u64(), Some(u64::from(*pid)), "node {n}");
@@ -326,18 +341,18 @@ fn nodes_per_process_that_cannot_be_are_refused_as_usage() {
     ]);
     assert_eq!(out.status.code(), Some(2), "{}", common::stderr(&out));
     // More nodes than a process may hold open files for: under a hard limit of 1,000 open
-    // files, 372 a process (256 for the process, 2 a node).
+    // files, 744 a process (256 for the process, 1 a node: its store).
     let out = Command::new("sh")
         .args(["-c", "ulimit -n 1000 && exec \"$0\" \"$@\""])
         .arg(env!("CARGO_BIN_EXE_cuberoute"))
         .args(["cluster", "up", "q:10", "--dir", d])
-        .args(["--base-addr", "127.2.153.0", "--nodes-per-process", "400"])
+        .args(["--base-addr", "127.2.153.0", "--nodes-per-process", "800"])
         .output()
         .unwrap();
     let err = common::stderr(&out);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(
-        err.contains("a process may hold at most 372 nodes here"),
+        err.contains("a process may hold at most 744 nodes here"),
         "{err}"
     );
     assert_eq!(err.trim().lines().count(), 1, "{err}");

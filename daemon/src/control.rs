@@ -43,6 +43,39 @@ pub async fn serve(node: Arc<Node>, endpoint: quinn::Endpoint, host: Option<Arc<
     .await
 }
 
+/// The accept loop of a control endpoint the nodes of a process share ([`Host::shared_control`]):
+/// each connection is the node its client named, served until it ends or that node stops (a
+/// node crashed inside its process cuts its clients off, as a killed process would).
+pub async fn serve_shared(host: Arc<Host>, endpoint: quinn::Endpoint) {
+    let owner = host.clone();
+    accept_each(
+        owner,
+        endpoint,
+        Event::ClientRefused,
+        "control",
+        move |node, connection, remote| {
+            let host = host.clone();
+            async move {
+                let Some(mut running) = host.running(node.id()) else {
+                    connection.close(STOPPED.into(), b"that node does not run");
+                    return;
+                };
+                let serving = serve_client(node, connection.clone(), remote, Some(host));
+                tokio::select! {
+                    () = serving => {}
+                    _ = running.wait_for(|runs| !*runs) => {
+                        connection.close(STOPPED.into(), b"the node stopped");
+                    }
+                }
+            }
+        },
+    )
+    .await
+}
+
+/// The code a shared control endpoint closes a connection with when its node stops.
+const STOPPED: u32 = 4;
+
 /// What a control connection may ask for.
 #[derive(Clone, Debug)]
 enum Access {

@@ -9,11 +9,14 @@
 //! the id is never watched in its place). A neighbour whose mark names another process can do no
 //! more than take its own link down when that process exits, which it could do by closing it.
 //! Containers (compose, Swarm, Kubernetes) have a pid namespace each, and so are not watched:
-//! their links rely on probes (`crate::liveness`).
+//! their links rely on probes (`crate::liveness`). Links that watch one process share one
+//! pidfd: the nodes of a node host hold thousands of links to the nodes of another process,
+//! and each held a descriptor of its own (Q_14 in two processes: 8,192 a process).
 
 use cuberoute_protocol::wire::link::ProcessMark;
-use std::os::fd::{FromRawFd, OwnedFd, RawFd};
-use std::sync::OnceLock;
+use std::collections::HashMap;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::Duration;
 use tokio::io::unix::AsyncFd;
 
@@ -47,8 +50,8 @@ pub enum Watch {
     Elsewhere,
     /// The process the mark names is gone already.
     Exited,
-    /// Readable once the process exits.
-    Watching(ExitWatch),
+    /// Readable once the process exits (shared by every link that watches that process).
+    Watching(Arc<ExitWatch>),
 }
 
 /// A pidfd on a neighbour's process.
@@ -56,6 +59,12 @@ pub struct ExitWatch {
     fd: AsyncFd<OwnedFd>,
     pid: u32,
 }
+
+/// A watched process: its pid and when it started.
+type Watched = (u32, u64);
+
+/// The processes this one watches, each its pidfd while a link holds it.
+static WATCHED: Mutex<Option<HashMap<Watched, Weak<ExitWatch>>>> = Mutex::new(None);
 
 impl Watch {
     /// How long the watched process has waited for a CPU since it started (`None` unless it
@@ -111,6 +120,18 @@ fn parse_schedstat(text: &str, field: usize) -> Option<Duration> {
 }
 
 impl ExitWatch {
+    /// Whether the process has exited by now (its pidfd readable), without waiting.
+    fn has_exited(&self) -> bool {
+        let mut poll = libc::pollfd {
+            fd: self.fd.get_ref().as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one pollfd, valid for the call, on a descriptor this watch owns; no wait.
+        let ready = unsafe { libc::poll(&mut poll, 1, 0) };
+        ready != 0
+    }
+
     /// Returns once the process has exited.
     pub async fn exited(&self) {
         // A pidfd is readable from the process's exit on, and stays so; an error of the poll
@@ -128,6 +149,28 @@ pub fn watch(peer: &ProcessMark) -> Watch {
     if !same_machine(&own, peer) {
         return Watch::Elsewhere;
     }
+    let mut watched = WATCHED.lock().expect("watched lock");
+    let watched = watched.get_or_insert_with(HashMap::new);
+    if let Some(held) = watched
+        .get(&(peer.pid, peer.started))
+        .and_then(Weak::upgrade)
+    {
+        return if held.has_exited() {
+            Watch::Exited
+        } else {
+            Watch::Watching(held)
+        };
+    }
+    let watch = open(peer);
+    if let Watch::Watching(held) = &watch {
+        watched.retain(|_, w| w.strong_count() > 0);
+        watched.insert((peer.pid, peer.started), Arc::downgrade(held));
+    }
+    watch
+}
+
+/// A new pidfd on the process `peer` names, on this machine.
+fn open(peer: &ProcessMark) -> Watch {
     let Ok(pid) = libc::pid_t::try_from(peer.pid) else {
         return Watch::Elsewhere;
     };
@@ -153,7 +196,7 @@ pub fn watch(peer: &ProcessMark) -> Watch {
     // SAFETY: an OwnedFd owned by the AsyncFd keeps its descriptor open, and the same, until
     // the AsyncFd is dropped.
     match unsafe { AsyncFd::register_with_interest(fd, tokio::io::Interest::READABLE) } {
-        Ok(fd) => Watch::Watching(ExitWatch { fd, pid: peer.pid }),
+        Ok(fd) => Watch::Watching(Arc::new(ExitWatch { fd, pid: peer.pid })),
         Err(_) => Watch::Elsewhere,
     }
 }
@@ -341,6 +384,13 @@ mod tests {
             Watch::Exited
         ));
         let watching = watch(&mark);
+        // A second link watching the same process shares the first one's pidfd.
+        match (&watching, watch(&mark)) {
+            (Watch::Watching(first), Watch::Watching(second)) => {
+                assert!(Arc::ptr_eq(first, &second), "one pidfd for one process")
+            }
+            _ => panic!("a child of this process is watched"),
+        }
         assert!(
             watching.waited_for_cpu().is_some(),
             "its run-queue wait is read"

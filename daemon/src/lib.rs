@@ -86,6 +86,11 @@ pub async fn run(config: NodeConfig, args: DaemonArgs) -> anyhow::Result<()> {
     run_until(config, args, true, stop).await
 }
 
+/// Run every node of `configs` in this process ([`host::run`]), until SIGTERM or SIGINT.
+pub async fn run_host(configs: Vec<NodeConfig>, args: Vec<DaemonArgs>) -> anyhow::Result<()> {
+    host::run(configs, args, control::serve_shared).await
+}
+
 /// Lower the process's scheduling priority to `nice`, or say why not.
 fn lower_priority(nice: i32) {
     if let Err(e) = priority::lower_to(nice) {
@@ -159,9 +164,21 @@ async fn run_node(
     // A shared endpoint's connections are accepted by its host's loop, and it closes with
     // the process; a node closes its own connections on it.
     let own_links = shared.is_none().then(|| links.clone());
-    let control = credentials
-        .endpoint(tls::ALPN_CONTROL, config.control_listen, None)
-        .with_context(|| format!("cannot listen for control at {}", config.control_listen))?;
+    // Likewise a control endpoint its process's nodes share is served by the host's loop
+    // (`control::serve_shared`), which cuts this node's clients off when it stops.
+    let control = match host
+        .as_ref()
+        .and_then(|h| h.shared_control(config.control_listen))
+    {
+        Some(_) => None,
+        None => Some(
+            credentials
+                .endpoint(tls::ALPN_CONTROL, config.control_listen, None)
+                .with_context(|| {
+                    format!("cannot listen for control at {}", config.control_listen)
+                })?,
+        ),
+    };
 
     let client = config.credentials.client_config(tls::ALPN_LINK);
     let mut tasks = Tasks::default();
@@ -180,7 +197,9 @@ async fn run_node(
     if let Some(links) = &own_links {
         tasks.spawn(accept::accept_links(node.clone(), links.clone()));
     }
-    tasks.spawn(control::serve(node.clone(), control.clone(), host.clone()));
+    if let Some(control) = &control {
+        tasks.spawn(control::serve(node.clone(), control.clone(), host.clone()));
+    }
     if hangup_reloads {
         tasks.spawn(reload_on_hangup(node.clone()));
     }
@@ -224,7 +243,7 @@ async fn run_node(
 
     if stop.await? == Stop::Crash {
         warn!("crashed by request: nothing drained, the endpoints closed");
-        close(&node, &control, own_links.as_ref(), b"crashed").await;
+        close(&node, control.as_ref(), own_links.as_ref(), b"crashed").await;
         return Ok(());
     }
     info!("stopping: draining buffers");
@@ -236,20 +255,23 @@ async fn run_node(
         dropped = counters.dropped_total(),
         "node stopped"
     );
-    close(&node, &control, own_links.as_ref(), b"shutdown").await;
+    close(&node, control.as_ref(), own_links.as_ref(), b"shutdown").await;
     Ok(())
 }
 
 /// Close a node's endpoints, saying `why`, and give its links a second to be drained. On a
 /// link endpoint shared with other nodes (`links` none), the node's own connections are
-/// closed, and the endpoint stays for the others.
+/// closed, and the endpoint stays for the others; on a shared control endpoint (`control`
+/// none), the host's loop closes the node's connections as it stops.
 async fn close(
     node: &Node,
-    control: &quinn::Endpoint,
+    control: Option<&quinn::Endpoint>,
     links: Option<&quinn::Endpoint>,
     why: &[u8],
 ) {
-    control.close(link::close::SHUTDOWN.into(), why);
+    if let Some(control) = control {
+        control.close(link::close::SHUTDOWN.into(), why);
+    }
     match links {
         Some(links) => {
             links.close(link::close::SHUTDOWN.into(), why);

@@ -36,7 +36,7 @@ pub fn run(args: DaemonArgs) -> anyhow::Result<()> {
         return runtime.block_on(cuberoute_daemon::run(config, args));
     }
     let (configs, args): (Vec<_>, Vec<_>) = hosted.into_iter().unzip();
-    runtime.block_on(cuberoute_daemon::host::run(configs, args))
+    runtime.block_on(cuberoute_daemon::run_host(configs, args))
 }
 
 /// `--check` of one node: its store, and the summary.

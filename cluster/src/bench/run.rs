@@ -672,7 +672,7 @@ fn baseline(options: &Options) -> anyhow::Result<RawHop> {
         &Addressing::Loopback {
             base: Ipv4Addr::new(127, 5, 255, 0),
             ports: Ports::default(),
-            link_home: Vec::new(),
+            home: Vec::new(),
         },
     )?;
     let listen: SocketAddr = "127.5.255.2:7000".parse()?;

@@ -36,12 +36,13 @@ impl Default for Ports {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Addressing {
     /// Node `i` (in id order) on loopback address `base + 1 + i`, all on the same ports; its
-    /// links on the address of node `link_home[i]` if given (the nodes of one process share one
-    /// link endpoint: `cuberoute_daemon::host::SharedLinks`), else on its own.
+    /// links and control on the address of node `home[i]` if given (the nodes of one process
+    /// share one link endpoint and one control endpoint: `cuberoute_daemon::host`), else on its
+    /// own.
     Loopback {
         base: Ipv4Addr,
         ports: Ports,
-        link_home: Vec<u32>,
+        home: Vec<u32>,
     },
     /// One container per node in a network of its own: nodes reach each other by service name
     /// (`node-<id>`, Docker's DNS); the host reaches node `i` at its fixed address
@@ -114,9 +115,10 @@ struct NodeAddresses {
     peer_host: String,
     /// How a client on the machine that generated the cluster reaches it.
     client_host: String,
-    /// Where its links listen, and are reached by the other nodes and clients, if not at
-    /// `bind` and `peer_host` (an address its process shares: [`Addressing::Loopback`]).
-    link_host: Option<String>,
+    /// Where its links and its control API listen, and are reached by the other nodes and
+    /// clients, if not at `bind` and `peer_host` (an address its process shares:
+    /// [`Addressing::Loopback`]).
+    home_host: Option<String>,
     /// The control and metrics ports the client uses there, if not the node's own
     /// ([`Published`]).
     published: Option<(u16, u16)>,
@@ -125,17 +127,15 @@ struct NodeAddresses {
 impl Addressing {
     fn node(&self, index: u64, id: NodeId) -> NodeAddresses {
         match self {
-            Addressing::Loopback {
-                base, link_home, ..
-            } => {
+            Addressing::Loopback { base, home, .. } => {
                 let at = |index: u64| Ipv4Addr::from(u32::from(*base) + 1 + index as u32);
                 let ip = at(index).to_string();
-                let home = link_home.get(index as usize).map(|&h| u64::from(h));
+                let home = home.get(index as usize).map(|&h| u64::from(h));
                 NodeAddresses {
                     bind: ip.clone(),
                     peer_host: ip.clone(),
                     client_host: ip,
-                    link_host: home.filter(|h| *h != index).map(|h| at(h).to_string()),
+                    home_host: home.filter(|h| *h != index).map(|h| at(h).to_string()),
                     published: None,
                 }
             }
@@ -145,7 +145,7 @@ impl Addressing {
                     bind: ip.clone(),
                     peer_host: ip.clone(),
                     client_host: ip,
-                    link_host: None,
+                    home_host: None,
                     published: None,
                 }
             }
@@ -153,14 +153,14 @@ impl Addressing {
                 bind: "0.0.0.0".into(),
                 peer_host: service_name(id),
                 client_host: docker_ip(*subnet, index).to_string(),
-                link_host: None,
+                home_host: None,
                 published: None,
             },
             Addressing::Simulated { .. } => NodeAddresses {
                 bind: "0.0.0.0".into(),
                 peer_host: service_name(id),
                 client_host: service_name(id),
-                link_host: None,
+                home_host: None,
                 published: None,
             },
             Addressing::Kubernetes {
@@ -171,7 +171,7 @@ impl Addressing {
                     bind: "0.0.0.0".into(),
                     peer_host: host.clone(),
                     client_host: host,
-                    link_host: None,
+                    home_host: None,
                     published: None,
                 }
             }
@@ -181,7 +181,7 @@ impl Addressing {
                 bind: "0.0.0.0".into(),
                 peer_host: service_name(id),
                 client_host: hosts[index as usize].clone(),
-                link_host: None,
+                home_host: None,
                 published: Some(published.of(index)),
             },
         }
@@ -279,8 +279,12 @@ pub fn generate_timed(
             .iter()
             .map(|(id, a)| ManifestNode {
                 id: *id,
-                addr: format!("{}:{}", a.link_host.as_ref().unwrap_or(host(a)), ports.link),
-                control: format!("{}:{}", host(a), ports.control),
+                addr: format!("{}:{}", a.home_host.as_ref().unwrap_or(host(a)), ports.link),
+                control: format!(
+                    "{}:{}",
+                    a.home_host.as_ref().unwrap_or(host(a)),
+                    ports.control
+                ),
                 metrics: Some(format!("{}:{}", host(a), ports.metrics)),
             })
             .collect(),
@@ -428,13 +432,13 @@ fn node_config(
     pacing: Pacing,
 ) -> String {
     let bind = &addresses.bind;
-    let link_bind = addresses.link_host.as_ref().unwrap_or(bind);
+    let home = addresses.home_host.as_ref().unwrap_or(bind);
     format!(
         r#"# cuberoute node {id} of {topology}, generated by `cuberoute cluster`.
 topology = "{topology}"
 id = {id}
-listen = "{link_bind}:{link}"
-control_listen = "{bind}:{control}"
+listen = "{home}:{link}"
+control_listen = "{home}:{control}"
 metrics_listen = "{bind}:{metrics}"
 manifest = "{manifest}"
 log_format = "text"
@@ -785,7 +789,7 @@ mod tests {
         let addressing = Addressing::Loopback {
             base: std::net::Ipv4Addr::new(127, 9, 9, 0),
             ports: Ports::default(),
-            link_home: Vec::new(),
+            home: Vec::new(),
         };
         generate(&dir, topology, &addressing).unwrap();
         let with = fs::read_to_string(dir.node_config(NodeId(1))).unwrap();

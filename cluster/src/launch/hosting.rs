@@ -185,16 +185,16 @@ mod tests {
         assert!(e.contains("only 8 nodes"), "{e}");
         assert!(groups(t, NodesPerProcess::Count(0), 2, 20_000).is_err());
         // More than a process may hold open.
-        let e = groups(t, NodesPerProcess::Count(8), 2, 256 + 2 * 7).unwrap_err();
+        let e = groups(t, NodesPerProcess::Count(8), 2, 256 + 7).unwrap_err();
         assert!(e.contains("at most 7 nodes here"), "{e}");
     }
 
     #[test]
     fn auto_takes_a_process_per_core_or_as_many_as_the_open_files_need() {
         let q16: Topology = "q:16".parse().unwrap();
-        // 20,000 open files: 9,872 nodes a process, so 7 processes of 9,363 at most.
-        assert_eq!(fit(20_000), 9872);
-        assert_eq!(shape(q16, NodesPerProcess::Auto, 2, 20_000), Ok((9363, 7)));
+        // 20,000 open files: 19,744 nodes a process, so 4 processes of 16,384.
+        assert_eq!(fit(20_000), 19_744);
+        assert_eq!(shape(q16, NodesPerProcess::Auto, 2, 20_000), Ok((16384, 4)));
         assert_eq!(
             shape(q16, NodesPerProcess::Auto, 2, 1 << 20),
             Ok((32768, 2))
@@ -202,6 +202,6 @@ mod tests {
         let eh55: Topology = "eh:5,5".parse().unwrap();
         assert_eq!(shape(eh55, NodesPerProcess::Auto, 2, 20_000), Ok((1024, 2)));
         let g = groups(q16, NodesPerProcess::Auto, 2, 20_000).unwrap();
-        assert!(g.iter().all(|g| g.len() <= 9363) && g.len() == 7);
+        assert!(g.iter().all(|g| g.len() == 16384) && g.len() == 4);
     }
 }

@@ -183,7 +183,7 @@ pub fn init(local: &Local, phases: &mut Phases) -> anyhow::Result<()> {
 
 /// [`init`] for the processes `groups` (none: a process per node): the links probing are
 /// those between processes (a node host's links between its own nodes are calls), and the
-/// nodes of a process share the link address of its first.
+/// nodes of a process share the link and control address of its first.
 fn init_probing(local: &Local, phases: &mut Phases, groups: &[Vec<NodeId>]) -> anyhow::Result<()> {
     check_local(local, true)?;
     phases.end("checks");
@@ -191,14 +191,14 @@ fn init_probing(local: &Local, phases: &mut Phases, groups: &[Vec<NodeId>]) -> a
     write(local, phases, probing, |ports| Addressing::Loopback {
         base: local.base_addr,
         ports,
-        link_home: link_homes(local.topology, groups),
+        home: homes(local.topology, groups),
     })
 }
 
-/// For each node (in node order), the node whose address its links take: the first of its
-/// process, so that the nodes of one process share one link endpoint. Empty when every process
-/// runs one node.
-fn link_homes(topology: Topology, groups: &[Vec<NodeId>]) -> Vec<u32> {
+/// For each node (in node order), the node whose address its links and control API take: the
+/// first of its process, so that the nodes of one process share one link endpoint and one
+/// control endpoint. Empty when every process runs one node.
+fn homes(topology: Topology, groups: &[Vec<NodeId>]) -> Vec<u32> {
     if groups.iter().all(|g| g.len() == 1) {
         return Vec::new();
     }

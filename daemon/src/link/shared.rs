@@ -35,12 +35,8 @@ impl SharedLinks {
     pub fn make<'a>(
         listening: impl IntoIterator<Item = (SocketAddr, &'a Credentials)>,
     ) -> Result<HashMap<SocketAddr, SharedLinks>, String> {
-        let mut by_address: BTreeMap<SocketAddr, Vec<&Credentials>> = BTreeMap::new();
-        for (listen, credentials) in listening {
-            by_address.entry(listen).or_default().push(credentials);
-        }
         let mut shared = HashMap::new();
-        for (listen, members) in by_address.into_iter().filter(|(_, m)| m.len() > 1) {
+        for (listen, members) in shared_addresses(listening) {
             let shaper = Arc::new(Shaper::default());
             let endpoint = Credentials::shared_endpoint(
                 &members,
@@ -66,4 +62,20 @@ impl SharedLinks {
         }
         Ok(shared)
     }
+}
+
+/// The addresses several of the nodes `listening` (each its address and credentials) listen
+/// on, each with their credentials: where a process's nodes share an endpoint (links here; the
+/// control API's in [`crate::host`]).
+pub fn shared_addresses<'a>(
+    listening: impl IntoIterator<Item = (SocketAddr, &'a Credentials)>,
+) -> Vec<(SocketAddr, Vec<&'a Credentials>)> {
+    let mut by_address: BTreeMap<SocketAddr, Vec<&Credentials>> = BTreeMap::new();
+    for (listen, credentials) in listening {
+        by_address.entry(listen).or_default().push(credentials);
+    }
+    by_address
+        .into_iter()
+        .filter(|(_, m)| m.len() > 1)
+        .collect()
 }
