@@ -5,6 +5,7 @@
 //! (its [`Owner`] is the host).
 
 use crate::link::close;
+use crate::link::shared::Handshakes;
 use crate::node::Node;
 use crate::stats::Event;
 use crate::tls;
@@ -54,6 +55,22 @@ pub async fn accept_each<O, F, Fut>(
     F: Fn(Arc<Node>, quinn::Connection, SocketAddr) -> Fut + Clone + Send + 'static,
     Fut: Future<Output = ()> + Send + 'static,
 {
+    accept_counted(owner, endpoint, None, refused, what, serve).await
+}
+
+/// [`accept_each`], each handshake counted in `handshakes` while it is in flight.
+async fn accept_counted<O, F, Fut>(
+    owner: O,
+    endpoint: quinn::Endpoint,
+    handshakes: Option<Arc<Handshakes>>,
+    refused: Event,
+    what: &'static str,
+    serve: F,
+) where
+    O: Owner,
+    F: Fn(Arc<Node>, quinn::Connection, SocketAddr) -> Fut + Clone + Send + 'static,
+    Fut: Future<Output = ()> + Send + 'static,
+{
     let mut served = tokio::task::JoinSet::new();
     loop {
         let incoming = tokio::select! {
@@ -63,10 +80,13 @@ pub async fn accept_each<O, F, Fut>(
             },
             Some(_) = served.join_next(), if !served.is_empty() => continue,
         };
-        let (owner, serve) = (owner.clone(), serve.clone());
+        let (owner, serve, handshakes) = (owner.clone(), serve.clone(), handshakes.clone());
         served.spawn(tracing::Instrument::in_current_span(async move {
             let remote = incoming.remote_address();
-            match incoming.await {
+            let accepting = handshakes.as_deref().map(Handshakes::accepting);
+            let handshake = incoming.await;
+            drop(accepting);
+            match handshake {
                 Ok(connection) => {
                     let named = owner.named(&connection);
                     match owner.owner(named).await {
@@ -90,11 +110,16 @@ pub async fn accept_each<O, F, Fut>(
     while served.join_next().await.is_some() {}
 }
 
-/// The accept loop of a link endpoint, a node's own or one its process's nodes share (`owner`):
-/// authenticate each connection, check that the peer is a neighbour of the node it is for that
-/// should dial it, and hand it to its link.
-pub async fn accept_links(owner: impl Owner, endpoint: quinn::Endpoint) {
-    accept_each(owner, endpoint, Event::PeerRefusedTls, "link", admit).await
+/// The accept loop of a link endpoint, a node's own or one its process's nodes share (`owner`,
+/// and the `handshakes` it counts): authenticate each connection, check that the peer is a
+/// neighbour of the node it is for that should dial it, and hand it to its link.
+pub async fn accept_links(
+    owner: impl Owner,
+    endpoint: quinn::Endpoint,
+    handshakes: Option<Arc<Handshakes>>,
+) {
+    let refused = Event::PeerRefusedTls;
+    accept_counted(owner, endpoint, handshakes, refused, "link", admit).await
 }
 
 /// Admit an authenticated connection to its link, or refuse it, counted and logged.

@@ -312,6 +312,7 @@ where
         accepting.spawn(crate::accept::accept_links(
             host.clone(),
             links.endpoint.clone(),
+            Some(links.handshakes.clone()),
         ));
     }
     host.shared.set(shared).ok();

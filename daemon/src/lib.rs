@@ -195,7 +195,7 @@ async fn run_node(
     }
     tasks.spawn(replay::run(node.clone()));
     if let Some(links) = &own_links {
-        tasks.spawn(accept::accept_links(node.clone(), links.clone()));
+        tasks.spawn(accept::accept_links(node.clone(), links.clone(), None));
     }
     if let Some(control) = &control {
         tasks.spawn(control::serve(node.clone(), control.clone(), host.clone()));

@@ -125,6 +125,9 @@ pub enum Event {
     KnockReceived,
     /// This node knocked on a neighbour that should dial it but has not.
     KnockSent,
+    /// A knock put off: handshakes were in flight on the link endpoint this node's process's
+    /// nodes share, the dialler's perhaps among them.
+    KnockDeferred,
     /// A link the chaos tooling has cut.
     PeerRefusedCut,
     /// A neighbour taken out of the cluster (`cluster revoke`).
@@ -198,6 +201,7 @@ impl Event {
             Event::PeerRefusedNotNeighbour => "peer_refused_not_neighbour",
             Event::KnockReceived => "knock_received",
             Event::KnockSent => "knock_sent",
+            Event::KnockDeferred => "knock_deferred",
             Event::PeerRefusedCut => "peer_refused_cut",
             Event::PeerRefusedRevoked => "peer_refused_revoked",
             Event::NodeRevoked => "node_revoked",

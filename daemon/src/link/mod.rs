@@ -90,7 +90,8 @@ pub const SILENT_AT_MOST: u32 = 4;
 /// left this node since the first (at 5% loss each way, a lone probe and its answer are both
 /// lost one time in ten).
 pub const SILENCE_PROBES: u32 = 4;
-/// The accepting side knocks when its link has been down this long...
+/// The accepting side knocks when its link has been down this long (on an endpoint its
+/// process's nodes share, once no handshake is in flight on it: `shared::Handshakes::busy`)...
 pub const KNOCK_AFTER: Duration = Duration::from_secs(1);
 /// ...and again this often (with jitter) while it stays down.
 pub const KNOCK_EVERY: Duration = Duration::from_secs(5);
@@ -155,9 +156,9 @@ pub trait LinkOwner: Send + Sync {
     fn on_reports(&self, from: NodeId, reports: Vec<Report>) -> bool;
     /// Every report the node holds, for a neighbour on a new connection.
     fn reports(&self) -> Vec<Report>;
-    /// What bounds the handshakes its link endpoint has in flight, if it is shared with other
-    /// nodes (`crate::host::SharedLinks`): a dial waits for a permit.
-    fn handshakes(&self) -> Option<&tokio::sync::Semaphore> {
+    /// The handshakes its link endpoint has in flight, if it is shared with other nodes
+    /// ([`shared::SharedLinks`]): a dial waits for a permit, and a knock for none in flight.
+    fn handshakes(&self) -> Option<&shared::Handshakes> {
         None
     }
 }
@@ -712,7 +713,7 @@ impl Link {
         client: &quinn::ClientConfig,
     ) -> anyhow::Result<quinn::Connection> {
         let _permit = match node.handshakes() {
-            Some(handshakes) => Some(handshakes.acquire().await?),
+            Some(handshakes) => Some(handshakes.dial().await?),
             None => None,
         };
         let moved_to = self.moved_to.lock().expect("link lock").take();
@@ -769,6 +770,13 @@ impl Link {
                 connection = incoming.recv() => return connection,
                 () = tokio::time::sleep(wait) => io_counts::link_timer_fired(),
             }
+            wait = KNOCK_EVERY.mul_f64(env::random_range(0.75..1.25));
+            if node.handshakes().is_some_and(shared::Handshakes::busy) {
+                // The dialler may be among those waiting their turn: no knock in the queue.
+                node.stats().event(Event::KnockDeferred);
+                wait = KNOCK_AFTER;
+                continue;
+            }
             if !self.is_cut() {
                 node.stats().event(Event::KnockSent);
                 // The dialler refuses the knock; whether it got through does not matter, and
@@ -783,7 +791,6 @@ impl Link {
                     () = knock => {}
                 }
             }
-            wait = KNOCK_EVERY.mul_f64(env::random_range(0.75..1.25));
         }
     }
 

@@ -110,7 +110,7 @@ pub struct Node {
     latency: metrics::Histogram,
     chaos: Chaos,
     /// The bound of handshakes in flight on a link endpoint shared with other nodes.
-    handshakes: Option<Arc<tokio::sync::Semaphore>>,
+    handshakes: Option<Arc<crate::link::shared::Handshakes>>,
     /// The delivery layer's inbox and outbox.
     delivery: DeliveryEnds,
     /// The bytes every link's message buffer and the input buffer hold together.
@@ -712,7 +712,7 @@ impl Node {
 }
 
 impl LinkOwner for Node {
-    fn handshakes(&self) -> Option<&tokio::sync::Semaphore> {
+    fn handshakes(&self) -> Option<&crate::link::shared::Handshakes> {
         self.handshakes.as_deref()
     }
 
