@@ -44,22 +44,8 @@ pub const WAIT_FOR_NODE: Duration = Duration::from_secs(5);
 /// `serve` with the node that owns it (a connection to a node of a shared endpoint that does
 /// not run is closed). Each connection's task is this loop's: dropped with it (a node crashed
 /// inside its process lets go of its connections, its endpoints and its store with its tasks).
+/// Each handshake is counted in `handshakes`, if given, while it is in flight.
 pub async fn accept_each<O, F, Fut>(
-    owner: O,
-    endpoint: quinn::Endpoint,
-    refused: Event,
-    what: &'static str,
-    serve: F,
-) where
-    O: Owner,
-    F: Fn(Arc<Node>, quinn::Connection, SocketAddr) -> Fut + Clone + Send + 'static,
-    Fut: Future<Output = ()> + Send + 'static,
-{
-    accept_counted(owner, endpoint, None, refused, what, serve).await
-}
-
-/// [`accept_each`], each handshake counted in `handshakes` while it is in flight.
-async fn accept_counted<O, F, Fut>(
     owner: O,
     endpoint: quinn::Endpoint,
     handshakes: Option<Arc<Handshakes>>,
@@ -119,7 +105,7 @@ pub async fn accept_links(
     handshakes: Option<Arc<Handshakes>>,
 ) {
     let refused = Event::PeerRefusedTls;
-    accept_counted(owner, endpoint, handshakes, refused, "link", admit).await
+    accept_each(owner, endpoint, handshakes, refused, "link", admit).await
 }
 
 /// Admit an authenticated connection to its link, or refuse it, counted and logged.

@@ -36,6 +36,7 @@ pub async fn serve(node: Arc<Node>, endpoint: quinn::Endpoint, host: Option<Arc<
     accept_each(
         node,
         endpoint,
+        None,
         Event::ClientRefused,
         "control",
         move |node, connection, remote| serve_client(node, connection, remote, host.clone()),
@@ -51,6 +52,7 @@ pub async fn serve_shared(host: Arc<Host>, endpoint: quinn::Endpoint) {
     accept_each(
         owner,
         endpoint,
+        None,
         Event::ClientRefused,
         "control",
         move |node, connection, remote| {
