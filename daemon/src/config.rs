@@ -264,6 +264,31 @@ pub struct DaemonArgs {
     /// rest over QUIC. Given again for each.
     #[arg(long = "with-config", value_name = "FILE")]
     pub with_config: Vec<PathBuf>,
+    /// A file naming more nodes this process runs, one configuration file a line (relative to
+    /// the list's directory), as `--with-config` each: a process of 65,536 nodes is more than a
+    /// command line holds.
+    #[arg(long = "with-configs", value_name = "LIST")]
+    pub with_configs: Option<PathBuf>,
+}
+
+impl DaemonArgs {
+    /// The other nodes' configuration files: each `--with-config`, then each line of
+    /// `--with-configs` (blank lines skipped); an error names the list that cannot be read.
+    pub fn hosted_configs(&self) -> Result<Vec<PathBuf>, String> {
+        let mut paths = self.with_config.clone();
+        if let Some(list) = &self.with_configs {
+            let text = std::fs::read_to_string(list)
+                .map_err(|e| format!("--with-configs {}: {e}", list.display()))?;
+            let base = list.parent().map(Path::to_path_buf).unwrap_or_default();
+            paths.extend(
+                text.lines()
+                    .map(str::trim)
+                    .filter(|l| !l.is_empty())
+                    .map(|l| base.join(l)),
+            );
+        }
+        Ok(paths)
+    }
 }
 
 #[derive(Deserialize, Default)]
@@ -1023,5 +1048,40 @@ mod key_tests {
         let header = text.find("[store]").unwrap();
         assert_eq!(key_at(text, header), ("store".to_string(), 5));
         assert_eq!(key_at(text, text.len()).0, "config");
+    }
+}
+
+#[cfg(test)]
+mod hosted_tests {
+    use super::DaemonArgs;
+    use std::path::PathBuf;
+
+    #[test]
+    fn a_list_names_more_configurations_relative_to_itself() {
+        let dir = tempfile::tempdir().unwrap();
+        let list = dir.path().join("hosted.txt");
+        std::fs::write(&list, "a/node.toml\n\n  /abs/node.toml  \n").unwrap();
+        let args = DaemonArgs {
+            with_config: vec![PathBuf::from("first.toml")],
+            with_configs: Some(list),
+            ..DaemonArgs::default()
+        };
+        assert_eq!(
+            args.hosted_configs().unwrap(),
+            vec![
+                PathBuf::from("first.toml"),
+                dir.path().join("a/node.toml"),
+                PathBuf::from("/abs/node.toml"),
+            ]
+        );
+        let missing = DaemonArgs {
+            with_configs: Some(dir.path().join("none.txt")),
+            ..DaemonArgs::default()
+        };
+        let e = missing.hosted_configs().unwrap_err();
+        assert!(
+            e.starts_with("--with-configs ") && e.contains("none.txt"),
+            "{e}"
+        );
     }
 }

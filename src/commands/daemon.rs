@@ -1,13 +1,13 @@
 //! `cuberoute daemon --config node.toml [flags]`: run one node until SIGTERM; with `--check`,
-//! check its configuration and exit. With `--with-config other.toml` (again for each), the
-//! process hosts those nodes too.
+//! check its configuration and exit. With `--with-config other.toml` (again for each), or a
+//! list of them in a file (`--with-configs LIST`), the process hosts those nodes too.
 
 use cuberoute_daemon::config::{DaemonArgs, NodeConfig};
 
 pub fn run(args: DaemonArgs) -> anyhow::Result<()> {
     let config = NodeConfig::resolve(&args).map_err(|e| super::usage(e.to_string()))?;
     let mut hosted = vec![(config, args.clone())];
-    for path in &args.with_config {
+    for path in &args.hosted_configs().map_err(super::usage)? {
         let args = DaemonArgs {
             config: Some(path.clone()),
             ..DaemonArgs::default()

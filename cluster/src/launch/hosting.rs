@@ -21,16 +21,34 @@ use cuberoute_daemon::host::FILES_PER_NODE;
 /// Open files a node host keeps for the rest: its runtime, its output, clients' connections.
 pub const FILES_PER_PROCESS: u64 = 256;
 
-/// The most nodes one process runs under an open-files limit of `files` (a node host raises
-/// its soft limit to the hard one, `cuberoute_daemon::host::raise_open_files`).
-pub fn fit(files: u64) -> usize {
-    (files.saturating_sub(FILES_PER_PROCESS) / FILES_PER_NODE).max(1) as usize
+/// What bounds the nodes of one process by its open files: the process's hard limit (a node
+/// host raises its soft limit to it, `cuberoute_daemon::host::raise_open_files`), and the files
+/// a node holds at most: its store, once it keeps a set ([`FILES_PER_NODE`]), or none at all
+/// when the cluster keeps reliable sets in memory (`--no-store`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OpenFiles {
+    pub limit: u64,
+    pub per_node: u64,
 }
 
-/// This machine's hard limit of open files per process (no limit if it cannot be read).
-pub fn open_files_limit() -> u64 {
-    nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE)
-        .map_or(u64::MAX, |(_, hard)| hard)
+impl OpenFiles {
+    /// This machine's limit (none if it cannot be read), for nodes with a store or without.
+    pub fn here(stores: bool) -> OpenFiles {
+        let limit = nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE)
+            .map_or(u64::MAX, |(_, hard)| hard);
+        OpenFiles {
+            limit,
+            per_node: if stores { FILES_PER_NODE } else { 0 },
+        }
+    }
+
+    /// The most nodes one process runs.
+    pub fn fit(&self) -> usize {
+        match self.per_node {
+            0 => usize::MAX,
+            per_node => (self.limit.saturating_sub(FILES_PER_PROCESS) / per_node).max(1) as usize,
+        }
+    }
 }
 
 /// How many nodes one process runs.
@@ -72,10 +90,10 @@ pub fn shape(
     topology: Topology,
     per: NodesPerProcess,
     cores: usize,
-    files: u64,
+    files: OpenFiles,
 ) -> Result<(usize, usize), String> {
     let n = topology.node_count() as usize;
-    let fits = fit(files);
+    let fits = files.fit();
     let per = match per {
         NodesPerProcess::Count(0) => {
             return Err("--nodes-per-process must be at least 1 (or auto)".into());
@@ -87,7 +105,8 @@ pub fn shape(
         }
         NodesPerProcess::Count(per) if per > fits => {
             return Err(format!(
-                "--nodes-per-process {per}: a process may hold at most {fits} nodes here (its open-files limit is {files}, about {FILES_PER_NODE} per node)"
+                "--nodes-per-process {per}: a process may hold at most {fits} nodes here (its open-files limit is {}, {} per node: its store; with --no-store a node holds none)",
+                files.limit, files.per_node
             ));
         }
         NodesPerProcess::Count(per) => per,
@@ -105,7 +124,7 @@ pub fn groups(
     topology: Topology,
     per: NodesPerProcess,
     cores: usize,
-    files: u64,
+    files: OpenFiles,
 ) -> Result<Vec<Vec<NodeId>>, String> {
     let (per, processes) = shape(topology, per, cores, files)?;
     let nodes: Vec<NodeId> = topology.nodes().collect();
@@ -128,9 +147,17 @@ pub fn groups(
 mod tests {
     use super::*;
 
+    /// A limit of `limit` open files, for nodes with a store.
+    fn files(limit: u64) -> OpenFiles {
+        OpenFiles {
+            limit,
+            per_node: FILES_PER_NODE,
+        }
+    }
+
     fn check(topology: &str, per: NodesPerProcess, cores: usize) -> Vec<Vec<NodeId>> {
         let t: Topology = topology.parse().unwrap();
-        let groups = groups(t, per, cores, 20_000).unwrap();
+        let groups = groups(t, per, cores, files(20_000)).unwrap();
         let mut all: Vec<NodeId> = groups.iter().flatten().copied().collect();
         all.sort();
         assert_eq!(
@@ -181,11 +208,11 @@ mod tests {
         assert!("0".parse::<NodesPerProcess>().is_err());
         assert!("x".parse::<NodesPerProcess>().is_err());
         assert_eq!("auto".parse(), Ok(NodesPerProcess::Auto));
-        let e = groups(t, NodesPerProcess::Count(9), 2, 20_000).unwrap_err();
+        let e = groups(t, NodesPerProcess::Count(9), 2, files(20_000)).unwrap_err();
         assert!(e.contains("only 8 nodes"), "{e}");
-        assert!(groups(t, NodesPerProcess::Count(0), 2, 20_000).is_err());
+        assert!(groups(t, NodesPerProcess::Count(0), 2, files(20_000)).is_err());
         // More than a process may hold open.
-        let e = groups(t, NodesPerProcess::Count(8), 2, 256 + 7).unwrap_err();
+        let e = groups(t, NodesPerProcess::Count(8), 2, files(256 + 7)).unwrap_err();
         assert!(e.contains("at most 7 nodes here"), "{e}");
     }
 
@@ -193,15 +220,35 @@ mod tests {
     fn auto_takes_a_process_per_core_or_as_many_as_the_open_files_need() {
         let q16: Topology = "q:16".parse().unwrap();
         // 20,000 open files: 19,744 nodes a process, so 4 processes of 16,384.
-        assert_eq!(fit(20_000), 19_744);
-        assert_eq!(shape(q16, NodesPerProcess::Auto, 2, 20_000), Ok((16384, 4)));
+        assert_eq!(files(20_000).fit(), 19_744);
         assert_eq!(
-            shape(q16, NodesPerProcess::Auto, 2, 1 << 20),
+            shape(q16, NodesPerProcess::Auto, 2, files(20_000)),
+            Ok((16384, 4))
+        );
+        assert_eq!(
+            shape(q16, NodesPerProcess::Auto, 2, files(1 << 20)),
             Ok((32768, 2))
         );
         let eh55: Topology = "eh:5,5".parse().unwrap();
-        assert_eq!(shape(eh55, NodesPerProcess::Auto, 2, 20_000), Ok((1024, 2)));
-        let g = groups(q16, NodesPerProcess::Auto, 2, 20_000).unwrap();
+        assert_eq!(
+            shape(eh55, NodesPerProcess::Auto, 2, files(20_000)),
+            Ok((1024, 2))
+        );
+        let g = groups(q16, NodesPerProcess::Auto, 2, files(20_000)).unwrap();
         assert!(g.iter().all(|g| g.len() == 16384) && g.len() == 4);
+        // Without stores a node holds no file: any number fit, a process per core.
+        let storeless = OpenFiles {
+            limit: 20_000,
+            per_node: 0,
+        };
+        assert_eq!(storeless.fit(), usize::MAX);
+        assert_eq!(
+            shape(q16, NodesPerProcess::Auto, 2, storeless),
+            Ok((32768, 2))
+        );
+        assert_eq!(
+            shape(q16, NodesPerProcess::Count(65536), 2, storeless),
+            Ok((65536, 1))
+        );
     }
 }

@@ -317,6 +317,9 @@ fn others_running(dir: &ClusterDir, state: &Processes, p: &NodeProcess) -> Vec<N
 /// Start the daemon of the nodes `ids` (one, or a node host's), with the canonical paths of
 /// their configurations (inside network namespace `namespace`, if given), and read when it
 /// started: a record for each node.
+/// The file, beside a node host's first node's configuration, that names its other nodes'.
+const HOSTED_LIST: &str = "hosted.txt";
+
 fn spawn(
     dir: &ClusterDir,
     binary: &Path,
@@ -346,8 +349,17 @@ fn spawn(
     };
     let mut command = Command::new(binary);
     command.arg("daemon").arg("--config").arg(config(id)?);
-    for &other in &ids[1..] {
-        command.arg("--with-config").arg(config(other)?);
+    if ids.len() > 1 {
+        // The others in a list beside the first's configuration: 65,536 paths are more than
+        // a command line holds.
+        let list = dir.node_config(id).with_file_name(HOSTED_LIST);
+        let mut lines = String::new();
+        for &other in &ids[1..] {
+            lines.push_str(&config(other)?.to_string_lossy());
+            lines.push('\n');
+        }
+        fs::write(&list, lines).with_context(|| format!("writing {}", list.display()))?;
+        command.arg("--with-configs").arg(fs::canonicalize(&list)?);
     }
     command
         .stdin(Stdio::null())

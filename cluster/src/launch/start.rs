@@ -122,9 +122,9 @@ pub struct Spawned {
 
 /// Check that a topology fits on this machine (memory, processes) with `per` nodes a process,
 /// or say why not.
-pub fn check_size(topology: Topology, per: NodesPerProcess) -> anyhow::Result<()> {
+pub fn check_size(topology: Topology, per: NodesPerProcess, stores: bool) -> anyhow::Result<()> {
     let cores = std::thread::available_parallelism().map_or(1, usize::from);
-    let files = hosting::open_files_limit();
+    let files = hosting::OpenFiles::here(stores);
     let (_, processes) = hosting::shape(topology, per, cores, files).map_err(refused)?;
     let shape = Shape {
         nodes: topology.node_count(),
@@ -239,7 +239,7 @@ fn probing_links(topology: Topology, groups: &[Vec<NodeId>]) -> Option<u32> {
 
 /// Check `local` (its loopback base with `loopback`) and that its directory is free.
 fn check_local(local: &Local, loopback: bool) -> anyhow::Result<()> {
-    check_size(local.topology, local.nodes_per_process)?;
+    check_size(local.topology, local.nodes_per_process, !local.no_store)?;
     if loopback {
         generate::check_loopback(local.base_addr, local.topology.node_count())
             .map_err(|e| refused(e.to_string()))?;
@@ -300,7 +300,7 @@ pub fn spawn(local: &Local, note: &mut dyn FnMut(Note)) -> anyhow::Result<Spawne
         local.topology,
         local.nodes_per_process,
         cores,
-        hosting::open_files_limit(),
+        hosting::OpenFiles::here(!local.no_store),
     )
     .map_err(refused)?;
     if local.netns && groups.iter().any(|g| g.len() > 1) {
@@ -370,7 +370,7 @@ pub fn check_subnet(subnet: Ipv4Addr, topology: Topology) -> anyhow::Result<()> 
 /// other image present. On an error once the project is up, what was started is stopped.
 pub fn compose(containers: &Containers, note: &mut dyn FnMut(Note)) -> anyhow::Result<Spawned> {
     let (dir, topology) = (&containers.dir, containers.topology);
-    check_size(topology, NodesPerProcess::default())?;
+    check_size(topology, NodesPerProcess::default(), true)?;
     check_subnet(containers.subnet, topology)?;
     docker::available().map_err(|e| anyhow::anyhow!("the Docker engine is not available: {e}"))?;
     let compose = Compose::detect()?;
@@ -431,7 +431,13 @@ mod tests {
         // Q_14 in three processes: its 114,688 links would pace each at over an hour (the
         // daemon's longest); those between processes, at most that.
         let q14: Topology = "q:14".parse().unwrap();
-        let groups = hosting::groups(q14, NodesPerProcess::Count(5462), 2, 20_000).unwrap();
+        let groups = hosting::groups(
+            q14,
+            NodesPerProcess::Count(5462),
+            2,
+            hosting::OpenFiles::here(true),
+        )
+        .unwrap();
         let probing = probing_links(q14, &groups).unwrap();
         assert!(probing < 114_688 / 4, "{probing}");
         let pacing = generate::Pacing::of(probing);

@@ -45,7 +45,7 @@ pub struct ComposeArgs {
 /// `cluster compose`: the cluster directory for containers, and its compose file.
 pub fn compose(args: &ComposeArgs) -> anyhow::Result<()> {
     let topology = parse_topology(&args.topology)?;
-    check_size(topology, Default::default())?;
+    check_size(topology, Default::default(), true)?;
     check_subnet(args.subnet, topology)?;
     let dir = args.dir.cluster();
     ensure_free(&dir)?;
