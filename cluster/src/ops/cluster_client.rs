@@ -225,8 +225,10 @@ impl ClusterClient {
     /// The status of each of `nodes` (or why it could not be had), in that order, each within
     /// `timeout`: the nodes that share a process (the run state says which) by one request to
     /// the first of them asked ([`ClusterClient::hosted_statuses`]; a launcher's 2,048
-    /// handshakes become one per process), or, should that fail, one request each; every other
-    /// node by a request of its own ([`ClusterClient::statuses_each`]).
+    /// handshakes become one per process), or, should that fail, to the next, up to
+    /// [`HOSTED_ASKED`] (if none answers, neither would its nodes one by one: a process of
+    /// 65,536 nodes busy starting them, asked so, took 65,536 handshakes it could not finish);
+    /// every other node by a request of its own ([`ClusterClient::statuses_each`]).
     pub async fn statuses_of(
         &self,
         nodes: Vec<NodeId>,
@@ -246,8 +248,16 @@ impl ClusterClient {
             .filter(|id| !grouped.contains(id))
             .collect();
         let by_process = groups.into_iter().map(|host| async move {
-            let first = host[0];
-            match self.hosted_statuses(first, timeout).await {
+            let mut answer = Err(String::new());
+            let mut first = host[0];
+            for &asked in host.iter().take(HOSTED_ASKED) {
+                first = asked;
+                answer = self.hosted_statuses(asked, timeout).await;
+                if answer.is_ok() {
+                    break;
+                }
+            }
+            match answer {
                 Ok((statuses, stopped)) => {
                     let mut found: HashMap<NodeId, NodeStatus> =
                         statuses.into_iter().map(|s| (s.id, s)).collect();
@@ -265,7 +275,10 @@ impl ClusterClient {
                         })
                         .collect::<Vec<_>>()
                 }
-                Err(_) => self.statuses_each(host, timeout).await,
+                Err(e) => host
+                    .into_iter()
+                    .map(|id| (id, Err(format!("its process does not answer: {e}"))))
+                    .collect(),
             }
         });
         let (grouped, alone) =
@@ -367,6 +380,10 @@ impl ClusterClient {
         self.statuses_of(nodes, timeout).await
     }
 }
+
+/// How many nodes of a process [`ClusterClient::statuses_of`] asks for its statuses, one after
+/// the other (the first may have been crashed inside it), before it takes the process for silent.
+pub const HOSTED_ASKED: usize = 3;
 
 /// Whether the client certificate of `dir` (the operator's, or --cert's) may make each of
 /// `requests` at each of `nodes`, before any client is opened ([`ClusterClient::allowed`]):

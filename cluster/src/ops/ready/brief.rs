@@ -8,7 +8,7 @@ use super::{Progress, Seen};
 use crate::ops::cluster_client::{ClusterClient, link_ends_may_be_up, links_up_of};
 use cuberoute_daemon::manifest::Manifest;
 use cuberoute_protocol::NodeId;
-use cuberoute_protocol::wire::control::{HostReadiness, NodeStatus};
+use cuberoute_protocol::wire::control::{HOST_READINESS_NAMED, HostReadiness, NodeStatus};
 use futures_util::future::join_all;
 use std::collections::{BTreeSet, HashSet};
 use std::time::Duration;
@@ -29,8 +29,10 @@ pub(super) struct Brief {
     pub maybe_ready: bool,
 }
 
-/// A brief round, or `None` where it cannot be had: a cluster with no node host, or a process
-/// none of whose first [`ASKED_PER_PROCESS`] nodes answers (a full round then says what).
+/// A brief round, or `None` on a cluster with no node host. A process none of whose first
+/// [`ASKED_PER_PROCESS`] nodes answers is not ready: a full round would ask each of its nodes
+/// alone, and a process of 65,536 nodes busy starting them, asked so, took 65,536 control
+/// handshakes it could not finish in time, over and over (memory grew by gigabytes).
 pub(super) async fn round(client: &ClusterClient, seen: &Seen, timeout: Duration) -> Option<Brief> {
     let hosts = client.hosts();
     if hosts.is_empty() {
@@ -68,15 +70,24 @@ pub(super) async fn round(client: &ClusterClient, seen: &Seen, timeout: Duration
         None
     });
     let (answers, alone) = tokio::join!(join_all(asks), client.statuses_each(alone, timeout));
-    let answers: Vec<HostReadiness> = answers.into_iter().collect::<Option<_>>()?;
-    Some(sum(&client.manifest, seen, &answers, &alone))
+    let mut answered = Vec::new();
+    let mut silent = Vec::new();
+    for (host, answer) in hosts.into_iter().zip(answers) {
+        match answer {
+            Some(answer) => answered.push(answer),
+            None => silent.push(host),
+        }
+    }
+    Some(sum(&client.manifest, seen, &answered, &silent, &alone))
 }
 
-/// A brief round from the processes' answers and the statuses of the nodes alone in theirs.
+/// A brief round from the processes' answers, the nodes of those that gave none (`silent`),
+/// and the statuses of the nodes alone in theirs.
 fn sum(
     manifest: &Manifest,
     seen: &Seen,
     hosts: &[HostReadiness],
+    silent: &[Vec<NodeId>],
     alone: &[(NodeId, Result<NodeStatus, String>)],
 ) -> Brief {
     let statuses = || alone.iter().filter_map(|(_, s)| s.as_ref().ok());
@@ -95,6 +106,9 @@ fn sum(
         handshakes += host.handshakes_in_flight;
         dead_links += host.dead_links_known;
         not_ready.extend(host.stopped.iter().chain(&host.not_ready_first));
+    }
+    for host in silent {
+        not_ready.extend(host.iter().take(HOST_READINESS_NAMED));
     }
     let mut alone_short = false;
     for (id, status) in alone {
@@ -120,6 +134,7 @@ fn sum(
         && handshakes == 0
         && dead_links == 0
         && !alone_short
+        && silent.is_empty()
         && hosts.iter().all(|h| h.not_ready == 0)
         && seen.healthy
         && seen.dead.is_empty()
@@ -183,7 +198,7 @@ mod tests {
 
     #[test]
     fn two_processes_every_link_up_may_be_ready() {
-        let brief = sum(&q3(), &seen(), &[host(4), host(4)], &[]);
+        let brief = sum(&q3(), &seen(), &[host(4), host(4)], &[], &[]);
         assert!(brief.maybe_ready, "{brief:?}");
         assert_eq!(brief.progress.answering, 8);
         assert_eq!(
@@ -197,13 +212,13 @@ mod tests {
     fn a_node_alone_in_its_process_counts_by_its_status() {
         let q3 = q3();
         let alone = vec![(NodeId(7), Ok(status(q3.topology, 7, 3)))];
-        assert!(sum(&q3, &seen(), &[host(4), host(3)], &alone).maybe_ready);
+        assert!(sum(&q3, &seen(), &[host(4), host(3)], &[], &alone).maybe_ready);
         let short = vec![(NodeId(7), Ok(status(q3.topology, 7, 2)))];
-        let brief = sum(&q3, &seen(), &[host(4), host(3)], &short);
+        let brief = sum(&q3, &seen(), &[host(4), host(3)], &[], &short);
         assert!(!brief.maybe_ready);
         assert_eq!(brief.not_ready, vec![NodeId(7)]);
         let silent = vec![(NodeId(7), Err("no answer".to_string()))];
-        let brief = sum(&q3, &seen(), &[host(4), host(3)], &silent);
+        let brief = sum(&q3, &seen(), &[host(4), host(3)], &[], &silent);
         assert!(!brief.maybe_ready);
         assert_eq!(brief.progress.answering, 7);
     }
@@ -251,15 +266,25 @@ mod tests {
             ),
         ];
         for (what, short) in cases {
-            let brief = sum(&q3, &seen(), &[host(4), short], &[]);
+            let brief = sum(&q3, &seen(), &[host(4), short], &[], &[]);
             assert!(!brief.maybe_ready, "{what}: {brief:?}");
             assert_eq!(brief.not_ready, vec![NodeId(5)], "{what}");
         }
+        let quiet = sum(
+            &q3,
+            &seen(),
+            &[host(4)],
+            &[(4..8).map(NodeId).collect()],
+            &[],
+        );
+        assert!(!quiet.maybe_ready, "a process that did not answer");
+        assert_eq!(quiet.progress.answering, 4);
+        assert_eq!(quiet.not_ready, (4..8).map(NodeId).collect::<Vec<_>>());
         let unhealthy = Seen {
             healthy: false,
             ..seen()
         };
-        assert!(!sum(&q3, &unhealthy, &[host(4), host(4)], &[]).maybe_ready);
+        assert!(!sum(&q3, &unhealthy, &[host(4), host(4)], &[], &[]).maybe_ready);
     }
 
     #[test]
@@ -279,7 +304,7 @@ mod tests {
             revocation_serial: 1,
             ..host(4)
         };
-        let brief = sum(&q3(), &seen(), &[older, revoking], &[]);
+        let brief = sum(&q3(), &seen(), &[older, revoking], &[], &[]);
         assert_eq!(brief.progress.link_ends, 18);
         assert!(!brief.maybe_ready, "node 7 does not answer: {brief:?}");
     }
