@@ -44,7 +44,7 @@ pub async fn serve(node: Arc<Node>, endpoint: quinn::Endpoint, host: Option<Arc<
     .await
 }
 
-/// The accept loop of a control endpoint the nodes of a process share ([`Host::shared_control`]):
+/// The accept loop of a control endpoint the nodes of a process share ([`Host::shares_control`]):
 /// each connection is the node its client named, served until it ends or that node stops (a
 /// node crashed inside its process cuts its clients off, as a killed process would).
 pub async fn serve_shared(host: Arc<Host>, endpoint: quinn::Endpoint) {

@@ -14,7 +14,7 @@
 //! and each held a descriptor of its own (Q_14 in two processes: 8,192 a process).
 
 use cuberoute_protocol::wire::link::ProcessMark;
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::Duration;
@@ -64,7 +64,7 @@ pub struct ExitWatch {
 type Watched = (u32, u64);
 
 /// The processes this one watches, each its pidfd while a link holds it.
-static WATCHED: Mutex<Option<HashMap<Watched, Weak<ExitWatch>>>> = Mutex::new(None);
+static WATCHED: Mutex<BTreeMap<Watched, Weak<ExitWatch>>> = Mutex::new(BTreeMap::new());
 
 impl Watch {
     /// How long the watched process has waited for a CPU since it started (`None` unless it
@@ -150,7 +150,6 @@ pub fn watch(peer: &ProcessMark) -> Watch {
         return Watch::Elsewhere;
     }
     let mut watched = WATCHED.lock().expect("watched lock");
-    let watched = watched.get_or_insert_with(HashMap::new);
     if let Some(held) = watched
         .get(&(peer.pid, peer.started))
         .and_then(Weak::upgrade)

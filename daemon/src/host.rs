@@ -86,9 +86,10 @@ impl Host {
         self.shared.get()?.get(&listen).cloned()
     }
 
-    /// The control endpoint the nodes listening for clients on `listen` share, if several do.
-    pub fn shared_control(&self, listen: SocketAddr) -> Option<quinn::Endpoint> {
-        self.control.get()?.get(&listen).cloned()
+    /// Whether several nodes here share a control endpoint on `listen` (served by the host's
+    /// loop, not by each node).
+    pub fn shares_control(&self, listen: SocketAddr) -> bool {
+        self.control.get().is_some_and(|c| c.contains_key(&listen))
     }
 
     /// What says whether node `id` runs, while it does (false once it stopped or crashed).
@@ -291,8 +292,8 @@ where
 {
     check(&configs).map_err(|e| anyhow::anyhow!(e))?;
     crate::lower_priority(configs[0].nice);
-    // Each node holds a few files (its sockets, its store): thousands of nodes need the
-    // process's whole allowance, not the soft limit a shell starts it with.
+    // A node that keeps sets holds its store's file: thousands of nodes need the process's
+    // whole allowance, not the soft limit a shell starts it with.
     match raise_open_files() {
         Ok(limit) if limit < stored(&configs) * FILES_PER_NODE => tracing::warn!(
             limit,

@@ -166,18 +166,18 @@ async fn run_node(
     let own_links = shared.is_none().then(|| links.clone());
     // Likewise a control endpoint its process's nodes share is served by the host's loop
     // (`control::serve_shared`), which cuts this node's clients off when it stops.
-    let control = match host
+    let shares_control = host
         .as_ref()
-        .and_then(|h| h.shared_control(config.control_listen))
-    {
-        Some(_) => None,
-        None => Some(
+        .is_some_and(|h| h.shares_control(config.control_listen));
+    let control = if shares_control {
+        None
+    } else {
+        let listen = config.control_listen;
+        Some(
             credentials
-                .endpoint(tls::ALPN_CONTROL, config.control_listen, None)
-                .with_context(|| {
-                    format!("cannot listen for control at {}", config.control_listen)
-                })?,
-        ),
+                .endpoint(tls::ALPN_CONTROL, listen, None)
+                .with_context(|| format!("cannot listen for control at {listen}"))?,
+        )
     };
 
     let client = config.credentials.client_config(tls::ALPN_LINK);

@@ -314,12 +314,12 @@ fn others_running(dir: &ClusterDir, state: &Processes, p: &NodeProcess) -> Vec<N
         .collect()
 }
 
-/// Start the daemon of the nodes `ids` (one, or a node host's), with the canonical paths of
-/// their configurations (inside network namespace `namespace`, if given), and read when it
-/// started: a record for each node.
 /// The file, beside a node host's first node's configuration, that names its other nodes'.
 const HOSTED_LIST: &str = "hosted.txt";
 
+/// Start the daemon of the nodes `ids` (one, or a node host's), with the canonical paths of
+/// their configurations (inside network namespace `namespace`, if given), and read when it
+/// started: a record for each node.
 fn spawn(
     dir: &ClusterDir,
     binary: &Path,

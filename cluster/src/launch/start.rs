@@ -435,7 +435,10 @@ mod tests {
             q14,
             NodesPerProcess::Count(5462),
             2,
-            hosting::OpenFiles::here(true),
+            hosting::OpenFiles {
+                limit: 20_000,
+                per_node: cuberoute_daemon::host::FILES_PER_NODE,
+            },
         )
         .unwrap();
         let probing = probing_links(q14, &groups).unwrap();

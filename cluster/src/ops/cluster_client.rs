@@ -248,17 +248,9 @@ impl ClusterClient {
             .filter(|id| !grouped.contains(id))
             .collect();
         let by_process = groups.into_iter().map(|host| async move {
-            let mut answer = Err(String::new());
-            let mut first = host[0];
-            for &asked in host.iter().take(HOSTED_ASKED) {
-                first = asked;
-                answer = self.hosted_statuses(asked, timeout).await;
-                if answer.is_ok() {
-                    break;
-                }
-            }
+            let answer = ask_process(&host, |n| self.hosted_statuses(n, timeout)).await;
             match answer {
-                Ok((statuses, stopped)) => {
+                Ok((first, (statuses, stopped))) => {
                     let mut found: HashMap<NodeId, NodeStatus> =
                         statuses.into_iter().map(|s| (s.id, s)).collect();
                     let stopped: HashSet<NodeId> = stopped.into_iter().collect();
@@ -381,9 +373,26 @@ impl ClusterClient {
     }
 }
 
-/// How many nodes of a process [`ClusterClient::statuses_of`] asks for its statuses, one after
-/// the other (the first may have been crashed inside it), before it takes the process for silent.
+/// How many nodes of a process are asked for what it answers for all of them, one after the
+/// other (the first may have been crashed inside it), before it is taken for silent.
 pub const HOSTED_ASKED: usize = 3;
+
+/// `ask` of the first of `host`'s nodes that answers, of the first [`HOSTED_ASKED`]: the node
+/// asked and its answer, or the last one's error.
+pub async fn ask_process<T, F, Fut>(host: &[NodeId], ask: F) -> Result<(NodeId, T), String>
+where
+    F: Fn(NodeId) -> Fut,
+    Fut: std::future::Future<Output = Result<T, String>>,
+{
+    let mut last = Err("no node to ask".to_string());
+    for &node in host.iter().take(HOSTED_ASKED) {
+        last = ask(node).await.map(|answer| (node, answer));
+        if last.is_ok() {
+            break;
+        }
+    }
+    last
+}
 
 /// Whether the client certificate of `dir` (the operator's, or --cert's) may make each of
 /// `requests` at each of `nodes`, before any client is opened ([`ClusterClient::allowed`]):

@@ -670,15 +670,16 @@ impl Node {
     /// its sealing handshakes in flight, and its revocation serial.
     pub fn readiness(&self) -> NodeReadiness {
         let itself = self.keys.is_revoked(self.id);
-        let may: Vec<&Arc<Link>> = self
-            .links
-            .iter()
-            .filter(|(n, _)| !itself && !self.keys.is_revoked(**n))
-            .map(|(_, l)| l)
-            .collect();
+        let (mut links, mut links_up) = (0, 0);
+        for (neighbour, link) in &self.links {
+            if !itself && !self.keys.is_revoked(*neighbour) {
+                links += 1;
+                links_up += u64::from(link.is_up());
+            }
+        }
         NodeReadiness {
-            links_up: may.iter().filter(|l| l.is_up()).count() as u64,
-            links: may.len() as u64,
+            links_up,
+            links,
             dead_links: self.down.faults().links().count() as u64,
             handshakes_in_flight: self.sealing.held().1 as u64,
             revocation_serial: self.keys.serial(),

@@ -5,17 +5,13 @@
 //! or "maybe": the wait confirms a "maybe" by a full round, whose statuses it returns.
 
 use super::{Progress, Seen};
-use crate::ops::cluster_client::{ClusterClient, link_ends_may_be_up, links_up_of};
+use crate::ops::cluster_client::{ClusterClient, ask_process, link_ends_may_be_up, links_up_of};
 use cuberoute_daemon::manifest::Manifest;
 use cuberoute_protocol::NodeId;
 use cuberoute_protocol::wire::control::{HOST_READINESS_NAMED, HostReadiness, NodeStatus};
 use futures_util::future::join_all;
 use std::collections::{BTreeSet, HashSet};
 use std::time::Duration;
-
-/// How many nodes of a process a brief round asks, one after the other, before it gives the
-/// round up to a full one (the first may have been crashed inside its process).
-const ASKED_PER_PROCESS: usize = 3;
 
 /// What a brief round saw.
 #[derive(Clone, Debug)]
@@ -30,7 +26,7 @@ pub(super) struct Brief {
 }
 
 /// A brief round, or `None` on a cluster with no node host. A process none of whose first
-/// [`ASKED_PER_PROCESS`] nodes answers is not ready: a full round would ask each of its nodes
+/// nodes answers ([`ask_process`]) is not ready: a full round would ask each of its nodes
 /// alone, and a process of 65,536 nodes busy starting them, asked so, took 65,536 control
 /// handshakes it could not finish in time, over and over (memory grew by gigabytes).
 pub(super) async fn round(client: &ClusterClient, seen: &Seen, timeout: Duration) -> Option<Brief> {
@@ -61,21 +57,16 @@ pub(super) async fn round(client: &ClusterClient, seen: &Seen, timeout: Duration
         })
         .filter(|host: &Vec<NodeId>| !host.is_empty())
         .collect();
-    let asks = hosts.iter().map(|host| async move {
-        for &node in host.iter().take(ASKED_PER_PROCESS) {
-            if let Ok(answer) = client.host_readiness(node, timeout).await {
-                return Some(answer);
-            }
-        }
-        None
-    });
+    let asks = hosts
+        .iter()
+        .map(|host| ask_process(host, |node| client.host_readiness(node, timeout)));
     let (answers, alone) = tokio::join!(join_all(asks), client.statuses_each(alone, timeout));
     let mut answered = Vec::new();
     let mut silent = Vec::new();
     for (host, answer) in hosts.into_iter().zip(answers) {
         match answer {
-            Some(answer) => answered.push(answer),
-            None => silent.push(host),
+            Ok((_, answer)) => answered.push(answer),
+            Err(_) => silent.push(host),
         }
     }
     Some(sum(&client.manifest, seen, &answered, &silent, &alone))

@@ -325,45 +325,63 @@ pub async fn wait_ready(
         let not_ready = match brief::round(client, &seen, ROUND_TIMEOUT).await {
             Some(brief) if !brief.maybe_ready => {
                 on_round(&brief.progress);
-                let p = &brief.progress;
-                NotReady::TimedOut {
+                let dead_links = brief.dead_links_known as usize;
+                let handshakes = brief.handshakes_in_flight;
+                timed_out(
                     timeout,
-                    answering: p.answering,
-                    nodes: p.nodes,
-                    up: p.link_ends_up,
-                    total: p.link_ends,
-                    healthy: p.healthy,
-                    handshakes: brief.handshakes_in_flight,
-                    dead_links: brief.dead_links_known as usize,
-                    not_ready: brief.not_ready,
-                }
+                    &brief.progress,
+                    handshakes,
+                    dead_links,
+                    brief.not_ready,
+                )
             }
             _ => {
                 let round = full(client, seen).await.map_err(NotReady::Runners)?;
-                on_round(&round.progress());
+                let progress = round.progress();
+                on_round(&progress);
                 if round.is_ready() {
                     return Ok(round);
                 }
                 if !round.dead.is_empty() {
                     return Err(NotReady::Dead(round.dead));
                 }
-                NotReady::TimedOut {
+                let (handshakes, dead_links) =
+                    (round.handshakes_in_flight(), round.dead_links_known());
+                timed_out(
                     timeout,
-                    answering: round.answering(),
-                    nodes: round.nodes(),
-                    up: round.link_ends_up,
-                    total: round.link_ends,
-                    healthy: round.healthy,
-                    handshakes: round.handshakes_in_flight(),
-                    dead_links: round.dead_links_known(),
-                    not_ready: round.not_ready(),
-                }
+                    &progress,
+                    handshakes,
+                    dead_links,
+                    round.not_ready(),
+                )
             }
         };
         if started.elapsed() >= timeout {
             return Err(not_ready);
         }
         tokio::time::sleep(POLL).await;
+    }
+}
+
+/// What the wait says if it gives up after a round that saw `progress`, `handshakes` in flight,
+/// `dead_links` known and the nodes `not_ready`.
+fn timed_out(
+    timeout: Duration,
+    progress: &Progress,
+    handshakes: u64,
+    dead_links: usize,
+    not_ready: Vec<NodeId>,
+) -> NotReady {
+    NotReady::TimedOut {
+        timeout,
+        answering: progress.answering,
+        nodes: progress.nodes,
+        up: progress.link_ends_up,
+        total: progress.link_ends,
+        healthy: progress.healthy,
+        handshakes,
+        dead_links,
+        not_ready,
     }
 }
 
