@@ -18,6 +18,7 @@
 //! says so).
 
 use crate::config::{DaemonArgs, NodeConfig};
+use crate::link::handoff::Handoffs;
 use crate::link::local::{LocalPeer, LocalPeers};
 use crate::link::shared::SharedLinks;
 use crate::node::Node;
@@ -44,6 +45,8 @@ pub struct Host {
     control: OnceLock<HashMap<SocketAddr, quinn::Endpoint>>,
     /// The nodes crashed by request and not started again: not waited for.
     crashed: Mutex<BTreeSet<NodeId>>,
+    /// What moves the packets between nodes here by a call.
+    handoffs: Arc<Handoffs>,
 }
 
 /// What [`run`]'s loop is asked to do to one of its nodes, and where to say how it went. A
@@ -78,6 +81,7 @@ impl Host {
             shared: OnceLock::new(),
             control: OnceLock::new(),
             crashed: Mutex::new(BTreeSet::new()),
+            handoffs: Arc::default(),
         })
     }
 
@@ -239,6 +243,10 @@ impl LocalPeers for Host {
 
     fn changes(&self) -> watch::Receiver<u64> {
         self.changes.subscribe()
+    }
+
+    fn handoffs(&self) -> Option<Arc<Handoffs>> {
+        Some(self.handoffs.clone())
     }
 }
 

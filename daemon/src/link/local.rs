@@ -11,15 +11,21 @@
 //! link goes down when the neighbour's node stops (it crashed, was stopped, or is restarted:
 //! the host's registry says so at once, no probe needed) or when it is cut at either end, and up
 //! again when the neighbour runs again and neither end is cut; what the neighbour had not handled is handed over again then, as
-//! after a new hello on QUIC. No datagram, no TLS, no timer: a hop between two nodes of one
-//! process costs a task's wake-up.
+//! after a new hello on QUIC. No datagram, no TLS, no timer.
+//!
+//! While the link is up, a packet queued when its buffer is empty does not wait for this task
+//! at all: the process's hand-off loop ([`super::handoff`]) hands it over by a call, with the
+//! packets of every other link here, in one pass. This task then serves only what the buffer
+//! holds: what was queued while the link was down, and what queued behind that.
 
+use super::handoff::{Handoffs, LocalRoute};
 use super::{Link, LinkOwner};
 use crate::stats::Event;
 use cuberoute_protocol::NodeId;
 use cuberoute_protocol::wire::link::{Hello, LinkFrame};
 use cuberoute_protocol::wire::{PREFIX_LEN, decode_body};
 use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 use std::sync::atomic::Ordering::Relaxed;
 use tokio::sync::watch;
 
@@ -32,6 +38,58 @@ pub trait LocalPeers: Send + Sync {
     fn peer(&self, id: NodeId, me: NodeId) -> Option<LocalPeer>;
     /// Changes whenever a node of this process starts or stops.
     fn changes(&self) -> watch::Receiver<u64>;
+    /// The process's hand-off loop, if packets between its nodes go by it ([`super::handoff`]);
+    /// without one, each link's task hands its buffer over.
+    fn handoffs(&self) -> Option<Arc<Handoffs>> {
+        None
+    }
+}
+
+/// The hand-off route of a link while it is served: open from the link's going up, closed
+/// (and taken out of the link) when serving ends, however it ends.
+struct RouteOpen {
+    link: Arc<Link>,
+    route: Arc<LocalRoute>,
+}
+
+impl RouteOpen {
+    fn new(
+        link: &Arc<Link>,
+        node: &Arc<dyn LinkOwner>,
+        peer: &LocalPeer,
+        handoffs: Arc<Handoffs>,
+    ) -> RouteOpen {
+        handoffs.start();
+        let route = Arc::new(LocalRoute {
+            sender: node.clone(),
+            link: link.clone(),
+            peer: peer.owner.clone(),
+            peer_link: peer.link.clone(),
+            peer_running: peer.running.clone(),
+            span: peer.owner.span(),
+            open: AtomicBool::new(true),
+            handoffs,
+        });
+        link.lock().local = Some(route.clone());
+        RouteOpen {
+            link: link.clone(),
+            route,
+        }
+    }
+}
+
+impl Drop for RouteOpen {
+    fn drop(&mut self) {
+        self.route.open.store(false, Relaxed);
+        let mut state = self.link.lock();
+        if state
+            .local
+            .as_ref()
+            .is_some_and(|local| Arc::ptr_eq(local, &self.route))
+        {
+            state.local = None;
+        }
+    }
 }
 
 /// A running node of this process, as seen from one of its neighbours here.
@@ -74,13 +132,19 @@ impl Link {
                 }
                 continue;
             }
-            let result = self.serve_local(&*node, peer).await;
+            let result = self.serve_local(&node, peer, peers.handoffs()).await;
             self.went_down(&*node, &result);
         }
     }
 
     /// Serve the link while the neighbour runs and the link is not cut.
-    async fn serve_local(&self, node: &dyn LinkOwner, mut peer: LocalPeer) -> anyhow::Result<()> {
+    async fn serve_local(
+        self: &Arc<Self>,
+        owner: &Arc<dyn LinkOwner>,
+        mut peer: LocalPeer,
+        handoffs: Option<Arc<Handoffs>>,
+    ) -> anyhow::Result<()> {
+        let node = &**owner;
         let hello = Hello {
             node: peer.owner.id(),
             topology: peer.owner.topology(),
@@ -95,6 +159,7 @@ impl Link {
         }
         self.on_hello(node.incarnation(), &hello);
         self.went_up(node, hello.incarnation);
+        let _route = handoffs.map(|handoffs| RouteOpen::new(self, owner, &peer, handoffs));
         let mut cut = self.cut.subscribe();
         let mut theirs = peer.link.cut.subscribe();
         loop {

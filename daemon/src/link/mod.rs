@@ -57,13 +57,14 @@ use cuberoute_protocol::wire::{MAX_FRAME_LEN, PREFIX_LEN, decode_body, encode_fr
 use cuberoute_protocol::{NodeId, Topology};
 use futures_util::StreamExt;
 use std::collections::{BTreeMap, VecDeque};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::{Notify, mpsc, watch};
 use tokio_util::codec::{FramedRead, LengthDelimitedCodec};
 use tracing::{debug, info, warn};
 
+pub mod handoff;
 pub mod local;
 pub mod shared;
 
@@ -137,6 +138,10 @@ pub trait LinkOwner: Send + Sync {
     /// Random at every start of the process: link sequence numbers are per incarnation.
     fn incarnation(&self) -> u64;
     fn stats(&self) -> &Stats;
+    /// The span the node's log lines are in.
+    fn span(&self) -> tracing::Span {
+        tracing::Span::none()
+    }
     /// The bytes of one data frame from neighbour `from`; `mark` is set when the chaos tooling
     /// corrupted the packet on its way here.
     fn on_data(&self, from: NodeId, packet: &[u8], mark: Option<ChaosMark>);
@@ -211,6 +216,11 @@ pub struct Link {
     frames_written: AtomicU64,
     frames_received: AtomicU64,
     frames_resent: AtomicU64,
+    /// Packets handed to this process's hand-off loop and not handled yet ([`handoff`]).
+    handed: AtomicUsize,
+    /// The node stopped and counted what its buffer held ([`Link::take_queued`]): a packet the
+    /// hand-off loop gives back is counted as dropped, not queued.
+    stopped: AtomicBool,
     /// Packets for this neighbour the node dropped, by reason.
     drops: Mutex<BTreeMap<&'static str, u64>>,
     /// The dialling side's retries: dials failed in a row, the backoff, when the next dial is.
@@ -242,6 +252,9 @@ struct LinkState {
     received: Option<Received>,
     /// When the last batch was written.
     last_batch_at: Option<Instant>,
+    /// While the link is up to a node of this process: what hands a packet to it by a call
+    /// when the buffer is empty ([`handoff`]).
+    local: Option<Arc<handoff::LocalRoute>>,
     /// Since when written frames have waited without any acknowledgement progress; `None`
     /// while every written frame is acknowledged.
     waiting_since: Option<Instant>,
@@ -286,6 +299,10 @@ const QUEUE_KEPT: usize = 64;
 /// The most bytes a chaos mark adds to an encoded data frame (an option tag and two varints).
 const MARK_MAX_LEN: usize = 1 + 10 + 5;
 
+/// The most bytes a data frame adds to its packet besides a mark: the enum tag, the sequence
+/// number and the packet's length (varints), and the length prefix.
+const HEADER_MAX_LEN: usize = 1 + 10 + 10 + PREFIX_LEN;
+
 /// Why [`Link::enqueue`] did not queue a packet.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum NotQueued {
@@ -325,6 +342,7 @@ impl Link {
                 received: None,
                 last_batch_at: None,
                 waiting_since: None,
+                local: None,
             }),
             wake: Notify::new(),
             outstanding: Notify::new(),
@@ -342,6 +360,8 @@ impl Link {
             frames_written: AtomicU64::new(0),
             frames_received: AtomicU64::new(0),
             frames_resent: AtomicU64::new(0),
+            handed: AtomicUsize::new(0),
+            stopped: AtomicBool::new(false),
             drops: Mutex::new(BTreeMap::new()),
             redial: Mutex::new((0, BACKOFF_MIN, Instant::now())),
             peer_serial: AtomicU64::new(0),
@@ -452,8 +472,10 @@ impl Link {
     }
 
     /// Packets in the message buffer.
+    /// Packets queued for the neighbour and not handled yet: in the buffer, or with the
+    /// hand-off loop.
     pub fn queued(&self) -> usize {
-        self.lock().queue.len()
+        self.lock().queue.len() + self.handed.load(Relaxed)
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, LinkState> {
@@ -463,7 +485,30 @@ impl Link {
     /// Queue an encoded packet for the neighbour, or say why not: the message buffer is full,
     /// or the packet with its link header no longer fits a frame (a neighbour may send a
     /// packet of nearly a frame's length whose trace then grows here).
+    /// While the link is up to a node of this process and the buffer is empty, the packet goes
+    /// to the process's hand-off loop instead ([`handoff`]).
     pub fn enqueue(&self, packet: Vec<u8>, mark: Option<ChaosMark>) -> Result<(), NotQueued> {
+        let state = self.lock();
+        if state.queue.is_empty()
+            && packet.len() + MARK_MAX_LEN + HEADER_MAX_LEN <= MAX_FRAME_LEN
+            && let Some(route) = state.local.clone()
+        {
+            drop(state);
+            if !self.budget.try_hold(packet.len()) {
+                return Err(NotQueued::OverBudget);
+            }
+            self.handed.fetch_add(1, Relaxed);
+            self.frames_written.fetch_add(1, Relaxed);
+            let handoffs = route.handoffs.clone();
+            handoffs.push(route, packet, mark);
+            return Ok(());
+        }
+        drop(state);
+        self.enqueue_buffered(packet, mark)
+    }
+
+    /// Queue an encoded packet in the message buffer, or say why not.
+    fn enqueue_buffered(&self, packet: Vec<u8>, mark: Option<ChaosMark>) -> Result<(), NotQueued> {
         let mut state = self.lock();
         if state.queue.len() >= state.capacity {
             return Err(NotQueued::Full);
@@ -534,6 +579,7 @@ impl Link {
 
     /// Packets still queued when the daemon stops: they are counted as dropped.
     pub fn take_queued(&self) -> usize {
+        self.stopped.store(true, Relaxed);
         let mut state = self.lock();
         let n = state.queue.len();
         for queued in state.queue.drain(..) {

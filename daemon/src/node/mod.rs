@@ -132,6 +132,9 @@ pub struct Node {
     liveness: Liveness,
     /// The dead links this node knows of, and the routes around them.
     down: Down,
+    /// The span its log lines are in (its id), entered where another node's task hands it a
+    /// packet ([`crate::link::handoff`]).
+    span: tracing::Span,
 }
 
 impl Node {
@@ -224,6 +227,7 @@ impl Node {
                 round_trip,
             ),
             keeping,
+            span: tracing::Span::current(),
         };
         (Arc::new(node), input_rx)
     }
@@ -731,6 +735,10 @@ impl LinkOwner for Node {
 
     fn stats(&self) -> &Stats {
         &self.stats
+    }
+
+    fn span(&self) -> tracing::Span {
+        self.span.clone()
     }
 
     fn on_data(&self, from: NodeId, packet: &[u8], mark: Option<ChaosMark>) {
