@@ -111,7 +111,7 @@ impl Opened {
         let writer = if store.is_simulated() {
             Writer::in_line(store.clone())
         } else {
-            Writer::start(store.clone(), MAX_BATCHES_PER_COMMIT)
+            Writer::shared(store.clone(), MAX_BATCHES_PER_COMMIT)
         };
         Ok(Opened { store, writer })
     }

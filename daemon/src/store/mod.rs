@@ -22,7 +22,9 @@ use cuberoute_protocol::NodeId;
 use cuberoute_protocol::delivery::SetKey;
 use redb::{Database, ReadableDatabase, ReadableTable, ReadableTableMetadata, TableDefinition};
 use std::path::{Path, PathBuf};
-use std::sync::mpsc;
+
+mod writer;
+pub use writer::{SHARED_THREADS, Writer, WriterStats};
 
 const IDENTITY: TableDefinition<&str, &[u8]> = TableDefinition::new("identity");
 const COUNTERS: TableDefinition<&str, u64> = TableDefinition::new("counters");
@@ -565,152 +567,11 @@ fn inspect(path: &Path, identity: &Identity) -> Result<Option<Usage>, StoreError
         .map_err(|e| unusable(e.to_string()))
 }
 
-/// How long a busy writer waits for more batches before it commits (PostgreSQL's
-/// `commit_delay`, taken only when the last commit found company).
-const GATHER_WHEN_BUSY: std::time::Duration = std::time::Duration::from_micros(2000);
-
-/// Group commit: a thread that takes every batch waiting, commits them together (one
-/// transaction, one sync) and then answers each with its outcomes.
-pub struct Writer {
-    jobs: mpsc::Sender<Job>,
-    thread: Option<std::thread::JoinHandle<WriterStats>>,
-    /// A writer without a thread: each batch is committed when it is submitted (a simulated
-    /// disk, whose order must be the simulation's).
-    in_line: Option<std::sync::Arc<Store>>,
-}
-
-type Answer = Box<dyn FnOnce(Result<Vec<Outcome>, String>) + Send>;
-
-struct Job {
-    writes: Vec<Write>,
-    answer: Answer,
-}
-
-/// What a writer did: batches asked for, and the transactions that carried them.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct WriterStats {
-    pub batches: u64,
-    pub commits: u64,
-}
-
-impl Writer {
-    /// Start the writer thread over `store`. At most `max_batches` batches go into one commit.
-    pub fn start(store: std::sync::Arc<Store>, max_batches: usize) -> Writer {
-        let (jobs, waiting) = mpsc::channel::<Job>();
-        let thread = std::thread::Builder::new()
-            .name("store-writer".into())
-            .spawn(move || {
-                let mut stats = WriterStats::default();
-                // Whether the last commit carried more than one batch: the node is busy, and
-                // waiting a moment for more batches saves syncs (the disk, not the processor,
-                // bounds a busy node); an idle node's batch is committed at once.
-                let mut busy = false;
-                while let Ok(first) = waiting.recv() {
-                    let mut group = vec![first];
-                    let gather_until = std::time::Instant::now() + GATHER_WHEN_BUSY;
-                    while group.len() < max_batches.max(1) {
-                        let next = if busy {
-                            let left =
-                                gather_until.saturating_duration_since(std::time::Instant::now());
-                            waiting.recv_timeout(left).ok()
-                        } else {
-                            waiting.try_recv().ok()
-                        };
-                        match next {
-                            Some(job) => group.push(job),
-                            None => break,
-                        }
-                    }
-                    busy = group.len() > 1;
-                    let writes: Vec<Write> = group
-                        .iter()
-                        .flat_map(|j| j.writes.iter().cloned())
-                        .collect();
-                    stats.batches += group.len() as u64;
-                    stats.commits += 1;
-                    match store.commit(&writes) {
-                        Ok(outcomes) => {
-                            let mut rest = outcomes.into_iter();
-                            for job in group {
-                                let mine = rest.by_ref().take(job.writes.len()).collect();
-                                (job.answer)(Ok(mine));
-                            }
-                        }
-                        Err(e) => {
-                            let message = e.to_string();
-                            for job in group {
-                                (job.answer)(Err(message.clone()));
-                            }
-                        }
-                    }
-                }
-                stats
-            })
-            .expect("spawn the store writer");
-        Writer {
-            jobs,
-            thread: Some(thread),
-            in_line: None,
-        }
-    }
-
-    /// A writer that commits each batch when it is submitted, on the caller's thread.
-    pub fn in_line(store: std::sync::Arc<Store>) -> Writer {
-        Writer {
-            jobs: mpsc::channel().0,
-            thread: None,
-            in_line: Some(store),
-        }
-    }
-
-    /// Queue `writes` as one batch; `answer` gets their outcomes once they are durable, or
-    /// why the commit failed (nothing of the batch was written then).
-    pub fn submit(
-        &self,
-        writes: Vec<Write>,
-        answer: impl FnOnce(Result<Vec<Outcome>, String>) + Send + 'static,
-    ) {
-        if let Some(store) = &self.in_line {
-            answer(store.commit(&writes).map_err(|e| e.to_string()));
-            return;
-        }
-        let job = Job {
-            writes,
-            answer: Box::new(answer),
-        };
-        if let Err(mpsc::SendError(job)) = self.jobs.send(job) {
-            (job.answer)(Err("the store writer has stopped".into()));
-        }
-    }
-
-    /// Stop after every batch queued so far is committed and answered.
-    pub fn stop(mut self) -> WriterStats {
-        self.stop_and_join()
-    }
-
-    fn stop_and_join(&mut self) -> WriterStats {
-        let (jobs, _) = mpsc::channel();
-        drop(std::mem::replace(&mut self.jobs, jobs));
-        self.thread
-            .take()
-            .and_then(|t| t.join().ok())
-            .unwrap_or_default()
-    }
-}
-
-/// A writer dropped finishes what is queued, and its store is closed when the drop returns.
-impl Drop for Writer {
-    fn drop(&mut self) {
-        self.stop_and_join();
-    }
-}
-
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
-    use std::sync::Arc;
 
-    fn me() -> Identity {
+    pub(super) fn me() -> Identity {
         Identity {
             node: NodeId(5),
             cluster: "eh:2,2 ca:ab12".into(),
@@ -725,7 +586,7 @@ mod tests {
         }
     }
 
-    fn deliver(seq: u64, bytes: usize, at_us: u64) -> Write {
+    pub(super) fn deliver(seq: u64, bytes: usize, at_us: u64) -> Write {
         Write::Deliver {
             set: set(seq),
             entry: vec![seq as u8; bytes],
@@ -886,58 +747,5 @@ mod tests {
             "forgotten after seen_for_us"
         );
         assert_eq!(store.usage().unwrap().entries, 0);
-    }
-
-    #[test]
-    fn the_writer_commits_waiting_batches_together_and_answers_each_in_order() {
-        let dir = tempfile::tempdir().unwrap();
-        let store =
-            Arc::new(Store::open(&dir.path().join("s.redb"), &me(), Retention::default()).unwrap());
-        let writer = Writer::start(store.clone(), 64);
-        let (tx, rx) = mpsc::channel();
-        // The first batch is committed alone, and its answer holds the writer until every
-        // other batch is queued: those 199 then wait together, and go in ceil(199 / 64) = 4
-        // commits.
-        let (release, held) = mpsc::channel::<()>();
-        let (entered, answering) = mpsc::channel::<()>();
-        let first = tx.clone();
-        writer.submit(vec![deliver(0, 8, 0)], move |out| {
-            entered.send(()).unwrap();
-            held.recv().unwrap();
-            first.send((0, out)).unwrap();
-        });
-        answering.recv().unwrap();
-        for seq in 1..200u64 {
-            let tx = tx.clone();
-            writer.submit(
-                vec![deliver(seq, 8, seq), deliver(seq, 8, seq)],
-                move |out| {
-                    tx.send((seq, out)).unwrap();
-                },
-            );
-        }
-        release.send(()).unwrap();
-        drop(tx);
-        let stats = writer.stop();
-        let answers: Vec<_> = rx.iter().collect();
-        let order: Vec<u64> = answers.iter().map(|(seq, _)| *seq).collect();
-        assert_eq!(order, (0..200).collect::<Vec<_>>(), "answered in order");
-        assert_eq!(
-            answers[0].1.as_deref().unwrap(),
-            [Outcome::Kept { index: 0 }]
-        );
-        for (seq, out) in &answers[1..] {
-            let out = out.as_deref().unwrap();
-            assert_eq!(out[0], Outcome::Kept { index: *seq }, "{seq}");
-            assert_eq!(out[1], Outcome::AlreadyDelivered { index: *seq }, "{seq}");
-        }
-        assert_eq!(
-            stats,
-            WriterStats {
-                batches: 200,
-                commits: 5
-            }
-        );
-        assert_eq!(store.usage().unwrap().entries, 200);
     }
 }
