@@ -19,6 +19,7 @@ pub mod study;
 pub mod testbed;
 pub mod topology;
 
+use cuberoute_cluster::launch::owned::{INTERRUPTED_STATUS, Interrupted};
 use cuberoute_cluster::launch::start::Refused;
 use cuberoute_protocol::{NodeId, Topology};
 
@@ -35,13 +36,15 @@ impl std::fmt::Display for UsageError {
 impl std::error::Error for UsageError {}
 
 /// 2 for a [`UsageError`] anywhere in the chain (or a start the cluster crate refused for what
-/// was asked, [`Refused`]), else 1.
+/// was asked, [`Refused`]), 130 for a start interrupted ([`Interrupted`]), else 1.
 pub fn exit_code(err: &anyhow::Error) -> u8 {
     if err
         .chain()
         .any(|cause| cause.is::<UsageError>() || cause.is::<Refused>())
     {
         2
+    } else if err.chain().any(|cause| cause.is::<Interrupted>()) {
+        INTERRUPTED_STATUS as u8
     } else {
         1
     }

@@ -380,6 +380,13 @@ pub fn interrupted_ups_leave_nothing(args: &[&str], first_octet: usize, delays_m
             ok(&["cluster", "down", "--dir", dir]);
             continue;
         }
+        // Interrupted: 130, as a shell gives a process SIGINT ended (or ended by it, if it
+        // came before the launcher caught it).
+        use std::os::unix::process::ExitStatusExt;
+        assert!(
+            status.code() == Some(130) || status.signal() == Some(2),
+            "after {delay_ms} ms: {status:?}"
+        );
         let left = processes_naming(dir);
         assert!(left.is_empty(), "after {delay_ms} ms: {left:?} still run");
     }

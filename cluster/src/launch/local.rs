@@ -68,9 +68,10 @@ pub fn start(
             None => None,
         };
         let spawned = if interrupt.caught() {
-            Err(anyhow::anyhow!(
-                "interrupted while starting the cluster; every daemon started was stopped"
-            ))
+            Err(crate::launch::owned::Interrupted(
+                "while starting the cluster; every daemon started was stopped".into(),
+            )
+            .into())
         } else {
             spawn(dir, binary, group, namespace.as_deref(), lifetime)
         };

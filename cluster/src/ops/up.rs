@@ -57,7 +57,9 @@ pub async fn wait_started(
     };
     let Some(ready) = ready else {
         let stopped = runner::stop(&dir)?;
-        anyhow::bail!("interrupted while waiting for the cluster; {stopped}");
+        return Err(
+            crate::launch::owned::Interrupted(format!("{stopped} (while waiting for it)")).into(),
+        );
     };
     phases.end_at("answering", ready?);
     phases.end("links");
