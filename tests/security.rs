@@ -168,6 +168,10 @@ async fn a_peer_sending_garbage_is_counted_and_disconnected_and_the_daemon_serve
     // Node 0 dials node 1 (the lower id dials); we pose as node 0 with its own certificate.
     let node0 = node_credentials(&cluster, 0);
     let target = addr(&cluster, 1, 7000);
+    // The real node 0, stopped while we pose as it: its own dial, which replaces ours at node 1
+    // ("replaced"), would race the garbage (a CI run lost that race once).
+    let real0 = nix::unistd::Pid::from_raw(cluster.pids()[0] as i32);
+    nix::sys::signal::kill(real0, nix::sys::signal::Signal::SIGSTOP).unwrap();
 
     // 1. Garbage instead of a hello: refused at once.
     let connection = connect(&node0, ALPN_LINK, target, 1).await.unwrap();
@@ -214,6 +218,7 @@ async fn a_peer_sending_garbage_is_counted_and_disconnected_and_the_daemon_serve
     }
 
     // The real node 0 reconnects, and node 1 keeps serving everyone.
+    nix::sys::signal::kill(real0, nix::sys::signal::Signal::SIGCONT).unwrap();
     eventually("every link of node 1 is up again", || {
         cluster.node_status(1)["links_up"] == 3
     });

@@ -19,7 +19,8 @@ pub mod study;
 pub mod testbed;
 pub mod topology;
 
-use cuberoute_cluster::launch::owned::{INTERRUPTED_STATUS, Interrupted};
+use cuberoute_cluster::launch::interrupted::Interrupted;
+use cuberoute_cluster::launch::owned::INTERRUPTED_STATUS;
 use cuberoute_cluster::launch::start::Refused;
 use cuberoute_protocol::{NodeId, Topology};
 

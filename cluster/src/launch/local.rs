@@ -68,7 +68,7 @@ pub fn start(
             None => None,
         };
         let spawned = if interrupt.caught() {
-            Err(crate::launch::owned::Interrupted(
+            Err(crate::launch::interrupted::Interrupted(
                 "while starting the cluster; every daemon started was stopped".into(),
             )
             .into())

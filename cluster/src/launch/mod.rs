@@ -33,6 +33,7 @@ pub mod docker;
 pub mod generate;
 pub mod hosting;
 pub mod in_host;
+pub mod interrupted;
 pub mod k8s;
 pub mod layout;
 pub mod local;

@@ -17,13 +17,6 @@ use std::time::Duration;
 /// The exit status after an interrupt, as a shell gives a process that SIGINT ended.
 pub const INTERRUPTED_STATUS: i32 = 130;
 
-/// A start given up because of SIGINT or SIGTERM, after stopping what it started: the CLI
-/// exits with [`INTERRUPTED_STATUS`], whichever of the start and the watch above it saw the
-/// signal first (a bench's start once ended with 1, its watch with 130).
-#[derive(Debug, thiserror::Error)]
-#[error("interrupted: {0}")]
-pub struct Interrupted(pub String);
-
 /// How often the watcher looks for an interrupt.
 const POLL: Duration = Duration::from_millis(50);
 

@@ -57,9 +57,10 @@ pub async fn wait_started(
     };
     let Some(ready) = ready else {
         let stopped = runner::stop(&dir)?;
-        return Err(
-            crate::launch::owned::Interrupted(format!("{stopped} (while waiting for it)")).into(),
-        );
+        return Err(crate::launch::interrupted::Interrupted(format!(
+            "{stopped} (while waiting for it)"
+        ))
+        .into());
     };
     phases.end_at("answering", ready?);
     phases.end("links");
