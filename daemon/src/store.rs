@@ -22,7 +22,6 @@ use cuberoute_protocol::NodeId;
 use cuberoute_protocol::delivery::SetKey;
 use redb::{Database, ReadableDatabase, ReadableTable, ReadableTableMetadata, TableDefinition};
 use std::path::{Path, PathBuf};
-
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, OnceLock, mpsc};
 

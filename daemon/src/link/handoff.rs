@@ -125,8 +125,8 @@ impl Handoff {
         } = self;
         let link = &route.link;
         link.budget.release(packet.len());
-        link.handed.fetch_sub(1, Relaxed);
         if route.passable() {
+            link.handed.fetch_sub(1, Relaxed);
             route.peer_link.frames_received.fetch_add(1, Relaxed);
             let _entered = route.span.enter();
             route.peer.on_data(link.me, &packet, mark);
@@ -138,13 +138,15 @@ impl Handoff {
         } else if link.stopped.load(Relaxed) {
             Some(Drop::Shutdown)
         } else {
-            match link.enqueue_buffered(packet, mark) {
+            match link.enqueue_buffered(link.lock(), packet, mark) {
                 Ok(()) => None,
                 Err(NotQueued::Full) => Some(Drop::LinkBufferFull),
                 Err(NotQueued::OverBudget) => Some(Drop::MemoryBound),
                 Err(NotQueued::TooLarge) => Some(Drop::FrameTooLarge),
             }
         };
+        // Counted out of the loop once it is in the buffer or dropped: `queued` never misses it.
+        link.handed.fetch_sub(1, Relaxed);
         if let Some(drop) = drop {
             route.sender.stats().drop(drop);
             link.count_drop(drop.as_str());

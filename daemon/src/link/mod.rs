@@ -503,13 +503,16 @@ impl Link {
             handoffs.push(route, packet, mark);
             return Ok(());
         }
-        drop(state);
-        self.enqueue_buffered(packet, mark)
+        self.enqueue_buffered(state, packet, mark)
     }
 
-    /// Queue an encoded packet in the message buffer, or say why not.
-    fn enqueue_buffered(&self, packet: Vec<u8>, mark: Option<ChaosMark>) -> Result<(), NotQueued> {
-        let mut state = self.lock();
+    /// Queue an encoded packet in the message buffer, under its lock `state`, or say why not.
+    fn enqueue_buffered(
+        &self,
+        mut state: std::sync::MutexGuard<'_, LinkState>,
+        packet: Vec<u8>,
+        mark: Option<ChaosMark>,
+    ) -> Result<(), NotQueued> {
         if state.queue.len() >= state.capacity {
             return Err(NotQueued::Full);
         }
