@@ -246,6 +246,55 @@ fn a_cluster_of_node_hosts_routes_survives_a_process_lost_and_leaves_nothing() {
         assert_eq!(copies, 3, "0 -> {to}");
     }
 
+    // Each process serves one exporter, at its first node's metrics address (the others have
+    // none in force), with every one of its nodes' series labelled by the node.
+    let mut exporters = std::collections::BTreeMap::new();
+    for (n, pid) in pids.iter().enumerate() {
+        let status = cluster.show_node(&n.to_string());
+        if let Some(addr) = status["config"]["metrics_listen"].as_str() {
+            assert!(
+                exporters.insert(*pid, addr.to_string()).is_none(),
+                "one exporter a process"
+            );
+        }
+    }
+    assert_eq!(exporters.len(), 2, "{exporters:?}");
+    let mut scraped = std::collections::BTreeMap::new();
+    let published = within(Duration::from_secs(5), || {
+        scraped = exporters
+            .iter()
+            .map(|(pid, addr)| (*pid, common::scrape(addr)))
+            .collect();
+        let of = |n: usize| &scraped[&pids[n]];
+        let sent = common::metric(of(0), "cuberoute_sets_accepted_total{node=\"0\"}");
+        let delivered = (1..8).all(|to| {
+            let count = format!("cuberoute_delivery_latency_seconds_count{{node=\"{to}\"}}");
+            common::metric(of(to), &count).is_some_and(|c| c >= 3.0)
+        });
+        let linked = (0..8usize).all(|n| {
+            (0..3).all(|bit| {
+                let up = format!(
+                    "cuberoute_link_up{{neighbour=\"{}\",node=\"{n}\"}}",
+                    n ^ (1 << bit)
+                );
+                common::metric(of(n), &up) == Some(1.0)
+            })
+        });
+        sent == Some(7.0) && delivered && linked
+    });
+    let all = || scraped.values().cloned().collect::<Vec<_>>().join("\n");
+    assert!(published.is_some(), "{}", all());
+    for (pid, text) in &scraped {
+        let elsewhere = (0..8).filter(|&n| pids[n] != *pid);
+        for n in elsewhere {
+            let label = format!("node=\"{n}\"");
+            assert!(
+                !text.contains(&label),
+                "node {n} is not in process {pid}: {text}"
+            );
+        }
+    }
+
     // A cut between two nodes of one process: down at both ends, up again when healed.
     let (a, b) = (0..8u64)
         .flat_map(|a| (a + 1..8).map(move |b| (a, b)))

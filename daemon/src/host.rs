@@ -13,9 +13,9 @@
 //!
 //! What the process has once is shared: the runtime, the binary, the signals (a SIGTERM stops
 //! every node, each drained as a process alone would be), the log output (each node's lines
-//! carry its id), and the metrics exporter (one per process: only the first node's
-//! `metrics_listen` is served, with that node's counters; the others' are not, and a warning
-//! says so).
+//! carry its id), and the metrics exporter (one per process, at the first node's
+//! `metrics_listen`, with every node's series labelled `node`; the others' addresses are not
+//! served, and a warning says so).
 
 use crate::config::{DaemonArgs, NodeConfig};
 use crate::link::handoff::Handoffs;
@@ -25,6 +25,7 @@ use crate::node::Node;
 use cuberoute_protocol::NodeId;
 use std::collections::{BTreeSet, HashMap};
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 use tokio::sync::{mpsc, oneshot, watch};
@@ -47,6 +48,9 @@ pub struct Host {
     crashed: Mutex<BTreeSet<NodeId>>,
     /// What moves the packets between nodes here by a call.
     handoffs: Arc<Handoffs>,
+    /// Whether the process serves metrics (its first node has a `metrics_listen`): every node
+    /// publishes its own there.
+    metrics: AtomicBool,
 }
 
 /// What [`run`]'s loop is asked to do to one of its nodes, and where to say how it went. A
@@ -72,6 +76,11 @@ pub struct Running {
 }
 
 impl Host {
+    /// Whether the process serves metrics: each of its nodes publishes there.
+    pub fn serves_metrics(&self) -> bool {
+        self.metrics.load(Relaxed)
+    }
+
     pub fn new(members: impl IntoIterator<Item = NodeId>) -> Arc<Host> {
         Arc::new(Host {
             members: members.into_iter().collect(),
@@ -82,6 +91,7 @@ impl Host {
             control: OnceLock::new(),
             crashed: Mutex::new(BTreeSet::new()),
             handoffs: Arc::default(),
+            metrics: AtomicBool::new(false),
         })
     }
 
@@ -356,15 +366,22 @@ where
         args: HashMap::new(),
         stopped,
     };
+    host.metrics
+        .store(configs[0].metrics_listen.is_some(), Relaxed);
+    let unserved = configs[1..]
+        .iter()
+        .filter(|c| c.metrics_listen.is_some())
+        .count();
+    if unserved > 0 {
+        tracing::info!(
+            nodes = unserved,
+            "metrics_listen not served but the first node's: a node host serves one exporter, \
+             with every node's metrics (labelled node)"
+        );
+    }
     for (i, (mut config, args)) in configs.into_iter().zip(args).enumerate() {
-        if i > 0
-            && let Some(addr) = config.metrics_listen.take()
-        {
-            tracing::warn!(
-                node = %config.topology.format_node(config.id),
-                %addr,
-                "metrics_listen not served: a node host serves one exporter, its first node's"
-            );
+        if i > 0 {
+            config.metrics_listen = None;
         }
         nodes.args.insert(config.id, args.clone());
         nodes.start(config, args, Start::First);

@@ -146,7 +146,11 @@ async fn run_node(
     };
     let output_capacity = config.buffers.output;
     let shared = host.as_ref().and_then(|h| h.shared_links(config.listen));
-    let (node, input) = Node::new(&config, args, keeping, shared.as_ref());
+    // A hosted node's series carry its id: its process serves every node's.
+    let metrics_label = host.as_ref().map(|_| telemetry::node_label(config.id));
+    let (node, input) = telemetry::as_node(metrics_label.as_ref(), || {
+        Node::new(&config, args, keeping, shared.as_ref())
+    });
     node.resume_from_store(output_capacity).await.map_err(|e| {
         anyhow::anyhow!("the store cannot be read back ({e}): the daemon does not start")
     })?;
@@ -203,8 +207,8 @@ async fn run_node(
     if hangup_reloads {
         tasks.spawn(reload_on_hangup(node.clone()));
     }
-    if config.metrics_listen.is_some() {
-        tasks.spawn(telemetry::publish_loop(node.clone()));
+    if config.metrics_listen.is_some() || host.as_ref().is_some_and(|h| h.serves_metrics()) {
+        tasks.spawn(telemetry::publish_loop(node.clone(), metrics_label));
     }
     if !net::simulated() {
         // Many simulated nodes share one process and one simulated clock: left out there.
