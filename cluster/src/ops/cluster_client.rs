@@ -139,6 +139,9 @@ impl ClusterClient {
         let mut cached = self.run_state.lock().expect("run state lock");
         if cached.as_ref().is_none_or(|(read, _)| *read != version) {
             *cached = Some((version, RunState::load(&self.dir).ok().flatten()));
+            // The processes seen running are those of the run state read before: a long-lived
+            // client (a chaos run, a bench) would otherwise keep one entry per restart.
+            self.seen_running.lock().expect("seen lock").clear();
         }
         match cached.as_ref() {
             Some((_, Some(RunState::Processes(processes)))) => Some(f(processes)),
