@@ -262,6 +262,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         print_table(&figures);
         print_scaling(&figures);
         print_sweep(&figures);
+        print_completion_parts(&figures);
     }
     Ok(())
 }
@@ -620,6 +621,29 @@ fn print_memory_after_quiet(f: &Figures) {
     let rows = f.clusters.iter();
     let rows = rows.map(|c| (c.topology.as_str(), c.nodes, &c.memory_after_quiet));
     println!("\n{}", memory_after_quiet::table(rows));
+}
+
+/// Where a completed saturation set's time went, one line per cluster.
+fn print_completion_parts(f: &Figures) {
+    let ms = |q: &cuberoute_cluster::ops::percentiles::Percentiles| {
+        format!(
+            "{:.1} / {:.1} / {:.1}",
+            q.p50_us / 1e3,
+            q.p99_us / 1e3,
+            q.p999_us / 1e3
+        )
+    };
+    for c in &f.clusters {
+        if let Some(p) = &c.saturation.completion_parts {
+            println!(
+                "{}: a completed saturation set, p50 / p99 / p99.9 (ms): to the source {}; the copies' travel {}; to the answer {}",
+                c.topology,
+                ms(&p.front_door),
+                ms(&p.travel),
+                ms(&p.answered)
+            );
+        }
+    }
 }
 
 fn print_table(f: &Figures) {

@@ -223,6 +223,37 @@ pub struct Throughput {
     /// it (every copy, or the rebuilt payload; a reliable set's settlement too): what a
     /// closed-loop client sees with this many sets in flight.
     pub completion: Percentiles,
+    /// The completion of a plain set in three parts, by the machine's wall clock (the client's
+    /// and the daemons', one clock on one machine): where a long tail waits.
+    pub completion_parts: Option<CompletionParts>,
+}
+
+/// Where the time of a completed plain set went.
+#[derive(Clone, Debug, Serialize)]
+pub struct CompletionParts {
+    /// From the client's send to the source's taking the set (the control request, the
+    /// source's front door).
+    pub front_door: Percentiles,
+    /// From the source's taking it to its last copy's delivery (the network of nodes).
+    pub travel: Percentiles,
+    /// From the last delivery to the client's having the answer (the wait's answer).
+    pub answered: Percentiles,
+}
+
+/// The wall clock in µs since the epoch, as the daemons stamp sets.
+fn wall_us() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_micros() as u64)
+}
+
+/// One completed plain set's parts (front door, travel, answered) in µs: `sent_us` and
+/// `done_us` are the client's wall clock at its send and at the answer.
+fn parts_of(report: &SendReport, sent_us: u64, done_us: u64) -> Option<[f64; 3]> {
+    let travel = report.deliveries.iter().map(|d| d.latency_us).max()?;
+    let front = report.sent_at_us.saturating_sub(sent_us);
+    let answered = done_us.saturating_sub(report.sent_at_us + travel);
+    Some([front as f64, travel as f64, answered as f64])
 }
 
 /// Counters of the whole cluster, summed over the nodes that answered.
@@ -440,31 +471,47 @@ pub async fn saturate_costed(
                 let mut rng = rand::rngs::StdRng::seed_from_u64(seed ^ (w as u64) << 32);
                 let options = load.options();
                 let mut took_us = Vec::new();
+                let mut parts = Vec::new();
                 while started.elapsed() < duration {
                     let (from, to) = load.pair(topology, &mut rng);
                     let payload = vec![0; load.payload_bytes];
                     let sent = Instant::now();
+                    let sent_us = wall_us();
                     match client
                         .send(from, SendRequest::to(to), payload, options)
                         .await
                     {
                         Ok(r) if complete(&r) => {
                             took_us.push(sent.elapsed().as_secs_f64() * 1e6);
+                            if r.mode.is_plain() {
+                                parts.extend(parts_of(&r, sent_us, wall_us()));
+                            }
                             completed.fetch_add(1, Relaxed)
                         }
                         _ => incomplete.fetch_add(1, Relaxed),
                     };
                 }
-                took_us
+                (took_us, parts)
             })
         });
         let mut took_us = Vec::new();
+        let mut parts = Vec::new();
         for worker in futures_util::future::join_all(workers).await {
-            took_us.extend(worker.expect("a bench worker does not panic"));
+            let (took, of) = worker.expect("a bench worker does not panic");
+            took_us.extend(took);
+            parts.extend(of);
         }
-        (took_us, started.elapsed().as_secs_f64())
+        ((took_us, parts), started.elapsed().as_secs_f64())
     })
     .await;
+    let (took_us, parts) = took_us;
+    let part =
+        |i: usize| Percentiles::of(parts.iter().map(|p: &[f64; 3]| p[i]).collect::<Vec<f64>>());
+    let completion_parts = (!parts.is_empty()).then(|| CompletionParts {
+        front_door: part(0),
+        travel: part(1),
+        answered: part(2),
+    });
     let sets = completed.load(Relaxed);
     let packet_hops = cost.wakeups.packet_hops;
     let throughput = Throughput {
@@ -477,6 +524,7 @@ pub async fn saturate_costed(
         packet_hops_per_second: packet_hops as f64 / seconds,
         packets_dropped: cost.packets_dropped,
         completion: Percentiles::of(took_us),
+        completion_parts,
     };
     (throughput, cost)
 }
