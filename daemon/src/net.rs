@@ -41,8 +41,7 @@ pub fn endpoint(
     }
     let socket = std::net::UdpSocket::bind(listen)?;
     if let Some(bytes) = receive_buffer {
-        // A smaller buffer than asked for only makes drops likelier: not an error.
-        let _ = socket2::SockRef::from(&socket).set_recv_buffer_size(bytes);
+        set_receive_buffer(&socket, bytes);
     }
     match shaper {
         None => quinn::Endpoint::new(config, server, socket, runtime),
@@ -51,6 +50,36 @@ pub fn endpoint(
             let socket = ShapedSocket::new(runtime.wrap_udp_socket(socket)?, shaper);
             quinn::Endpoint::new_with_abstract_socket(config, server, socket, runtime)
         }
+    }
+}
+
+/// Ask for a receive buffer of `bytes`. The kernel grants at most `net.core.rmem_max` (4 MiB
+/// here, about 900 small datagrams on loopback), except to a process allowed to administer the
+/// network (`CAP_NET_ADMIN`, root's), which may force it (`SO_RCVBUFFORCE`), as quic-go does: a
+/// node host's control socket at 4 MiB dropped thousands of datagrams a second under 1,024
+/// waiting clients, each a request or an answer QUIC sent again only after a probe timeout
+/// (BENCHMARKS.md, "Several nodes per process"). A smaller buffer than asked for only makes
+/// drops likelier: not an error.
+fn set_receive_buffer(socket: &std::net::UdpSocket, bytes: usize) {
+    let _ = socket2::SockRef::from(socket).set_recv_buffer_size(bytes);
+    // Linux reports twice what it granted (its bookkeeping's share included).
+    let granted = socket2::SockRef::from(socket)
+        .recv_buffer_size()
+        .map_or(0, |doubled| doubled / 2);
+    if granted < bytes {
+        use std::os::fd::AsRawFd;
+        let value = libc::c_int::try_from(bytes).unwrap_or(libc::c_int::MAX);
+        // SAFETY: the socket is open for the call, and the option is one c_int read from
+        // `value`, whose size is passed.
+        let _ = unsafe {
+            libc::setsockopt(
+                socket.as_raw_fd(),
+                libc::SOL_SOCKET,
+                libc::SO_RCVBUFFORCE,
+                std::ptr::from_ref(&value).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        };
     }
 }
 
@@ -168,5 +197,41 @@ impl AsyncUdpSocket for SimSocket {
 
     fn local_addr(&self) -> io::Result<SocketAddr> {
         Ok(self.local)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Whether this process may administer the network (`CAP_NET_ADMIN` in its effective set).
+    fn may_administer_the_network() -> bool {
+        std::fs::read_to_string("/proc/self/status")
+            .ok()
+            .and_then(|status| {
+                let caps = status.lines().find_map(|l| l.strip_prefix("CapEff:"))?;
+                u64::from_str_radix(caps.trim(), 16).ok()
+            })
+            .is_some_and(|caps| caps & (1 << 12) != 0)
+    }
+
+    /// A buffer beyond `net.core.rmem_max` is forced where the process may (a node host's
+    /// control socket), else the kernel's most is taken.
+    #[test]
+    fn a_receive_buffer_beyond_the_kernels_most_is_forced_where_allowed() {
+        let most: usize = std::fs::read_to_string("/proc/sys/net/core/rmem_max")
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        let asked = most * 4;
+        let socket = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        set_receive_buffer(&socket, asked);
+        let granted = socket2::SockRef::from(&socket).recv_buffer_size().unwrap() / 2;
+        if may_administer_the_network() {
+            assert!(granted >= asked, "{granted} of {asked}");
+        } else {
+            assert!(granted >= most, "{granted}, the kernel's most {most}");
+        }
     }
 }
