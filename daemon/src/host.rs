@@ -15,7 +15,7 @@
 //! every node, each drained as a process alone would be), the log output (each node's lines
 //! carry its id), and the metrics exporter (one per process, at the first node's
 //! `metrics_listen`, with every node's series labelled `node`; the others' addresses are not
-//! served, and a warning says so).
+//! served, and one line at start says so).
 
 use crate::config::{DaemonArgs, NodeConfig};
 use crate::link::handoff::Handoffs;

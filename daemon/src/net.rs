@@ -61,11 +61,10 @@ pub fn endpoint(
 /// (BENCHMARKS.md, "Several nodes per process"). A smaller buffer than asked for only makes
 /// drops likelier: not an error.
 fn set_receive_buffer(socket: &std::net::UdpSocket, bytes: usize) {
-    let _ = socket2::SockRef::from(socket).set_recv_buffer_size(bytes);
+    let socket2 = socket2::SockRef::from(socket);
+    let _ = socket2.set_recv_buffer_size(bytes);
     // Linux reports twice what it granted (its bookkeeping's share included).
-    let granted = socket2::SockRef::from(socket)
-        .recv_buffer_size()
-        .map_or(0, |doubled| doubled / 2);
+    let granted = socket2.recv_buffer_size().map_or(0, |doubled| doubled / 2);
     if granted < bytes {
         use std::os::fd::AsRawFd;
         let value = libc::c_int::try_from(bytes).unwrap_or(libc::c_int::MAX);

@@ -375,27 +375,33 @@ impl Series {
     fn counter(
         &mut self,
         name: &'static str,
-        (key, value): (&'static str, impl Into<Cow<'static, str>>),
+        label: (&'static str, impl Into<Cow<'static, str>>),
     ) -> &Counter {
-        self.counters
-            .entry((name, key, value.into()))
-            .or_insert_with_key(|(name, key, value)| match *key {
-                "" => counter!(*name),
-                _ => counter!(*name, *key => value.clone()),
-            })
+        kept(
+            &mut self.counters,
+            name,
+            label,
+            |name, key, value| match key {
+                "" => counter!(name),
+                _ => counter!(name, key => value),
+            },
+        )
     }
 
     fn gauge(
         &mut self,
         name: &'static str,
-        (key, value): (&'static str, impl Into<Cow<'static, str>>),
+        label: (&'static str, impl Into<Cow<'static, str>>),
     ) -> &Gauge {
-        self.gauges
-            .entry((name, key, value.into()))
-            .or_insert_with_key(|(name, key, value)| match *key {
-                "" => gauge!(*name),
-                _ => gauge!(*name, *key => value.clone()),
-            })
+        kept(
+            &mut self.gauges,
+            name,
+            label,
+            |name, key, value| match key {
+                "" => gauge!(name),
+                _ => gauge!(name, key => value),
+            },
+        )
     }
 
     /// The series of the node's `i`th link, to `neighbour`.
@@ -408,6 +414,19 @@ impl Series {
         }
         &mut self.links[i]
     }
+}
+
+/// The handle of series `name` with its one `label` (`NO_LABEL`: none) in `handles`,
+/// registered by `register` the first time.
+fn kept<'a, H>(
+    handles: &'a mut HashMap<SeriesKey, H>,
+    name: &'static str,
+    (key, value): (&'static str, impl Into<Cow<'static, str>>),
+    register: impl FnOnce(&'static str, &'static str, Cow<'static, str>) -> H,
+) -> &'a H {
+    handles
+        .entry((name, key, value.into()))
+        .or_insert_with_key(|(name, key, value)| register(name, key, value.clone()))
 }
 
 impl LinkSeries {

@@ -461,7 +461,7 @@ pub async fn saturate_costed(
     let incomplete = Arc::new(AtomicU64::new(0));
     // Counters reach the control API at once; nothing is left in flight once every set is
     // complete or timed out.
-    let ((took_us, seconds), cost) = window_cost(client, pids, async {
+    let (((took_us, parts), seconds), cost) = window_cost(client, pids, async {
         let started = Instant::now();
         let workers = (0..concurrency).map(|w| {
             let client = client.clone();
@@ -504,7 +504,6 @@ pub async fn saturate_costed(
         ((took_us, parts), started.elapsed().as_secs_f64())
     })
     .await;
-    let (took_us, parts) = took_us;
     let part =
         |i: usize| Percentiles::of(parts.iter().map(|p: &[f64; 3]| p[i]).collect::<Vec<f64>>());
     let completion_parts = (!parts.is_empty()).then(|| CompletionParts {
