@@ -708,3 +708,118 @@ fn network_faults_act_between_containers() {
         assert!(report["kernel_dropped"].as_u64().unwrap() > 0, "{report}");
     });
 }
+
+/// Several nodes a container (`--nodes-per-container`, issue 50): each container is one node
+/// host, its nodes sharing its address and ports and linked with each other by a call. The
+/// cluster routes on every path; each container's one exporter serves its own nodes' series
+/// and no other's; a node crashes alone inside its container, which runs on, and starts there
+/// again; the chaos run's crashes and a whole container lost keep every promise; `cluster
+/// down` leaves no container.
+#[test]
+fn containers_of_several_nodes_route_and_crash_alone_or_whole() {
+    with_image("docker node hosts", || {
+        let cluster = Cluster::up_with(
+            "eh:1,2",
+            &[
+                "--docker",
+                "--subnet",
+                "10.206.0.0",
+                "--nodes-per-container",
+                "4",
+            ],
+        );
+        let project = project(&cluster);
+        let filter = format!("label=com.docker.compose.project={project}");
+        let running = || docker(&["ps", "-q", "--filter", &filter]).lines().count();
+        assert_eq!(running(), 4, "16 nodes in 4 containers");
+        let status = cluster.status();
+        assert_eq!(status["nodes_up"], 16, "{status}");
+        assert_eq!(cluster.copies_delivered("0", "15", "10s"), 2, "k = 2");
+
+        // One exporter a container, its nodes' series labelled, no other's.
+        let manifest = std::fs::read_to_string(cluster.path().join("manifest.toml")).unwrap();
+        let mut containers: std::collections::BTreeMap<String, Vec<u64>> = Default::default();
+        let mut id = None;
+        for line in manifest.lines() {
+            let field = |name: &str| {
+                let (key, value) = line.split_once('=')?;
+                (key.trim() == name).then(|| value.trim().trim_matches('"').to_string())
+            };
+            if let Some(n) = field("id") {
+                id = n.parse::<u64>().ok();
+            }
+            if let (Some(control), Some(n)) = (field("control"), id) {
+                let ip = control.rsplit_once(':').unwrap().0.to_string();
+                containers.entry(ip).or_default().push(n);
+            }
+        }
+        assert_eq!(containers.len(), 4, "{containers:?}");
+        for (ip, nodes) in &containers {
+            let addr = format!("{ip}:7002");
+            let mut text = String::new();
+            let published = within(Duration::from_secs(10), || {
+                text = common::scrape(&addr);
+                nodes.iter().all(|n| {
+                    let label = format!("node=\"{n}\"}} 1");
+                    text.lines()
+                        .any(|l| l.starts_with("cuberoute_link_up{") && l.ends_with(&label))
+                })
+            });
+            assert!(published.is_some(), "{addr}: {text}");
+            for n in (0..16).filter(|n| !nodes.contains(n)) {
+                assert!(!text.contains(&format!("node=\"{n}\"")), "{n} at {addr}");
+            }
+        }
+
+        // One node crashed inside its container, which runs on; started there again.
+        let group = containers
+            .values()
+            .find(|g| g.contains(&5))
+            .unwrap()
+            .clone();
+        cluster.ok(&["chaos", "kill", "--node", "5"]);
+        let node = cluster.node_status(5);
+        assert_eq!(node["up"], false, "{node}");
+        assert_eq!(running(), 4, "its container runs on");
+        let others_up = group
+            .iter()
+            .filter(|&&n| n != 5)
+            .all(|&n| cluster.node_status(n)["up"] == true);
+        assert!(others_up, "{}", cluster.status());
+        let refused = cluster.refused(&["chaos", "kill", "--node", "5"]);
+        assert!(common::stderr(&refused).contains("is not running"));
+        cluster.ok(&["chaos", "restart", "--node", "5"]);
+        cluster.wait_linked();
+        assert_eq!(
+            cluster.copies_delivered("0", "5", "10s"),
+            2,
+            "on all its paths"
+        );
+
+        // The chaos run's crashes and a whole container lost, reliable sets.
+        let mut args = vec!["chaos", "run", "--json", "--check", "--rate", "20"];
+        args.extend(["--duration", "6s", "--seed", "3", "--faults", "crash,host"]);
+        args.extend(["--delivery", "reliable", "--life", "20s"]);
+        let report: Value = serde_json::from_str(cluster.ok(&args).trim()).unwrap();
+        let verdict = &report["verdict"];
+        assert_eq!(verdict["valid"], true, "{verdict}");
+        let windows = report["fault_windows"].to_string();
+        assert!(
+            windows.contains("container kill (docker) of a node host"),
+            "{windows}"
+        );
+        assert!(
+            windows.contains("node dropped inside its node host"),
+            "{windows}"
+        );
+        let host = &report["host_loss"];
+        assert_eq!(host["nodes"].as_array().unwrap().len(), 4, "{host}");
+        assert_eq!(host["below_promise"], 0, "{host}");
+        cluster.wait_linked();
+        assert_eq!(running(), 4);
+
+        cluster.ok(&["cluster", "down"]);
+        let left = docker(&["ps", "-aq", "--filter", &filter]);
+        assert!(left.trim().is_empty(), "containers left: {left}");
+    });
+}

@@ -336,6 +336,7 @@ fn start(
                 dir: dir.clone(),
                 subnet: Ipv4Addr::new(10, 205, 0, 0),
                 image: DEFAULT_IMAGE.into(),
+                nodes_per_container: Default::default(),
             };
             start::compose(&containers, &mut |note| events(Event::Start(note)))?
         } else {

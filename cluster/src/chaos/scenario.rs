@@ -135,8 +135,9 @@ pub fn needs_network(fault: FaultKind) -> anyhow::Error {
 pub fn needs_hosts() -> anyhow::Error {
     anyhow::anyhow!(
         "`host` loses a whole host: it needs a cluster spread over the hosts of a test bed \
-         (`cuberoute testbed up`, then `cuberoute cluster swarm --testbed`), or local processes \
-         that run several nodes each (`cluster up --nodes-per-process`)"
+         (`cuberoute testbed up`, then `cuberoute cluster swarm --testbed`), or processes or \
+         containers that run several nodes each (`cluster up --nodes-per-process`, `cluster up \
+         --docker --nodes-per-container`)"
     )
 }
 
@@ -171,13 +172,15 @@ impl<'a> Runners<'a> {
         matches!(runner::find(self.dir), Ok(Some(state)) if state.in_containers())
     }
 
-    /// The nodes of each process, when local processes run several (`cluster up
-    /// --nodes-per-process`), by their lowest node: the hosts a `host` fault chooses from.
+    /// The nodes of each process, when local processes or containers run several (`cluster up
+    /// --nodes-per-process`, `--docker --nodes-per-container`), by their lowest node: the hosts
+    /// a `host` fault chooses from.
     fn node_hosts(&self) -> Option<Vec<Vec<NodeId>>> {
-        let Ok(Some(RunState::Processes(state))) = RunState::load(self.dir) else {
-            return None;
+        let mut groups = match runner::find(self.dir) {
+            Ok(Some(RunState::Processes(state))) => run_state::by_process(&state.processes),
+            Ok(Some(RunState::Compose { .. })) => runner::compose::containers(self.dir).ok()?,
+            _ => return None,
         };
-        let mut groups = run_state::by_process(&state.processes);
         groups.iter_mut().for_each(|g| g.sort());
         groups.sort();
         groups.iter().any(|g| g.len() > 1).then_some(groups)
@@ -241,6 +244,14 @@ impl Harness for Runners<'_> {
                 .get(host)
                 .and_then(|nodes| nodes.first())
                 .ok_or_else(|| anyhow::anyhow!("no process {} in the cluster", host + 1))?;
+            if let Some(RunState::Compose { topology, run }) = runner::find(self.dir)? {
+                // A container's: killed with every node it runs, and started again.
+                return if lost {
+                    runner::compose::kill_container(self.dir, topology, run, first).map(drop)
+                } else {
+                    runner::compose::restart(self.dir, topology, run, first)
+                };
+            }
             return if lost {
                 local::kill_process_of(self.dir, first, Duration::from_secs(5)).map(drop)
             } else {
@@ -269,15 +280,21 @@ impl Harness for Runners<'_> {
 
     fn mechanism(&self, fault: FaultKind) -> &'static str {
         let node_hosts = self.node_hosts().is_some();
+        let containers = self.in_containers();
         match fault {
+            FaultKind::Host if node_hosts && containers => {
+                return "container kill (docker) of a node host";
+            }
             FaultKind::Host if node_hosts => return "process kill (SIGKILL) of a node host",
             FaultKind::Host => return "host link down (testbed)",
+            FaultKind::Crash | FaultKind::CrashEnds if node_hosts && containers => {
+                return "node dropped inside its node host (control API), or its container killed";
+            }
             FaultKind::Crash | FaultKind::CrashEnds if node_hosts => {
                 return "node dropped inside its node host (control API), or its process killed";
             }
             _ => {}
         }
-        let containers = self.in_containers();
         match fault {
             FaultKind::Crash | FaultKind::CrashEnds if containers => "container kill (docker)",
             FaultKind::Crash | FaultKind::CrashEnds => "process kill (SIGKILL)",

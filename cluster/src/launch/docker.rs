@@ -4,7 +4,7 @@
 
 use crate::launch::compose;
 use crate::launch::generate::{Addressing, Ports};
-use crate::launch::layout::ClusterDir;
+use crate::launch::layout::{ClusterDir, NODE_HOSTED_LIST};
 use anyhow::Context;
 use cuberoute_protocol::NodeId;
 use serde::{Deserialize, Serialize};
@@ -22,6 +22,11 @@ pub struct DockerRun {
     pub project: String,
     pub compose_file: PathBuf,
     pub subnet: Ipv4Addr,
+    /// Nodes crashed inside a container whose other nodes run on (`chaos kill` of a node
+    /// host's node: [`crate::launch::in_host`]), until started there again or their container
+    /// stops.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub crashed: Vec<NodeId>,
 }
 
 /// The compose program of this machine.
@@ -129,9 +134,11 @@ fn fnv1a(bytes: &[u8]) -> u32 {
     })
 }
 
-/// Generate the cluster for containers and write its compose file to `DIR/compose.yml`. Every
-/// node's configuration keeps its store on the container's volume
-/// ([`compose::container_config`]). Store volumes left by an earlier cluster of this
+/// Generate the cluster for containers and write its compose file to `DIR/compose.yml`: a
+/// container for each of `containers` (the nodes each runs, in id order; every node in one).
+/// Every node's configuration keeps its store on its container's volume
+/// ([`compose::container_config`]), and a container of several has its list of them
+/// ([`compose::hosted_list`]). Store volumes left by an earlier cluster of this
 /// directory's project are removed first: their stores belong to the CA about to be replaced,
 /// and a node refuses a store of another cluster.
 pub fn prepare(
@@ -139,28 +146,56 @@ pub fn prepare(
     topology: cuberoute_protocol::Topology,
     subnet: Ipv4Addr,
     image: &str,
+    containers: &[Vec<NodeId>],
 ) -> anyhow::Result<DockerRun> {
     let project = project_name(dir);
     remove_volumes(&project, dir)?;
     let ports = Ports::default();
-    crate::launch::generate::generate(dir, topology, &Addressing::Docker { subnet, ports })?;
-    for id in topology.nodes() {
-        let config = dir.node_dir(id).join(crate::launch::layout::NODE_CONFIG);
-        let text = std::fs::read_to_string(&config)
-            .with_context(|| format!("reading {}", config.display()))?;
-        std::fs::write(&config, compose::container_config(&text))
-            .with_context(|| format!("writing {}", config.display()))?;
+    let index: std::collections::HashMap<NodeId, u32> = topology
+        .nodes()
+        .enumerate()
+        .map(|(i, id)| (id, i as u32))
+        .collect();
+    let mut of_node = vec![(0, String::new()); index.len()];
+    for nodes in containers {
+        let at = nodes.iter().map(|id| index[id]).min().unwrap_or_default();
+        for id in nodes {
+            of_node[index[id] as usize] = (at, crate::launch::generate::container_service(nodes));
+        }
+    }
+    let addressing = Addressing::Docker {
+        subnet,
+        ports,
+        containers: of_node,
+    };
+    crate::launch::generate::generate(dir, topology, &addressing)?;
+    for nodes in containers {
+        let hosted = nodes.len() > 1;
+        for &id in nodes {
+            let config = dir.node_config(id);
+            let text = std::fs::read_to_string(&config)
+                .with_context(|| format!("reading {}", config.display()))?;
+            let text = compose::container_config(&text, &compose::store_path(id, hosted));
+            std::fs::write(&config, text)
+                .with_context(|| format!("writing {}", config.display()))?;
+        }
+        if hosted {
+            let list = dir.node_dir(nodes[0]).join(NODE_HOSTED_LIST);
+            std::fs::write(&list, compose::hosted_list(nodes))
+                .with_context(|| format!("writing {}", list.display()))?;
+        }
     }
     let compose_file = dir.path().join(compose::COMPOSE_FILE);
     std::fs::write(
         &compose_file,
-        compose::compose_file(topology, subnet, ports, image),
+        compose::compose_file(topology, subnet, ports, image, containers),
     )
     .with_context(|| format!("writing {}", compose_file.display()))?;
     Ok(DockerRun {
         project,
         compose_file: std::path::absolute(&compose_file)?,
         subnet,
+        crashed: Vec::new(),
     })
 }
 
@@ -321,6 +356,7 @@ pub fn discover(dir: &ClusterDir) -> anyhow::Result<Option<DockerRun>> {
         project,
         compose_file: std::path::absolute(compose_file)?,
         subnet: subnet_of(dir).unwrap_or(Ipv4Addr::UNSPECIFIED),
+        crashed: Vec::new(),
     }))
 }
 
@@ -557,7 +593,9 @@ pub fn node_pids(run: &DockerRun) -> anyhow::Result<Vec<(NodeId, u32)>> {
 
 #[cfg(test)]
 mod tests {
-    use super::set_by_cargo_for_a_crate;
+    use super::{NodeId, prepare, set_by_cargo_for_a_crate};
+    use cuberoute_protocol::Topology;
+    use std::net::Ipv4Addr;
 
     #[test]
     fn the_image_build_leaves_out_what_cargo_set_for_its_caller_only() {
@@ -582,5 +620,85 @@ mod tests {
         ] {
             assert!(!set_by_cargo_for_a_crate(name), "{name}");
         }
+    }
+
+    /// With several nodes a container, each container is one node host: its first node's
+    /// configuration and the list of the others, each node's directory mounted apart, one
+    /// volume with a store file a node, at its first node's address; the nodes' manifests name
+    /// the container's service and the client's its address, where its nodes share the
+    /// ports; the manifest tells the containers apart again.
+    #[test]
+    fn a_container_of_several_nodes_runs_them_as_one_process() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = crate::launch::layout::ClusterDir::new(tmp.path());
+        let topology: Topology = "q:3".parse().unwrap();
+        let groups = vec![
+            vec![NodeId(0), NodeId(3), NodeId(5), NodeId(6)],
+            vec![NodeId(1), NodeId(2), NodeId(4), NodeId(7)],
+        ];
+        let subnet = Ipv4Addr::new(10, 200, 0, 0);
+        let run = prepare(&dir, topology, subnet, "img", &groups).unwrap();
+        let yaml: serde_yaml_ng::Value =
+            serde_yaml_ng::from_str(&std::fs::read_to_string(&run.compose_file).unwrap()).unwrap();
+        let services = yaml["services"].as_mapping().unwrap();
+        assert_eq!(services.len(), 2);
+        let host = &yaml["services"]["host-1"];
+        assert_eq!(
+            host["command"],
+            serde_yaml_ng::to_value([
+                "daemon",
+                "--config",
+                "/node/1/node.toml",
+                "--with-configs",
+                "/node/1/hosted.txt"
+            ])
+            .unwrap()
+        );
+        assert_eq!(host["networks"]["cuberoute"]["ipv4_address"], "10.200.0.3");
+        assert_eq!(host["volumes"][0], "${CUBEROUTE_DIR:-.}/nodes/1:/node/1:ro");
+        assert_eq!(host["volumes"][3], "${CUBEROUTE_DIR:-.}/nodes/7:/node/7:ro");
+        assert_eq!(host["volumes"][4], "store-1:/var/lib/cuberoute");
+        // Its own nodes' directories, and no other's.
+        let mounted: Vec<&str> = host["volumes"]
+            .as_sequence()
+            .unwrap()
+            .iter()
+            .filter_map(|v| v.as_str()?.strip_prefix("${CUBEROUTE_DIR:-.}/nodes/"))
+            .map(|v| v.split(':').next().unwrap())
+            .collect();
+        assert_eq!(mounted, ["1", "2", "4", "7"]);
+        assert_eq!(host["healthcheck"]["test"][5], "/node/1/node.toml");
+        assert_eq!(yaml["volumes"].as_mapping().unwrap().len(), 2);
+        let list = std::fs::read_to_string(
+            dir.node_dir(NodeId(1))
+                .join(crate::launch::layout::NODE_HOSTED_LIST),
+        );
+        assert_eq!(
+            list.unwrap(),
+            "/node/2/node.toml\n/node/4/node.toml\n/node/7/node.toml\n"
+        );
+        let config = |id: u64| -> toml::Table {
+            std::fs::read_to_string(dir.node_config(NodeId(id)))
+                .unwrap()
+                .parse()
+                .unwrap()
+        };
+        assert_eq!(
+            config(4)["store"]["path"].as_str(),
+            Some("/var/lib/cuberoute/store-4.redb")
+        );
+        assert_eq!(config(4)["listen"].as_str(), Some("0.0.0.0:7000"));
+        // Node 4's neighbours: 0 in host-0, 5 in host-0, 6 in host-0 and none else.
+        let node_manifest = cuberoute_daemon::manifest::Manifest::load(
+            &dir.node_dir(NodeId(4))
+                .join(crate::launch::layout::NODE_MANIFEST),
+        )
+        .unwrap();
+        assert_eq!(node_manifest.node(NodeId(4)).unwrap().addr, "host-1:7000");
+        assert_eq!(node_manifest.node(NodeId(5)).unwrap().addr, "host-0:7000");
+        let client = cuberoute_daemon::manifest::Manifest::load(&dir.manifest()).unwrap();
+        assert_eq!(client.node(NodeId(7)).unwrap().control, "10.200.0.3:7001");
+        assert_eq!(client.node(NodeId(6)).unwrap().control, "10.200.0.2:7001");
+        assert_eq!(crate::launch::hosting::processes(&client), groups);
     }
 }

@@ -44,10 +44,18 @@ pub enum Addressing {
         ports: Ports,
         home: Vec<u32>,
     },
-    /// One container per node in a network of its own: nodes reach each other by service name
-    /// (`node-<id>`, Docker's DNS); the host reaches node `i` at its fixed address
+    /// Containers in a network of their own: one per node, or per group of nodes that one
+    /// process runs (`containers`, in node order: the index of each node's container, whose
+    /// address is its first node's, and the container's service name; empty: every node its
+    /// own). Nodes reach each other by their container's service name (`node-<id>`, or
+    /// `host-<id>` for several, Docker's DNS), where the nodes of one container share one
+    /// link and one control port; the host reaches node `i`'s container at its fixed address
     /// `subnet + 2 + i` (the network's gateway is `subnet + 1`).
-    Docker { subnet: Ipv4Addr, ports: Ports },
+    Docker {
+        subnet: Ipv4Addr,
+        ports: Ports,
+        containers: Vec<(u32, String)>,
+    },
     /// Pods of a StatefulSet `name` with a headless Service of the same name in `namespace`:
     /// node `i` is pod `name-i`, reached by its pod DNS name.
     Kubernetes {
@@ -149,13 +157,22 @@ impl Addressing {
                     published: None,
                 }
             }
-            Addressing::Docker { subnet, .. } => NodeAddresses {
-                bind: "0.0.0.0".into(),
-                peer_host: service_name(id),
-                client_host: docker_ip(*subnet, index).to_string(),
-                home_host: None,
-                published: None,
-            },
+            Addressing::Docker {
+                subnet, containers, ..
+            } => {
+                let (at, service) = containers
+                    .get(index as usize)
+                    .map_or((index, service_name(id)), |(at, service)| {
+                        (u64::from(*at), service.clone())
+                    });
+                NodeAddresses {
+                    bind: "0.0.0.0".into(),
+                    peer_host: service,
+                    client_host: docker_ip(*subnet, at).to_string(),
+                    home_host: None,
+                    published: None,
+                }
+            }
             Addressing::Simulated { .. } => NodeAddresses {
                 bind: "0.0.0.0".into(),
                 peer_host: service_name(id),
@@ -202,6 +219,15 @@ impl Addressing {
 /// The compose service (and container host name) of a node.
 pub fn service_name(id: NodeId) -> String {
     format!("node-{}", id.0)
+}
+
+/// The service name of the container that runs `nodes`: `node-<id>` for a node alone,
+/// `host-<lowest id>` for several (a node host, `cluster up --docker --nodes-per-container`).
+pub fn container_service(nodes: &[NodeId]) -> String {
+    match nodes {
+        [one] => service_name(*one),
+        _ => format!("host-{}", nodes.iter().min().map_or(0, |id| id.0)),
+    }
 }
 
 /// The DNS name of pod `index` of StatefulSet `name` behind the headless Service `name`.

@@ -10,6 +10,7 @@
 //! EH(5,5)).
 
 use super::placement::{MAX_HOSTS, Placement, PlacementKind};
+use cuberoute_daemon::manifest::Manifest;
 use cuberoute_protocol::{NodeId, Topology};
 use std::str::FromStr;
 
@@ -73,11 +74,9 @@ impl FromStr for NodesPerProcess {
             return Ok(NodesPerProcess::Auto);
         }
         match s.parse::<usize>() {
-            Ok(0) => Err("--nodes-per-process must be at least 1 (or auto)".into()),
+            Ok(0) => Err("the nodes a process runs must be at least 1 (or auto)".into()),
             Ok(n) => Ok(NodesPerProcess::Count(n)),
-            Err(_) => Err(format!(
-                "--nodes-per-process {s}: a number of nodes, at least 1, or auto"
-            )),
+            Err(_) => Err(format!("{s}: a number of nodes, at least 1, or auto")),
         }
     }
 }
@@ -141,6 +140,26 @@ pub fn groups(
     } else {
         nodes.chunks(per).map(<[NodeId]>::to_vec).collect()
     })
+}
+
+/// The nodes of each process of a cluster (in id order, the processes in the order of their
+/// first node), from its manifest: the nodes of one process share its control address (a
+/// local node host's, or a container's), a node alone has its own. Read from the manifest,
+/// so that a cluster started by hand is known as well as one this program started.
+pub fn processes(manifest: &Manifest) -> Vec<Vec<NodeId>> {
+    let mut by_address: std::collections::HashMap<&str, Vec<NodeId>> = Default::default();
+    for node in &manifest.nodes {
+        by_address.entry(&node.control).or_default().push(node.id);
+    }
+    let mut processes: Vec<Vec<NodeId>> = by_address
+        .into_values()
+        .map(|mut nodes| {
+            nodes.sort();
+            nodes
+        })
+        .collect();
+    processes.sort();
+    processes
 }
 
 #[cfg(test)]

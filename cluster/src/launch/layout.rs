@@ -163,3 +163,6 @@ pub const NODE_KEYS: &str = "keys.bin";
 pub const NODE_REVOKED: &str = "revoked.bin";
 /// The node's store: what it keeps across a crash (generated anew with the CA, as it is bound to it).
 pub const NODE_STORE: &str = "store.redb";
+/// Beside a node host's first node's configuration: its other nodes' configurations, a path
+/// a line (`cuberoute daemon --with-configs`).
+pub const NODE_HOSTED_LIST: &str = "hosted.txt";

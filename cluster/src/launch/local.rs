@@ -315,8 +315,7 @@ fn others_running(dir: &ClusterDir, state: &Processes, p: &NodeProcess) -> Vec<N
         .collect()
 }
 
-/// The file, beside a node host's first node's configuration, that names its other nodes'.
-const HOSTED_LIST: &str = "hosted.txt";
+use crate::launch::layout::NODE_HOSTED_LIST as HOSTED_LIST;
 
 /// Start the daemon of the nodes `ids` (one, or a node host's), with the canonical paths of
 /// their configurations (inside network namespace `namespace`, if given), and read when it

@@ -517,6 +517,7 @@ mod tests {
                 project: "proj".into(),
                 compose_file: "/x/compose.yml".into(),
                 subnet: std::net::Ipv4Addr::new(10, 200, 0, 0),
+                crashed: Vec::new(),
             },
         };
         let swarm = RunState::Swarm {

@@ -84,14 +84,40 @@ impl Local {
     }
 }
 
-/// A cluster of containers, one per node, of a compose project (`cluster up --docker`).
+/// A cluster of containers of a compose project (`cluster up --docker`): one per node, or
+/// per group of nodes run by one process (`--nodes-per-container`).
 #[derive(Clone, Debug)]
 pub struct Containers {
     pub topology: Topology,
     pub dir: ClusterDir,
-    /// The /16 network the containers get (node i at subnet + 2 + i).
+    /// The /16 network the containers get (node i at subnet + 2 + i; a container of several
+    /// at its first node's).
     pub subnet: Ipv4Addr,
     pub image: String,
+    /// How many nodes each container runs, grouped as processes are
+    /// ([`hosting`](crate::launch::hosting)).
+    pub nodes_per_container: NodesPerProcess,
+}
+
+impl Containers {
+    /// The nodes of each container, once the cluster is known to fit on this machine; or why
+    /// not (a [`Refused`], for the user).
+    pub fn groups(&self) -> anyhow::Result<Vec<Vec<NodeId>>> {
+        let per = self.nodes_per_container;
+        check_size(self.topology, per, true).map_err(for_containers)?;
+        let cores = std::thread::available_parallelism().map_or(1, usize::from);
+        hosting::groups(self.topology, per, cores, hosting::OpenFiles::here(true))
+            .map_err(for_containers)
+    }
+}
+
+/// A refusal of `--nodes-per-process`'s, said of `--nodes-per-container`.
+fn for_containers(message: impl std::fmt::Display) -> anyhow::Error {
+    refused(
+        message
+            .to_string()
+            .replace("--nodes-per-process", "--nodes-per-container"),
+    )
 }
 
 /// What a start tells its caller as it goes, for the user.
@@ -370,7 +396,7 @@ pub fn check_subnet(subnet: Ipv4Addr, topology: Topology) -> anyhow::Result<()> 
 /// other image present. On an error once the project is up, what was started is stopped.
 pub fn compose(containers: &Containers, note: &mut dyn FnMut(Note)) -> anyhow::Result<Spawned> {
     let (dir, topology) = (&containers.dir, containers.topology);
-    check_size(topology, NodesPerProcess::default(), true)?;
+    let groups = containers.groups()?;
     check_subnet(containers.subnet, topology)?;
     docker::available().map_err(|e| anyhow::anyhow!("the Docker engine is not available: {e}"))?;
     let compose = Compose::detect()?;
@@ -387,7 +413,7 @@ pub fn compose(containers: &Containers, note: &mut dyn FnMut(Note)) -> anyhow::R
         return Err(refused(format!("there is no image {}", containers.image)));
     }
     let phases = Phases::start();
-    let run = docker::prepare(dir, topology, containers.subnet, &containers.image)?;
+    let run = docker::prepare(dir, topology, containers.subnet, &containers.image, &groups)?;
     RunState::Compose {
         topology,
         run: run.clone(),

@@ -319,10 +319,16 @@ impl ClusterClient {
     }
 
     /// The nodes of each process that runs several (`cluster up --nodes-per-process`), as the
-    /// run state says (none where it does not: containers, a cluster started elsewhere).
+    /// run state says; where it records no processes (containers, a cluster started
+    /// elsewhere), the nodes that share a control address in the manifest, as a node host's
+    /// do (`--nodes-per-container`).
     pub fn hosts(&self) -> Vec<Vec<NodeId>> {
         self.with_processes(|processes| shared_processes(&processes.processes))
-            .unwrap_or_default()
+            .unwrap_or_else(|| {
+                let mut hosts = crate::launch::hosting::processes(&self.manifest);
+                hosts.retain(|nodes| nodes.len() > 1);
+                hosts
+            })
     }
 
     /// The status of each of `nodes` (or why it could not be had), in that order, each within

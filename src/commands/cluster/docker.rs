@@ -6,7 +6,8 @@ use super::UpArgs;
 use crate::commands::args::DirArg;
 use crate::print;
 use cuberoute_cluster::launch::docker::{self, DEFAULT_IMAGE};
-use cuberoute_cluster::launch::start::{Containers, Note, check_size, check_subnet, ensure_free};
+use cuberoute_cluster::launch::hosting::NodesPerProcess;
+use cuberoute_cluster::launch::start::{Containers, Note, check_subnet, ensure_free};
 use cuberoute_cluster::{Ports, launch::compose};
 use std::net::Ipv4Addr;
 use std::path::PathBuf;
@@ -23,6 +24,11 @@ pub struct DockerArgs {
     /// The image to run.
     #[arg(long, default_value = DEFAULT_IMAGE)]
     pub image: String,
+    /// How many nodes each container runs (with --docker): N, or `auto` (one container per
+    /// core). The nodes of a container are one process, linked with each other by a call and
+    /// sharing its ports (docs/daemon.md, "Several nodes in one process").
+    #[arg(long, value_name = "N|auto", default_value = "1")]
+    pub nodes_per_container: NodesPerProcess,
 }
 
 #[derive(clap::Args, Debug)]
@@ -40,26 +46,42 @@ pub struct ComposeArgs {
     /// The image to run.
     #[arg(long, default_value = DEFAULT_IMAGE)]
     pub image: String,
+    /// How many nodes each container runs: N, or `auto` (one container per core).
+    #[arg(long, value_name = "N|auto", default_value = "1")]
+    pub nodes_per_container: NodesPerProcess,
 }
 
 /// `cluster compose`: the cluster directory for containers, and its compose file.
 pub fn compose(args: &ComposeArgs) -> anyhow::Result<()> {
     let topology = parse_topology(&args.topology)?;
-    check_size(topology, Default::default(), true)?;
+    let containers = Containers {
+        topology,
+        dir: args.dir.cluster(),
+        subnet: args.subnet,
+        image: args.image.clone(),
+        nodes_per_container: args.nodes_per_container,
+    };
+    let groups = containers.groups()?;
     check_subnet(args.subnet, topology)?;
     let dir = args.dir.cluster();
     ensure_free(&dir)?;
-    let run = docker::prepare(&dir, topology, args.subnet, &args.image)?;
+    let run = docker::prepare(&dir, topology, args.subnet, &args.image, &groups)?;
     if let Some(output) = &args.output {
         std::fs::write(
             output,
-            compose::compose_file(topology, args.subnet, Ports::default(), &args.image),
+            compose::compose_file(
+                topology,
+                args.subnet,
+                Ports::default(),
+                &args.image,
+                &groups,
+            ),
         )?;
     }
     let file = args.output.as_deref().unwrap_or(&run.compose_file);
     println!(
         "compose file for {topology} ({} services) written to {}; its node directories are in {}",
-        topology.node_count(),
+        groups.len(),
         file.display(),
         dir.nodes().display()
     );
@@ -85,7 +107,13 @@ pub fn up(args: &UpArgs) -> anyhow::Result<()> {
         dir: args.init.dir.cluster(),
         subnet: args.docker.subnet,
         image: args.docker.image.clone(),
+        nodes_per_container: args.docker.nodes_per_container,
     };
     let up = print::start_containers(&containers, args.timeout(containers.topology))?;
-    print::up_summary(&up, "containers")
+    let what = match containers.nodes_per_container {
+        NodesPerProcess::Count(1) => "containers".to_string(),
+        NodesPerProcess::Count(n) => format!("nodes, up to {n} per container"),
+        NodesPerProcess::Auto => "nodes, a container per core".to_string(),
+    };
+    print::up_summary(&up, &what)
 }

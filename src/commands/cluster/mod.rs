@@ -118,7 +118,16 @@ pub fn run(command: Command) -> anyhow::Result<()> {
                     != cuberoute_cluster::launch::hosting::NodesPerProcess::default() =>
         {
             Err(usage(
-                "--nodes-per-process is for local processes: a container runs one node (not yet several)",
+                "--nodes-per-process is for local processes: with --docker, --nodes-per-container",
+            ))
+        }
+        Command::Up(args)
+            if !args.docker.docker
+                && args.docker.nodes_per_container
+                    != cuberoute_cluster::launch::hosting::NodesPerProcess::default() =>
+        {
+            Err(usage(
+                "--nodes-per-container is for containers (--docker): local processes take --nodes-per-process",
             ))
         }
         Command::Up(args) if args.docker.docker => docker::up(&args),

@@ -7,13 +7,13 @@
 //! with `docker-compose -f DIR/compose.yml up`, [`docker::discover`]), or the Swarm stack it
 //! records (`cluster swarm`, [`swarm`]: a node's runner is its task).
 
+pub mod compose;
 pub mod state;
 
 pub use state::Runner;
 
 use crate::launch::compose::COMPOSE_FILE;
 use crate::launch::docker::{self, Compose};
-use crate::launch::generate::service_name;
 use crate::launch::layout::ClusterDir;
 use crate::launch::local;
 use crate::launch::run_state::RunState;
@@ -99,25 +99,7 @@ pub fn inspect(dir: &ClusterDir) -> anyhow::Result<Option<Runners>> {
                 (p.id, runner)
             })
             .collect(),
-        RunState::Compose { topology, run } => {
-            let containers = docker::containers(run)?;
-            topology
-                .nodes()
-                .map(|id| {
-                    let service = service_name(id);
-                    let runner = match containers.iter().find(|c| c.service == service) {
-                        None => Runner::Dead("no container".into()),
-                        Some(c) if c.state == "running" => Runner::Alive(if c.health.is_empty() {
-                            "running".into()
-                        } else {
-                            c.health.clone()
-                        }),
-                        Some(c) => Runner::Dead(format!("container {}", c.state)),
-                    };
-                    (id, runner)
-                })
-                .collect()
-        }
+        RunState::Compose { run, .. } => compose::runners(dir, run)?,
     };
     Ok(Some(Runners { state, nodes }))
 }
@@ -203,10 +185,7 @@ pub fn kill(dir: &ClusterDir, id: NodeId) -> anyhow::Result<bool> {
     match &runners.state {
         RunState::Swarm { run, .. } => swarm::kill(run, id),
         RunState::Processes(_) => local::kill_node(dir, id, Duration::from_secs(5)),
-        RunState::Compose { run, .. } => {
-            Compose::detect()?.run(run, &["kill", "-s", "SIGKILL", &service_name(id)])?;
-            Ok(true)
-        }
+        RunState::Compose { topology, run } => compose::kill(dir, *topology, run.clone(), id),
     }
 }
 
@@ -221,8 +200,8 @@ pub fn restart(dir: &ClusterDir, id: NodeId) -> anyhow::Result<bool> {
         RunState::Processes(_) => {
             local::restart_node(dir, &std::env::current_exe()?, id)?;
         }
-        RunState::Compose { run, .. } => {
-            Compose::detect()?.run(run, &["start", &service_name(id)])?;
+        RunState::Compose { topology, run } => {
+            compose::restart(dir, *topology, run.clone(), id)?;
         }
     }
     Ok(true)
@@ -233,7 +212,7 @@ pub fn logs(dir: &ClusterDir, id: NodeId, follow: bool) -> anyhow::Result<()> {
     match find(dir)? {
         Some(RunState::Swarm { run, .. }) => return swarm::logs(&run, id, follow),
         Some(RunState::Compose { run, .. }) => {
-            let service = service_name(id);
+            let service = compose::service_of(dir, id)?;
             let mut args = vec!["logs", "--no-color"];
             if follow {
                 args.push("--follow");

@@ -265,20 +265,7 @@ pub fn stack_file(spec: &StackSpec) -> String {
                     },
                 ]
             },
-            healthcheck: Healthcheck {
-                test: strings(&[
-                    "CMD",
-                    "/cuberoute",
-                    "status",
-                    "--local",
-                    "--config",
-                    &config_path(),
-                ]),
-                interval: "3s".into(),
-                timeout: "3s".into(),
-                retries: 3,
-                start_period: "2s".into(),
-            },
+            healthcheck: Healthcheck::status(&config_path(), "3s"),
             stop_grace_period: "5s".into(),
             deploy: Deploy {
                 mode: "replicated".into(),
