@@ -16,7 +16,7 @@ fn stdout(out: &Output) -> String {
 
 #[test]
 fn bad_input_is_one_line_and_exit_2() {
-    let cases: [&[&str]; 31] = [
+    let cases: [&[&str]; 32] = [
         &["paths", "eh:2", "0", "1"],
         &["paths", "eh:0,3", "0", "1"],
         &["paths", "mesh:4", "0", "1"],
@@ -37,6 +37,7 @@ fn bad_input_is_one_line_and_exit_2() {
         &["bench", "--nodes-per-process", "0"],
         &["bench", "--docker", "--nodes-per-process", "2"],
         &["bench", "--running", "x", "--nodes-per-process", "2"],
+        &["bench", "--nodes-per-container", "2"],
         &["cluster", "up", "q:3", "--nodes-per-container", "2"],
         &[
             "cluster",

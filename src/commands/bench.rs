@@ -66,6 +66,16 @@ pub struct Args {
     /// as `cluster up --nodes-per-process`.
     #[arg(long, value_name = "N|auto", default_value = "1", conflicts_with_all = ["docker", "running"])]
     pub nodes_per_process: NodesPerProcess,
+    /// With --docker: how many nodes each container runs, N or `auto`; as `cluster up --docker
+    /// --nodes-per-container`.
+    #[arg(
+        long,
+        value_name = "N|auto",
+        default_value = "1",
+        requires = "docker",
+        conflicts_with = "running"
+    )]
+    pub nodes_per_container: NodesPerProcess,
     /// Measure the cluster already running in this directory instead of starting clusters
     /// (no start-up time, no baseline).
     #[arg(long, conflicts_with = "topologies")]
@@ -199,7 +209,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         clear: args.clear,
         payload_bytes: args.payload_bytes,
         docker: args.docker,
-        nodes_per_process: args.nodes_per_process,
+        nodes_per_process: if args.docker {
+            args.nodes_per_container
+        } else {
+            args.nodes_per_process
+        },
         idle: args.idle,
         quiet: args.quiet,
         overload: args.overload.clone(),

@@ -64,7 +64,7 @@ pub struct Options {
     pub payload_bytes: usize,
     /// The clusters as containers (docker compose) instead of local processes.
     pub docker: bool,
-    /// How many nodes each local process runs (a node host).
+    /// How many nodes each local process runs (a node host), or each container with `docker`.
     pub nodes_per_process: NodesPerProcess,
     /// Before any traffic, the idle cost over this long (after the cluster rested).
     pub idle: Option<Duration>,
@@ -336,7 +336,7 @@ fn start(
                 dir: dir.clone(),
                 subnet: Ipv4Addr::new(10, 205, 0, 0),
                 image: DEFAULT_IMAGE.into(),
-                nodes_per_container: Default::default(),
+                nodes_per_container: options.nodes_per_process,
             };
             start::compose(&containers, &mut |note| events(Event::Start(note)))?
         } else {
