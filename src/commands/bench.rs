@@ -668,7 +668,7 @@ fn print_table(f: &Figures) {
     );
     for c in &f.clusters {
         println!(
-            "\n{} ({} processes): all links up in {:.2} s",
+            "\n{} ({} nodes): all links up in {:.2} s",
             c.topology, c.nodes, c.startup_seconds
         );
         if let Some(cpu) = &c.startup_cpu {
