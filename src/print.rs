@@ -7,6 +7,7 @@
 use crate::commands::{runtime, usage};
 use cuberoute_cluster::chaos;
 use cuberoute_cluster::chaos::redundancy::Cell;
+use cuberoute_cluster::launch::hosting::NodesPerProcess;
 use cuberoute_cluster::launch::phases::Phases;
 use cuberoute_cluster::launch::runner;
 use cuberoute_cluster::launch::start::{self, Containers, Local, Note};
@@ -125,6 +126,16 @@ pub fn start_containers(containers: &Containers, timeout: Duration) -> anyhow::R
 pub fn up_summary(up: &Up, what: &str) -> anyhow::Result<()> {
     up_banner(up, what)?;
     commands(&up.dir, up.topology, None)
+}
+
+/// What a cluster's nodes run in, for [`up_summary`]: `runners` (each one node), or the nodes
+/// with up to N a `runner` (`--nodes-per-process`, `--nodes-per-container`).
+pub fn hosted(per: NodesPerProcess, runner: &str, runners: &str) -> String {
+    match per {
+        NodesPerProcess::Count(1) => runners.to_string(),
+        NodesPerProcess::Count(n) => format!("nodes, up to {n} per {runner}"),
+        NodesPerProcess::Auto => format!("nodes, a {runner} per core"),
+    }
 }
 
 /// What came up ([`summary`]), without the commands to use it.

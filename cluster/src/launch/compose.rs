@@ -19,6 +19,7 @@
 //! `docker stack deploy` the same volume is local to the engine the task runs on.
 
 use crate::launch::generate::{Ports, container_service, docker_ip};
+use crate::launch::hosting;
 use crate::launch::layout::{NODE_CONFIG, NODE_HOSTED_LIST};
 use cuberoute_protocol::{NodeId, Topology};
 use serde::Serialize;
@@ -157,15 +158,14 @@ pub fn compose_file(
     image: &str,
     containers: &[Vec<NodeId>],
 ) -> String {
-    let index: BTreeMap<NodeId, u64> = topology
+    let home: BTreeMap<NodeId, u32> = topology
         .nodes()
-        .enumerate()
-        .map(|(i, id)| (id, i as u64))
+        .zip(hosting::homes(topology, containers))
         .collect();
     let services = containers
         .iter()
         .map(|nodes| {
-            let at = nodes.iter().map(|id| index[id]).min().unwrap_or_default();
+            let at = u64::from(home[&nodes[0]]);
             (
                 container_service(nodes),
                 service(nodes, docker_ip(subnet, at), image),

@@ -151,22 +151,22 @@ pub fn prepare(
     let project = project_name(dir);
     remove_volumes(&project, dir)?;
     let ports = Ports::default();
-    let index: std::collections::HashMap<NodeId, u32> = topology
-        .nodes()
-        .enumerate()
-        .map(|(i, id)| (id, i as u32))
+    let service: std::collections::HashMap<NodeId, String> = containers
+        .iter()
+        .flat_map(|nodes| {
+            let service = crate::launch::generate::container_service(nodes);
+            nodes.iter().map(move |id| (*id, service.clone()))
+        })
         .collect();
-    let mut of_node = vec![(0, String::new()); index.len()];
-    for nodes in containers {
-        let at = nodes.iter().map(|id| index[id]).min().unwrap_or_default();
-        for id in nodes {
-            of_node[index[id] as usize] = (at, crate::launch::generate::container_service(nodes));
-        }
-    }
+    let homes = crate::launch::hosting::homes(topology, containers);
     let addressing = Addressing::Docker {
         subnet,
         ports,
-        containers: of_node,
+        containers: topology
+            .nodes()
+            .zip(homes)
+            .map(|(id, home)| (home, service[&id].clone()))
+            .collect(),
     };
     crate::launch::generate::generate(dir, topology, &addressing)?;
     for nodes in containers {

@@ -95,16 +95,16 @@ pub fn shape(
     let fits = files.fit();
     let per = match per {
         NodesPerProcess::Count(0) => {
-            return Err("--nodes-per-process must be at least 1 (or auto)".into());
+            return Err("the nodes a process runs must be at least 1 (or auto)".into());
         }
         NodesPerProcess::Count(per) if per > n => {
             return Err(format!(
-                "--nodes-per-process {per}: {topology} has only {n} nodes"
+                "{per} nodes a process: {topology} has only {n} nodes"
             ));
         }
         NodesPerProcess::Count(per) if per > fits => {
             return Err(format!(
-                "--nodes-per-process {per}: a process may hold at most {fits} nodes here (its open-files limit is {}, {} per node: its store; with --no-store a node holds none)",
+                "{per} nodes a process: a process may hold at most {fits} nodes here (its open-files limit is {}, {} per node: its store; with --no-store a node holds none)",
                 files.limit, files.per_node
             ));
         }
@@ -140,6 +140,25 @@ pub fn groups(
     } else {
         nodes.chunks(per).map(<[NodeId]>::to_vec).collect()
     })
+}
+
+/// For each node (in node order), the index in node order of the first node of its group
+/// (`groups`: the processes or containers, each node in one; a node in none is its own): the
+/// node whose address the group's links and control API take.
+pub fn homes(topology: Topology, groups: &[Vec<NodeId>]) -> Vec<u32> {
+    let index: std::collections::HashMap<NodeId, u32> = topology
+        .nodes()
+        .enumerate()
+        .map(|(i, id)| (id, i as u32))
+        .collect();
+    let mut homes: Vec<u32> = (0..index.len() as u32).collect();
+    for group in groups {
+        let home = group.iter().map(|id| index[id]).min().unwrap_or_default();
+        for id in group {
+            homes[index[id] as usize] = home;
+        }
+    }
+    homes
 }
 
 /// The nodes of each process of a cluster (in id order, the processes in the order of their

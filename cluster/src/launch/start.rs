@@ -104,20 +104,10 @@ impl Containers {
     /// not (a [`Refused`], for the user).
     pub fn groups(&self) -> anyhow::Result<Vec<Vec<NodeId>>> {
         let per = self.nodes_per_container;
-        check_size(self.topology, per, true).map_err(for_containers)?;
+        check_size(self.topology, per, true)?;
         let cores = std::thread::available_parallelism().map_or(1, usize::from);
-        hosting::groups(self.topology, per, cores, hosting::OpenFiles::here(true))
-            .map_err(for_containers)
+        hosting::groups(self.topology, per, cores, hosting::OpenFiles::here(true)).map_err(refused)
     }
-}
-
-/// A refusal of `--nodes-per-process`'s, said of `--nodes-per-container`.
-fn for_containers(message: impl std::fmt::Display) -> anyhow::Error {
-    refused(
-        message
-            .to_string()
-            .replace("--nodes-per-process", "--nodes-per-container"),
-    )
 }
 
 /// What a start tells its caller as it goes, for the user.
@@ -217,30 +207,8 @@ fn init_probing(local: &Local, phases: &mut Phases, groups: &[Vec<NodeId>]) -> a
     write(local, phases, probing, |ports| Addressing::Loopback {
         base: local.base_addr,
         ports,
-        home: homes(local.topology, groups),
+        home: hosting::homes(local.topology, groups),
     })
-}
-
-/// For each node (in node order), the node whose address its links and control API take: the
-/// first of its process, so that the nodes of one process share one link endpoint and one
-/// control endpoint. Empty when every process runs one node.
-fn homes(topology: Topology, groups: &[Vec<NodeId>]) -> Vec<u32> {
-    if groups.iter().all(|g| g.len() == 1) {
-        return Vec::new();
-    }
-    let index: std::collections::HashMap<NodeId, u32> = topology
-        .nodes()
-        .enumerate()
-        .map(|(i, id)| (id, i as u32))
-        .collect();
-    let mut homes: Vec<u32> = (0..index.len() as u32).collect();
-    for group in groups {
-        let home = group.iter().map(|id| index[id]).min().unwrap_or_default();
-        for id in group {
-            homes[index[id] as usize] = home;
-        }
-    }
-    homes
 }
 
 /// The links between two of `groups` (the processes): those that probe. None when every

@@ -63,9 +63,9 @@ pub fn compose(args: &ComposeArgs) -> anyhow::Result<()> {
     };
     let groups = containers.groups()?;
     check_subnet(args.subnet, topology)?;
-    let dir = args.dir.cluster();
-    ensure_free(&dir)?;
-    let run = docker::prepare(&dir, topology, args.subnet, &args.image, &groups)?;
+    let dir = &containers.dir;
+    ensure_free(dir)?;
+    let run = docker::prepare(dir, topology, args.subnet, &args.image, &groups)?;
     if let Some(output) = &args.output {
         std::fs::write(
             output,
@@ -110,10 +110,6 @@ pub fn up(args: &UpArgs) -> anyhow::Result<()> {
         nodes_per_container: args.docker.nodes_per_container,
     };
     let up = print::start_containers(&containers, args.timeout(containers.topology))?;
-    let what = match containers.nodes_per_container {
-        NodesPerProcess::Count(1) => "containers".to_string(),
-        NodesPerProcess::Count(n) => format!("nodes, up to {n} per container"),
-        NodesPerProcess::Auto => "nodes, a container per core".to_string(),
-    };
+    let what = print::hosted(containers.nodes_per_container, "container", "containers");
     print::up_summary(&up, &what)
 }

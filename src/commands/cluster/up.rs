@@ -120,11 +120,9 @@ pub fn up(args: &UpArgs) -> anyhow::Result<()> {
         ..args.init.local(args.netns)?
     };
     let up = print::start_local(&local, args.timeout(local.topology))?;
-    let what = match (args.netns, args.nodes_per_process) {
-        (true, _) => "processes in network namespaces of their own".to_string(),
-        (false, NodesPerProcess::Count(1)) => "processes".to_string(),
-        (false, NodesPerProcess::Count(n)) => format!("nodes, up to {n} per process"),
-        (false, NodesPerProcess::Auto) => "nodes, a process per core".to_string(),
+    let what = match args.netns {
+        true => "processes in network namespaces of their own".to_string(),
+        false => print::hosted(args.nodes_per_process, "process", "processes"),
     };
     print::up_summary(&up, &what)
 }
