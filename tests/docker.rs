@@ -737,43 +737,16 @@ fn containers_of_several_nodes_route_and_crash_alone_or_whole() {
         assert_eq!(cluster.copies_delivered("0", "15", "10s"), 2, "k = 2");
 
         // One exporter a container, its nodes' series labelled, no other's.
-        let manifest = std::fs::read_to_string(cluster.path().join("manifest.toml")).unwrap();
-        let mut containers: std::collections::BTreeMap<String, Vec<u64>> = Default::default();
-        let mut id = None;
-        for line in manifest.lines() {
-            let field = |name: &str| {
-                let (key, value) = line.split_once('=')?;
-                (key.trim() == name).then(|| value.trim().trim_matches('"').to_string())
-            };
-            if let Some(n) = field("id") {
-                id = n.parse::<u64>().ok();
-            }
-            if let (Some(control), Some(n)) = (field("control"), id) {
-                let ip = control.rsplit_once(':').unwrap().0.to_string();
-                containers.entry(ip).or_default().push(n);
-            }
-        }
+        let containers = common::node_hosts(&cluster.path().join("manifest.toml"));
         assert_eq!(containers.len(), 4, "{containers:?}");
-        for (ip, nodes) in &containers {
-            let addr = format!("{ip}:7002");
-            let mut text = String::new();
-            let published = within(Duration::from_secs(10), || {
-                text = common::scrape(&addr);
-                nodes.iter().all(|n| {
-                    let label = format!("node=\"{n}\"}} 1");
-                    text.lines()
-                        .any(|l| l.starts_with("cuberoute_link_up{") && l.ends_with(&label))
-                })
-            });
-            assert!(published.is_some(), "{addr}: {text}");
-            for n in (0..16).filter(|n| !nodes.contains(n)) {
-                assert!(!text.contains(&format!("node=\"{n}\"")), "{n} at {addr}");
-            }
+        for (metrics, nodes) in containers.values() {
+            common::exporter_serves_only(metrics, nodes, 16);
         }
 
         // One node crashed inside its container, which runs on; started there again.
         let group = containers
             .values()
+            .map(|(_, g)| g)
             .find(|g| g.contains(&5))
             .unwrap()
             .clone();

@@ -1,6 +1,7 @@
 //! `cluster swarm` end to end on a testbed of three Docker engines (`cuberoute testbed up
 //! --hosts 3`): EH(2,2), 32 tasks over three hosts by the default placement, reached from this
-//! machine by the same client as a local cluster, then taken down to nothing.
+//! machine by the same client as a local cluster, then taken down to nothing; then on the same
+//! testbed EH(1,2) in tasks of up to four nodes each (`--nodes-per-container 4`).
 //!
 //! One engine-heavy test only: 32 containers on three engines on two cores is slow (its
 //! timings are printed on stderr, which the harness does not capture). It needs root and the
@@ -491,8 +492,11 @@ fn a_swarm_cluster_over_three_hosts_routes_across_them_and_leaves_nothing() {
         assert!(left.is_empty(), "{name} still holds {left:?}");
     }
     assert!(!cluster.dir.path().join("run.toml").exists());
-    let tb = testbed.path().to_string();
     drop(cluster);
+    timed("tasks of several nodes", &mut times, || {
+        tasks_of_several_nodes(&testbed, &hosts)
+    });
+    let tb = testbed.path().to_string();
     let out = timed("testbed down", &mut times, || {
         cuberoute(&["testbed", "down", "--dir", &tb])
     });
@@ -509,4 +513,197 @@ fn a_swarm_cluster_over_three_hosts_routes_across_them_and_leaves_nothing() {
         .map(|(what, t)| format!("{what} {:.1} s", t.as_secs_f64()))
         .collect();
     note(&format!("swarm test timings: {}", summary.join("; ")));
+}
+
+/// EH(1,2) over the testbed's three hosts in tasks of up to four nodes (`cluster swarm
+/// --nodes-per-container 4 --allow-chaos`): each host's nodes in tasks on it, every node up and
+/// linked, a set on all its paths; one exporter a task of several with its nodes' series and no
+/// other's;
+/// one node crashed inside its task while the task's container runs on, started there again;
+/// a chaos run's crashes with reliable sets: a valid verdict; down leaves nothing.
+fn tasks_of_several_nodes(testbed: &Testbed, hosts: &[(String, String)]) {
+    let cluster = SwarmCluster {
+        dir: tempfile::tempdir().unwrap(),
+    };
+    let up = cluster.ok(&[
+        "cluster",
+        "swarm",
+        "eh:1,2",
+        "--testbed",
+        testbed.path(),
+        "--nodes-per-container",
+        "4",
+        "--allow-chaos",
+    ]);
+    note(&format!("swarm test: tasks of four nodes:\n{up}"));
+    let (stack, _) = cluster.recorded();
+    let placement: Value = serde_json::from_str(
+        ok(&[
+            "cluster",
+            "placement",
+            "eh:1,2",
+            "--hosts",
+            "3",
+            "--placement",
+            "paths",
+            "--json",
+        ])
+        .trim(),
+    )
+    .unwrap();
+    // The tasks running on each host: `<stack>_host-<first>` (or `node-<id>` for a task of
+    // one), as many as its nodes make in fours.
+    let mut tasks = 0;
+    for (h, (name, endpoint)) in hosts.iter().enumerate() {
+        let filter = format!("label=com.docker.stack.namespace={stack}");
+        let services = words(&docker(
+            endpoint,
+            &[
+                "ps",
+                "--filter",
+                &filter,
+                "--format",
+                "{{.Label \"com.docker.swarm.service.name\"}}",
+            ],
+        ));
+        let on = placement["nodes"][h].as_array().unwrap().len();
+        assert_eq!(services.len(), on.div_ceil(4), "{name}: {services:?}");
+        tasks += services.len();
+    }
+    assert!(
+        up.contains(&format!("{tasks} Swarm tasks of up to 4 nodes")),
+        "{up}"
+    );
+
+    let status: Value =
+        serde_json::from_str(cluster.ok(&["cluster", "status", "--json"]).trim()).unwrap();
+    assert_eq!(status["nodes_up"], 16, "{status}");
+    assert_eq!(status["link_ends_up"], status["link_ends"], "{status}");
+    let delivered = |to: &str| -> usize {
+        let report: Value = serde_json::from_str(
+            cluster
+                .ok(&[
+                    "send",
+                    "--from",
+                    "0",
+                    "--to",
+                    to,
+                    "--message",
+                    "in tasks",
+                    "--wait",
+                    "--timeout",
+                    "10s",
+                    "--json",
+                ])
+                .trim(),
+        )
+        .unwrap();
+        report["copies"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|c| c["delivered"] == true)
+            .count()
+    };
+    let paths: Value =
+        serde_json::from_str(ok(&["paths", "eh:1,2", "0", "15", "--json"]).trim()).unwrap();
+    let k = paths["k"].as_u64().unwrap() as usize;
+    assert_eq!(delivered("15"), k, "the farthest pair on all its {k} paths");
+
+    // The nodes of each task share its published ports (the client's manifest), and its one
+    // exporter serves its nodes' series, no other's.
+    let by_task = common::node_hosts(&cluster.dir.path().join("manifest.toml"));
+    assert_eq!(by_task.len(), tasks, "{by_task:?}");
+    // (A task of one node is a daemon alone, whose series carry no node label.)
+    for (metrics, nodes) in by_task.values().filter(|(_, nodes)| nodes.len() > 1) {
+        common::exporter_serves_only(metrics, nodes, 16);
+    }
+
+    // A node crashed alone inside its task, whose container runs on; started there again.
+    let (_, group) = by_task.values().find(|(_, g)| g.len() > 1).unwrap();
+    let victim = group[1];
+    let containers_before = count_containers(hosts, &stack);
+    cluster.ok(&["chaos", "kill", "--node", &victim.to_string()]);
+    let status: Value =
+        serde_json::from_str(cluster.ok(&["cluster", "status", "--json"]).trim()).unwrap();
+    let node_up = |status: &Value, id: u64| {
+        status["nodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|n| n["id"] == id)
+            .map(|n| n["up"].clone())
+    };
+    assert_eq!(
+        node_up(&status, victim),
+        Some(Value::Bool(false)),
+        "{status}"
+    );
+    for &other in group.iter().filter(|&&n| n != victim) {
+        assert_eq!(node_up(&status, other), Some(Value::Bool(true)), "{status}");
+    }
+    assert_eq!(
+        count_containers(hosts, &stack),
+        containers_before,
+        "its task's container runs on"
+    );
+    cluster.ok(&["chaos", "restart", "--node", &victim.to_string()]);
+    cluster.ok(&["cluster", "status", "--wait", "--timeout", "60s"]);
+    assert_eq!(
+        count_containers(hosts, &stack),
+        containers_before,
+        "started inside the same container"
+    );
+
+    // The chaos run's crashes, of a node inside its task or of a task's last node (its
+    // container), with reliable sets.
+    let report: Value = serde_json::from_str(
+        cluster
+            .ok(&[
+                "chaos",
+                "run",
+                "--json",
+                "--check",
+                "--rate",
+                "10",
+                "--duration",
+                "8s",
+                "--seed",
+                "5",
+                "--faults",
+                "crash",
+                "--delivery",
+                "reliable",
+                "--life",
+                "60s",
+                "--wait",
+                "60s",
+            ])
+            .trim(),
+    )
+    .unwrap();
+    let verdict = &report["verdict"];
+    assert_eq!(verdict["valid"], true, "{verdict}");
+    let windows = report["fault_windows"].to_string();
+    assert!(
+        windows.contains("node dropped inside its Swarm task"),
+        "{windows}"
+    );
+    cluster.ok(&["cluster", "status", "--wait", "--timeout", "90s"]);
+
+    let down = cluster.ok(&["cluster", "down"]);
+    assert!(down.contains("stack"), "{down}");
+    for (h, (name, endpoint)) in hosts.iter().enumerate() {
+        let left = leftovers(endpoint, &stack, h == 0);
+        assert!(left.is_empty(), "{name} still holds {left:?}");
+    }
+}
+
+/// The running containers of `stack` on every host.
+fn count_containers(hosts: &[(String, String)], stack: &str) -> usize {
+    let filter = format!("label=com.docker.stack.namespace={stack}");
+    hosts
+        .iter()
+        .map(|(_, endpoint)| words(&docker(endpoint, &["ps", "-q", "--filter", &filter])).len())
+        .sum()
 }

@@ -6,6 +6,7 @@
 pub mod browser;
 
 use serde_json::Value;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
@@ -442,6 +443,51 @@ pub fn scrape(addr: &str) -> String {
     let mut text = String::new();
     stream.read_to_string(&mut text).unwrap();
     text
+}
+
+/// The nodes of each process of the cluster whose client manifest is `manifest` (a node host's
+/// nodes share its control address), by that address: its metrics address, and its nodes.
+pub fn node_hosts(manifest: &Path) -> BTreeMap<String, (String, Vec<u64>)> {
+    let text = std::fs::read_to_string(manifest).unwrap();
+    let mut hosts: BTreeMap<String, (String, Vec<u64>)> = BTreeMap::new();
+    let (mut id, mut control) = (None, None);
+    for line in text.lines() {
+        let field = |name: &str| {
+            let (key, value) = line.split_once('=')?;
+            (key.trim() == name).then(|| value.trim().trim_matches('"').to_string())
+        };
+        if let Some(n) = field("id") {
+            id = n.parse::<u64>().ok();
+        }
+        if let Some(c) = field("control") {
+            control = Some(c);
+        }
+        if let (Some(metrics), Some(n)) = (field("metrics"), id) {
+            let c = control
+                .take()
+                .expect("a node's control address comes before its metrics");
+            hosts.entry(c).or_insert((metrics, Vec::new())).1.push(n);
+        }
+    }
+    hosts
+}
+
+/// Within 10 s, the exporter at `metrics` serves a link series of each of `nodes` (labelled
+/// `node`) and no series of any other node below `all`.
+pub fn exporter_serves_only(metrics: &str, nodes: &[u64], all: u64) {
+    let mut text = String::new();
+    let served = within(Duration::from_secs(10), || {
+        text = scrape(metrics);
+        nodes.iter().all(|n| {
+            let label = format!("node=\"{n}\"}} 1");
+            text.lines()
+                .any(|l| l.starts_with("cuberoute_link_up{") && l.ends_with(&label))
+        })
+    });
+    assert!(served.is_some(), "{metrics}: {text}");
+    for n in (0..all).filter(|n| !nodes.contains(n)) {
+        assert!(!text.contains(&format!("node=\"{n}\"")), "{n} at {metrics}");
+    }
 }
 
 /// The value of the metric line that starts with `prefix`.

@@ -281,7 +281,12 @@ impl Harness for Runners<'_> {
     fn mechanism(&self, fault: FaultKind) -> &'static str {
         let node_hosts = self.node_hosts().is_some();
         let containers = self.in_containers();
+        let swarm_tasks_hosted = self.swarm().is_ok()
+            && swarm::tasks_of(self.dir).is_ok_and(|tasks| tasks.iter().any(|t| t.len() > 1));
         match fault {
+            FaultKind::Crash | FaultKind::CrashEnds if swarm_tasks_hosted => {
+                return "node dropped inside its Swarm task (control API), or the task's container killed";
+            }
             FaultKind::Host if node_hosts && containers => {
                 return "container kill (docker) of a node host";
             }

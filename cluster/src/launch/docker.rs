@@ -151,22 +151,10 @@ pub fn prepare(
     let project = project_name(dir);
     remove_volumes(&project, dir)?;
     let ports = Ports::default();
-    let service: std::collections::HashMap<NodeId, String> = containers
-        .iter()
-        .flat_map(|nodes| {
-            let service = crate::launch::generate::container_service(nodes);
-            nodes.iter().map(move |id| (*id, service.clone()))
-        })
-        .collect();
-    let homes = crate::launch::hosting::homes(topology, containers);
     let addressing = Addressing::Docker {
         subnet,
         ports,
-        containers: topology
-            .nodes()
-            .zip(homes)
-            .map(|(id, home)| (home, service[&id].clone()))
-            .collect(),
+        containers: crate::launch::generate::containers(topology, containers),
     };
     crate::launch::generate::generate(dir, topology, &addressing)?;
     for nodes in containers {

@@ -70,15 +70,18 @@ pub enum Addressing {
     /// Hosts of a turmoil simulation (`cuberoute sim`), named by their service name
     /// (`node-<id>`), for the nodes and the client alike.
     Simulated { ports: Ports },
-    /// One Swarm service per node over several hosts (`cluster swarm`, [`crate::launch::swarm`]):
-    /// nodes reach each other by service name (`node-<id>`) on the stack's overlay network; a
-    /// client reaches node `i` on the address of its host, `hosts[i]`, at the ports its container
-    /// publishes there ([`Published`]). The client's manifest names each node's link address
-    /// by service name too: it is reachable on the overlay only.
+    /// One Swarm service per node, or per group of nodes one task runs (`containers`, as for
+    /// [`Addressing::Docker`]), over several hosts (`cluster swarm`, [`crate::launch::swarm`]):
+    /// nodes reach each other by service name (`node-<id>`, `host-<id>`) on the stack's overlay
+    /// network; a client reaches node `i` on the address of its host, `hosts[i]`, at the ports
+    /// its container publishes there ([`Published`], by the index of the container's first
+    /// node). The client's manifest names each node's link address by service name too: it is
+    /// reachable on the overlay only.
     Swarm {
         hosts: Vec<String>,
         ports: Ports,
         published: Published,
+        containers: Vec<(u32, String)>,
     },
 }
 
@@ -160,11 +163,7 @@ impl Addressing {
             Addressing::Docker {
                 subnet, containers, ..
             } => {
-                let (at, service) = containers
-                    .get(index as usize)
-                    .map_or((index, service_name(id)), |(at, service)| {
-                        (u64::from(*at), service.clone())
-                    });
+                let (at, service) = container_of(containers, index, id);
                 NodeAddresses {
                     bind: "0.0.0.0".into(),
                     peer_host: service,
@@ -193,14 +192,20 @@ impl Addressing {
                 }
             }
             Addressing::Swarm {
-                hosts, published, ..
-            } => NodeAddresses {
-                bind: "0.0.0.0".into(),
-                peer_host: service_name(id),
-                client_host: hosts[index as usize].clone(),
-                home_host: None,
-                published: Some(published.of(index)),
-            },
+                hosts,
+                published,
+                containers,
+                ..
+            } => {
+                let (at, service) = container_of(containers, index, id);
+                NodeAddresses {
+                    bind: "0.0.0.0".into(),
+                    peer_host: service,
+                    client_host: hosts[index as usize].clone(),
+                    home_host: None,
+                    published: Some(published.of(at)),
+                }
+            }
         }
     }
 
@@ -214,6 +219,34 @@ impl Addressing {
             | Addressing::Simulated { ports } => *ports,
         }
     }
+}
+
+/// Node number `index`'s container in `containers` (its first node's index, its service);
+/// its own if the list is empty.
+fn container_of(containers: &[(u32, String)], index: u64, id: NodeId) -> (u64, String) {
+    containers
+        .get(index as usize)
+        .map_or((index, service_name(id)), |(at, service)| {
+            (u64::from(*at), service.clone())
+        })
+}
+
+/// The `containers` of [`Addressing::Docker`] and [`Addressing::Swarm`] for `groups` (the
+/// nodes each container runs, every node in one): each node's container's first node's index
+/// and its service, in node order.
+pub fn containers(topology: Topology, groups: &[Vec<NodeId>]) -> Vec<(u32, String)> {
+    let service: std::collections::HashMap<NodeId, String> = groups
+        .iter()
+        .flat_map(|nodes| {
+            let service = container_service(nodes);
+            nodes.iter().map(move |id| (*id, service.clone()))
+        })
+        .collect();
+    topology
+        .nodes()
+        .zip(crate::launch::hosting::homes(topology, groups))
+        .map(|(id, home)| (home, service[&id].clone()))
+        .collect()
 }
 
 /// The compose service (and container host name) of a node.

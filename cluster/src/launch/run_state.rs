@@ -536,6 +536,7 @@ mod tests {
                     hostname: "h1".into(),
                     endpoint: None,
                 }],
+                crashed: Vec::new(),
             },
         };
         // As the record of optional tables wrote them.

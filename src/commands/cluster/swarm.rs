@@ -4,6 +4,7 @@
 
 use super::super::{runtime, usage};
 use crate::commands::args::DirArg;
+use cuberoute_cluster::launch::hosting::NodesPerProcess;
 use cuberoute_cluster::launch::placement::PlacementKind;
 use cuberoute_cluster::launch::run_state::RunState;
 use cuberoute_cluster::launch::start::ensure_free;
@@ -68,6 +69,12 @@ pub struct Args {
     /// every node's configuration; default: paced by the cluster's links, as `cluster up`'s).
     #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
     pub liveness_interval: Option<Duration>,
+    /// How many nodes each task runs as one process (a node host, service `host-<first id>`):
+    /// each host's nodes in tasks of up to N, or `auto`, one task a host. Default 1: a task a
+    /// node. Crashing one node of a task alone (`chaos kill --node`) is fault injection: it
+    /// needs --allow-chaos.
+    #[arg(long, value_name = "N|auto", default_value = "1")]
+    pub nodes_per_container: NodesPerProcess,
 }
 
 fn parse_placement(name: &str) -> Result<PlacementKind, String> {
@@ -122,9 +129,11 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     }
     let of =
         swarm::place(topology, hosts.len(), args.placement).map_err(|e| usage(e.to_string()))?;
+    let containers = swarm::tasks(topology, &of, args.nodes_per_container).map_err(usage)?;
     let plan = Plan {
         topology,
         hosts: of,
+        containers,
         placement: if hosts.len() == 1 {
             "one host".into()
         } else {
@@ -238,7 +247,7 @@ fn wait(dir: &ClusterDir, run: &SwarmRun, timeout: Duration) -> anyhow::Result<D
                 NotReady::Dead(dead) => dead.iter().map(|(id, _)| *id).collect(),
                 NotReady::Runners(_) => Vec::new(),
             };
-            let mut tasks = swarm::explain(run, &nodes);
+            let mut tasks = swarm::explain(dir, run, &nodes);
             tasks.truncate(20);
             anyhow::bail!(
                 "{e}.\n{}\nThe stack {} is left deployed: `cuberoute cluster status --dir {}`, \
@@ -268,12 +277,17 @@ fn summary(
         .sum::<u64>()
         / 2;
     let d = dir.display();
+    let most = plan.containers.iter().map(Vec::len).max().unwrap_or(1);
+    let nodes_each = match most {
+        1 => String::new(),
+        most => format!(" of up to {most} nodes each"),
+    };
     println!(
-        "cluster {topology} is up in {:.1} s: {} Swarm tasks over {} hosts (placement {}), \
-         {links} links, stack {} (deployed in {:.1} s, every task running and every link up \
-         {:.1} s later)",
+        "cluster {topology} is up in {:.1} s: {} Swarm tasks{nodes_each} over {} hosts \
+         (placement {}), {links} links, stack {} (deployed in {:.1} s, every task running and \
+         every link up {:.1} s later)",
         elapsed.as_secs_f64(),
-        topology.node_count(),
+        plan.containers.len(),
         run.hosts.len(),
         run.placement,
         run.stack,
@@ -309,7 +323,12 @@ fn summary(
         .expect("a topology has nodes");
     let name = |v| crate::print::node(topology, v);
     println!(
-        "  node i's control and metrics ports are published on its host at 17000 + i and 22000 + i"
+        "  node i's control and metrics ports are published on its host at 17000 + i and 22000 + i{}",
+        if most > 1 {
+            " (a task's nodes share its first node's)"
+        } else {
+            ""
+        }
     );
     println!(
         "  send:    cuberoute send --dir {d} --from {} --to {} --message hello --wait",

@@ -87,7 +87,7 @@ pub fn inspect(dir: &ClusterDir) -> anyhow::Result<Option<Runners>> {
         return Ok(None);
     };
     let nodes = match &state {
-        RunState::Swarm { topology, run } => swarm::runners(run, *topology)?,
+        RunState::Swarm { run, .. } => swarm::runners(dir, run)?,
         RunState::Processes(state) => state
             .processes
             .iter()
@@ -183,7 +183,7 @@ pub fn kill(dir: &ClusterDir, id: NodeId) -> anyhow::Result<bool> {
         return Ok(false);
     }
     match &runners.state {
-        RunState::Swarm { run, .. } => swarm::kill(run, id),
+        RunState::Swarm { topology, run } => swarm::kill(dir, *topology, run.clone(), id),
         RunState::Processes(_) => local::kill_node(dir, id, Duration::from_secs(5)),
         RunState::Compose { topology, run } => compose::kill(dir, *topology, run.clone(), id),
     }
@@ -196,7 +196,9 @@ pub fn restart(dir: &ClusterDir, id: NodeId) -> anyhow::Result<bool> {
         return Ok(false);
     }
     match &runners.state {
-        RunState::Swarm { run, .. } => return swarm::restart(run, id),
+        RunState::Swarm { topology, run } => {
+            return swarm::restart(dir, *topology, run.clone(), id);
+        }
         RunState::Processes(_) => {
             local::restart_node(dir, &std::env::current_exe()?, id)?;
         }
@@ -210,7 +212,7 @@ pub fn restart(dir: &ClusterDir, id: NodeId) -> anyhow::Result<bool> {
 /// Print one node's log to stdout (following it with `follow`).
 pub fn logs(dir: &ClusterDir, id: NodeId, follow: bool) -> anyhow::Result<()> {
     match find(dir)? {
-        Some(RunState::Swarm { run, .. }) => return swarm::logs(&run, id, follow),
+        Some(RunState::Swarm { run, .. }) => return swarm::logs(dir, &run, id, follow),
         Some(RunState::Compose { run, .. }) => {
             let service = compose::service_of(dir, id)?;
             let mut args = vec!["logs", "--no-color"];

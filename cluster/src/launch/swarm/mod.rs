@@ -31,6 +31,7 @@ pub mod stack;
 pub use run::{SwarmHost, SwarmRun};
 
 use crate::launch::generate::{self, Addressing, Ports, Published};
+use crate::launch::hosting::NodesPerProcess;
 use crate::launch::layout::ClusterDir;
 use crate::launch::placement::{Placement, PlacementError, PlacementKind};
 use crate::launch::runner::state::Runner;
@@ -97,6 +98,8 @@ pub struct Plan {
     pub topology: Topology,
     /// The host (0-based) of each node, in id order.
     pub hosts: Vec<usize>,
+    /// The nodes of each task (in id order; [`tasks`]): one each, or several a node host.
+    pub containers: Vec<Vec<NodeId>>,
     /// The placement's name.
     pub placement: String,
     pub stack: String,
@@ -128,6 +131,7 @@ pub fn prepare(
         image_id: None,
         testbed: target.testbed.clone(),
         hosts,
+        crashed: Vec::new(),
     };
     for host in &run.hosts {
         anyhow::ensure!(
@@ -168,23 +172,38 @@ pub fn prepare(
         hosts: of.iter().map(|h| run.hosts[*h].address.clone()).collect(),
         ports,
         published,
+        containers: generate::containers(topology, &plan.containers),
     };
     generate::generate(dir, topology, &addressing)?;
     if let Some(interval) = plan.liveness_interval {
         generate::set_liveness_interval(dir, topology, interval)?;
     }
-    for id in topology.nodes() {
-        let path = dir.node_config(id);
-        let text = std::fs::read_to_string(&path)
-            .with_context(|| format!("reading {}", path.display()))?;
-        std::fs::write(&path, stack::task_config(&text, plan.allow_chaos)?)
+    for nodes in &plan.containers {
+        let hosted = nodes.len() > 1;
+        for &id in nodes {
+            let path = dir.node_config(id);
+            let text = std::fs::read_to_string(&path)
+                .with_context(|| format!("reading {}", path.display()))?;
+            std::fs::write(
+                &path,
+                stack::task_config(&text, id, hosted, plan.allow_chaos)?,
+            )
             .with_context(|| format!("writing {}", path.display()))?;
+        }
+        if hosted {
+            let list = dir
+                .node_dir(nodes[0])
+                .join(crate::launch::layout::NODE_HOSTED_LIST);
+            std::fs::write(&list, crate::launch::compose::hosted_list(nodes))
+                .with_context(|| format!("writing {}", list.display()))?;
+        }
     }
     let file = dir.path().join(stack::STACK_FILE);
     let text = stack::stack_file(&stack::StackSpec {
         topology,
         image: run.image_id.as_deref().unwrap_or(&plan.image),
         hosts: of,
+        containers: &plan.containers,
         ports,
         published,
         subnet: plan.subnet,
@@ -267,19 +286,49 @@ pub fn deploy(dir: &ClusterDir, run: &SwarmRun) -> anyhow::Result<()> {
         .map(drop)
 }
 
-/// Each node's runner: its task, from the manager.
-pub fn runners(run: &SwarmRun, topology: Topology) -> anyhow::Result<BTreeMap<NodeId, Runner>> {
+/// The nodes of each task of the cluster in `dir` (in id order), from its client manifest: the
+/// nodes of a task of several share its published control port
+/// ([`hosting::processes`](crate::launch::hosting::processes)).
+pub fn tasks_of(dir: &ClusterDir) -> anyhow::Result<Vec<Vec<NodeId>>> {
+    let manifest = cuberoute_daemon::manifest::Manifest::load(&dir.manifest())?;
+    Ok(crate::launch::hosting::processes(&manifest))
+}
+
+/// The nodes of the task that runs node `id`, and its service (`node-<id>`, `host-<first>`).
+fn task_of(dir: &ClusterDir, id: NodeId) -> anyhow::Result<(Vec<NodeId>, String)> {
+    let nodes = tasks_of(dir)?
+        .into_iter()
+        .find(|nodes| nodes.contains(&id))
+        .ok_or_else(|| anyhow::anyhow!("node {id} is not in the cluster's manifest"))?;
+    let service = generate::container_service(&nodes);
+    Ok((nodes, service))
+}
+
+/// Each node's runner: its task, from the manager; a node crashed inside a task that runs on is
+/// dead until it is started there again.
+pub fn runners(dir: &ClusterDir, run: &SwarmRun) -> anyhow::Result<BTreeMap<NodeId, Runner>> {
     let tasks = engine::current_tasks(run.manager().tasks(&run.stack)?);
-    Ok(topology
-        .nodes()
-        .map(|id| {
-            let runner = match tasks.get(&generate::service_name(id)) {
+    let mut runners = BTreeMap::new();
+    for nodes in tasks_of(dir)? {
+        let task = tasks.get(&generate::container_service(&nodes));
+        for &id in &nodes {
+            let runner = match task {
                 None => Runner::Starting("no task yet".into()),
+                Some(task) if task.running() && crashed_in(run, id, task) => {
+                    Runner::Dead("crashed inside its task".into())
+                }
                 Some(task) => runner_of(run, task),
             };
-            (id, runner)
-        })
-        .collect())
+            runners.insert(id, runner);
+        }
+    }
+    Ok(runners)
+}
+
+fn crashed_in(run: &SwarmRun, id: NodeId, task: &Task) -> bool {
+    task.container
+        .as_deref()
+        .is_some_and(|c| run.crashed_in(id, c))
 }
 
 fn runner_of(run: &SwarmRun, task: &Task) -> Runner {
@@ -304,24 +353,31 @@ fn runner_of(run: &SwarmRun, task: &Task) -> Runner {
 }
 
 /// What the manager says of the tasks of `nodes`: one line each.
-pub fn explain(run: &SwarmRun, nodes: &[NodeId]) -> Vec<String> {
-    let Ok(tasks) = run.manager().tasks(&run.stack) else {
+pub fn explain(dir: &ClusterDir, run: &SwarmRun, nodes: &[NodeId]) -> Vec<String> {
+    let (Ok(tasks), Ok(runners)) = (run.manager().tasks(&run.stack), runners(dir, run)) else {
         return Vec::new();
     };
     let tasks = engine::current_tasks(tasks);
     nodes
         .iter()
-        .map(|id| match tasks.get(&generate::service_name(*id)) {
-            None => format!("node {id}: no task"),
-            Some(task) => format!("node {id}: {}", runner_of(run, task).describe()),
+        .map(|id| {
+            let service = task_of(dir, *id).map(|(_, service)| service);
+            match (service.ok().and_then(|s| tasks.get(&s)), runners.get(id)) {
+                (Some(_), Some(runner)) => format!("node {id}: {}", runner.describe()),
+                _ => format!("node {id}: no task"),
+            }
         })
         .collect()
 }
 
-/// The running task of node `id`: its container and the engine it runs on.
-fn running_container(run: &SwarmRun, id: NodeId) -> anyhow::Result<Option<(String, &SwarmHost)>> {
+/// The running task of service `name` (`node-<id>`, `host-<id>`): its container and the
+/// engine it runs on.
+fn running_container<'a>(
+    run: &'a SwarmRun,
+    name: &str,
+) -> anyhow::Result<Option<(String, &'a SwarmHost)>> {
     let tasks = engine::current_tasks(run.manager().tasks(&run.stack)?);
-    let Some(task) = tasks.get(&generate::service_name(id)) else {
+    let Some(task) = tasks.get(name) else {
         return Ok(None);
     };
     if !task.running() {
@@ -330,23 +386,66 @@ fn running_container(run: &SwarmRun, id: NodeId) -> anyhow::Result<Option<(Strin
     let container = task
         .container
         .clone()
-        .with_context(|| format!("node {id}'s task {} names no container", task.id))?;
+        .with_context(|| format!("task {} of {name} names no container", task.id))?;
     let host = run.host_of_node(&task.node).with_context(|| {
         format!(
-            "node {id} runs on swarm node {}, not a host of the cluster",
+            "{name} runs on swarm node {}, not a host of the cluster",
             task.node
         )
     })?;
     Ok(Some((container, host)))
 }
 
-/// Kill node `id`'s container on its host (SIGKILL) and wait until its engine sees it stopped;
-/// Swarm then starts a new task for it (restart policy `any`). False if it was not running; an
-/// error if its host's engine is not known here (with the command to run there).
-pub fn kill(run: &SwarmRun, id: NodeId) -> anyhow::Result<bool> {
-    let Some((container, host)) = running_container(run, id)? else {
+/// Record `run` (its crashed nodes) in `dir`'s run state, forgetting crashes in containers
+/// that no longer run.
+fn save(dir: &ClusterDir, topology: Topology, mut run: SwarmRun) -> anyhow::Result<()> {
+    let tasks = engine::current_tasks(run.manager().tasks(&run.stack)?);
+    let running: Vec<&str> = tasks
+        .values()
+        .filter(|t| t.running())
+        .filter_map(|t| t.container.as_deref())
+        .collect();
+    run.crashed
+        .retain(|c| running.contains(&c.container.as_str()));
+    crate::launch::run_state::RunState::Swarm { topology, run }.save(dir)
+}
+
+/// Kill node `id`: alone inside its task's container while other nodes run there (a node
+/// host's crash of one node, [`in_host`](crate::launch::in_host): fault injection, which the
+/// nodes take only with `cluster swarm --allow-chaos`), else its container on its host
+/// (SIGKILL), waiting until its engine sees it stopped; Swarm then starts a new task for it
+/// (restart policy `any`). False if it was not running; an error if its host's engine is not
+/// known here (with the command to run there).
+pub fn kill(
+    dir: &ClusterDir,
+    topology: Topology,
+    mut run: SwarmRun,
+    id: NodeId,
+) -> anyhow::Result<bool> {
+    let (nodes, service) = task_of(dir, id)?;
+    let Some((container, host)) = running_container(&run, &service)? else {
         return Ok(false);
     };
+    let others: Vec<NodeId> = nodes
+        .iter()
+        .copied()
+        .filter(|&n| n != id && !run.crashed_in(n, &container))
+        .collect();
+    if !others.is_empty() {
+        crate::launch::in_host::crash(dir, id, &others).with_context(|| {
+            format!(
+                "crashing node {id} alone inside task {service}, which runs {} other nodes \
+                 (the nodes take it with `cluster swarm --allow-chaos`)",
+                others.len()
+            )
+        })?;
+        run.crashed.push(run::CrashedNode {
+            node: id,
+            container,
+        });
+        save(dir, topology, run)?;
+        return Ok(true);
+    }
     let Some(endpoint) = &host.endpoint else {
         anyhow::bail!(
             "node {id} runs on {} ({}), whose engine is not known here: run `docker kill -s \
@@ -364,6 +463,9 @@ pub fn kill(run: &SwarmRun, id: NodeId) -> anyhow::Result<bool> {
             .map(|s| s.trim() == "true")
             .unwrap_or(false);
         if !running {
+            if !run.crashed.is_empty() {
+                save(dir, topology, run)?;
+            }
             return Ok(true);
         }
         anyhow::ensure!(
@@ -374,25 +476,50 @@ pub fn kill(run: &SwarmRun, id: NodeId) -> anyhow::Result<bool> {
     }
 }
 
-/// Start node `id` again. False if its task runs. A task on its way (Swarm restarts a killed
-/// one by itself) is left to it; a node with no task meant to run gets one
-/// (`docker service update --force`).
-pub fn restart(run: &SwarmRun, id: NodeId) -> anyhow::Result<bool> {
+/// Start node `id` again. False if it runs. A node crashed inside a task that runs on is started
+/// there again; a task on its way (Swarm restarts a killed one by itself) is left to it; a
+/// node with no task meant to run gets one (`docker service update --force`).
+pub fn restart(
+    dir: &ClusterDir,
+    topology: Topology,
+    mut run: SwarmRun,
+    id: NodeId,
+) -> anyhow::Result<bool> {
+    let (nodes, service) = task_of(dir, id)?;
     let tasks = engine::current_tasks(run.manager().tasks(&run.stack)?);
-    match tasks.get(&generate::service_name(id)) {
+    match tasks.get(&service) {
+        Some(task) if task.running() && crashed_in(&run, id, task) => {
+            let container = task.container.clone().unwrap_or_default();
+            let others: Vec<NodeId> = nodes
+                .iter()
+                .copied()
+                .filter(|&n| !run.crashed_in(n, &container))
+                .collect();
+            crate::launch::in_host::restart(dir, id, &others)?;
+            run.crashed
+                .retain(|c| !(c.node == id && c.container == container));
+            save(dir, topology, run)?;
+            Ok(true)
+        }
         Some(task) if task.running() => Ok(false),
         Some(task) if task.wanted() => Ok(true),
         _ => {
-            run.manager()
-                .run(&["service", "update", "--force", "--detach", &run.service(id)])?;
+            run.manager().run(&[
+                "service",
+                "update",
+                "--force",
+                "--detach",
+                &run.service(&service),
+            ])?;
             Ok(true)
         }
     }
 }
 
-/// Node `id`'s log, from the manager (`docker service logs`, every task's), on our stdout.
-pub fn logs(run: &SwarmRun, id: NodeId, follow: bool) -> anyhow::Result<()> {
-    let service = run.service(id);
+/// Node `id`'s log, from the manager (`docker service logs`, every task's of its service), on
+/// our stdout.
+pub fn logs(dir: &ClusterDir, run: &SwarmRun, id: NodeId, follow: bool) -> anyhow::Result<()> {
+    let service = run.service(&task_of(dir, id)?.1);
     let mut args = vec!["service", "logs", "--raw"];
     if follow {
         args.push("--follow");
@@ -595,6 +722,40 @@ pub fn place(
     Ok(topology.nodes().map(|v| placement.host_of(v)).collect())
 }
 
+/// The nodes of each task (`cluster swarm --nodes-per-container`), each in id order: a task a
+/// node by default; with N, each host's nodes (`of`: the host of each node, in id order) in
+/// tasks of at most N, in id order; with auto, one task a host. The tasks of a host are a part
+/// of what its loss costs (the placement chose the hosts), so no placement is searched within
+/// one. An error (for the user) when N is 0 or more than the nodes.
+pub fn tasks(
+    topology: Topology,
+    of: &[usize],
+    per: NodesPerProcess,
+) -> Result<Vec<Vec<NodeId>>, String> {
+    let n = topology.node_count() as usize;
+    let per = match per {
+        NodesPerProcess::Count(0) => {
+            return Err("the nodes a task runs must be at least 1 (or auto)".into());
+        }
+        NodesPerProcess::Count(per) if per > n => {
+            return Err(format!("{per} nodes a task: {topology} has only {n} nodes"));
+        }
+        NodesPerProcess::Count(per) => per,
+        NodesPerProcess::Auto => n,
+    };
+    let hosts = of.iter().max().map_or(0, |h| h + 1);
+    let mut on: Vec<Vec<NodeId>> = vec![Vec::new(); hosts];
+    for (id, host) in topology.nodes().zip(of) {
+        on[*host].push(id);
+    }
+    let mut tasks: Vec<Vec<NodeId>> = on
+        .iter()
+        .flat_map(|nodes| nodes.chunks(per).map(<[NodeId]>::to_vec))
+        .collect();
+    tasks.sort();
+    Ok(tasks)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -657,6 +818,10 @@ mod tests {
                     endpoint: None,
                 },
             ],
+            crashed: vec![run::CrashedNode {
+                node: NodeId(3),
+                container: "c0ffee".into(),
+            }],
         };
         let state = RunState::Swarm {
             topology: "q:2".parse().unwrap(),
@@ -679,6 +844,7 @@ mod tests {
                 .to_vec(),
             ports: Ports::default(),
             published: Published::default(),
+            containers: Vec::new(),
         };
         let manifest = generate::generate(&dir, topology, &addressing).unwrap();
         let three = manifest.node(NodeId(3)).unwrap();
@@ -693,5 +859,188 @@ mod tests {
         assert_eq!(own.node(NodeId(3)).unwrap().addr, "node-3:7000");
         assert_eq!(own.node(NodeId(3)).unwrap().control, "node-3:7001");
         assert_eq!(max_nodes(), 5_000);
+    }
+
+    /// `--nodes-per-container`: each host's nodes in tasks of up to N (auto: one a host),
+    /// every node in one task, a task's nodes on one host; 0 and more than the nodes refused.
+    #[test]
+    fn tasks_split_each_hosts_nodes() {
+        let topology: Topology = "eh:1,2".parse().unwrap();
+        let of = place(topology, 2, PlacementKind::Paths).unwrap();
+        let check = |per: NodesPerProcess| {
+            let tasks = tasks(topology, &of, per).unwrap();
+            let mut all: Vec<NodeId> = tasks.iter().flatten().copied().collect();
+            all.sort();
+            assert_eq!(all, topology.nodes().collect::<Vec<_>>(), "{per:?}");
+            for task in &tasks {
+                let host = of[task[0].0 as usize];
+                assert!(task.iter().all(|v| of[v.0 as usize] == host), "{task:?}");
+                assert!(task.windows(2).all(|w| w[0] < w[1]), "{task:?}");
+            }
+            tasks
+        };
+        let sizes = |tasks: Vec<Vec<NodeId>>| {
+            let mut sizes: Vec<usize> = tasks.iter().map(Vec::len).collect();
+            sizes.sort();
+            sizes
+        };
+        assert_eq!(sizes(check(NodesPerProcess::Count(1))), vec![1; 16]);
+        assert_eq!(sizes(check(NodesPerProcess::Count(4))), vec![4; 4]);
+        assert_eq!(
+            sizes(check(NodesPerProcess::Count(3))),
+            vec![2, 2, 3, 3, 3, 3]
+        );
+        assert_eq!(sizes(check(NodesPerProcess::Auto)), vec![8, 8]);
+        assert_eq!(sizes(check(NodesPerProcess::Count(16))), vec![8, 8]);
+        let refused = |per| tasks(topology, &of, per).unwrap_err();
+        assert!(refused(NodesPerProcess::Count(0)).contains("at least 1"));
+        assert_eq!(
+            refused(NodesPerProcess::Count(17)),
+            "17 nodes a task: eh:1,2 has only 16 nodes"
+        );
+    }
+
+    /// A task of several nodes: one service `host-<first>` on its nodes' host, running them as
+    /// one daemon from its first node's list; each node's configs in `/node/<id>` and its keys
+    /// as secrets named by node (a task holds its own nodes' keys, no other's); the CA and the
+    /// key directory once; one store volume, one pair of published ports, its first node's.
+    /// The client's manifest gives the nodes of a task its published control port, which is
+    /// how the runners find the task back.
+    #[test]
+    fn a_task_of_several_nodes_runs_them_as_one_daemon() {
+        let topology: Topology = "eh:1,2".parse().unwrap();
+        let of = place(topology, 2, PlacementKind::Paths).unwrap();
+        let groups = tasks(topology, &of, NodesPerProcess::Count(4)).unwrap();
+        let text = stack::stack_file(&stack::StackSpec {
+            topology,
+            image: "cuberoute:latest",
+            hosts: &of,
+            containers: &groups,
+            ports: Ports::default(),
+            published: Published::default(),
+            subnet: Ipv4Addr::new(10, 210, 0, 0),
+        });
+        let yaml: serde_yaml_ng::Value = serde_yaml_ng::from_str(&text).unwrap();
+        let services = yaml["services"].as_mapping().unwrap();
+        assert_eq!(services.len(), 4, "{text}");
+        let targets = |list: &serde_yaml_ng::Value| -> Vec<String> {
+            let mut t: Vec<String> = list
+                .as_sequence()
+                .unwrap()
+                .iter()
+                .map(|m| m["target"].as_str().unwrap().to_string())
+                .collect();
+            t.sort();
+            t
+        };
+        let mut published = std::collections::BTreeSet::new();
+        for nodes in &groups {
+            let first = nodes[0].0;
+            let name = generate::container_service(nodes);
+            assert_eq!(name, format!("host-{first}"));
+            let service = &yaml["services"][name.as_str()];
+            let command: Vec<&str> = service["command"]
+                .as_sequence()
+                .unwrap()
+                .iter()
+                .map(|v| v.as_str().unwrap())
+                .collect();
+            let config = format!("/node/{first}/node.toml");
+            let list = format!("/node/{first}/hosted.txt");
+            assert_eq!(
+                command,
+                ["daemon", "--config", &config, "--with-configs", &list]
+            );
+            let mut configs = vec![
+                "/node/ca.pem".to_string(),
+                "/node/keys.bin".to_string(),
+                list.clone(),
+            ];
+            let mut secrets = Vec::new();
+            for id in nodes {
+                for file in ["node.toml", "manifest.toml", "node.pem"] {
+                    configs.push(format!("/node/{}/{file}", id.0));
+                }
+                secrets.push(format!("node-{}.key", id.0));
+                secrets.push(format!("node-{}.seal.key", id.0));
+            }
+            configs.sort();
+            secrets.sort();
+            assert_eq!(targets(&service["configs"]), configs);
+            assert_eq!(targets(&service["secrets"]), secrets);
+            assert_eq!(
+                yaml["configs"][format!("node-{first}.hosted").as_str()]["file"],
+                format!("nodes/{first}/hosted.txt")
+            );
+            assert_eq!(service["volumes"][0]["source"], format!("store-{first}"));
+            assert_eq!(
+                service["deploy"]["placement"]["constraints"][0],
+                stack::constraint(of[first as usize])
+            );
+            assert_eq!(service["ports"][0]["published"], 17_000 + first);
+            for port in service["ports"].as_sequence().unwrap() {
+                assert!(published.insert(port["published"].as_u64().unwrap()));
+            }
+        }
+        assert_eq!(yaml["volumes"].as_mapping().unwrap().len(), 4);
+
+        // Each node's task configuration: its own secrets, store and revocation list, the
+        // task's CA and key directory.
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = ClusterDir::new(tmp.path());
+        let addressing = Addressing::Swarm {
+            hosts: of.iter().map(|h| format!("198.18.0.{}", h + 2)).collect(),
+            ports: Ports::default(),
+            published: Published::default(),
+            containers: generate::containers(topology, &groups),
+        };
+        let manifest = generate::generate(&dir, topology, &addressing).unwrap();
+        let five = NodeId(5);
+        let task = groups.iter().find(|g| g.contains(&five)).unwrap();
+        let generated = std::fs::read_to_string(dir.node_config(five)).unwrap();
+        let table: toml::Table = stack::task_config(&generated, five, true, false)
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert_eq!(
+            table["tls"]["key"].as_str(),
+            Some("/run/secrets/node-5.key")
+        );
+        assert_eq!(
+            table["keys"]["secret"].as_str(),
+            Some("/run/secrets/node-5.seal.key")
+        );
+        assert_eq!(
+            table["store"]["path"].as_str(),
+            Some("/var/lib/cuberoute/store-5.redb")
+        );
+        assert_eq!(
+            table["keys"]["revoked"].as_str(),
+            Some("/var/lib/cuberoute/revoked-5.bin")
+        );
+        assert_eq!(table["tls"]["ca"].as_str(), Some("/node/ca.pem"));
+        assert_eq!(table["keys"]["directory"].as_str(), Some("/node/keys.bin"));
+        assert_eq!(table["tls"]["cert"].as_str(), Some("node.pem"));
+        // Peers dial the task by its service; the client reaches it on its host's address at
+        // its first node's published ports.
+        let first = task[0];
+        let host = format!("198.18.0.{}", of[five.0 as usize] + 2);
+        let entry = manifest.node(five).unwrap();
+        assert_eq!(entry.addr, format!("host-{}:7000", first.0));
+        assert_eq!(entry.control, format!("{host}:{}", 17_000 + first.0));
+        let own = cuberoute_daemon::manifest::Manifest::load(
+            &dir.node_dir(five)
+                .join(crate::launch::layout::NODE_MANIFEST),
+        )
+        .unwrap();
+        assert_eq!(
+            own.node(five).unwrap().addr,
+            format!("host-{}:7000", first.0)
+        );
+        let mut found = tasks_of(&dir).unwrap();
+        let mut expected = groups.clone();
+        found.sort();
+        expected.sort();
+        assert_eq!(found, expected);
     }
 }

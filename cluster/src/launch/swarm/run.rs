@@ -2,7 +2,6 @@
 //! (`crate::launch::local`) without the rest of `cluster swarm`.
 
 use super::engine::Engine;
-use crate::launch::generate;
 use cuberoute_protocol::NodeId;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
@@ -26,6 +25,18 @@ pub struct SwarmRun {
     /// The hosts, `h1` first.
     #[serde(rename = "host", default)]
     pub hosts: Vec<SwarmHost>,
+    /// Nodes crashed inside a task of several nodes while the others run on (`chaos kill`),
+    /// each with the container it crashed in: a new container of the task (a restart by
+    /// Swarm) runs it again.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub crashed: Vec<CrashedNode>,
+}
+
+/// A node crashed inside its task's container ([`SwarmRun::crashed`]).
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct CrashedNode {
+    pub node: NodeId,
+    pub container: String,
 }
 
 /// One host of a swarm cluster.
@@ -53,9 +64,16 @@ impl SwarmRun {
         self.hosts.iter().find(|h| h.node == node)
     }
 
-    /// The service of node `id` as Docker names it.
-    pub fn service(&self, id: NodeId) -> String {
-        format!("{}_{}", self.stack, generate::service_name(id))
+    /// A service of the stack (`node-<id>`, `host-<id>`) as Docker names it.
+    pub fn service(&self, name: &str) -> String {
+        format!("{}_{name}", self.stack)
+    }
+
+    /// Whether node `id` crashed inside `container`, which runs.
+    pub fn crashed_in(&self, id: NodeId, container: &str) -> bool {
+        self.crashed
+            .iter()
+            .any(|c| c.node == id && c.container == container)
     }
 
     /// The engines this machine can ask, with their hosts.

@@ -19,9 +19,10 @@
 //! them `com.docker.stack.namespace=<stack>`, which is how `cluster down` finds them.
 
 use crate::launch::compose::{
-    Healthcheck, Ipam, NETWORK, NODE_MOUNT as NODE_DIR, STATE_DIR, STORE_PATH, Subnet,
+    Healthcheck, Ipam, NETWORK, NODE_MOUNT as NODE_DIR, STATE_DIR, Subnet, node_mount, store_path,
+    store_volume,
 };
-use crate::launch::generate::{Ports, Published, service_name};
+use crate::launch::generate::{Ports, Published, container_service};
 use crate::launch::layout;
 use cuberoute_protocol::{NodeId, Topology};
 use serde::Serialize;
@@ -52,6 +53,8 @@ pub struct StackSpec<'a> {
     pub image: &'a str,
     /// The host (0-based) of each node, in id order.
     pub hosts: &'a [usize],
+    /// The nodes of each task (in id order), every node in one, each task's nodes on one host.
+    pub containers: &'a [Vec<NodeId>],
     pub ports: Ports,
     pub published: Published,
     /// The overlay network's /16.
@@ -150,50 +153,79 @@ pub struct FileObject {
 const CA_CONFIG: &str = "ca.pem";
 const KEYS_CONFIG: &str = "keys.bin";
 
-/// One config or secret of a node: (its name in the stack, its file in the cluster directory,
+/// One config or secret of a task: (its name in the stack, its file in the cluster directory,
 /// its target in the task).
 type Shipped = (String, String, String);
 
-/// The configs and secrets of node `id`.
-fn node_files(id: NodeId) -> (Vec<Shipped>, Vec<Shipped>) {
-    let n = id.0;
-    let file = |name: &str| format!("nodes/{n}/{name}");
-    let in_node = |name: &str| format!("{NODE_DIR}/{name}");
-    let configs = vec![
+/// The name in `/run/secrets` of node `id`'s TLS key and of its sealing key: the generated
+/// names for a node alone in its task, named by node for a task of several.
+fn secret_targets(id: NodeId, hosted: bool) -> (String, String) {
+    if hosted {
         (
-            format!("node-{n}.toml"),
-            file(layout::NODE_CONFIG),
-            in_node(layout::NODE_CONFIG),
-        ),
-        (
-            format!("node-{n}.manifest.toml"),
-            file(layout::NODE_MANIFEST),
-            in_node(layout::NODE_MANIFEST),
-        ),
-        (
-            format!("node-{n}.pem"),
-            file(layout::NODE_CERT),
-            in_node(layout::NODE_CERT),
-        ),
-        (CA_CONFIG.into(), CA_CONFIG.into(), in_node(layout::NODE_CA)),
+            format!("node-{}.key", id.0),
+            format!("node-{}.seal.key", id.0),
+        )
+    } else {
+        (layout::NODE_KEY.into(), layout::NODE_SEAL_KEY.into())
+    }
+}
+
+/// The configs and secrets of the task that runs `nodes` (in id order): each node's
+/// configuration, manifest and certificate in its directory ([`node_mount`]: `/node` for a
+/// node alone, `/node/<id>` for several), its keys as secrets; the CA certificate and the key
+/// directory once, in `/node`; and a task of several its first node's list of the others
+/// ([`layout::NODE_HOSTED_LIST`]).
+fn task_files(nodes: &[NodeId]) -> (Vec<Shipped>, Vec<Shipped>) {
+    let hosted = nodes.len() > 1;
+    let (mut configs, mut secrets) = (Vec::new(), Vec::new());
+    for &id in nodes {
+        let n = id.0;
+        let file = |name: &str| format!("nodes/{n}/{name}");
+        let in_node = |name: &str| format!("{}/{name}", node_mount(id, hosted));
+        configs.extend([
+            (
+                format!("node-{n}.toml"),
+                file(layout::NODE_CONFIG),
+                in_node(layout::NODE_CONFIG),
+            ),
+            (
+                format!("node-{n}.manifest.toml"),
+                file(layout::NODE_MANIFEST),
+                in_node(layout::NODE_MANIFEST),
+            ),
+            (
+                format!("node-{n}.pem"),
+                file(layout::NODE_CERT),
+                in_node(layout::NODE_CERT),
+            ),
+        ]);
+        let (key, seal) = secret_targets(id, hosted);
+        secrets.extend([
+            (format!("node-{n}.key"), file(layout::NODE_KEY), key),
+            (
+                format!("node-{n}.seal.key"),
+                file(layout::NODE_SEAL_KEY),
+                seal,
+            ),
+        ]);
+    }
+    let in_task = |name: &str| format!("{NODE_DIR}/{name}");
+    configs.extend([
+        (CA_CONFIG.into(), CA_CONFIG.into(), in_task(layout::NODE_CA)),
         (
             KEYS_CONFIG.into(),
             layout::NODE_KEYS.into(),
-            in_node(layout::NODE_KEYS),
+            in_task(layout::NODE_KEYS),
         ),
-    ];
-    let secrets = vec![
-        (
-            format!("node-{n}.key"),
-            file(layout::NODE_KEY),
-            layout::NODE_KEY.into(),
-        ),
-        (
-            format!("node-{n}.seal.key"),
-            file(layout::NODE_SEAL_KEY),
-            layout::NODE_SEAL_KEY.into(),
-        ),
-    ];
+    ]);
+    if hosted {
+        let first = nodes[0];
+        configs.push((
+            format!("node-{}.hosted", first.0),
+            format!("nodes/{}/{}", first.0, layout::NODE_HOSTED_LIST),
+            format!("{}/{}", node_mount(first, true), layout::NODE_HOSTED_LIST),
+        ));
+    }
     (configs, secrets)
 }
 
@@ -221,8 +253,13 @@ pub fn stack_file(spec: &StackSpec) -> String {
         configs: BTreeMap::new(),
         secrets: BTreeMap::new(),
     };
-    for (index, id) in topology.nodes().enumerate() {
-        let (configs, secrets) = node_files(id);
+    let index: BTreeMap<NodeId, usize> =
+        topology.nodes().enumerate().map(|(i, v)| (v, i)).collect();
+    for nodes in spec.containers {
+        let (configs, secrets) = task_files(nodes);
+        let hosted = nodes.len() > 1;
+        let first = nodes[0];
+        let home = index[&first];
         let mount = |objects: &[Shipped], mode| {
             objects
                 .iter()
@@ -233,21 +270,29 @@ pub fn stack_file(spec: &StackSpec) -> String {
                 })
                 .collect()
         };
+        let config = format!("{}/{}", node_mount(first, hosted), layout::NODE_CONFIG);
+        let mut command = strings(&["daemon", "--config", &config]);
+        if hosted {
+            command.extend([
+                "--with-configs".to_string(),
+                format!("{}/{}", node_mount(first, true), layout::NODE_HOSTED_LIST),
+            ]);
+        }
         let service = Service {
             image: spec.image.to_string(),
-            command: strings(&["daemon", "--config", &config_path()]),
-            hostname: service_name(id),
+            command,
+            hostname: container_service(nodes),
             environment: BTreeMap::from([("RUST_LOG".into(), "${RUST_LOG:-info}".into())]),
             configs: mount(&configs, 0o444),
             secrets: mount(&secrets, 0o400),
             volumes: vec![VolumeMount {
                 kind: "volume".into(),
-                source: crate::launch::compose::store_volume(id),
+                source: store_volume(first),
                 target: STATE_DIR.into(),
             }],
             networks: vec![NETWORK.into()],
             ports: {
-                let (control, metrics) = spec.published.of(index as u64);
+                let (control, metrics) = spec.published.of(home as u64);
                 vec![
                     // The control API is QUIC: UDP.
                     Port {
@@ -265,7 +310,7 @@ pub fn stack_file(spec: &StackSpec) -> String {
                     },
                 ]
             },
-            healthcheck: Healthcheck::status(&config_path(), "3s"),
+            healthcheck: Healthcheck::status(&config, "3s"),
             stop_grace_period: "5s".into(),
             deploy: Deploy {
                 mode: "replicated".into(),
@@ -280,7 +325,7 @@ pub fn stack_file(spec: &StackSpec) -> String {
                 // (deploy/README.md, "Docker Swarm").
                 endpoint_mode: "dnsrr".into(),
                 placement: Placement {
-                    constraints: vec![constraint(spec.hosts[index])],
+                    constraints: vec![constraint(spec.hosts[home])],
                 },
                 restart_policy: RestartPolicy {
                     condition: "any".into(),
@@ -288,9 +333,8 @@ pub fn stack_file(spec: &StackSpec) -> String {
                 },
             },
         };
-        file.services.insert(service_name(id), service);
-        file.volumes
-            .insert(crate::launch::compose::store_volume(id), Volume {});
+        file.services.insert(container_service(nodes), service);
+        file.volumes.insert(store_volume(first), Volume {});
         for (name, path, _) in configs {
             file.configs.insert(name, FileObject { file: path });
         }
@@ -299,11 +343,19 @@ pub fn stack_file(spec: &StackSpec) -> String {
         }
     }
     let yaml = serde_yaml_ng::to_string(&file).expect("a stack file serializes");
+    let tasks = match spec.containers.iter().map(Vec::len).max() {
+        Some(most) if most > 1 => format!(
+            "# {} tasks of up to {most} nodes each (`host-<first id>`: one process, its nodes \
+             sharing its ports, its configs in /node/<id>).\n",
+            spec.containers.len()
+        ),
+        _ => String::new(),
+    };
     format!(
-        "# cuberoute: {topology}, {} nodes over {} hosts, generated by `cuberoute cluster swarm`.\n\
+        "# cuberoute: {topology}, {} nodes over {} hosts, generated by `cuberoute cluster swarm`.\n{tasks}\
          # Deploy: docker stack deploy -c stack.yml --resolve-image never <stack> (from this directory).\n\
          # Nodes use ports {} (links, on the overlay), {} (control, published on the host at {} + i) \
-         and {} (metrics, at {} + i).\n{yaml}",
+         and {} (metrics, at {} + i; a task of several nodes at its first node's i).\n{yaml}",
         topology.node_count(),
         spec.hosts.iter().max().map_or(0, |h| h + 1),
         spec.ports.link,
@@ -314,20 +366,23 @@ pub fn stack_file(spec: &StackSpec) -> String {
     )
 }
 
-fn config_path() -> String {
-    format!("{NODE_DIR}/{}", layout::NODE_CONFIG)
-}
-
 fn strings(v: &[&str]) -> Vec<String> {
     v.iter().map(|s| s.to_string()).collect()
 }
 
-/// A node's generated configuration as its task runs it: the private keys from the task's
-/// secrets, the store and the revocation list on its volume (a pushed list is kept there: its
-/// configs are read-only); every other path stays relative to `/node`, where its configs are.
-/// Fault injection is refused (`chaos.allow = false`) unless `allow_chaos` (`cluster swarm
-/// --allow-chaos`): these are real hosts.
-pub fn task_config(text: &str, allow_chaos: bool) -> anyhow::Result<String> {
+/// Node `id`'s generated configuration as its task runs it (`hosted`: with other nodes): the
+/// private keys from the task's secrets ([`secret_targets`]), the store and the revocation list
+/// on the task's volume, a file each when the task runs several nodes (a pushed list is kept
+/// there: its configs are read-only); the CA certificate and the key directory in `/node`, where
+/// the task has them once; every other path stays relative to the node's own directory, where
+/// its configs are. Fault injection is refused (`chaos.allow = false`) unless `allow_chaos`
+/// (`cluster swarm --allow-chaos`): these are real hosts.
+pub fn task_config(
+    text: &str,
+    id: NodeId,
+    hosted: bool,
+    allow_chaos: bool,
+) -> anyhow::Result<String> {
     let mut table: toml::Table = text.parse()?;
     let mut set = |section: &str, key: &str, value: String| {
         let entry = table
@@ -337,27 +392,34 @@ pub fn task_config(text: &str, allow_chaos: bool) -> anyhow::Result<String> {
             t.insert(key.into(), toml::Value::String(value));
         }
     };
-    set("tls", "key", format!("{SECRETS_DIR}/{}", layout::NODE_KEY));
-    set(
-        "keys",
-        "secret",
-        format!("{SECRETS_DIR}/{}", layout::NODE_SEAL_KEY),
-    );
-    set(
-        "keys",
-        "revoked",
-        format!("{STATE_DIR}/{}", layout::NODE_REVOKED),
-    );
-    set("store", "path", STORE_PATH.into());
+    let (key, seal) = secret_targets(id, hosted);
+    set("tls", "key", format!("{SECRETS_DIR}/{key}"));
+    set("keys", "secret", format!("{SECRETS_DIR}/{seal}"));
+    let revoked = if hosted {
+        format!("revoked-{}.bin", id.0)
+    } else {
+        layout::NODE_REVOKED.to_string()
+    };
+    set("keys", "revoked", format!("{STATE_DIR}/{revoked}"));
+    set("store", "path", store_path(id, hosted));
+    if hosted {
+        set("tls", "ca", format!("{NODE_DIR}/{}", layout::NODE_CA));
+        set(
+            "keys",
+            "directory",
+            format!("{NODE_DIR}/{}", layout::NODE_KEYS),
+        );
+    }
     if let toml::Value::Table(chaos) = table
         .entry("chaos")
         .or_insert_with(|| toml::Value::Table(Default::default()))
     {
         chaos.insert("allow".into(), toml::Value::Boolean(allow_chaos));
     }
+    let dir = node_mount(id, hosted);
     Ok(format!(
         "# A cuberoute node as a Swarm task, generated by `cuberoute cluster swarm`: its configs \
-         in {NODE_DIR}, its keys in {SECRETS_DIR}, its store on its volume at {STATE_DIR}.\n{}",
+         in {dir}, its keys in {SECRETS_DIR}, its store on its task's volume at {STATE_DIR}.\n{}",
         toml::to_string(&table)?
     ))
 }
@@ -376,10 +438,12 @@ mod tests {
         let topology: Topology = topology.parse().unwrap();
         let placement = Hosts::new(topology, hosts, kind).unwrap();
         let of: Vec<usize> = topology.nodes().map(|v| placement.host_of(v)).collect();
+        let each: Vec<Vec<NodeId>> = topology.nodes().map(|v| vec![v]).collect();
         let text = stack_file(&StackSpec {
             topology,
             image: "cuberoute:latest",
             hosts: &of,
+            containers: &each,
             ports: Ports::default(),
             published: Published::default(),
             subnet: Ipv4Addr::new(10, 210, 0, 0),
@@ -450,7 +514,7 @@ mod tests {
         for kind in PlacementKind::ALL {
             let (placement, yaml) = spec_yaml("eh:2,2", 3, kind);
             for id in placement.topology.nodes() {
-                let service = &yaml["services"][service_name(id).as_str()];
+                let service = &yaml["services"][crate::launch::generate::service_name(id).as_str()];
                 let constraints = service["deploy"]["placement"]["constraints"]
                     .as_sequence()
                     .unwrap();
@@ -521,14 +585,18 @@ mod tests {
             hosts: vec!["198.18.0.2".into(); 4],
             ports: Ports::default(),
             published: Published::default(),
+            containers: Vec::new(),
         };
         crate::launch::generate::generate(&dir, topology, &addressing).unwrap();
         let generated = std::fs::read_to_string(dir.node_config(NodeId(1))).unwrap();
-        let text = task_config(&generated, false).unwrap();
+        let text = task_config(&generated, NodeId(1), false, false).unwrap();
         let table: toml::Table = text.parse().unwrap();
         // Real hosts: no fault injection unless asked for.
         assert_eq!(table["chaos"]["allow"].as_bool(), Some(false));
-        let allowed: toml::Table = task_config(&generated, true).unwrap().parse().unwrap();
+        let allowed: toml::Table = task_config(&generated, NodeId(1), false, true)
+            .unwrap()
+            .parse()
+            .unwrap();
         assert_eq!(allowed["chaos"]["allow"].as_bool(), Some(true));
         assert_eq!(table["tls"]["key"].as_str(), Some("/run/secrets/node.key"));
         assert_eq!(table["tls"]["cert"].as_str(), Some("node.pem"));
@@ -540,9 +608,16 @@ mod tests {
             table["keys"]["revoked"].as_str(),
             Some("/var/lib/cuberoute/revoked.bin")
         );
-        assert_eq!(table["store"]["path"].as_str(), Some(STORE_PATH));
+        assert_eq!(
+            table["store"]["path"].as_str(),
+            Some(crate::launch::compose::STORE_PATH)
+        );
         assert_eq!(table["listen"].as_str(), Some("0.0.0.0:7000"));
-        assert_eq!(task_config(&text, false).unwrap(), text, "twice is once");
+        assert_eq!(
+            task_config(&text, NodeId(1), false, false).unwrap(),
+            text,
+            "twice is once"
+        );
         // Every other path stays relative to /node, where the configs are.
         for (section, key) in [("tls", "ca"), ("tls", "cert"), ("keys", "directory")] {
             let path = table[section][key].as_str().unwrap();
