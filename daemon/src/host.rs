@@ -299,17 +299,24 @@ pub fn check(configs: &[NodeConfig]) -> Result<(), String> {
 /// ([`Host::restart`]) that fails is told to the one who asked.
 /// `serve_control` serves each control endpoint its nodes share (`crate::control::serve_shared`,
 /// given by `crate::run_host`: the control API's room knows the host, not the other way).
+/// `process` says how it stops: by its signals (`Process::Signals`: SIGTERM or SIGINT stops,
+/// SIGHUP reloads, its priority lowered), or a future of the caller's with no signal at all
+/// (`Process::Simulated`: a node host of `cuberoute sim`, whose reloads come by request).
 pub async fn run<S, F>(
     configs: Vec<NodeConfig>,
     args: Vec<DaemonArgs>,
     serve_control: S,
+    process: Process,
 ) -> anyhow::Result<()>
 where
     S: Fn(Arc<Host>, quinn::Endpoint) -> F,
     F: std::future::Future<Output = ()> + Send + 'static,
 {
     check(&configs).map_err(|e| anyhow::anyhow!(e))?;
-    crate::lower_priority(configs[0].nice);
+    let signals = matches!(process, Process::Signals);
+    if signals {
+        crate::lower_priority(configs[0].nice);
+    }
     // A node that keeps sets holds its store's file: thousands of nodes need the process's
     // whole allowance, not the soft limit a shell starts it with.
     match raise_open_files() {
@@ -354,10 +361,15 @@ where
         control.insert(listen, endpoint);
     }
     host.control.set(control).ok();
-    let stop = crate::shutdown_signal()?;
+    let stop: std::pin::Pin<Box<dyn std::future::Future<Output = anyhow::Result<()>> + Send>> =
+        match process {
+            Process::Signals => Box::pin(crate::shutdown_signal()?),
+            Process::Simulated(until) => until,
+        };
     tokio::pin!(stop);
     let (stopping, stopped) = watch::channel(false);
     let mut nodes = Nodes {
+        hangup_reloads: signals,
         host: host.clone(),
         tasks: tokio::task::JoinSet::new(),
         of_task: HashMap::new(),
@@ -425,8 +437,18 @@ enum Start {
     Again,
 }
 
+/// How a node host's process stops ([`run`]).
+pub enum Process {
+    /// On SIGTERM or SIGINT; SIGHUP reloads every node.
+    Signals,
+    /// When this future ends; no signal is taken.
+    Simulated(std::pin::Pin<Box<dyn std::future::Future<Output = anyhow::Result<()>> + Send>>),
+}
+
 /// The nodes' tasks of [`run`], and which node each runs.
 struct Nodes {
+    /// Whether each node reloads on SIGHUP.
+    hangup_reloads: bool,
     host: Arc<Host>,
     tasks: tokio::task::JoinSet<anyhow::Result<()>>,
     of_task: HashMap<tokio::task::Id, (NodeId, Start)>,
@@ -444,6 +466,7 @@ impl Nodes {
         let id = config.id;
         let host = self.host.clone();
         let stopped = self.stopped.clone();
+        let hangup_reloads = self.hangup_reloads;
         let (crash, crashed) = watch::channel(false);
         let span = tracing::info_span!("node", id = %config.topology.format_node(id));
         // Stopped with the process (drained), or crashed alone.
@@ -457,7 +480,7 @@ impl Nodes {
         let task = async move {
             if start == Start::First {
                 let until = until(stopped, crashed);
-                return crate::run_node(config, args, true, until, Some(host)).await;
+                return crate::run_node(config, args, hangup_reloads, until, Some(host)).await;
             }
             // Started again: the crash's sockets and store may not be let go yet. The first
             // try takes the configuration `restart` read; later ones read it again.
@@ -476,7 +499,9 @@ impl Nodes {
                         // The process's one exporter stays where it was.
                         config.metrics_listen = None;
                         let until = until(stopped.clone(), crashed.clone());
-                        crate::run_node(config, args.clone(), true, until, Some(host.clone())).await
+                        let args = args.clone();
+                        crate::run_node(config, args, hangup_reloads, until, Some(host.clone()))
+                            .await
                     }
                     Err(e) => Err(e.into()),
                 };

@@ -88,7 +88,18 @@ pub async fn run(config: NodeConfig, args: DaemonArgs) -> anyhow::Result<()> {
 
 /// Run every node of `configs` in this process ([`host::run`]), until SIGTERM or SIGINT.
 pub async fn run_host(configs: Vec<NodeConfig>, args: Vec<DaemonArgs>) -> anyhow::Result<()> {
-    host::run(configs, args, control::serve_shared).await
+    host::run(configs, args, control::serve_shared, host::Process::Signals).await
+}
+
+/// Run every node of `configs` in this process ([`host::run`]) until `stop` ends, taking no
+/// signal: a node host of a simulation (`cuberoute sim --nodes-per-process`).
+pub async fn run_host_until(
+    configs: Vec<NodeConfig>,
+    args: Vec<DaemonArgs>,
+    stop: impl Future<Output = anyhow::Result<()>> + Send + 'static,
+) -> anyhow::Result<()> {
+    let process = host::Process::Simulated(Box::pin(stop));
+    host::run(configs, args, control::serve_shared, process).await
 }
 
 /// Lower the process's scheduling priority to `nice`, or say why not.

@@ -46,6 +46,12 @@ pub struct Args {
     /// Exit 1 when the run's verdict is invalid (after printing its report), as a checker does.
     #[arg(long, conflicts_with = "study")]
     pub check: bool,
+    /// How many nodes each simulated host runs as one node host, the daemon's own code for
+    /// several nodes in one process (`cluster up --nodes-per-process`), grouped as it groups
+    /// them. A number only: `auto` depends on the machine, and a run on its options only.
+    /// `--faults crash` then crashes a node inside its host, `host` a whole host.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub nodes_per_process: usize,
 }
 
 fn latency_range(text: &str) -> Result<(Duration, Duration), String> {
@@ -67,6 +73,13 @@ pub fn run_command(args: Args) -> anyhow::Result<()> {
     if topology.node_count() > MAX_NODES {
         return Err(usage(format!(
             "{topology} has {} nodes: the simulation takes at most {MAX_NODES}",
+            topology.node_count()
+        )));
+    }
+    if args.nodes_per_process == 0 || args.nodes_per_process as u64 > topology.node_count() {
+        return Err(usage(format!(
+            "--nodes-per-process {}: from 1 to the {} nodes of {topology}",
+            args.nodes_per_process,
             topology.node_count()
         )));
     }
@@ -92,6 +105,7 @@ pub fn run_command(args: Args) -> anyhow::Result<()> {
             wait: args.scenario.wait,
             seed: args.scenario.seed,
         }),
+        nodes_per_process: args.nodes_per_process,
     };
     let scratch = std::env::temp_dir().join(format!("cuberoute-sim-{}", std::process::id()));
     let dir = ClusterDir::new(&scratch);

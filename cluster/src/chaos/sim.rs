@@ -11,10 +11,15 @@ use crate::chaos::report::Report;
 use crate::chaos::run;
 use crate::chaos::scenario::{Harness, Progress, REJOIN_TIMEOUT, RunConfig};
 use crate::chaos::schedule::FaultKind;
-use crate::launch::generate::{Addressing, Ports, generate_with_keys, service_name};
+use crate::launch::generate::{
+    self, Addressing, Ports, container_service, generate_with_keys, service_name,
+};
+use crate::launch::hosting::{self, NodesPerProcess, OpenFiles};
 use crate::launch::layout::ClusterDir;
+use cuberoute_daemon::client::Client;
 use cuberoute_daemon::config::{DaemonArgs, NodeConfig};
 use cuberoute_daemon::{disk, env};
+use cuberoute_protocol::wire::control::{Fault, Request, Response};
 use cuberoute_protocol::{NodeId, Topology};
 use serde::Serialize;
 use std::path::PathBuf;
@@ -41,6 +46,10 @@ pub struct SimOptions {
     pub store: bool,
     /// Run the redundancy study ([`crate::chaos::redundancy`]) instead of the chaos run.
     pub study: Option<StudyConfig>,
+    /// How many nodes each simulated host runs as one node host (`cuberoute_daemon::host`),
+    /// grouped as `cluster up --nodes-per-process` groups them ([`hosting::groups`]); 1: a
+    /// host a node.
+    pub nodes_per_process: usize,
 }
 
 /// What a run did: the chaos run's report, and the simulation's time. The same options give
@@ -60,8 +69,9 @@ pub struct SimReport {
 
 /// What the run asks of the network, carried out by the simulation between two of its steps.
 enum Action {
-    Crash(NodeId),
-    Bounce(NodeId),
+    /// A simulated host (`node-<id>`, `host-<id>`) crashed, with its nodes' stores.
+    Crash(usize),
+    Bounce(usize),
     FailRate(f64),
     Partition(Vec<(NodeId, NodeId)>, bool),
     /// Every link's latency between these (none: back to the run's own).
@@ -73,9 +83,30 @@ struct SimHarness {
     actions: Arc<Mutex<Vec<Action>>>,
     /// Each node's store, on a simulated disk ([`disk`]).
     stores: Arc<std::collections::BTreeMap<NodeId, PathBuf>>,
-    /// Every link (for `delay`), and the latency of a link without it.
-    links: Arc<Vec<(NodeId, NodeId)>>,
+    /// The nodes of each simulated host, in id order.
+    groups: Arc<Vec<Vec<NodeId>>>,
+    /// The nodes crashed inside their hosts, which run on, and the hosts crashed whole.
+    down: Arc<Mutex<Down>>,
+    /// The order of a node's crash or restart inside its host, to the client's task that asks
+    /// the host for it ([`in_host`]): started with the first.
+    in_host: Arc<Mutex<Option<InHostOrders>>>,
+    dir: Option<ClusterDir>,
+    /// The simulated hosts each pair of which a link joins (for `delay`: a link inside a host
+    /// is a call), and the latency of a link without it.
+    links: Arc<Vec<(String, String)>>,
     latency: (Duration, Duration),
+}
+
+/// Where the harness sends a fault on a node inside its host, with the nodes to ask it of.
+type InHostOrders = tokio::sync::mpsc::UnboundedSender<(Fault, Vec<NodeId>)>;
+
+/// What is down in a simulation of node hosts.
+#[derive(Default)]
+struct Down {
+    /// Nodes crashed inside their hosts, which run on.
+    in_host: std::collections::BTreeSet<NodeId>,
+    /// Hosts crashed whole (by index).
+    hosts: std::collections::BTreeSet<usize>,
 }
 
 impl SimHarness {
@@ -84,22 +115,73 @@ impl SimHarness {
         Ok(())
     }
 
+    /// The index of node `node`'s host.
+    fn host_of(&self, node: NodeId) -> anyhow::Result<usize> {
+        self.groups
+            .iter()
+            .position(|g| g.contains(&node))
+            .ok_or_else(|| anyhow::anyhow!("node {node} is in no simulated host"))
+    }
+
+    /// Whether some host runs several nodes.
+    fn node_hosts(&self) -> bool {
+        self.groups.iter().any(|g| g.len() > 1)
+    }
+
+    /// Ask node `node`'s host, through one of `via` (its other nodes that run), to crash it or
+    /// start it again: in order, by one task of the client's (the run's calls are not async).
+    fn in_host(&self, fault: Fault, via: Vec<NodeId>) -> anyhow::Result<()> {
+        let mut sender = self.in_host.lock().expect("harness lock");
+        if sender.is_none() {
+            let dir = self
+                .dir
+                .clone()
+                .ok_or_else(|| anyhow::anyhow!("no cluster directory"))?;
+            let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+            tokio::spawn(in_host(dir, rx));
+            *sender = Some(tx);
+        }
+        sender
+            .as_ref()
+            .expect("set above")
+            .send((fault, via))
+            .map_err(|_| anyhow::anyhow!("the client's task for node hosts ended"))
+    }
+
+    /// Crash host `host` whole, or start it again, with every node of it.
+    fn host(&self, host: usize, lost: bool) -> anyhow::Result<()> {
+        let mut down = self.down.lock().expect("harness lock");
+        for node in &self.groups[host] {
+            down.in_host.remove(node);
+        }
+        if lost {
+            down.hosts.insert(host);
+            self.push(Action::Crash(host))
+        } else {
+            down.hosts.remove(&host);
+            self.push(Action::Bounce(host))
+        }
+    }
+
     fn apply(&self, sim: &mut turmoil::Sim) {
         for action in self.actions.lock().expect("harness lock").drain(..) {
             match action {
-                Action::Crash(node) => {
-                    // What the node's store had not synced is lost with it.
-                    if let Some(store) = self.stores.get(&node) {
-                        disk::crash(store);
+                Action::Crash(host) => {
+                    let nodes = &self.groups[host];
+                    // What the nodes' stores had not synced is lost with them.
+                    for node in nodes {
+                        if let Some(store) = self.stores.get(node) {
+                            disk::crash(store);
+                        }
                     }
-                    sim.crash(service_name(node))
+                    sim.crash(container_service(nodes))
                 }
-                Action::Bounce(node) => sim.bounce(service_name(node)),
+                Action::Bounce(host) => sim.bounce(container_service(&self.groups[host])),
                 Action::FailRate(rate) => sim.set_fail_rate(rate),
                 Action::Latency(range) => {
                     let (min, max) = range.unwrap_or(self.latency);
-                    for &(a, b) in self.links.iter() {
-                        let (a, b) = (service_name(a), service_name(b));
+                    for (a, b) in self.links.iter() {
+                        let (a, b) = (a.clone(), b.clone());
                         sim.set_link_latency(a.clone(), b.clone(), min);
                         sim.set_link_max_message_latency(a, b, max);
                     }
@@ -120,19 +202,82 @@ impl SimHarness {
 }
 
 impl Harness for SimHarness {
+    /// A node alone in its host: the host crashed. A node of a host whose other nodes run:
+    /// crashed inside it, through the control API as `chaos kill` does it to a node host's
+    /// node (what its store had synced or not is the process's, which runs on); the last one
+    /// that runs: the host crashed.
     fn kill(&self, node: NodeId) -> anyhow::Result<()> {
-        self.push(Action::Crash(node))
+        let host = self.host_of(node)?;
+        let mut down = self.down.lock().expect("harness lock");
+        let others: Vec<NodeId> = self.groups[host]
+            .iter()
+            .copied()
+            .filter(|&n| n != node && !down.in_host.contains(&n))
+            .collect();
+        if others.is_empty() {
+            drop(down);
+            return self.host(host, true);
+        }
+        down.in_host.insert(node);
+        self.in_host(Fault::CrashHosted { node }, others)
     }
 
+    /// A node crashed inside its host, started there again; a node whose host is down, its
+    /// host started again; a node that runs (its host came back whole meanwhile), left.
     fn restart(&self, node: NodeId) -> anyhow::Result<()> {
-        self.push(Action::Bounce(node))
+        let host = self.host_of(node)?;
+        let mut down = self.down.lock().expect("harness lock");
+        if down.hosts.contains(&host) {
+            drop(down);
+            return self.host(host, false);
+        }
+        if down.in_host.remove(&node) {
+            let others: Vec<NodeId> = self.groups[host]
+                .iter()
+                .copied()
+                .filter(|n| !down.in_host.contains(n))
+                .collect();
+            drop(down);
+            return self.in_host(Fault::RestartHosted { node }, others);
+        }
+        Ok(())
+    }
+
+    /// With node hosts, the simulated hosts of several nodes: a `host` fault crashes one whole.
+    fn hosts(&self) -> anyhow::Result<Vec<Vec<NodeId>>> {
+        anyhow::ensure!(
+            self.node_hosts(),
+            "each simulated host runs one node: a host fault is a crash (--nodes-per-process N \
+             makes hosts of several)"
+        );
+        anyhow::ensure!(
+            self.groups.len() >= 2,
+            "the simulation runs one host: losing it loses every node"
+        );
+        Ok(self.groups.to_vec())
+    }
+
+    fn lose_host(&self, host: usize, lost: bool) -> anyhow::Result<()> {
+        anyhow::ensure!(
+            host < self.groups.len(),
+            "no host {} in the simulation",
+            host + 1
+        );
+        self.host(host, lost)
     }
 
     fn lose(&self, rate: f64) -> anyhow::Result<()> {
         self.push(Action::FailRate(rate))
     }
 
+    /// One link cut is a partition of its two simulated hosts; between node hosts it would cut
+    /// every link between the two (and none inside one, a call): refused.
     fn partition(&self, links: &[(NodeId, NodeId)], on: bool) -> anyhow::Result<()> {
+        anyhow::ensure!(
+            !self.node_hosts() || !on,
+            "a partition of single links is not simulated between node hosts (the network \
+             joins hosts, each of several nodes)"
+        );
         self.push(Action::Partition(links.to_vec(), on))
     }
 
@@ -147,9 +292,76 @@ impl Harness for SimHarness {
 
     fn mechanism(&self, fault: FaultKind) -> &'static str {
         match fault {
+            FaultKind::Crash | FaultKind::CrashEnds if self.node_hosts() => {
+                "node dropped inside its simulated node host (control API), or the host crashed"
+            }
+            FaultKind::Host => "simulated host crash of a node host",
             FaultKind::Crash | FaultKind::CrashEnds => "simulated host crash",
             FaultKind::Loss | FaultKind::Delay | FaultKind::Partition => "simulated network",
             _ => "the daemons (control API)",
+        }
+    }
+}
+
+/// The pairs of simulated hosts (`groups`: each one's nodes) that at least one link joins.
+fn host_links(topology: Topology, groups: &[Vec<NodeId>]) -> Vec<(String, String)> {
+    let host: std::collections::HashMap<NodeId, usize> = groups
+        .iter()
+        .enumerate()
+        .flat_map(|(h, nodes)| nodes.iter().map(move |&v| (v, h)))
+        .collect();
+    let pairs: std::collections::BTreeSet<(usize, usize)> = topology
+        .nodes()
+        .flat_map(|a| topology.neighbours(a).map(move |b| (a, b)))
+        .map(|(a, b)| (host[&a], host[&b]))
+        .filter(|(a, b)| a < b)
+        .collect();
+    pairs
+        .into_iter()
+        .map(|(a, b)| (container_service(&groups[a]), container_service(&groups[b])))
+        .collect()
+}
+
+/// The client's task that carries out the harness's crashes and restarts inside node hosts, in
+/// order: each asked of the first node of its `via` that answers
+/// (`Fault::CrashHosted`, `Fault::RestartHosted`, as [`crate::launch::in_host`] asks them of a
+/// real process).
+async fn in_host(
+    dir: ClusterDir,
+    mut orders: tokio::sync::mpsc::UnboundedReceiver<(Fault, Vec<NodeId>)>,
+) {
+    let connect = || -> anyhow::Result<_> {
+        let credentials = crate::launch::certs::client_credentials(&dir)?;
+        let manifest = cuberoute_daemon::manifest::Manifest::load(&dir.manifest())?;
+        Ok((Client::new(&credentials)?, manifest))
+    };
+    let (client, manifest) = match connect() {
+        Ok(both) => both,
+        Err(e) => {
+            tracing::warn!(error = %e, "the simulation's client for node hosts did not start");
+            return;
+        }
+    };
+    while let Some((fault, via)) = orders.recv().await {
+        let request = Request::Inject(fault.clone());
+        let mut done = false;
+        for node in via {
+            let Some(addr) = manifest.node(node).map(|n| n.control.clone()) else {
+                continue;
+            };
+            let Ok(connection) = client.connect(node, &addr).await else {
+                continue;
+            };
+            let answer = connection.request(&request).await;
+            connection.close();
+            if let Ok(Response::Injected(_)) = answer {
+                done = true;
+                break;
+            }
+            tracing::warn!(?answer, ?fault, "a node host refused");
+        }
+        if !done {
+            tracing::warn!(?fault, "no node of the host carried it out");
         }
     }
 }
@@ -162,14 +374,27 @@ pub fn run(options: &SimOptions, dir: &ClusterDir) -> anyhow::Result<SimReport> 
     // The sealing keys from the seed too (their own generator: the run's draws stay as they
     // were), so that every sealed byte, and what a flipped bit does to it, replays. The
     // certificates stay random: nothing a fault touches depends on them.
+    // Grouped as a machine of one core groups them (the simulation's shape depends on its
+    // options only), with no limit of open files: a simulated store holds none.
+    let files = OpenFiles {
+        limit: u64::MAX,
+        per_node: 0,
+    };
+    let per = NodesPerProcess::Count(options.nodes_per_process);
+    let groups = hosting::groups(topology, per, 1, files).map_err(anyhow::Error::msg)?;
     generate_with_keys(
         dir,
         topology,
         &Addressing::Simulated {
             ports: Ports::default(),
+            containers: generate::containers(topology, &groups),
         },
         Some(seed ^ SEAL_KEY_SEED),
     )?;
+    if !options.store {
+        // In every configuration, so that a node started again inside its host reads none.
+        generate::drop_store(dir, topology)?;
+    }
     // Everything random in the daemons (and quinn through them) draws from the seed.
     env::seed_simulation(Some(seed));
     // Every node's store on a simulated disk: a crash loses what was not synced.
@@ -201,26 +426,35 @@ pub fn run(options: &SimOptions, dir: &ClusterDir) -> anyhow::Result<SimReport> 
         .max_message_latency(options.max_latency)
         .udp_capacity(1 << 16)
         .build();
-    for node in topology.nodes() {
-        let config_path = dir
-            .path()
-            .join("nodes")
-            .join(node.0.to_string())
-            .join("node.toml");
+    for nodes in &groups {
+        let paths: Vec<PathBuf> = nodes.iter().map(|&id| dir.node_config(id)).collect();
         let keep_store = options.store;
-        sim.host(service_name(node), move || {
-            let args = DaemonArgs {
-                config: Some(config_path.clone()),
-                ..DaemonArgs::default()
-            };
+        sim.host(container_service(nodes), move || {
+            let args: Vec<DaemonArgs> = paths
+                .iter()
+                .map(|path| DaemonArgs {
+                    config: Some(path.clone()),
+                    ..DaemonArgs::default()
+                })
+                .collect();
             async move {
-                let mut config = NodeConfig::resolve(&args)?;
-                // No metrics endpoint: it would bind a real TCP socket.
-                config.metrics_listen = None;
-                if !keep_store {
-                    config.store = None;
+                let mut configs = Vec::new();
+                for args in &args {
+                    let mut config = NodeConfig::resolve(args)?;
+                    // No metrics endpoint: it would bind a real TCP socket.
+                    config.metrics_listen = None;
+                    if !keep_store {
+                        config.store = None;
+                    }
+                    configs.push(config);
                 }
-                cuberoute_daemon::run_until(config, args, false, std::future::pending()).await?;
+                if configs.len() == 1 {
+                    let (config, args) = (configs.remove(0), args[0].clone());
+                    cuberoute_daemon::run_until(config, args, false, std::future::pending())
+                        .await?;
+                } else {
+                    cuberoute_daemon::run_host_until(configs, args, std::future::pending()).await?;
+                }
                 Ok(())
             }
         });
@@ -230,13 +464,11 @@ pub fn run(options: &SimOptions, dir: &ClusterDir) -> anyhow::Result<SimReport> 
     let harness = SimHarness {
         actions: Arc::default(),
         stores: Arc::new(stores),
-        links: Arc::new(
-            topology
-                .nodes()
-                .flat_map(|a| topology.neighbours(a).map(move |b| (a, b)))
-                .filter(|(a, b)| a < b)
-                .collect(),
-        ),
+        groups: Arc::new(groups.clone()),
+        down: Arc::default(),
+        in_host: Arc::default(),
+        dir: Some(dir.clone()),
+        links: Arc::new(host_links(topology, &groups)),
         latency: (options.min_latency, options.max_latency),
     };
     if let Some(study_config) = options.study.clone() {

@@ -68,8 +68,12 @@ pub enum Addressing {
     /// `subnet + 2 + i` (the bridge, the host's side, is `subnet + 1`).
     Netns { subnet: Ipv4Addr, ports: Ports },
     /// Hosts of a turmoil simulation (`cuberoute sim`), named by their service name
-    /// (`node-<id>`), for the nodes and the client alike.
-    Simulated { ports: Ports },
+    /// (`node-<id>`, or `host-<id>` for a host of several nodes: `containers`, as for
+    /// [`Addressing::Docker`]), for the nodes and the client alike.
+    Simulated {
+        ports: Ports,
+        containers: Vec<(u32, String)>,
+    },
     /// One Swarm service per node, or per group of nodes one task runs (`containers`, as for
     /// [`Addressing::Docker`]), over several hosts (`cluster swarm`, [`crate::launch::swarm`]):
     /// nodes reach each other by service name (`node-<id>`, `host-<id>`) on the stack's overlay
@@ -172,13 +176,16 @@ impl Addressing {
                     published: None,
                 }
             }
-            Addressing::Simulated { .. } => NodeAddresses {
-                bind: "0.0.0.0".into(),
-                peer_host: service_name(id),
-                client_host: service_name(id),
-                home_host: None,
-                published: None,
-            },
+            Addressing::Simulated { containers, .. } => {
+                let (_, service) = container_of(containers, index, id);
+                NodeAddresses {
+                    bind: "0.0.0.0".into(),
+                    peer_host: service.clone(),
+                    client_host: service,
+                    home_host: None,
+                    published: None,
+                }
+            }
             Addressing::Kubernetes {
                 name, namespace, ..
             } => {
@@ -216,7 +223,7 @@ impl Addressing {
             | Addressing::Netns { ports, .. }
             | Addressing::Kubernetes { ports, .. }
             | Addressing::Swarm { ports, .. }
-            | Addressing::Simulated { ports } => *ports,
+            | Addressing::Simulated { ports, .. } => *ports,
         }
     }
 }
@@ -765,6 +772,7 @@ mod tests {
         let topology: Topology = "q:2".parse().unwrap();
         let addressing = Addressing::Simulated {
             ports: Ports::default(),
+            containers: Vec::new(),
         };
         generate_with_keys(&dir, topology, &addressing, key_seed).unwrap();
         topology
@@ -807,6 +815,7 @@ mod tests {
         let t: Topology = "q:2".parse().unwrap();
         let addressing = Addressing::Simulated {
             ports: Ports::default(),
+            containers: Vec::new(),
         };
         generate(&dir, t, &addressing).unwrap();
         let text = fs::read_to_string(dir.node_config(NodeId(1))).unwrap();
