@@ -624,8 +624,10 @@ fn tasks_of_several_nodes(testbed: &Testbed, hosts: &[(String, String)]) {
     let victim = group[1];
     let containers_before = count_containers(hosts, &stack);
     cluster.ok(&["chaos", "kill", "--node", &victim.to_string()]);
-    let status: Value =
-        serde_json::from_str(cluster.ok(&["cluster", "status", "--json"]).trim()).unwrap();
+    // (`cluster status` exits 1 while a node is down; its report is whole.)
+    let out = cuberoute(&["cluster", "status", "--json", "--dir", cluster.path()]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let status: Value = serde_json::from_str(stdout(&out).trim()).unwrap();
     let node_up = |status: &Value, id: u64| {
         status["nodes"]
             .as_array()
