@@ -753,6 +753,64 @@ fn bad_configs_name_the_key_and_exit_2() {
     assert!(stderr(&out).contains("colour"), "{}", stderr(&out));
 }
 
+/// A StatefulSet pod's configuration of several nodes (`nodes_per_pod` with
+/// `id_from_hostname`, what `cluster k8s --nodes-per-pod` writes): pod 1 of pods of four runs
+/// nodes 4 to 7, each resolved from the one file with its own `{id}` paths; a pod past the
+/// topology's nodes, 0 nodes a pod, and nodes a pod without the pod's ordinal are refused
+/// (exit 2, naming the key).
+#[test]
+fn a_pod_configuration_runs_its_block_of_nodes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path().to_str().unwrap().to_string();
+    common::ok(&["cluster", "init", "q:3", "--dir", &d]);
+    let pod = |head: &str| {
+        let path = tmp.path().join("pod.toml");
+        std::fs::write(
+            &path,
+            format!(
+                "topology = \"q:3\"\n{head}\nlisten = \"127.1.0.1:7000\"\n\
+                 control_listen = \"127.1.0.1:7001\"\nmanifest = \"manifest.toml\"\n\
+                 [tls]\nca = \"ca.pem\"\ncert = \"nodes/{{id}}/node.pem\"\n\
+                 key = \"nodes/{{id}}/node.key\"\n[keys]\ndirectory = \"keys.bin\"\n\
+                 secret = \"nodes/{{id}}/seal.key\"\nrevoked = \"nodes/{{id}}/revoked.bin\"\n\
+                 [store]\npath = \"nodes/{{id}}/store.redb\"\n"
+            ),
+        )
+        .unwrap();
+        path.to_str().unwrap().to_string()
+    };
+    let check = |config: &str, hostname: &str| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_cuberoute"))
+            .args(["daemon", "--check", "--config", config])
+            .env("HOSTNAME", hostname)
+            .output()
+            .unwrap()
+    };
+    let config = pod("id_from_hostname = true\nnodes_per_pod = 4");
+    let out = check(&config, "cuberoute-1");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let checked: Vec<String> = stdout(&out)
+        .lines()
+        .filter_map(|l| l.strip_prefix("configuration OK: node "))
+        .map(|l| l.split_whitespace().next().unwrap().to_string())
+        .collect();
+    assert_eq!(checked, ["4", "5", "6", "7"], "{}", stdout(&out));
+    let out = check(&config, "cuberoute-2");
+    assert_eq!(out.status.code(), Some(2), "{}", stdout(&out));
+    assert!(stderr(&out).contains("`id`"), "{}", stderr(&out));
+    for (head, key) in [
+        (
+            "id_from_hostname = true\nnodes_per_pod = 0",
+            "`nodes_per_pod`",
+        ),
+        ("id = 0\nnodes_per_pod = 4", "`nodes_per_pod`"),
+    ] {
+        let out = check(&pod(head), "cuberoute-1");
+        assert_eq!(out.status.code(), Some(2), "{head}: {}", stdout(&out));
+        assert!(stderr(&out).contains(key), "{head}: {}", stderr(&out));
+    }
+}
+
 #[test]
 fn the_demo_runs_the_main_job_and_tears_down() {
     // As on a fresh machine: no --dir, so the default directory in the working directory (the

@@ -287,6 +287,74 @@ fn kubernetes_manifests_are_in_sync_and_hold_their_invariants() {
     );
 }
 
+/// `cluster k8s --nodes-per-pod 4`: a StatefulSet of a pod per four nodes, each running them as
+/// one node host from the one configuration (`nodes_per_pod`: pod P the nodes 4P to 4P + 3),
+/// each node's store and revocation list apart on the pod's claim, every node reached at its
+/// pod's DNS name. Refused: 0 and more than the nodes.
+#[test]
+fn kubernetes_pods_of_several_nodes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("c");
+    let said = common::ok(&[
+        "cluster",
+        "k8s",
+        "eh:1,2",
+        "--dir",
+        dir.to_str().unwrap(),
+        "--nodes-per-pod",
+        "4",
+    ]);
+    assert!(said.contains("(4 pods of up to 4 nodes each)"), "{said}");
+    let out = dir.join("k8s");
+    let configmap = load(&out, "configmap.yaml");
+    let statefulset = load(&out, "statefulset.yaml");
+    assert_eq!(statefulset["spec"]["replicas"], 4);
+    // A claim a pod, 1Gi for each of its nodes' stores.
+    assert_eq!(
+        statefulset["spec"]["volumeClaimTemplates"][0]["spec"]["resources"]["requests"]["storage"],
+        "4Gi"
+    );
+    let node_toml = configmap["data"]["node.toml"].as_str().unwrap();
+    assert!(node_toml.contains("\nnodes_per_pod = 4\n"), "{node_toml}");
+    assert!(node_toml.contains("id_from_hostname = true"), "{node_toml}");
+    assert!(
+        node_toml.contains("path = \"/var/lib/cuberoute/store-{id}.redb\""),
+        "{node_toml}"
+    );
+    assert!(
+        node_toml.contains("revoked = \"/var/lib/cuberoute/revoked-{id}.bin\""),
+        "{node_toml}"
+    );
+    let manifest = cuberoute_daemon::manifest::Manifest::parse(
+        configmap["data"]["manifest.toml"].as_str().unwrap(),
+    )
+    .unwrap();
+    for node in &manifest.nodes {
+        let host = node.addr.rsplit_once(':').unwrap().0;
+        assert_eq!(
+            host,
+            format!(
+                "cuberoute-{}.cuberoute.default.svc.cluster.local",
+                node.id.0 / 4
+            )
+        );
+        assert_eq!(node.control.rsplit_once(':').unwrap().0, host);
+    }
+    for bad in ["0", "17"] {
+        let out = common::cuberoute(&[
+            "cluster",
+            "k8s",
+            "eh:1,2",
+            "--dir",
+            tmp.path().join(bad).to_str().unwrap(),
+            "--nodes-per-pod",
+            bad,
+        ]);
+        assert_eq!(out.status.code(), Some(2), "--nodes-per-pod {bad}");
+        assert!(common::stderr(&out).contains("--nodes-per-pod"), "{bad}");
+    }
+}
+
 /// `cluster init`, `compose` and `k8s` write everything under `--dir` (or `-o`), nothing into
 /// the working directory.
 #[test]

@@ -162,90 +162,112 @@ fn project(cluster: &Cluster) -> String {
 
 /// The Kubernetes ConfigMap's node configuration, in a container named like pod 3: the daemon
 /// takes id 3 from the host name, node-3's certificate and sealing key and the key directory
-/// from the Secret, and the readiness command answers.
+/// from the Secret, and the readiness command answers. Then the configuration of pods of four
+/// nodes (`cluster k8s --nodes-per-pod 4`) in a container named like pod 1: one daemon runs
+/// nodes 4 to 7, and the readiness command answers for its first.
 #[test]
 fn the_kubernetes_node_config_runs_as_pod_3() {
     with_image("kubernetes config", || {
-        let tmp = tempfile::tempdir().unwrap();
-        let dir = tmp.path().join("c");
-        let out = tmp.path().join("k8s");
-        ok(&[
-            "cluster",
-            "k8s",
-            "q:3",
-            "--dir",
-            dir.to_str().unwrap(),
-            "-o",
-            out.to_str().unwrap(),
-        ]);
-        let configmap: serde_yaml_ng::Value =
-            serde_yaml_ng::from_str(&std::fs::read_to_string(out.join("configmap.yaml")).unwrap())
-                .unwrap();
-        let secret: serde_yaml_ng::Value =
-            serde_yaml_ng::from_str(&std::fs::read_to_string(dir.join("k8s-secret.yaml")).unwrap())
-                .unwrap();
-        let (etc, certs) = (tmp.path().join("etc"), tmp.path().join("certs"));
-        std::fs::create_dir_all(&etc).unwrap();
-        std::fs::create_dir_all(&certs).unwrap();
-        for (k, v) in configmap["data"].as_mapping().unwrap() {
-            std::fs::write(etc.join(k.as_str().unwrap()), v.as_str().unwrap()).unwrap();
-        }
-        for (k, v) in secret["stringData"].as_mapping().unwrap() {
-            std::fs::write(certs.join(k.as_str().unwrap()), v.as_str().unwrap()).unwrap();
-        }
-        // The key directory and the sealing keys are bytes: base64 under `data`.
-        for (k, v) in secret["data"].as_mapping().unwrap() {
-            use base64::Engine;
-            let bytes = base64::engine::general_purpose::STANDARD
-                .decode(v.as_str().unwrap())
-                .unwrap();
-            std::fs::write(certs.join(k.as_str().unwrap()), bytes).unwrap();
-        }
-        // The pod's emptyDir, where a pushed revocation list is kept.
-        let state = tmp.path().join("state");
-        std::fs::create_dir_all(&state).unwrap();
-        let name = format!("cuberoute-k8s-test-{}", std::process::id());
-        docker(&[
-            "run",
-            "-d",
-            "--name",
-            &name,
-            "--hostname",
-            "cuberoute-3",
-            "-v",
-            &format!("{}:/etc/cuberoute:ro", etc.display()),
-            "-v",
-            &format!("{}:/certs:ro", certs.display()),
-            "-v",
-            &format!("{}:/var/lib/cuberoute", state.display()),
-            "cuberoute:local",
-            "daemon",
-            "--config",
-            "/etc/cuberoute/node.toml",
-        ]);
-        let mut answer = String::new();
-        for _ in 0..50 {
-            let out = Command::new("docker")
-                .args([
-                    "exec",
-                    &name,
-                    "/cuberoute",
-                    "status",
-                    "--local",
-                    "--config",
-                    "/etc/cuberoute/node.toml",
-                ])
-                .output()
-                .unwrap();
-            answer = String::from_utf8_lossy(&out.stdout).into_owned();
-            if out.status.success() {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(200));
-        }
-        let _ = Command::new("docker").args(["rm", "-f", &name]).output();
+        let answer = run_as_pod("q:3", "3", &[]);
         assert!(answer.starts_with("node 011 of q:3 up"), "{answer}");
+        let answer = run_as_pod("q:3", "1", &["--nodes-per-pod", "4"]);
+        assert!(answer.starts_with("node 100 of q:3 up"), "{answer}");
+        assert!(answer.contains("4 nodes in this process"), "{answer}");
     });
+}
+
+/// Generate `cluster k8s TOPO EXTRA`, run its ConfigMap and Secret in a container named like
+/// pod `ordinal`, and return what its readiness command (`status --local`) says once it
+/// answers, and, for a pod of several nodes, the daemon's own count of them.
+fn run_as_pod(topology: &str, ordinal: &str, extra: &[&str]) -> String {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("c");
+    let out = tmp.path().join("k8s");
+    let mut args = vec![
+        "cluster",
+        "k8s",
+        topology,
+        "--dir",
+        dir.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ];
+    args.extend(extra);
+    ok(&args);
+    let configmap: serde_yaml_ng::Value =
+        serde_yaml_ng::from_str(&std::fs::read_to_string(out.join("configmap.yaml")).unwrap())
+            .unwrap();
+    let secret: serde_yaml_ng::Value =
+        serde_yaml_ng::from_str(&std::fs::read_to_string(dir.join("k8s-secret.yaml")).unwrap())
+            .unwrap();
+    let (etc, certs) = (tmp.path().join("etc"), tmp.path().join("certs"));
+    std::fs::create_dir_all(&etc).unwrap();
+    std::fs::create_dir_all(&certs).unwrap();
+    for (k, v) in configmap["data"].as_mapping().unwrap() {
+        std::fs::write(etc.join(k.as_str().unwrap()), v.as_str().unwrap()).unwrap();
+    }
+    for (k, v) in secret["stringData"].as_mapping().unwrap() {
+        std::fs::write(certs.join(k.as_str().unwrap()), v.as_str().unwrap()).unwrap();
+    }
+    // The key directory and the sealing keys are bytes: base64 under `data`.
+    for (k, v) in secret["data"].as_mapping().unwrap() {
+        use base64::Engine;
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(v.as_str().unwrap())
+            .unwrap();
+        std::fs::write(certs.join(k.as_str().unwrap()), bytes).unwrap();
+    }
+    // The pod's claim, where the stores and a pushed revocation list are kept.
+    let state = tmp.path().join("state");
+    std::fs::create_dir_all(&state).unwrap();
+    let name = format!("cuberoute-k8s-test-{}-{ordinal}", std::process::id());
+    docker(&[
+        "run",
+        "-d",
+        "--name",
+        &name,
+        "--hostname",
+        &format!("cuberoute-{ordinal}"),
+        "-v",
+        &format!("{}:/etc/cuberoute:ro", etc.display()),
+        "-v",
+        &format!("{}:/certs:ro", certs.display()),
+        "-v",
+        &format!("{}:/var/lib/cuberoute", state.display()),
+        "cuberoute:local",
+        "daemon",
+        "--config",
+        "/etc/cuberoute/node.toml",
+    ]);
+    let mut answer = String::new();
+    for _ in 0..50 {
+        let out = Command::new("docker")
+            .args([
+                "exec",
+                &name,
+                "/cuberoute",
+                "status",
+                "--local",
+                "--config",
+                "/etc/cuberoute/node.toml",
+            ])
+            .output()
+            .unwrap();
+        answer = String::from_utf8_lossy(&out.stdout).into_owned();
+        if out.status.success() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let logs = Command::new("docker")
+        .args(["logs", &name])
+        .output()
+        .unwrap();
+    let _ = Command::new("docker").args(["rm", "-f", &name]).output();
+    format!(
+        "{answer}\n{}",
+        String::from_utf8_lossy(&logs.stderr) + String::from_utf8_lossy(&logs.stdout)
+    )
 }
 
 /// `docker stack deploy` with the generated compose file: every task healthy, and every node

@@ -5,6 +5,7 @@
 //! topology = "eh:2,2"
 //! id = 5                          # decimal, 0b binary or dotted a.b.c
 //! # id_from_hostname = true       # instead: the trailing -N of the host name (StatefulSets)
+//! # nodes_per_pod = 4             # with it: pod N runs nodes 4N to 4N+3 as one node host
 //! listen = "127.1.0.6:7000"       # links from neighbours
 //! control_listen = "127.1.0.6:7001"
 //! metrics_listen = "127.1.0.6:7002"   # optional
@@ -298,6 +299,7 @@ struct FileConfig {
     id: Option<toml::Value>,
     #[serde(default)]
     id_from_hostname: bool,
+    nodes_per_pod: Option<u64>,
     listen: Option<String>,
     control_listen: Option<String>,
     metrics_listen: Option<String>,
@@ -415,6 +417,10 @@ pub struct NodeConfig {
     pub liveness: liveness::Settings,
     /// Whether sources send around the dead links they know of (`liveness.route_around`).
     pub route_around: bool,
+    /// The nodes of its pod, itself first, when its configuration runs several nodes a pod
+    /// (`nodes_per_pod` with `id_from_hostname`: pod N runs nodes N * per to N * per + per - 1,
+    /// as many as the topology has): the daemon runs them all as one node host.
+    pub pod: Option<Vec<NodeId>>,
 }
 
 /// The node's store, as configured (opened by the daemon at start, and by `--check`).
@@ -582,8 +588,30 @@ impl NodeConfig {
             .or(file.topology)
             .ok_or_else(|| error("topology", "missing"))?;
         let topology: Topology = topology_text.parse().map_err(|e| error("topology", e))?;
-        let id_text = if args.id_from_hostname || (args.id.is_none() && file.id_from_hostname) {
-            id_from_hostname().map_err(|e| error("id_from_hostname", e))?
+        let from_hostname = args.id_from_hostname || (args.id.is_none() && file.id_from_hostname);
+        let pod_nodes = match file.nodes_per_pod {
+            Some(0) => return Err(error("nodes_per_pod", "must be at least 1")),
+            // One node of a pod's, named by its id (`--id`): the daemon resolves each so.
+            Some(_) if !from_hostname && args.id.is_some() => 1,
+            Some(n) if !from_hostname => {
+                return Err(error(
+                    "nodes_per_pod",
+                    format!("{n} nodes a pod needs id_from_hostname (the pod's ordinal)"),
+                ));
+            }
+            Some(n) => n,
+            None => 1,
+        };
+        let id_text = if from_hostname {
+            // Pod N of a StatefulSet whose pods run `nodes_per_pod` nodes each: its first.
+            let ordinal = id_from_hostname().map_err(|e| error("id_from_hostname", e))?;
+            match (ordinal.parse::<u64>(), pod_nodes) {
+                (Ok(n), per) if per > 1 => n
+                    .checked_mul(per)
+                    .map(|first| first.to_string())
+                    .ok_or_else(|| error("nodes_per_pod", "the pod's first node overflows"))?,
+                _ => ordinal,
+            }
         } else {
             args.id
                 .clone()
@@ -789,7 +817,13 @@ impl NodeConfig {
             .unwrap_or(true);
         let liveness = liveness_config(args, file.liveness)?;
 
+        let pod = (pod_nodes > 1).then(|| {
+            (id.0..topology.node_count().min(id.0 + pod_nodes))
+                .map(NodeId)
+                .collect()
+        });
         Ok(NodeConfig {
+            pod,
             topology,
             id,
             listen,

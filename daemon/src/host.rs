@@ -329,6 +329,15 @@ where
         Err(e) => tracing::warn!(error = %e, "cannot raise the open-files limit"),
     }
     let host = Host::new(configs.iter().map(|c| c.id));
+    tracing::info!(
+        "{} nodes in this process: {}",
+        configs.len(),
+        configs
+            .iter()
+            .map(|c| c.id.to_string())
+            .collect::<Vec<_>>()
+            .join(" ")
+    );
     let (orders, mut ordered) = mpsc::unbounded_channel();
     host.orders.set(orders).ok();
     let listening = configs.iter().map(|c| (c.listen, &c.credentials));

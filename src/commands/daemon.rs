@@ -1,12 +1,25 @@
 //! `cuberoute daemon --config node.toml [flags]`: run one node until SIGTERM; with `--check`,
 //! check its configuration and exit. With `--with-config other.toml` (again for each), or a
-//! list of them in a file (`--with-configs LIST`), the process hosts those nodes too.
+//! list of them in a file (`--with-configs LIST`), the process hosts those nodes too, as it
+//! does the nodes of its pod when its configuration says `nodes_per_pod`.
 
 use cuberoute_daemon::config::{DaemonArgs, NodeConfig};
 
 pub fn run(args: DaemonArgs) -> anyhow::Result<()> {
     let config = NodeConfig::resolve(&args).map_err(|e| super::usage(e.to_string()))?;
+    let pod = config.pod.clone().unwrap_or_default();
     let mut hosted = vec![(config, args.clone())];
+    // A pod of several nodes (`nodes_per_pod`): the others from the same configuration.
+    for id in pod.iter().skip(1) {
+        let args = DaemonArgs {
+            id: Some(id.0.to_string()),
+            id_from_hostname: false,
+            ..args.clone()
+        };
+        let config = NodeConfig::resolve(&args)
+            .map_err(|e| super::usage(format!("node {id} of the pod: {e}")))?;
+        hosted.push((config, args));
+    }
     for path in &args.hosted_configs().map_err(super::usage)? {
         let args = DaemonArgs {
             config: Some(path.clone()),

@@ -57,11 +57,13 @@ pub enum Addressing {
         containers: Vec<(u32, String)>,
     },
     /// Pods of a StatefulSet `name` with a headless Service of the same name in `namespace`:
-    /// node `i` is pod `name-i`, reached by its pod DNS name.
+    /// node `i` is pod `name-(i / per_pod)`, reached by its pod DNS name (a pod of several
+    /// nodes runs them as one node host, sharing its ports).
     Kubernetes {
         name: String,
         namespace: String,
         ports: Ports,
+        per_pod: u64,
     },
     /// One network namespace per node on a bridge (`cluster up --netns`, [`crate::launch::netns`]):
     /// node `i` binds, and is reached by the others and by clients on the host, at
@@ -187,9 +189,12 @@ impl Addressing {
                 }
             }
             Addressing::Kubernetes {
-                name, namespace, ..
+                name,
+                namespace,
+                per_pod,
+                ..
             } => {
-                let host = pod_dns_name(name, namespace, index);
+                let host = pod_dns_name(name, namespace, index / (*per_pod).max(1));
                 NodeAddresses {
                     bind: "0.0.0.0".into(),
                     peer_host: host.clone(),

@@ -27,6 +27,11 @@ pub struct Args {
     /// capturing or forging relay.
     #[arg(long)]
     pub allow_chaos: bool,
+    /// How many nodes each pod runs as one process (a node host): pod N runs nodes N * per to
+    /// N * per + per - 1, blocks of ids (on the hypercube families, subcubes). Default 1: a pod
+    /// a node.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub nodes_per_pod: u64,
 }
 
 pub fn run(args: &Args) -> anyhow::Result<()> {
@@ -49,6 +54,14 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
             args.namespace
         )));
     }
+    if args.nodes_per_pod == 0 || args.nodes_per_pod > topology.node_count() {
+        return Err(usage(format!(
+            "--nodes-per-pod {}: from 1 to the {} nodes of {topology}",
+            args.nodes_per_pod,
+            topology.node_count()
+        )));
+    }
+    let pods = topology.node_count().div_ceil(args.nodes_per_pod);
     let dir = args.dir.cluster();
     ensure_free(&dir)?;
     let ports = Ports::default();
@@ -59,6 +72,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
             name: k8s::NAME.into(),
             namespace: args.namespace.clone(),
             ports,
+            per_pod: args.nodes_per_pod,
         },
     )?;
     let output = args
@@ -72,6 +86,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         &args.image,
         ports,
         args.allow_chaos,
+        args.nodes_per_pod,
     ) {
         std::fs::write(output.join(file), text)?;
     }
@@ -86,9 +101,12 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
             k8s::OBJECT_LIMIT_BYTES
         );
     }
+    let each = match args.nodes_per_pod {
+        1 => String::new(),
+        n => format!(" of up to {n} nodes each"),
+    };
     println!(
-        "Kubernetes manifests for {topology} ({} pods) written to {}; the Secret to {}",
-        topology.node_count(),
+        "Kubernetes manifests for {topology} ({pods} pods{each}) written to {}; the Secret to {}",
         output.display(),
         secret.display()
     );
