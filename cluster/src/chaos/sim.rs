@@ -98,7 +98,17 @@ struct SimHarness {
 }
 
 /// Where the harness sends a fault on a node inside its host, with the nodes to ask it of.
-type InHostOrders = tokio::sync::mpsc::UnboundedSender<(Fault, Vec<NodeId>)>;
+type InHostOrders = tokio::sync::mpsc::UnboundedSender<InHostOrder>;
+
+/// A fault on a node inside its host ([`in_host`]): asked of the first of `via` that answers,
+/// unless the host was crashed or started again whole since (`epoch`, its count of those then):
+/// the fault was for the incarnation that is gone.
+struct InHostOrder {
+    fault: Fault,
+    via: Vec<NodeId>,
+    host: usize,
+    epoch: u64,
+}
 
 /// What is down in a simulation of node hosts.
 #[derive(Default)]
@@ -107,6 +117,8 @@ struct Down {
     in_host: std::collections::BTreeSet<NodeId>,
     /// Hosts crashed whole (by index).
     hosts: std::collections::BTreeSet<usize>,
+    /// How many times each host was crashed or started again whole.
+    epochs: std::collections::BTreeMap<usize, u64>,
 }
 
 impl SimHarness {
@@ -130,7 +142,8 @@ impl SimHarness {
 
     /// Ask node `node`'s host, through one of `via` (its other nodes that run), to crash it or
     /// start it again: in order, by one task of the client's (the run's calls are not async).
-    fn in_host(&self, fault: Fault, via: Vec<NodeId>) -> anyhow::Result<()> {
+    fn in_host(&self, fault: Fault, via: Vec<NodeId>, host: usize) -> anyhow::Result<()> {
+        let epoch = self.epoch(host);
         let mut sender = self.in_host.lock().expect("harness lock");
         if sender.is_none() {
             let dir = self
@@ -138,19 +151,31 @@ impl SimHarness {
                 .clone()
                 .ok_or_else(|| anyhow::anyhow!("no cluster directory"))?;
             let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-            tokio::spawn(in_host(dir, rx));
+            tokio::spawn(in_host(dir, rx, self.down.clone()));
             *sender = Some(tx);
         }
         sender
             .as_ref()
             .expect("set above")
-            .send((fault, via))
+            .send(InHostOrder {
+                fault,
+                via,
+                host,
+                epoch,
+            })
             .map_err(|_| anyhow::anyhow!("the client's task for node hosts ended"))
+    }
+
+    /// How many times host `host` was crashed or started again whole.
+    fn epoch(&self, host: usize) -> u64 {
+        let down = self.down.lock().expect("harness lock");
+        down.epochs.get(&host).copied().unwrap_or(0)
     }
 
     /// Crash host `host` whole, or start it again, with every node of it.
     fn host(&self, host: usize, lost: bool) -> anyhow::Result<()> {
         let mut down = self.down.lock().expect("harness lock");
+        *down.epochs.entry(host).or_default() += 1;
         for node in &self.groups[host] {
             down.in_host.remove(node);
         }
@@ -219,7 +244,8 @@ impl Harness for SimHarness {
             return self.host(host, true);
         }
         down.in_host.insert(node);
-        self.in_host(Fault::CrashHosted { node }, others)
+        drop(down);
+        self.in_host(Fault::CrashHosted { node }, others, host)
     }
 
     /// A node crashed inside its host, started there again; a node whose host is down, its
@@ -238,7 +264,7 @@ impl Harness for SimHarness {
                 .filter(|n| !down.in_host.contains(n))
                 .collect();
             drop(down);
-            return self.in_host(Fault::RestartHosted { node }, others);
+            return self.in_host(Fault::RestartHosted { node }, others, host);
         }
         Ok(())
     }
@@ -328,7 +354,8 @@ fn host_links(topology: Topology, groups: &[Vec<NodeId>]) -> Vec<(String, String
 /// real process).
 async fn in_host(
     dir: ClusterDir,
-    mut orders: tokio::sync::mpsc::UnboundedReceiver<(Fault, Vec<NodeId>)>,
+    mut orders: tokio::sync::mpsc::UnboundedReceiver<InHostOrder>,
+    down: Arc<Mutex<Down>>,
 ) {
     let connect = || -> anyhow::Result<_> {
         let credentials = crate::launch::certs::client_credentials(&dir)?;
@@ -342,26 +369,39 @@ async fn in_host(
             return;
         }
     };
-    while let Some((fault, via)) = orders.recv().await {
-        let request = Request::Inject(fault.clone());
+    // Whether the host is still the incarnation the order was for.
+    let current = |order: &InHostOrder| {
+        let down = down.lock().expect("harness lock");
+        down.epochs.get(&order.host).copied().unwrap_or(0) == order.epoch
+    };
+    while let Some(order) = orders.recv().await {
+        let request = Request::Inject(order.fault.clone());
         let mut done = false;
-        for node in via {
+        for &node in &order.via {
             let Some(addr) = manifest.node(node).map(|n| n.control.clone()) else {
                 continue;
             };
+            if !current(&order) {
+                break;
+            }
             let Ok(connection) = client.connect(node, &addr).await else {
                 continue;
             };
+            // Connected to the host started again since: not for this order.
+            if !current(&order) {
+                connection.close();
+                break;
+            }
             let answer = connection.request(&request).await;
             connection.close();
             if let Ok(Response::Injected(_)) = answer {
                 done = true;
                 break;
             }
-            tracing::warn!(?answer, ?fault, "a node host refused");
+            tracing::warn!(?answer, fault = ?order.fault, "a node host refused");
         }
-        if !done {
-            tracing::warn!(?fault, "no node of the host carried it out");
+        if !done && current(&order) {
+            tracing::warn!(fault = ?order.fault, "no node of the host carried it out");
         }
     }
 }
