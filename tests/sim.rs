@@ -365,6 +365,14 @@ fn sim_refuses_bad_input() {
         &["sim", "q:2", "--duration", "1s", "--nodes-per-process", "5"],
         &[
             "sim",
+            "q:14",
+            "--duration",
+            "1s",
+            "--nodes-per-process",
+            "64",
+        ],
+        &[
+            "sim",
             "q:2",
             "--duration",
             "1s",

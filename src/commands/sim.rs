@@ -11,9 +11,6 @@ use cuberoute_cluster::chaos::redundancy::{StudyConfig, conditions};
 use cuberoute_cluster::chaos::sim::{SimOptions, run};
 use std::time::Duration;
 
-/// The largest cluster simulated.
-const MAX_NODES: u64 = 4096;
-
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// The topology: `q:N`, `eh:S,T`, `hhc:M`, `mc:K,M` or `rdn:BASE,K`.
@@ -70,10 +67,16 @@ fn latency_range(text: &str) -> Result<(Duration, Duration), String> {
 
 pub fn run_command(args: Args) -> anyhow::Result<()> {
     let topology = parse_topology(&args.topology)?;
-    if topology.node_count() > MAX_NODES {
+    let most = cuberoute_cluster::chaos::sim::max_nodes(args.nodes_per_process);
+    if topology.node_count() > most {
         return Err(usage(format!(
-            "{topology} has {} nodes: the simulation takes at most {MAX_NODES}",
-            topology.node_count()
+            "{topology} has {} nodes: the simulation takes at most {most}{}",
+            topology.node_count(),
+            if args.nodes_per_process > 1 {
+                ""
+            } else {
+                " a host a node (more on node hosts: --nodes-per-process N)"
+            }
         )));
     }
     if args.nodes_per_process == 0 || args.nodes_per_process as u64 > topology.node_count() {

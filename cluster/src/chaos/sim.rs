@@ -33,6 +33,14 @@ const SEAL_KEY_SEED: u64 = 0x5ea1_5eed_0fc0_ffee;
 /// UTC.
 pub const SIMULATED_EPOCH_SECS: u64 = 1_767_225_600;
 
+/// The largest cluster simulated with `nodes_per_process` nodes a host: a host a node costs
+/// about 1.2 MiB and a host to step every simulated millisecond (Q_12: 420 s of wall clock for
+/// 18 s simulated, 5.6 GiB, 2026-11-25); on node hosts Q_13 took 99 s for 10.5 s simulated in
+/// 7.3 GiB (2026-12-07; BENCHMARKS.md, "Simulation").
+pub fn max_nodes(nodes_per_process: usize) -> u64 {
+    if nodes_per_process > 1 { 8_192 } else { 4_096 }
+}
+
 /// What to simulate.
 #[derive(Clone, Debug)]
 pub struct SimOptions {
