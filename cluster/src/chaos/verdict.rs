@@ -186,11 +186,28 @@ pub fn judge(report: &Report, config: &RunConfig) -> Verdict {
         }
     }
     if let Some(host) = &report.host_loss {
-        v.check(
-            "below the placement's promise",
-            host.below_promise,
-            "sets that missed a copy on a path avoiding the lost host",
-        );
+        // Copies dropped anywhere (corrupted buffers, a lossy or split network, a forging
+        // relay's outvoted copies) cannot be told from the host's: the promise is not checked
+        // beside them, only said.
+        let anywhere = [
+            FaultKind::Buffers,
+            FaultKind::Loss,
+            FaultKind::Partition,
+            FaultKind::Forge,
+        ];
+        if anywhere.iter().any(|&kind| has(kind)) {
+            v.allow(
+                host.below_promise,
+                "sets that missed a copy on a path avoiding the lost host, while other faults \
+                 dropped copies anywhere",
+            );
+        } else {
+            v.check(
+                "below the placement's promise",
+                host.below_promise,
+                "sets that missed a copy on a path avoiding the lost host",
+            );
+        }
     }
     v.done()
 }
@@ -319,6 +336,36 @@ mod tests {
             assert!(v.reasons[0].starts_with(reason), "{reason}: {v:?}");
             assert!(v.line().starts_with("verdict: INVALID: "), "{}", v.line());
         }
+    }
+
+    /// A lost host's promise is checked beside crashes and cuts (its judge spares their
+    /// paths), said beside faults that drop copies anywhere.
+    #[test]
+    fn a_host_loss_promise_is_checked_unless_copies_drop_anywhere() {
+        let mut r = kept();
+        r.host_loss = Some(crate::chaos::judge::HostLossOutcome {
+            below_promise: 3,
+            ..Default::default()
+        });
+        let v = judge(
+            &r,
+            &config(&[FaultKind::Host, FaultKind::Crash], Mode::default(), false),
+        );
+        assert!(!v.valid, "{v:?}");
+        assert!(v.reasons[0].starts_with("sets that missed a copy"), "{v:?}");
+        let v = judge(
+            &r,
+            &config(
+                &[FaultKind::Host, FaultKind::Buffers],
+                Mode::default(),
+                false,
+            ),
+        );
+        assert!(v.valid, "{v:?}");
+        assert!(
+            v.allowed[0].contains("while other faults dropped copies anywhere: 3"),
+            "{v:?}"
+        );
     }
 
     #[test]
