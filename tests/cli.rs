@@ -16,7 +16,7 @@ fn stdout(out: &Output) -> String {
 
 #[test]
 fn bad_input_is_one_line_and_exit_2() {
-    let cases: [&[&str]; 32] = [
+    let cases: [&[&str]; 33] = [
         &["paths", "eh:2", "0", "1"],
         &["paths", "eh:0,3", "0", "1"],
         &["paths", "mesh:4", "0", "1"],
@@ -56,6 +56,15 @@ fn bad_input_is_one_line_and_exit_2() {
             "2",
         ],
         &["cluster", "compose", "q:3", "--nodes-per-container", "9"],
+        &[
+            "cluster",
+            "swarm",
+            "q:3",
+            "--docker-host",
+            "unix:///nonexistent.sock",
+            "--nodes-per-container",
+            "0",
+        ],
         &[
             "daemon",
             "--config",

@@ -1,5 +1,6 @@
-//! `cluster swarm`: one container per node, spread over the hosts of a Docker Swarm, each
-//! service pinned to the host its [`Placement`] gives it.
+//! `cluster swarm`: one container per node, or per task of several nodes (`--nodes-per-container`,
+//! [`tasks`]: each host's nodes in tasks of up to N, each a node host), spread over the hosts of
+//! a Docker Swarm, each service pinned to the host its [`Placement`] gives its nodes.
 //!
 //! - **Hosts.** The manager's swarm nodes, each labelled `cuberoute.host=hI` (`h1` .. `hN`; a
 //!   swarm with no label yet is labelled in hostname order, [`engine::hosts_of`]). A host's
@@ -17,9 +18,11 @@
 //!   DNS round robin (no virtual IP: see [`stack`]'s `endpoint_mode`); a client on this machine
 //!   reaches node `i`'s control and metrics ports published on its host's address, at 17000 + i
 //!   and 22000 + i ([`Published`], [`Addressing::Swarm`]).
-//! - **Runners.** A node's runner is its task (from the manager's `stack ps`); killing one kills
-//!   its container on its host's engine, where that engine is known, and Swarm starts a new
-//!   task by its restart policy (`any`, after 1 s).
+//! - **Runners.** A node's runner is its task (from the manager's `stack ps`; a node's task
+//!   from the client manifest, [`tasks_of`]); killing one kills its container on its host's
+//!   engine, where that engine is known, and Swarm starts a new task by its restart policy
+//!   (`any`, after 1 s). A node whose task runs other nodes is crashed alone inside it, and
+//!   started there again ([`kill`], [`restart`]).
 //! - **Down.** [`down`]: `docker stack rm` (services, secrets, configs, network), every task
 //!   container gone on every engine known, then the stack's volumes removed on each; for a host
 //!   whose engine is not known, the command to run there.
