@@ -4,7 +4,7 @@
 //! the wall time is close to it, the start waited for nothing but CPU, and only a cheaper
 //! daemon start (or more cores) makes it faster.
 
-use crate::launch::usage::{cpu_now, cpu_seconds};
+use crate::launch::usage::{cpu_now, cpu_seconds_of_stat};
 use serde::Serialize;
 use std::time::Duration;
 
@@ -13,9 +13,13 @@ use std::time::Duration;
 pub struct LauncherMark(f64);
 
 impl LauncherMark {
-    /// This process's CPU time now.
+    /// This process's CPU time now, its exited threads' included: `/proc/self/stat`, not the
+    /// scheduler's count per thread ([`crate::launch::usage::cpu_seconds`]), which loses a thread's time when it
+    /// exits (a launcher's threads come and go: the generation's, a test harness's), so that a
+    /// later reading could be less than an earlier one.
     pub fn now() -> LauncherMark {
-        LauncherMark(cpu_seconds(std::process::id()).unwrap_or(0.0))
+        let stat = std::fs::read_to_string("/proc/self/stat").ok();
+        LauncherMark(stat.as_deref().and_then(cpu_seconds_of_stat).unwrap_or(0.0))
     }
 }
 

@@ -101,7 +101,7 @@ pub fn runs_since(start: &[(u32, Runs)]) -> Runs {
 
 /// Fields 14 and 15 (utime, stime) of a `/proc/<pid>/stat` line. The command name (field 2)
 /// may hold spaces and parentheses, so fields are counted after its closing parenthesis.
-fn cpu_seconds_of_stat(stat: &str) -> Option<f64> {
+pub(crate) fn cpu_seconds_of_stat(stat: &str) -> Option<f64> {
     let after_name = &stat[stat.rfind(')')? + 1..];
     let mut fields = after_name.split_whitespace().skip(11);
     let utime: u64 = fields.next()?.parse().ok()?;
