@@ -224,20 +224,7 @@ fn a_swarm_cluster_over_three_hosts_routes_across_them_and_leaves_nothing() {
     assert!(hosts.iter().all(|(_, endpoint)| !endpoint.is_empty()));
 
     // 32 tasks running, at least 8 per host, each on its placement's host.
-    let placement: Value = serde_json::from_str(
-        ok(&[
-            "cluster",
-            "placement",
-            "eh:2,2",
-            "--hosts",
-            "3",
-            "--placement",
-            "paths",
-            "--json",
-        ])
-        .trim(),
-    )
-    .unwrap();
+    let placement = placement_over_three_hosts("eh:2,2");
     let mut host_of: BTreeMap<u64, usize> = BTreeMap::new();
     for (h, (name, endpoint)) in hosts.iter().enumerate() {
         assert_eq!(name, &format!("h{}", h + 1));
@@ -537,20 +524,7 @@ fn tasks_of_several_nodes(testbed: &Testbed, hosts: &[(String, String)]) {
     ]);
     note(&format!("swarm test: tasks of four nodes:\n{up}"));
     let (stack, _) = cluster.recorded();
-    let placement: Value = serde_json::from_str(
-        ok(&[
-            "cluster",
-            "placement",
-            "eh:1,2",
-            "--hosts",
-            "3",
-            "--placement",
-            "paths",
-            "--json",
-        ])
-        .trim(),
-    )
-    .unwrap();
+    let placement = placement_over_three_hosts("eh:1,2");
     // The tasks running on each host: `<stack>_host-<first>` (or `node-<id>` for a task of
     // one), as many as its nodes make in fours.
     let mut tasks = 0;
@@ -579,36 +553,14 @@ fn tasks_of_several_nodes(testbed: &Testbed, hosts: &[(String, String)]) {
         serde_json::from_str(cluster.ok(&["cluster", "status", "--json"]).trim()).unwrap();
     assert_eq!(status["nodes_up"], 16, "{status}");
     assert_eq!(status["link_ends_up"], status["link_ends"], "{status}");
-    let delivered = |to: &str| -> usize {
-        let report: Value = serde_json::from_str(
-            cluster
-                .ok(&[
-                    "send",
-                    "--from",
-                    "0",
-                    "--to",
-                    to,
-                    "--message",
-                    "in tasks",
-                    "--wait",
-                    "--timeout",
-                    "10s",
-                    "--json",
-                ])
-                .trim(),
-        )
-        .unwrap();
-        report["copies"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|c| c["delivered"] == true)
-            .count()
-    };
     let paths: Value =
         serde_json::from_str(ok(&["paths", "eh:1,2", "0", "15", "--json"]).trim()).unwrap();
     let k = paths["k"].as_u64().unwrap() as usize;
-    assert_eq!(delivered("15"), k, "the farthest pair on all its {k} paths");
+    assert_eq!(
+        common::copies_delivered(cluster.path(), "0", "15", "10s"),
+        k,
+        "the farthest pair on all its {k} paths"
+    );
 
     // The nodes of each task share its published ports (the client's manifest), and its one
     // exporter serves its nodes' series, no other's.
@@ -699,6 +651,21 @@ fn tasks_of_several_nodes(testbed: &Testbed, hosts: &[(String, String)]) {
         let left = leftovers(endpoint, &stack, h == 0);
         assert!(left.is_empty(), "{name} still holds {left:?}");
     }
+}
+
+/// `cluster placement TOPO --hosts 3 --placement paths --json`: the nodes of each host.
+fn placement_over_three_hosts(topology: &str) -> Value {
+    let args = [
+        "cluster",
+        "placement",
+        topology,
+        "--hosts",
+        "3",
+        "--placement",
+        "paths",
+        "--json",
+    ];
+    serde_json::from_str(ok(&args).trim()).unwrap()
 }
 
 /// The running containers of `stack` on every host.

@@ -135,27 +135,7 @@ impl Cluster {
 
     /// The copies a plain set from `from` to `to` delivered within `timeout`.
     pub fn copies_delivered(&self, from: &str, to: &str, timeout: &str) -> usize {
-        let out = self.run(&[
-            "send",
-            "--from",
-            from,
-            "--to",
-            to,
-            "--message",
-            "hi",
-            "--wait",
-            "--timeout",
-            timeout,
-            "--json",
-        ]);
-        let report: Value = serde_json::from_str(stdout(&out).trim())
-            .unwrap_or_else(|e| panic!("{e}: {}{}", stdout(&out), stderr(&out)));
-        report["copies"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|c| c["delivered"] == true)
-            .count()
+        copies_delivered(self.path_str(), from, to, timeout)
     }
 
     /// The status of every node, as `cluster status --json` gives it.
@@ -443,6 +423,34 @@ pub fn scrape(addr: &str) -> String {
     let mut text = String::new();
     stream.read_to_string(&mut text).unwrap();
     text
+}
+
+/// The copies a plain set from `from` to `to` in the cluster of `dir` delivered within
+/// `timeout`.
+pub fn copies_delivered(dir: &str, from: &str, to: &str, timeout: &str) -> usize {
+    let out = cuberoute(&[
+        "send",
+        "--from",
+        from,
+        "--to",
+        to,
+        "--message",
+        "hi",
+        "--wait",
+        "--timeout",
+        timeout,
+        "--json",
+        "--dir",
+        dir,
+    ]);
+    let report: Value = serde_json::from_str(stdout(&out).trim())
+        .unwrap_or_else(|e| panic!("{e}: {}{}", stdout(&out), stderr(&out)));
+    report["copies"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["delivered"] == true)
+        .count()
 }
 
 /// The nodes of each process of the cluster whose client manifest is `manifest` (a node host's

@@ -15,11 +15,12 @@ use crate::launch::generate::{
     self, Addressing, Ports, container_service, generate_with_keys, service_name,
 };
 use crate::launch::hosting::{self, NodesPerProcess, OpenFiles};
+use crate::launch::in_host;
 use crate::launch::layout::ClusterDir;
 use cuberoute_daemon::client::Client;
 use cuberoute_daemon::config::{DaemonArgs, NodeConfig};
 use cuberoute_daemon::{disk, env};
-use cuberoute_protocol::wire::control::{Fault, Request, Response};
+use cuberoute_protocol::wire::control::Fault;
 use cuberoute_protocol::{NodeId, Topology};
 use serde::Serialize;
 use std::path::PathBuf;
@@ -377,39 +378,15 @@ async fn in_host(
             return;
         }
     };
-    // Whether the host is still the incarnation the order was for.
-    let current = |order: &InHostOrder| {
-        let down = down.lock().expect("harness lock");
-        down.epochs.get(&order.host).copied().unwrap_or(0) == order.epoch
-    };
     while let Some(order) = orders.recv().await {
-        let request = Request::Inject(order.fault.clone());
-        let mut done = false;
-        for &node in &order.via {
-            let Some(addr) = manifest.node(node).map(|n| n.control.clone()) else {
-                continue;
-            };
-            if !current(&order) {
-                break;
-            }
-            let Ok(connection) = client.connect(node, &addr).await else {
-                continue;
-            };
-            // Connected to the host started again since: not for this order.
-            if !current(&order) {
-                connection.close();
-                break;
-            }
-            let answer = connection.request(&request).await;
-            connection.close();
-            if let Ok(Response::Injected(_)) = answer {
-                done = true;
-                break;
-            }
-            tracing::warn!(?answer, fault = ?order.fault, "a node host refused");
-        }
-        if !done && current(&order) {
-            tracing::warn!(fault = ?order.fault, "no node of the host carried it out");
+        // Whether the host is still the incarnation the order was for.
+        let current = || {
+            let down = down.lock().expect("harness lock");
+            down.epochs.get(&order.host).copied().unwrap_or(0) == order.epoch
+        };
+        let fault = order.fault.clone();
+        if let Err(e) = in_host::ask_first(&client, &manifest, &order.via, fault, current).await {
+            tracing::warn!(error = %e, fault = ?order.fault, "a node host did not carry it out");
         }
     }
 }

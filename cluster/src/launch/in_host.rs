@@ -30,38 +30,15 @@ fn ask(dir: &ClusterDir, via: &[NodeId], fault: Fault) -> anyhow::Result<String>
     anyhow::ensure!(!via.is_empty(), "no other node of its process runs");
     let credentials = client_credentials(dir)?;
     let manifest = Manifest::load(&dir.manifest())?;
-    let request = Request::Inject(fault);
     let asked = || -> anyhow::Result<String> {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()?;
         runtime.block_on(async {
             let client = Client::new(&credentials)?;
-            let mut unreachable = Vec::new();
-            for &node in via {
-                let addr = manifest
-                    .node(node)
-                    .map(|n| n.control.clone())
-                    .ok_or_else(|| anyhow::anyhow!("node {node} is not in the manifest"))?;
-                let answer = match client.connect(node, &addr).await {
-                    Ok(connection) => {
-                        let answer = connection.request(&request).await;
-                        connection.close();
-                        answer
-                    }
-                    Err(e) => Err(e),
-                };
-                match answer {
-                    Ok(Response::Injected(done)) => return Ok(done),
-                    Ok(other) => anyhow::bail!("node {node} answered {other:?}"),
-                    Err(e @ ClientError::Refused { .. }) => return Err(e.into()),
-                    Err(e) => unreachable.push(e.to_string()),
-                }
-            }
-            anyhow::bail!(
-                "no node of the process answered: {}",
-                unreachable.join("; ")
-            )
+            ask_first(&client, &manifest, via, fault, || true)
+                .await?
+                .ok_or_else(|| anyhow::anyhow!("given up"))
         })
     };
     std::thread::scope(|s| {
@@ -69,4 +46,50 @@ fn ask(dir: &ClusterDir, via: &[NodeId], fault: Fault) -> anyhow::Result<String>
             .join()
             .unwrap_or_else(|_| Err(anyhow::anyhow!("the request's thread panicked")))
     })
+}
+
+/// Ask `fault` of the first node of `via` (nodes of one process) that answers, through
+/// `client`: what it did, or why none did. `still` is asked before each connection and again
+/// before the request: false gives up (`Ok(None)`), as the simulator does when the process was
+/// crashed or started again whole since the fault was asked for.
+pub async fn ask_first(
+    client: &Client,
+    manifest: &Manifest,
+    via: &[NodeId],
+    fault: Fault,
+    still: impl Fn() -> bool,
+) -> anyhow::Result<Option<String>> {
+    let request = Request::Inject(fault);
+    let mut unreachable = Vec::new();
+    for &node in via {
+        let addr = manifest
+            .node(node)
+            .map(|n| n.control.clone())
+            .ok_or_else(|| anyhow::anyhow!("node {node} is not in the manifest"))?;
+        if !still() {
+            return Ok(None);
+        }
+        let answer = match client.connect(node, &addr).await {
+            Ok(connection) if !still() => {
+                connection.close();
+                return Ok(None);
+            }
+            Ok(connection) => {
+                let answer = connection.request(&request).await;
+                connection.close();
+                answer
+            }
+            Err(e) => Err(e),
+        };
+        match answer {
+            Ok(Response::Injected(done)) => return Ok(Some(done)),
+            Ok(other) => anyhow::bail!("node {node} answered {other:?}"),
+            Err(e @ ClientError::Refused { .. }) => return Err(e.into()),
+            Err(e) => unreachable.push(e.to_string()),
+        }
+    }
+    anyhow::bail!(
+        "no node of the process answered: {}",
+        unreachable.join("; ")
+    )
 }

@@ -311,10 +311,19 @@ fn task_of(dir: &ClusterDir, id: NodeId) -> anyhow::Result<(Vec<NodeId>, String)
 /// dead until it is started there again.
 pub fn runners(dir: &ClusterDir, run: &SwarmRun) -> anyhow::Result<BTreeMap<NodeId, Runner>> {
     let tasks = engine::current_tasks(run.manager().tasks(&run.stack)?);
+    Ok(runners_of(&tasks_of(dir)?, run, &tasks))
+}
+
+/// [`runners`] of the nodes of `groups` (each a task's), from the manager's `tasks`.
+fn runners_of(
+    groups: &[Vec<NodeId>],
+    run: &SwarmRun,
+    tasks: &BTreeMap<String, Task>,
+) -> BTreeMap<NodeId, Runner> {
     let mut runners = BTreeMap::new();
-    for nodes in tasks_of(dir)? {
-        let task = tasks.get(&generate::container_service(&nodes));
-        for &id in &nodes {
+    for nodes in groups {
+        let task = tasks.get(&generate::container_service(nodes));
+        for &id in nodes {
             let runner = match task {
                 None => Runner::Starting("no task yet".into()),
                 Some(task) if task.running() && crashed_in(run, id, task) => {
@@ -325,7 +334,7 @@ pub fn runners(dir: &ClusterDir, run: &SwarmRun) -> anyhow::Result<BTreeMap<Node
             runners.insert(id, runner);
         }
     }
-    Ok(runners)
+    runners
 }
 
 fn crashed_in(run: &SwarmRun, id: NodeId, task: &Task) -> bool {
@@ -357,15 +366,17 @@ fn runner_of(run: &SwarmRun, task: &Task) -> Runner {
 
 /// What the manager says of the tasks of `nodes`: one line each.
 pub fn explain(dir: &ClusterDir, run: &SwarmRun, nodes: &[NodeId]) -> Vec<String> {
-    let (Ok(tasks), Ok(runners)) = (run.manager().tasks(&run.stack), runners(dir, run)) else {
+    let (Ok(tasks), Ok(groups)) = (run.manager().tasks(&run.stack), tasks_of(dir)) else {
         return Vec::new();
     };
     let tasks = engine::current_tasks(tasks);
+    let runners = runners_of(&groups, run, &tasks);
     nodes
         .iter()
         .map(|id| {
-            let service = task_of(dir, *id).map(|(_, service)| service);
-            match (service.ok().and_then(|s| tasks.get(&s)), runners.get(id)) {
+            let group = groups.iter().find(|g| g.contains(id));
+            let task = group.and_then(|g| tasks.get(&generate::container_service(g)));
+            match (task, runners.get(id)) {
                 (Some(_), Some(runner)) => format!("node {id}: {}", runner.describe()),
                 _ => format!("node {id}: no task"),
             }
@@ -429,11 +440,7 @@ pub fn kill(
     let Some((container, host)) = running_container(&run, &service)? else {
         return Ok(false);
     };
-    let others: Vec<NodeId> = nodes
-        .iter()
-        .copied()
-        .filter(|&n| n != id && !run.crashed_in(n, &container))
-        .collect();
+    let others = running_with(&run, &nodes, &container, id);
     if !others.is_empty() {
         crate::launch::in_host::crash(dir, id, &others).with_context(|| {
             format!(
@@ -479,6 +486,15 @@ pub fn kill(
     }
 }
 
+/// The nodes of `nodes` (a task's) other than `id` that run in its `container`.
+fn running_with(run: &SwarmRun, nodes: &[NodeId], container: &str, id: NodeId) -> Vec<NodeId> {
+    nodes
+        .iter()
+        .copied()
+        .filter(|&n| n != id && !run.crashed_in(n, container))
+        .collect()
+}
+
 /// Start node `id` again. False if it runs. A node crashed inside a task that runs on is started
 /// there again; a task on its way (Swarm restarts a killed one by itself) is left to it; a
 /// node with no task meant to run gets one (`docker service update --force`).
@@ -493,11 +509,7 @@ pub fn restart(
     match tasks.get(&service) {
         Some(task) if task.running() && crashed_in(&run, id, task) => {
             let container = task.container.clone().unwrap_or_default();
-            let others: Vec<NodeId> = nodes
-                .iter()
-                .copied()
-                .filter(|&n| !run.crashed_in(n, &container))
-                .collect();
+            let others = running_with(&run, &nodes, &container, id);
             crate::launch::in_host::restart(dir, id, &others)?;
             run.crashed
                 .retain(|c| !(c.node == id && c.container == container));
