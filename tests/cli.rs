@@ -16,7 +16,7 @@ fn stdout(out: &Output) -> String {
 
 #[test]
 fn bad_input_is_one_line_and_exit_2() {
-    let cases: [&[&str]; 33] = [
+    let cases: [&[&str]; 35] = [
         &["paths", "eh:2", "0", "1"],
         &["paths", "eh:0,3", "0", "1"],
         &["paths", "mesh:4", "0", "1"],
@@ -30,6 +30,8 @@ fn bad_input_is_one_line_and_exit_2() {
         &["bench", "--overload", "1,500"],
         &["bench", "--load-generator-nice", "20"],
         &["bench", "--sweep", "4096,0"],
+        &["bench", "--sets-per-request", "0"],
+        &["bench", "--sets-per-request", "129"],
         &["bench", "--load-generator-nice", "-21"],
         &["bench", "--to", "0"],
         &["bench", "--through", "0"],

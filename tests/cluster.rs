@@ -220,7 +220,7 @@ fn single_sends_one_copy_on_the_shortest_path() {
     // ... and by the daemon, whoever asks.
     use cuberoute_cluster::{ClusterClient, ClusterDir};
     use cuberoute_daemon::client::ClientError;
-    use cuberoute_protocol::wire::control::{ControlErrorKind, Request};
+    use cuberoute_protocol::wire::control::{ControlErrorKind, Request, SendSet};
     use cuberoute_protocol::{NodeId, SendRequest};
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let client = runtime
@@ -231,7 +231,7 @@ fn single_sends_one_copy_on_the_shortest_path() {
         ("reliable+secret:1", false),
         ("plain", true),
     ] {
-        let send = Request::Send {
+        let send = Request::Send(SendSet {
             request: SendRequest {
                 single: true,
                 split,
@@ -242,7 +242,7 @@ fn single_sends_one_copy_on_the_shortest_path() {
             mode: mode.parse().unwrap(),
             deadline_ms: 1000,
             clear: false,
-        };
+        });
         match runtime.block_on(client.request(NodeId(0), &send)) {
             Err(ClientError::Refused { error, .. }) => {
                 assert_eq!(error.kind, ControlErrorKind::BadRequest, "{error}");

@@ -613,3 +613,135 @@ fn a_large_node_host_answers_for_all_its_nodes_page_after_page() {
         assert_eq!((brief.running, brief.stopped), (2047, vec![NodeId(5)]));
     });
 }
+
+/// Many sets in one request a process (`Request::SendMany`, `Request::AwaitMany`): a client's
+/// batch across two node hosts arrives whole, in order; a set of a node of another process, or
+/// a request of more than the most sets, is refused with why, and the others of the request go
+/// on.
+#[test]
+fn many_sets_go_in_one_request_a_process() {
+    use cuberoute_cluster::ops::traffic::{SendOptions, SetToSend};
+    use cuberoute_cluster::{ClusterClient, ClusterDir};
+    use cuberoute_protocol::delivery::Mode;
+    use cuberoute_protocol::wire::control::{
+        AwaitOne, ControlErrorKind, MAX_SETS_PER_REQUEST, Request, Response, SendOne, SendSet,
+    };
+    use cuberoute_protocol::{NodeId, SendRequest};
+    let cluster = Cluster::up_with(
+        "q:6",
+        &["--base-addr", "127.2.184.0", "--nodes-per-process", "32"],
+    );
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async {
+        let client = ClusterClient::open(&ClusterDir::new(cluster.path())).unwrap();
+        let processes = &client.process_of().nodes;
+        assert_eq!(processes.len(), 2, "{processes:?}");
+        // 300 sets, both ways between the processes and inside each: three requests of
+        // sources a process at most (128 a request), sealed end to end.
+        let sets: Vec<SetToSend> = (0..300u64)
+            .map(|i| SetToSend {
+                from: NodeId(i % 64),
+                request: SendRequest::to(NodeId((i * 37 + 11) % 64)),
+                payload: i.to_be_bytes().to_vec(),
+            })
+            .filter(|set| set.from != set.request.to[0])
+            .collect();
+        let options = SendOptions {
+            wait: Some(Duration::from_secs(20)),
+            ..SendOptions::default()
+        };
+        let reports = client.send_many(sets.clone(), options).await;
+        assert_eq!(reports.len(), sets.len());
+        for (set, report) in sets.iter().zip(&reports) {
+            let report = report.as_ref().unwrap();
+            assert_eq!(report.from, set.from.0);
+            assert_eq!(report.k, 6, "{report:?}");
+            assert_eq!(report.copies_delivered(), 6, "{report:?}");
+            assert!(report.sealed && report.lost == 0, "{report:?}");
+        }
+        // Each set a sequence id of its own at its source, in the order sent.
+        let mut seqs = std::collections::HashMap::<u64, Vec<u64>>::new();
+        for report in reports.iter().flatten() {
+            seqs.entry(report.from).or_default().push(report.seq);
+        }
+        assert!(
+            seqs.values().all(|s| s.windows(2).all(|w| w[0] < w[1])),
+            "{seqs:?}"
+        );
+
+        // Asked of node 0: node 40 runs in the other process.
+        let one = |from: u64| SendOne {
+            from: NodeId(from),
+            set: SendSet {
+                request: SendRequest::to(NodeId(63)),
+                payload: b"x".to_vec(),
+                trace: false,
+                mode: Mode::default(),
+                deadline_ms: 1000,
+                clear: true,
+            },
+        };
+        let answer = client
+            .request(NodeId(0), &Request::SendMany(vec![one(1), one(40), one(2)]))
+            .await
+            .unwrap();
+        let Response::SentMany(taken) = answer else {
+            panic!("{answer:?}")
+        };
+        assert!(taken[0].is_ok() && taken[2].is_ok(), "{taken:?}");
+        let refused = taken[1].as_ref().unwrap_err();
+        assert_eq!(refused.kind, ControlErrorKind::UnknownNode);
+        assert!(
+            refused
+                .message
+                .contains("source 40 does not run in the process of node 0"),
+            "{refused}"
+        );
+        // The two taken arrive at node 63 (the other process): awaited there, and refused at
+        // node 0, which does not run it.
+        let taken: Vec<_> = taken.into_iter().flatten().collect();
+        let awaits: Vec<AwaitOne> = [(1, &taken[0]), (2, &taken[1])]
+            .into_iter()
+            .map(|(src, accepted)| AwaitOne {
+                dst: NodeId(63),
+                src: NodeId(src),
+                seq: accepted.seq,
+                sent_at_us: accepted.sent_at_us,
+                copies: 0,
+                sealed: false,
+                mode: Mode::default(),
+            })
+            .collect();
+        let ask = Request::AwaitMany {
+            sets: awaits,
+            timeout_ms: 10_000,
+        };
+        let answer = client.request(NodeId(40), &ask).await.unwrap();
+        let Response::CopiesMany(copies) = answer else {
+            panic!("{answer:?}")
+        };
+        for set in &copies {
+            let set = set.as_ref().unwrap();
+            assert_eq!(set.len(), 6, "{set:?}");
+            assert!(set.iter().all(|c| c.payload.is_empty() && c.path.is_none()));
+        }
+        let answer = client.request(NodeId(0), &ask).await.unwrap();
+        let Response::CopiesMany(copies) = answer else {
+            panic!("{answer:?}")
+        };
+        assert!(
+            copies.iter().all(|c| c
+                .as_ref()
+                .is_err_and(|e| e.kind == ControlErrorKind::UnknownNode)),
+            "{copies:?}"
+        );
+        // One set more than a request may carry: the request is refused whole.
+        let too_many = Request::SendMany(vec![one(1); MAX_SETS_PER_REQUEST + 1]);
+        let refused = client.request(NodeId(0), &too_many).await.unwrap_err();
+        let cuberoute_daemon::client::ClientError::Refused { error, .. } = refused else {
+            panic!("{refused:?}")
+        };
+        assert_eq!(error.kind, ControlErrorKind::BadRequest);
+        assert!(error.message.contains("at most 128"), "{error}");
+    });
+}

@@ -12,7 +12,7 @@ use cuberoute_daemon::client::{Client, ClientError};
 use cuberoute_daemon::roles::REFUSAL_PREFIX;
 use cuberoute_daemon::tls::Credentials;
 use cuberoute_protocol::delivery::Mode;
-use cuberoute_protocol::wire::control::{ControlErrorKind, Fault, Request, Response};
+use cuberoute_protocol::wire::control::{ControlErrorKind, Fault, Request, Response, SendSet};
 use cuberoute_protocol::{NodeId, SendRequest};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -535,13 +535,15 @@ fn the_daemons_refuse_what_the_role_does_not_allow_whatever_the_client() {
         "operate",
         &[],
     ));
-    let send = |from_node_to: u64| Request::Send {
-        request: SendRequest::to(NodeId(from_node_to)),
-        payload: b"forged".to_vec(),
-        trace: false,
-        mode: Mode::default(),
-        deadline_ms: 1000,
-        clear: false,
+    let send = |from_node_to: u64| {
+        Request::Send(SendSet {
+            request: SendRequest::to(NodeId(from_node_to)),
+            payload: b"forged".to_vec(),
+            trace: false,
+            mode: Mode::default(),
+            deadline_ms: 1000,
+            clear: false,
+        })
     };
     let consume = Request::Consume {
         consumer: "c".into(),

@@ -18,8 +18,9 @@ pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
 pub const RECEIVE_BUFFER: usize = 4 << 20;
 
 /// Why a request got no answer. Each names its node as the caller spelt it (`name`: the
-/// topology's notation, or the integer id), and carries its id for matching.
-#[derive(Debug, thiserror::Error)]
+/// topology's notation, or the integer id), and carries its id for matching. Clone: one
+/// request that carried many sets fails each of them.
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum ClientError {
     #[error("node {name} at {addr} is unreachable: {message}")]
     Unreachable {
@@ -54,7 +55,7 @@ pub enum ClientError {
         why: String,
     },
     #[error("cannot open a local QUIC endpoint: {0}")]
-    Endpoint(std::io::Error),
+    Endpoint(std::sync::Arc<std::io::Error>),
 }
 
 /// A local endpoint from which to reach any node's control API.
@@ -74,7 +75,7 @@ impl Client {
             Some(RECEIVE_BUFFER),
             None,
         )
-        .map_err(ClientError::Endpoint)?;
+        .map_err(|e| ClientError::Endpoint(e.into()))?;
         Ok(Client {
             endpoint,
             config: credentials.client_config(ALPN_CONTROL),

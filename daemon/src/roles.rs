@@ -6,8 +6,8 @@
 //!
 //! | role | requests | commands |
 //! |---|---|---|
-//! | `read` | `Status`, `Recv`, `Await`, `Settled`, `Notices` | `cluster status`, `show`, `recv`, `monitor`, `cluster view`, `cluster revoke --list` |
-//! | `send` | `Send`, `Consume` (at the `--as` nodes only, if the certificate names any) | `send`, `recv --consume`, `ping` |
+//! | `read` | `Status`, `Recv`, `Await`, `AwaitMany`, `Settled`, `Notices` | `cluster status`, `show`, `recv`, `monitor`, `cluster view`, `cluster revoke --list` |
+//! | `send` | `Send`, `SendMany`, `Consume` (at the `--as` nodes only, if the certificate names any: each set of a `SendMany` from one of them) | `send`, `recv --consume`, `ping` |
 //! | `operate` | `Reload`, `Revoke` | `cluster reload`, `cluster revoke` |
 //! | `chaos` | `Inject` (every fault, ending one too), `Captured` | `chaos ...` through the control API |
 //!
@@ -197,8 +197,9 @@ impl ClientRole {
             ));
         }
         if let Some(nodes) = &self.as_nodes
-            && limited_to_as(request)
-            && nodes.binary_search(&at).is_err()
+            && let Some(at) = limited_at(at, request)
+                .into_iter()
+                .find(|at| nodes.binary_search(at).is_err())
         {
             return Err(format!(
                 "{REFUSAL_PREFIX}{} as node{} {} only; {what} at node {at} is refused",
@@ -235,10 +236,12 @@ pub fn needed(request: &Request) -> (Role, &'static str) {
     match request {
         Request::Status | Request::Hosted { .. } | Request::HostReadiness => (Role::Read, "status"),
         Request::Recv { .. } => (Role::Read, "recv"),
-        Request::Await { .. } => (Role::Read, "waiting for a set's copies"),
+        Request::Await { .. } | Request::AwaitMany { .. } => {
+            (Role::Read, "waiting for a set's copies")
+        }
         Request::Settled { .. } => (Role::Read, "waiting for a reliable set's outcome"),
         Request::Notices { .. } => (Role::Read, "monitor"),
-        Request::Send { .. } => (Role::Send, "send"),
+        Request::Send(_) | Request::SendMany(_) => (Role::Send, "send"),
         Request::Consume { .. } => (Role::Send, "consume"),
         Request::Reload => (Role::Operate, "reload"),
         Request::Revoke { .. } => (Role::Operate, "revoke"),
@@ -247,10 +250,14 @@ pub fn needed(request: &Request) -> (Role, &'static str) {
     }
 }
 
-/// Whether `--as` limits where `request` may be made: sending a set from a node, and taking
-/// (for good) what a node's store keeps.
-fn limited_to_as(request: &Request) -> bool {
-    matches!(request, Request::Send { .. } | Request::Consume { .. })
+/// Where `--as` limits `request`, made of node `at`: the nodes it sends a set from, or takes
+/// (for good) what a node's store keeps from; none for any other request.
+fn limited_at(at: NodeId, request: &Request) -> Vec<NodeId> {
+    match request {
+        Request::Send(_) | Request::Consume { .. } => vec![at],
+        Request::SendMany(sets) => sets.iter().map(|set| set.from).collect(),
+        _ => Vec::new(),
+    }
 }
 
 #[cfg(test)]
@@ -258,7 +265,7 @@ mod tests {
     use super::*;
     use cuberoute_protocol::SendRequest;
     use cuberoute_protocol::delivery::Mode;
-    use cuberoute_protocol::wire::control::{Fault, ShapeRule};
+    use cuberoute_protocol::wire::control::{AwaitOne, Fault, SendOne, SendSet, ShapeRule};
 
     fn every_request() -> Vec<Request> {
         vec![
@@ -288,14 +295,14 @@ mod tests {
                 max: 1,
                 wait_ms: 0,
             },
-            Request::Send {
+            Request::Send(SendSet {
                 request: SendRequest::to(NodeId(3)),
                 payload: vec![],
                 trace: false,
                 mode: Mode::default(),
                 deadline_ms: 0,
                 clear: false,
-            },
+            }),
             Request::Consume {
                 consumer: "c".into(),
                 taken: None,
@@ -319,7 +326,35 @@ mod tests {
             Request::Captured { after: 0, max: 1 },
             Request::Hosted { after: None },
             Request::HostReadiness,
+            Request::SendMany(vec![one_set(1)]),
+            Request::AwaitMany {
+                sets: vec![AwaitOne {
+                    dst: NodeId(1),
+                    src: NodeId(3),
+                    seq: 0,
+                    sent_at_us: 0,
+                    copies: 0,
+                    sealed: true,
+                    mode: Mode::default(),
+                }],
+                timeout_ms: 0,
+            },
         ]
+    }
+
+    /// A set to send from `from`, as [`Request::SendMany`] carries it.
+    fn one_set(from: u64) -> SendOne {
+        SendOne {
+            from: NodeId(from),
+            set: SendSet {
+                request: SendRequest::to(NodeId(9)),
+                payload: vec![],
+                trace: false,
+                mode: Mode::default(),
+                deadline_ms: 0,
+                clear: false,
+            },
+        }
     }
 
     fn role(role: Role, as_nodes: Option<&[u64]>) -> ClientRole {
@@ -339,9 +374,10 @@ mod tests {
                 | Request::HostReadiness
                 | Request::Recv { .. }
                 | Request::Await { .. }
+                | Request::AwaitMany { .. }
                 | Request::Settled { .. }
                 | Request::Notices { .. } => Role::Read,
-                Request::Send { .. } | Request::Consume { .. } => Role::Send,
+                Request::Send(_) | Request::SendMany(_) | Request::Consume { .. } => Role::Send,
                 Request::Reload | Request::Revoke { .. } => Role::Operate,
                 // Ending a fault too: a read or send certificate cannot heal a cut it did not make.
                 Request::Inject(_) | Request::Captured { .. } => Role::Chaos,
@@ -389,7 +425,7 @@ mod tests {
             let at_1 = client.allows(NodeId(1), &request);
             let at_2 = client.allows(NodeId(2), &request);
             match &request {
-                Request::Send { .. } | Request::Consume { .. } => {
+                Request::Send(_) | Request::Consume { .. } => {
                     assert_eq!(at_1, Ok(()));
                     let line = at_2.unwrap_err();
                     assert!(
@@ -412,6 +448,11 @@ mod tests {
         );
         // Operating and chaos are not limited by --as.
         assert!(many.allows(NodeId(4), &Request::Reload).is_ok());
+        // Many sets in one request: each from a node --as names, wherever the request goes.
+        let sets = |from: &[u64]| Request::SendMany(from.iter().map(|&n| one_set(n)).collect());
+        assert!(many.allows(NodeId(4), &sets(&[3, 7, 5])).is_ok());
+        let line = many.allows(NodeId(3), &sets(&[3, 4, 5])).unwrap_err();
+        assert!(line.ends_with("send at node 4 is refused"), "{line}");
     }
 
     #[test]

@@ -17,6 +17,7 @@ use cuberoute_cluster::launch::run_state::RunState;
 use cuberoute_cluster::launch::usage::Idle;
 use cuberoute_daemon::tls::Credentials;
 use cuberoute_protocol::delivery::Mode;
+use cuberoute_protocol::wire::control::MAX_SETS_PER_REQUEST;
 use cuberoute_protocol::{NodeId, Topology};
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -39,6 +40,11 @@ pub struct Args {
     /// Sets in flight during the saturation run.
     #[arg(long, default_value_t = 64)]
     pub concurrency: usize,
+    /// Send the saturation sets this many to a request and wait for them so (one request a
+    /// process of their sources, one a process of their destinations): what a client that
+    /// batches gets from a node host. 1: a request a set. At most 128.
+    #[arg(long, default_value_t = 1)]
+    pub sets_per_request: usize,
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// Also measure these delivery modes (comma-separated, e.g. reliable,code:1,secret:1),
@@ -189,6 +195,12 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             "--samples, --concurrency and every --sweep must be at least 1",
         ));
     }
+    if !(1..=MAX_SETS_PER_REQUEST).contains(&args.sets_per_request) {
+        return Err(usage(format!(
+            "--sets-per-request {}: 1 to {MAX_SETS_PER_REQUEST} sets in one request",
+            args.sets_per_request
+        )));
+    }
     if let Some(bad) = args
         .overload
         .iter()
@@ -219,6 +231,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         overload: args.overload.clone(),
         sweep: args.sweep.clone(),
         pairs: Pairs::Random,
+        sets_per_request: args.sets_per_request,
     };
     let mut shown = Shown::default();
     let mut events = |event: Event| shown.event(event);
@@ -695,8 +708,9 @@ fn print_table(f: &Figures) {
         }
         let s = &c.saturation;
         println!(
-            "  saturation ({} in flight, {:.1} s): {:.0} sets/s, {:.0} packet-hops/s ({} incomplete, {} dropped)",
+            "  saturation ({} in flight, {} a request, {:.1} s): {:.0} sets/s, {:.0} packet-hops/s ({} incomplete, {} dropped)",
             s.concurrency,
+            s.sets_per_request,
             s.seconds,
             s.sets_per_second,
             s.packet_hops_per_second,

@@ -5,7 +5,7 @@
 use crate::launch::usage::{self, Runs};
 use crate::ops::cluster_client::ClusterClient;
 use crate::ops::percentiles::Percentiles;
-use crate::ops::traffic::{SendOptions, SendReport};
+use crate::ops::traffic::{SendOptions, SendReport, SetToSend};
 use cuberoute_daemon::client::ClientError;
 use cuberoute_protocol::delivery::Mode;
 use cuberoute_protocol::paths::table;
@@ -123,6 +123,9 @@ pub struct Load {
     pub clear: bool,
     /// Between which pairs the saturation sets go.
     pub pairs: Pairs,
+    /// How many saturation sets the client sends in one request, and waits for in one
+    /// (`send_many`: one pair of requests a process); 1: a request a set.
+    pub sets_per_request: usize,
 }
 
 impl Default for Load {
@@ -132,6 +135,7 @@ impl Default for Load {
             payload_bytes: 64,
             clear: false,
             pairs: Pairs::Random,
+            sets_per_request: 1,
         }
     }
 }
@@ -212,6 +216,8 @@ pub async fn pair_latency(
 pub struct Throughput {
     pub seconds: f64,
     pub concurrency: usize,
+    /// How many sets the client sent (and awaited) in one request ([`Load::sets_per_request`]).
+    pub sets_per_request: usize,
     pub sets_completed: u64,
     pub sets_incomplete: u64,
     pub sets_per_second: f64,
@@ -434,7 +440,10 @@ pub async fn window_cost<T>(
 }
 
 /// Keep `concurrency` sets in flight between random pairs for `duration`, each waiting for
-/// its copies, and count what the whole cluster forwarded.
+/// its copies, and count what the whole cluster forwarded. With [`Load::sets_per_request`]
+/// above 1, the sets go in rounds of that many, each round sent and awaited in one request a
+/// process ([`ClusterClient::send_many`]), as many rounds at once as keep `concurrency` in
+/// flight; each set's completion is its round's.
 pub async fn saturate(
     client: &ClusterClient,
     duration: Duration,
@@ -463,33 +472,56 @@ pub async fn saturate_costed(
     // complete or timed out.
     let (((took_us, parts), seconds), cost) = window_cost(client, pids, async {
         let started = Instant::now();
-        let workers = (0..concurrency).map(|w| {
+        let per_round = load.sets_per_request.max(1);
+        let rounds = concurrency.div_ceil(per_round);
+        let workers = (0..rounds).map(|w| {
             let client = client.clone();
             let completed = completed.clone();
             let incomplete = incomplete.clone();
+            // The last round holds what is left of `concurrency`.
+            let sets = per_round.min(concurrency - w * per_round);
             tokio::spawn(async move {
                 let mut rng = rand::rngs::StdRng::seed_from_u64(seed ^ (w as u64) << 32);
                 let options = load.options();
                 let mut took_us = Vec::new();
                 let mut parts = Vec::new();
                 while started.elapsed() < duration {
-                    let (from, to) = load.pair(topology, &mut rng);
-                    let payload = vec![0; load.payload_bytes];
+                    let round: Vec<SetToSend> = (0..sets)
+                        .map(|_| {
+                            let (from, to) = load.pair(topology, &mut rng);
+                            let payload = vec![0; load.payload_bytes];
+                            SetToSend {
+                                from,
+                                request: SendRequest::to(to),
+                                payload,
+                            }
+                        })
+                        .collect();
                     let sent = Instant::now();
                     let sent_us = wall_us();
-                    match client
-                        .send(from, SendRequest::to(to), payload, options)
-                        .await
-                    {
-                        Ok(r) if complete(&r) => {
-                            took_us.push(sent.elapsed().as_secs_f64() * 1e6);
-                            if r.mode.is_plain() {
-                                parts.extend(parts_of(&r, sent_us, wall_us()));
-                            }
-                            completed.fetch_add(1, Relaxed)
-                        }
-                        _ => incomplete.fetch_add(1, Relaxed),
+                    let reports = if per_round == 1 {
+                        let set = round.into_iter().next().expect("one set a round");
+                        vec![
+                            client
+                                .send(set.from, set.request, set.payload, options)
+                                .await,
+                        ]
+                    } else {
+                        client.send_many(round, options).await
                     };
+                    let (took, done_us) = (sent.elapsed().as_secs_f64() * 1e6, wall_us());
+                    for report in reports {
+                        match report {
+                            Ok(r) if complete(&r) => {
+                                took_us.push(took);
+                                if r.mode.is_plain() {
+                                    parts.extend(parts_of(&r, sent_us, done_us));
+                                }
+                                completed.fetch_add(1, Relaxed)
+                            }
+                            _ => incomplete.fetch_add(1, Relaxed),
+                        };
+                    }
                 }
                 (took_us, parts)
             })
@@ -516,6 +548,7 @@ pub async fn saturate_costed(
     let throughput = Throughput {
         seconds,
         concurrency,
+        sets_per_request: load.sets_per_request.max(1),
         sets_completed: sets,
         sets_incomplete: incomplete.load(Relaxed),
         sets_per_second: sets as f64 / seconds,

@@ -78,6 +78,9 @@ pub struct Options {
     /// Between which pairs the saturation sets go (other than random: a running cluster's
     /// only, `--to` and `--through`).
     pub pairs: Pairs,
+    /// How many saturation sets the client sends, and waits for, in one request
+    /// ([`Load::sets_per_request`]).
+    pub sets_per_request: usize,
 }
 
 /// What a run does as it goes, in order, for the caller to show.
@@ -489,6 +492,7 @@ pub fn measure_running(
         let plain = Load {
             clear: options.clear,
             pairs: options.pairs,
+            sets_per_request: options.sets_per_request,
             ..Load::default()
         };
         measure::pair_latency(&client, src, far, 20, plain).await?;
@@ -530,6 +534,8 @@ pub fn measure_running(
         payload_bytes: options.payload_bytes,
         clear: false,
         pairs: options.pairs,
+        // Open-loop sets go one a request; their reference rate is measured so too.
+        sets_per_request: 1,
     };
     // The saturation rate of the overload runs' own payload: what they offer multiples of.
     let overload_reference = (!options.overload.is_empty()).then(|| {
@@ -579,6 +585,7 @@ pub fn measure_running(
                 payload_bytes: options.payload_bytes,
                 clear,
                 pairs: options.pairs,
+                sets_per_request: options.sets_per_request,
             };
             let (farthest, saturation) = runtime.block_on(async {
                 measure::pair_latency(&client, src, far, 20, load).await?;

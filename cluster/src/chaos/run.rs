@@ -49,7 +49,7 @@ use crate::ops::cluster_client::ClusterClient;
 use crate::ops::ready::{self, Readiness};
 use crate::ops::shaping::{self, ShapeRule};
 use cuberoute_protocol::delivery::Mode;
-use cuberoute_protocol::wire::control::{Fault, NodeStatus, Request, Response};
+use cuberoute_protocol::wire::control::{Fault, NodeStatus, Request, Response, SendSet};
 use cuberoute_protocol::{NodeId, SendRequest, Topology};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -153,14 +153,14 @@ async fn wait_until_allowed_and_ready(client: &ClusterClient) -> anyhow::Result<
     let nodes: Vec<NodeId> = client.manifest.nodes.iter().map(|n| n.id).collect();
     // A run sends from every node and injects faults: a certificate of role chaos without
     // --as, or nothing is done.
-    let any_send = Request::Send {
+    let any_send = Request::Send(SendSet {
         request: SendRequest::to(nodes[nodes.len() - 1]),
         payload: Vec::new(),
         trace: false,
         mode: Mode::default(),
         deadline_ms: 0,
         clear: false,
-    };
+    });
     client
         .allowed(&nodes, &[Request::Inject(Fault::Unshape), any_send])
         .map_err(|line| anyhow::anyhow!(line))?;

@@ -47,6 +47,17 @@ pub struct ClusterClient {
     run_state: Arc<Mutex<Option<ReadRunState>>>,
     /// When each recorded process (pid, start time) was last seen running.
     seen_running: Arc<Mutex<HashMap<ProcessKey, std::time::Instant>>>,
+    /// The processes of the manifest, made once when first asked for.
+    processes: Arc<std::sync::OnceLock<ProcessMap>>,
+}
+
+/// The nodes of each process (those that share a control address in the manifest), and the
+/// process of each node.
+pub struct ProcessMap {
+    /// Each process's nodes, ascending.
+    pub nodes: Vec<Vec<NodeId>>,
+    /// Each node's index in `nodes`.
+    pub of: HashMap<NodeId, usize>,
 }
 
 /// A recorded process: its pid and start time.
@@ -98,6 +109,7 @@ impl ClusterClient {
             connections: Arc::default(),
             run_state: Arc::default(),
             seen_running: Arc::default(),
+            processes: Arc::default(),
         })
     }
 
@@ -329,6 +341,20 @@ impl ClusterClient {
                 hosts.retain(|nodes| nodes.len() > 1);
                 hosts
             })
+    }
+
+    /// The nodes of each process of the manifest, one node a process or several (a node
+    /// host's share a control address), and each node's process: made once.
+    pub fn process_of(&self) -> &ProcessMap {
+        self.processes.get_or_init(|| {
+            let nodes = crate::launch::hosting::processes(&self.manifest);
+            let of = nodes
+                .iter()
+                .enumerate()
+                .flat_map(|(p, members)| members.iter().map(move |&n| (n, p)))
+                .collect();
+            ProcessMap { nodes, of }
+        })
     }
 
     /// The status of each of `nodes` (or why it could not be had), in that order, each within

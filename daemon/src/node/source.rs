@@ -15,7 +15,7 @@ use cuberoute_protocol::delivery::{
 };
 use cuberoute_protocol::seal::sealed::{Bound, SEAL_OVERHEAD, SealError};
 use cuberoute_protocol::seal::session::OpenError;
-use cuberoute_protocol::wire::control::MAX_PAYLOAD_LEN;
+use cuberoute_protocol::wire::control::{Accepted, MAX_PAYLOAD_LEN, SendSet};
 use cuberoute_protocol::wire::message::Message;
 use cuberoute_protocol::wire::packet::{DataPacket, set_checksum};
 use cuberoute_protocol::{NodeId, Routes, SendError, SendRequest};
@@ -26,33 +26,6 @@ use tracing::{debug, warn};
 
 /// The longest a source keeps a reliable set ([`crate::config::MAX_LIFE`]), in ms.
 const MAX_DEADLINE_MS: u32 = crate::config::MAX_LIFE.as_millis() as u32;
-
-/// A set a client asks this node to send, as it asked (`Request::Send`).
-#[derive(Clone, Debug)]
-pub struct Order {
-    /// The destinations and how the set goes to them (split, single path).
-    pub request: SendRequest,
-    pub payload: Vec<u8>,
-    pub trace: bool,
-    pub mode: Mode,
-    /// How long a reliable set is sent again for, at most [`MAX_DEADLINE_MS`].
-    pub deadline_ms: u32,
-    /// Clear though the node seals by default.
-    pub clear: bool,
-}
-
-/// A set taken: what its client is told (`Response::Accepted`).
-#[derive(Clone, Debug)]
-pub struct Taken {
-    pub seq: u64,
-    pub k: u32,
-    pub sent_at_us: u64,
-    /// The set's destinations, one per route.
-    pub to: Vec<NodeId>,
-    /// The bytes its messages carry on the wire, seals included.
-    pub wire_bytes: u64,
-    pub sealed: bool,
-}
 
 /// Why a set a client asked for was not sent.
 #[derive(Debug, thiserror::Error)]
@@ -122,8 +95,8 @@ impl Node {
     /// a reliable set, the deadline it is sent again until; sealed unless the node does not seal
     /// or the client asked for it clear. Then `submit`. The checks go in that order, and
     /// the first that fails is the answer.
-    pub async fn send(&self, order: Order) -> Result<Taken, NotSent> {
-        let Order {
+    pub async fn send(&self, order: SendSet) -> Result<Accepted, NotSent> {
+        let SendSet {
             request,
             payload,
             trace,
@@ -170,7 +143,7 @@ impl Node {
                 0
             };
         match self.submit(routes, payload, trace, keep, sealed).await {
-            Ok((seq, sent_at_us)) => Ok(Taken {
+            Ok((seq, sent_at_us)) => Ok(Accepted {
                 seq,
                 k,
                 sent_at_us,

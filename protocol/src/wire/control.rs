@@ -23,22 +23,14 @@ pub const MAX_WAIT_MS: u32 = 60_000;
 pub enum Request {
     /// The node's links, buffers and counters.
     Status,
-    /// Route a message set from this node as `request` says: k copies (or, with `split`, k
+    /// Route a message set ([`SendSet`]) from this node as `request` says: k copies (or, with `split`, k
     /// parts) of `payload` over the k disjoint paths to one destination, or one copy to each
     /// destination of a set (`routing::request` decides how). With `trace` every copy records
     /// its path.
     /// In a delivery `mode` other than plain, the set goes to one destination as the mode's
     /// k pieces, and a reliable set is sent again until acknowledged or `deadline_ms` passed.
     /// Sealed end to end unless `clear` (or the node's `seal = false`).
-    Send {
-        request: SendRequest,
-        #[serde(with = "serde_bytes")]
-        payload: Vec<u8>,
-        trace: bool,
-        mode: Mode,
-        deadline_ms: u32,
-        clear: bool,
-    },
+    Send(SendSet),
     /// Wait until `copies` copies of the set (`src`, `seq`, `sent_at_us`) have been delivered
     /// here (0: all k of a node-to-node set), or `timeout_ms` has passed; answer with the copies
     /// delivered so far. A set is named by its send time too: a sequence id alone may repeat
@@ -114,6 +106,63 @@ pub enum Request {
     /// ([`Response::HostReadiness`]): what a launcher polls while a node host starts, where
     /// [`Request::Hosted`] would carry every node's whole status each time.
     HostReadiness,
+    /// Many sets in one request, up to [`MAX_SETS_PER_REQUEST`], each a [`Request::Send`] from
+    /// a node of this node's process (a node host's nodes share one control endpoint): each is
+    /// taken or refused on its own, as its own `Send` would be, and answered in the order asked
+    /// ([`Response::SentMany`]). What a load generator or a gateway sends when one request per
+    /// set would cost the node host more than the sets' hops.
+    SendMany(Vec<SendOne>),
+    /// Wait for many sets in one request, up to [`MAX_SETS_PER_REQUEST`], each a
+    /// [`Request::Await`] at a node of this node's process, until every one of them is
+    /// complete or `timeout_ms` has passed; answered with each set's copies so far, in the
+    /// order asked ([`Response::CopiesMany`]). The copies come without payloads and paths:
+    /// which copies arrived, their hops and their times (a client that wants the payloads
+    /// reads them with `Await`, `Recv` or `Consume`), so that an answer stays within a frame.
+    AwaitMany {
+        sets: Vec<AwaitOne>,
+        timeout_ms: u32,
+    },
+}
+
+/// The most sets one [`Request::SendMany`] or [`Request::AwaitMany`] names: an answer to
+/// either stays within a frame (a copy without payload or path encodes in at most 75 bytes,
+/// and a set has at most 64 copies, one per link of its source: 600 KB at most).
+pub const MAX_SETS_PER_REQUEST: usize = 128;
+
+/// One set of a [`Request::SendMany`]: the set `from` is asked to send.
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub struct SendOne {
+    pub from: NodeId,
+    pub set: SendSet,
+}
+
+/// A set a client asks a node to send, as [`Request::Send`] says it.
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub struct SendSet {
+    /// The destinations and how the set goes to them (split, single path).
+    pub request: SendRequest,
+    #[serde(with = "serde_bytes")]
+    pub payload: Vec<u8>,
+    pub trace: bool,
+    pub mode: Mode,
+    /// How long a reliable set is sent again for (at most the source's longest life).
+    pub deadline_ms: u32,
+    /// Clear though the node seals by default.
+    pub clear: bool,
+}
+
+/// One set a [`Request::AwaitMany`] waits for: what a [`Request::Await`] at `dst` names (the
+/// wait is the request's).
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub struct AwaitOne {
+    pub dst: NodeId,
+    pub src: NodeId,
+    pub seq: u64,
+    pub sent_at_us: u64,
+    /// As [`Request::Await`]'s: 0 for all k of a node-to-node set.
+    pub copies: u32,
+    pub sealed: bool,
+    pub mode: Mode,
 }
 
 /// The longest consumer name.
@@ -355,19 +404,8 @@ impl std::fmt::Display for ForgeWhat {
 pub enum Response {
     /// Boxed: a status is several times larger than any other answer.
     Status(Box<NodeStatus>),
-    /// The set is in the input buffer under sequence id `seq`; it travels as `k` packets,
-    /// copy `i` to `to[i]`.
-    /// `wire_bytes`: the bytes of the k messages' payloads (the copies, or the mode's
-    /// envelopes), one attempt.
-    /// `sealed`: whether its messages are sealed end to end.
-    Accepted {
-        seq: u64,
-        k: u32,
-        sent_at_us: u64,
-        to: Vec<NodeId>,
-        wire_bytes: u64,
-        sealed: bool,
-    },
+    /// The set was taken ([`Accepted`]).
+    Accepted(Accepted),
     /// How a reliable set ended, if it has (None: still unacknowledged, or not known here).
     Settled(Option<Settlement>),
     /// The copies of one set delivered here, in index order.
@@ -413,6 +451,28 @@ pub enum Response {
     },
     /// The answer to [`Request::HostReadiness`].
     HostReadiness(HostReadiness),
+    /// The answer to [`Request::SendMany`]: each set taken, or why not, in the order asked.
+    SentMany(Vec<Result<Accepted, ControlError>>),
+    /// The answer to [`Request::AwaitMany`]: each set's copies delivered so far (without
+    /// payloads and paths), or why it could not be awaited, in the order asked.
+    CopiesMany(Vec<Result<Vec<Delivery>, ControlError>>),
+}
+
+/// A set a node took: it is in the input buffer under sequence id `seq`, and travels as `k`
+/// packets, copy `i` to `to[i]`.
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub struct Accepted {
+    pub seq: u64,
+    pub k: u32,
+    /// The source's clock when it took the set: with the source and `seq`, the set's name.
+    pub sent_at_us: u64,
+    /// The set's destinations, one per route.
+    pub to: Vec<NodeId>,
+    /// The bytes of the k messages' payloads on the wire (the copies, or the mode's
+    /// envelopes, seals included), one attempt.
+    pub wire_bytes: u64,
+    /// Whether its messages are sealed end to end.
+    pub sealed: bool,
 }
 
 /// The readiness of the nodes of one process, summed ([`Request::HostReadiness`]). Each node
@@ -880,12 +940,12 @@ impl Counters {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::wire::{decode_body, decode_frame, encode_frame};
+    use crate::wire::{MAX_FRAME_LEN, decode_body, decode_frame, encode_frame};
     use proptest::prelude::*;
 
     #[test]
     fn requests_and_responses_round_trip() {
-        let request = Request::Send {
+        let request = Request::Send(SendSet {
             request: SendRequest {
                 split: true,
                 ..SendRequest::to(NodeId(3))
@@ -895,12 +955,94 @@ mod tests {
             mode: "reliable+code:1".parse().unwrap(),
             deadline_ms: 5000,
             clear: true,
-        };
+        });
         let frame = encode_frame(&request).unwrap();
         assert_eq!(decode_frame::<Request>(&frame), Ok(request));
         let response = Response::Error(ControlError::new(ControlErrorKind::UnknownNode, "no"));
         let frame = encode_frame(&response).unwrap();
         assert_eq!(decode_frame::<Response>(&frame), Ok(response));
+    }
+
+    #[test]
+    fn many_sets_round_trip() {
+        let one = SendOne {
+            from: NodeId(7),
+            set: SendSet {
+                request: SendRequest::to(NodeId(3)),
+                payload: b"hi".to_vec(),
+                trace: false,
+                mode: Mode::default(),
+                deadline_ms: 5000,
+                clear: true,
+            },
+        };
+        let request = Request::SendMany(vec![
+            one.clone(),
+            SendOne {
+                from: NodeId(8),
+                ..one
+            },
+        ]);
+        let frame = encode_frame(&request).unwrap();
+        assert_eq!(decode_frame::<Request>(&frame), Ok(request));
+        let request = Request::AwaitMany {
+            sets: vec![AwaitOne {
+                dst: NodeId(3),
+                src: NodeId(7),
+                seq: 9,
+                sent_at_us: 1,
+                copies: 0,
+                sealed: false,
+                mode: Mode::default(),
+            }],
+            timeout_ms: 100,
+        };
+        let frame = encode_frame(&request).unwrap();
+        assert_eq!(decode_frame::<Request>(&frame), Ok(request));
+        let response = Response::SentMany(vec![
+            Ok(Accepted {
+                seq: 1,
+                k: 2,
+                sent_at_us: 3,
+                to: vec![NodeId(3), NodeId(3)],
+                wire_bytes: 4,
+                sealed: false,
+            }),
+            Err(ControlError::new(ControlErrorKind::Busy, "full")),
+        ]);
+        let frame = encode_frame(&response).unwrap();
+        assert_eq!(decode_frame::<Response>(&frame), Ok(response));
+    }
+
+    /// The largest answer to [`Request::AwaitMany`]: every set of a full request with 64
+    /// copies, each with every field at its widest, fits in a frame.
+    #[test]
+    fn the_widest_answer_to_many_awaits_fits_a_frame() {
+        let copy = Delivery {
+            output_index: u64::MAX,
+            src: NodeId(u64::MAX),
+            dst: NodeId(u64::MAX),
+            seq: u64::MAX,
+            sent_at_us: u64::MAX,
+            index: 63,
+            k: 64,
+            split: true,
+            hops: u32::MAX,
+            path: None,
+            mode: "reliable+secret:63".parse().unwrap(),
+            rejected_paths: Vec::new(),
+            sealed: true,
+            latency_us: u64::MAX,
+            payload: Vec::new(),
+        };
+        let set = Ok(vec![copy; 64]);
+        let answer = Response::CopiesMany(vec![set; MAX_SETS_PER_REQUEST]);
+        let frame = encode_frame(&answer).unwrap();
+        assert!(
+            frame.len() <= MAX_FRAME_LEN * 5 / 8,
+            "{} bytes",
+            frame.len()
+        );
     }
 
     proptest! {

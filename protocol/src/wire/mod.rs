@@ -14,7 +14,8 @@ pub mod packet;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-/// The wire format version this build speaks. 20: a node host's readiness in a few bytes
+/// The wire format version this build speaks. 21: many sets in one control request
+/// (`Request::SendMany`, `Request::AwaitMany`), and `Accepted` a struct of its own. 20: a node host's readiness in a few bytes
 /// (`Request::HostReadiness`). 19: a node host's requests (`Request::Hosted`,
 /// `Fault::CrashHosted`, `Fault::RestartHosted`). 18: a hello names its sender's process
 /// (`ProcessMark`), for a neighbour on the same machine to see it exit. 17: a link carries its ends' reports of dead and
@@ -38,7 +39,7 @@ use serde::de::DeserializeOwned;
 /// (`Send` with a `SendRequest`; `Accepted` names each copy's destination), and one packet type
 /// (a route that is a guarded header or a source route). 2: a source-routed copy's checksum
 /// covers its route.
-pub const VERSION: u8 = 20;
+pub const VERSION: u8 = 21;
 
 /// The largest body accepted, version byte included.
 pub const MAX_FRAME_LEN: usize = 1 << 20;

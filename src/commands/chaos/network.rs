@@ -9,7 +9,7 @@ use cuberoute_cluster::chaos::netfault::{self, Chain, Impairment, Network, Place
 use cuberoute_cluster::chaos::redundancy::{self, StudyConfig};
 use cuberoute_cluster::chaos::scenario::Runners;
 use cuberoute_cluster::{ClusterClient, ClusterDir};
-use cuberoute_protocol::wire::control::{Fault, Request};
+use cuberoute_protocol::wire::control::{Fault, Request, SendSet};
 use cuberoute_protocol::{NodeId, Topology};
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -129,14 +129,14 @@ pub fn study(args: &StudyArgs) -> anyhow::Result<()> {
     let client = ClusterClient::open(&dir).map_err(|e| usage(format!("{e:#}")))?;
     // The study sends from every node and shapes their sockets: role chaos, checked first.
     let nodes: Vec<NodeId> = client.manifest.nodes.iter().map(|n| n.id).collect();
-    let any_send = Request::Send {
+    let any_send = Request::Send(SendSet {
         request: cuberoute_protocol::SendRequest::to(nodes[nodes.len() - 1]),
         payload: Vec::new(),
         trace: false,
         mode: Default::default(),
         deadline_ms: 0,
         clear: false,
-    };
+    });
     client
         .allowed(&nodes, &[Request::Inject(Fault::Unshape), any_send])
         .map_err(|line| anyhow::anyhow!(line))?;

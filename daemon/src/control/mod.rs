@@ -8,13 +8,15 @@
 //! destinations, routes, envelopes, deadline, sealing, revocation) is the node's
 //! ([`Node::send`]). Nothing a client sends can panic the daemon.
 
+mod many;
+
 use crate::accept::accept_each;
 use crate::env::Instant;
 use crate::host::Host;
 use crate::io_counts;
 use crate::keys::Origin;
 use crate::node::Node;
-use crate::node::source::{NotSent, Order, Refusal};
+use crate::node::source::{NotSent, Refusal};
 use crate::output::{ANSWER_BYTES, SetId};
 use crate::roles::ClientRole;
 use crate::stats::Event;
@@ -22,8 +24,8 @@ use crate::tls;
 use cuberoute_protocol::NodeId;
 use cuberoute_protocol::delivery::{EncodeError, SetKey};
 use cuberoute_protocol::wire::control::{
-    ControlError, ControlErrorKind, Fault, HOST_READINESS_NAMED, HostReadiness, MAX_CONSUMER_LEN,
-    MAX_RECV_BATCH, MAX_WAIT_MS, Request, Response, is_consumer_name,
+    AwaitOne, ControlError, ControlErrorKind, Fault, HOST_READINESS_NAMED, HostReadiness,
+    MAX_CONSUMER_LEN, MAX_RECV_BATCH, MAX_WAIT_MS, Request, Response, is_consumer_name,
 };
 use cuberoute_protocol::wire::{MAX_FRAME_LEN, PREFIX_LEN, decode_frame, encode_frame};
 use std::net::SocketAddr;
@@ -376,34 +378,10 @@ async fn handle(
             let (entries, next) = node.chaos().relay.since(after, max);
             Response::Captured { entries, next }
         }
-        Request::Send {
-            request,
-            payload,
-            trace,
-            mode,
-            deadline_ms,
-            clear,
-        } => {
-            let order = Order {
-                request,
-                payload,
-                trace,
-                mode,
-                deadline_ms,
-                clear,
-            };
-            match node.send(order).await {
-                Ok(taken) => Response::Accepted {
-                    seq: taken.seq,
-                    k: taken.k,
-                    sent_at_us: taken.sent_at_us,
-                    to: taken.to,
-                    wire_bytes: taken.wire_bytes,
-                    sealed: taken.sealed,
-                },
-                Err(e) => Response::Error(not_sent(e)),
-            }
-        }
+        Request::Send(set) => match node.send(set).await {
+            Ok(taken) => Response::Accepted(taken),
+            Err(e) => Response::Error(not_sent(e)),
+        },
         Request::Settled {
             seq,
             sent_at_us,
@@ -433,35 +411,28 @@ async fn handle(
             sealed,
             mode,
         } => {
-            if let Err(e) = other_node(node, src, "source") {
-                return Response::Error(e);
-            }
-            let k = if copies > 0 {
-                copies as usize
-            } else {
-                node.topology().local_connectivity(src, node.id()) as usize
-            };
-            let deadline = Instant::now() + wait_limit(timeout_ms);
-            let set = SetId {
+            let one = AwaitOne {
+                dst: node.id(),
                 src,
                 seq,
                 sent_at_us,
+                copies,
                 sealed,
                 mode,
             };
-            // Woken by this set's copies only: a waiting client costs nothing per delivery
-            // that does not concern it.
-            let watch = node.output().watch_set(set);
-            loop {
-                let next_copy = watch.notified();
-                if node.output().copy_count(set) >= k
-                    || tokio::time::timeout_at(deadline, next_copy).await.is_err()
-                {
+            let deadline = Instant::now() + wait_limit(timeout_ms);
+            match wait_for_set(node, one, deadline).await {
+                Ok(set) => {
                     let bytes = node.output().copies_bytes(set);
                     *answer_bytes = Some(node.hold_control_bytes(bytes).await);
-                    return Response::Copies(node.output().copies(set));
+                    Response::Copies(node.output().copies(set))
                 }
+                Err(e) => Response::Error(e),
             }
+        }
+        Request::SendMany(sets) => many::send(node, host, sets).await,
+        Request::AwaitMany { sets, timeout_ms } => {
+            many::wait(node, host, sets, timeout_ms, answer_bytes).await
         }
         Request::Recv {
             after,
@@ -599,6 +570,40 @@ async fn consume(
             Ok(from) => from,
             Err(e) => return store_error(format!("the consumer's place was not kept: {e}")),
         };
+    }
+}
+
+/// Wait at `node` (the set's destination, `one.dst`) until the set's copies `one` asks for
+/// (0: all k of a node-to-node set) have been delivered, or until `deadline`: the set's name
+/// in the output, or why it cannot be awaited here.
+async fn wait_for_set(
+    node: &Node,
+    one: AwaitOne,
+    deadline: Instant,
+) -> Result<SetId, ControlError> {
+    other_node(node, one.src, "source")?;
+    let k = if one.copies > 0 {
+        one.copies as usize
+    } else {
+        node.topology().local_connectivity(one.src, node.id()) as usize
+    };
+    let set = SetId {
+        src: one.src,
+        seq: one.seq,
+        sent_at_us: one.sent_at_us,
+        sealed: one.sealed,
+        mode: one.mode,
+    };
+    // Woken by this set's copies only: a waiting client costs nothing per delivery that does
+    // not concern it.
+    let watch = node.output().watch_set(set);
+    loop {
+        let next_copy = watch.notified();
+        if node.output().copy_count(set) >= k
+            || tokio::time::timeout_at(deadline, next_copy).await.is_err()
+        {
+            return Ok(set);
+        }
     }
 }
 

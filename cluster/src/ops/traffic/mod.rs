@@ -6,9 +6,14 @@ use cuberoute_daemon::client::ClientError;
 use cuberoute_protocol::NodeId;
 use cuberoute_protocol::SendRequest;
 use cuberoute_protocol::delivery::{Mode, Settlement};
-use cuberoute_protocol::wire::control::{Delivery, MAX_WAIT_MS, Request, Response};
+use cuberoute_protocol::wire::control::{
+    Accepted, Delivery, MAX_WAIT_MS, Request, Response, SendSet,
+};
 use serde::Serialize;
 use std::time::Duration;
+
+mod many;
+pub use many::SetToSend;
 
 /// How a client sends a set and waits for it.
 #[derive(Clone, Copy, Debug, Default)]
@@ -151,58 +156,36 @@ impl ClusterClient {
         payload: Vec<u8>,
         options: SendOptions,
     ) -> Result<SendReport, ClientError> {
-        if options.wait.is_some()
-            && !options.mode.reliable
-            && let Some((node, why)) = request
-                .to
-                .iter()
-                .find_map(|&n| self.known_down(n).map(|why| (n, why)))
-        {
-            return Err(ClientError::Down {
-                node,
-                name: self.name(node),
-                why,
-            });
+        if let Some(down) = self.down_for_waiting(&request, options) {
+            return Err(down);
         }
-        let topology = self.manifest.topology;
-        let many = !request.is_node_to_node(topology);
-        let split = request.split;
-        let to = if many {
-            Destinations::Many(request.to.iter().map(|v| v.0).collect())
-        } else {
-            Destinations::One(request.to[0].0)
-        };
+        let sent = Sent::of(self.manifest.topology, from, &request, &payload);
         let mode = options.mode;
-        let payload_bytes = payload.len() as u64;
         let started = tokio::time::Instant::now();
-        let life = options.life.unwrap_or(DEFAULT_LIFE);
-        let ask = Request::Send {
+        let ask = Request::Send(SendSet {
             request,
             payload,
             trace: options.trace,
             mode,
-            deadline_ms: millis(life),
+            deadline_ms: millis(options.life.unwrap_or(DEFAULT_LIFE)),
             clear: options.clear,
-        };
-        let (seq, k, sent_at, copy_to, wire_bytes, sealed) = match self.request(from, &ask).await? {
-            Response::Accepted {
-                seq,
-                k,
-                sent_at_us,
-                to,
-                wire_bytes,
-                sealed,
-            } => (seq, k, sent_at_us, to, wire_bytes, sealed),
+        });
+        let accepted = match self.request(from, &ask).await? {
+            Response::Accepted(accepted) => accepted,
             other => return Err(self.unexpected(from, other)),
         };
-        let set = (seq, sent_at);
-        let kind = (sealed, mode);
+        let set = (accepted.seq, accepted.sent_at_us);
+        let kind = (accepted.sealed, mode);
         let deliveries = match options.wait {
             None => Vec::new(),
             Some(wait) if mode.is_plain() => {
-                self.await_copies(from, set, kind, &copy_to, wait).await?
+                self.await_copies(from, set, kind, &accepted.to, wait)
+                    .await?
             }
-            Some(wait) => self.await_set(from, set, kind, copy_to[0], wait).await?,
+            Some(wait) => {
+                self.await_set(from, set, kind, accepted.to[0], wait)
+                    .await?
+            }
         };
         let settlement = match options.wait {
             // Delivered or not, the source says how the set ended: acknowledged (the
@@ -215,34 +198,24 @@ impl ClusterClient {
             }
             _ => None,
         };
-        let mut report = report(from, to, k, seq, &copy_to, many, deliveries);
-        report.split = split;
-        report.sent_at_us = sent_at;
-        report.mode = mode;
-        report.wire_bytes = wire_bytes;
-        report.sealed = sealed;
-        report.payload_bytes = payload_bytes;
-        report.attempts = settlement.map(Settlement::attempts);
-        report.acked = settlement.map(|s| matches!(s, Settlement::Acked { .. }));
-        if options.wait.is_some() {
-            let got = report.copies_delivered() as u32;
-            report.delivered = got > 0;
-            report.lost = if mode.is_plain() {
-                k - got
-            } else {
-                1 - got.min(1)
-            };
+        Ok(sent.report(accepted, options, deliveries, settlement))
+    }
+
+    /// Why a set may not be sent to be waited for, if a destination is known down (see
+    /// [`ClusterClient::send`]).
+    fn down_for_waiting(&self, request: &SendRequest, options: SendOptions) -> Option<ClientError> {
+        if options.wait.is_none() || options.mode.reliable {
+            return None;
         }
-        if !mode.is_plain() {
-            // One entry stands for the whole set: the piece that completed it.
-            report.copies.retain(|c| c.delivered);
-        }
-        report.rejected_paths = report
-            .deliveries
+        let (node, why) = request
+            .to
             .iter()
-            .flat_map(|d| d.rejected_paths.iter().copied())
-            .collect();
-        Ok(report)
+            .find_map(|&n| self.known_down(n).map(|why| (n, why)))?;
+        Some(ClientError::Down {
+            node,
+            name: self.name(node),
+            why,
+        })
     }
 
     /// Wait at the destination `dst` for the one entry of a set in a delivery mode. A
@@ -366,10 +339,96 @@ impl ClusterClient {
         for copies in futures_util::future::join_all(asks).await {
             all.extend(copies?);
         }
-        // A copy counts only at its own destination.
-        all.retain(|d| copy_to.get(d.index as usize) == Some(&d.dst));
-        all.sort_by_key(|d| d.index);
-        Ok(all)
+        Ok(at_their_destinations(all, copy_to))
+    }
+}
+
+/// The copies that reached their own destinations (`copy_to[i]` for copy `i`: a copy counts
+/// only there), in index order.
+fn at_their_destinations(mut copies: Vec<Delivery>, copy_to: &[NodeId]) -> Vec<Delivery> {
+    copies.retain(|d| copy_to.get(d.index as usize) == Some(&d.dst));
+    copies.sort_by_key(|d| d.index);
+    copies
+}
+
+/// What a client knows of a set before its source takes it, for its report.
+struct Sent {
+    from: NodeId,
+    to: Destinations,
+    /// Whether its copies go to several destinations (a source-routed multicast).
+    many: bool,
+    split: bool,
+    payload_bytes: u64,
+}
+
+impl Sent {
+    fn of(
+        topology: cuberoute_protocol::Topology,
+        from: NodeId,
+        request: &SendRequest,
+        payload: &[u8],
+    ) -> Sent {
+        let many = !request.is_node_to_node(topology);
+        Sent {
+            from,
+            to: if many {
+                Destinations::Many(request.to.iter().map(|v| v.0).collect())
+            } else {
+                Destinations::One(request.to[0].0)
+            },
+            many,
+            split: request.split,
+            payload_bytes: payload.len() as u64,
+        }
+    }
+
+    /// The report of the set its source took as `accepted`, with the copies delivered (when
+    /// the client waited) and how a reliable set ended (when it was asked).
+    fn report(
+        self,
+        accepted: Accepted,
+        options: SendOptions,
+        deliveries: Vec<Delivery>,
+        settlement: Option<Settlement>,
+    ) -> SendReport {
+        let mode = options.mode;
+        let k = accepted.k;
+        let mut report = report(
+            self.from,
+            self.to,
+            k,
+            accepted.seq,
+            &accepted.to,
+            self.many,
+            deliveries,
+        );
+        report.split = self.split;
+        report.sent_at_us = accepted.sent_at_us;
+        report.mode = mode;
+        report.wire_bytes = accepted.wire_bytes;
+        report.sealed = accepted.sealed;
+        report.payload_bytes = self.payload_bytes;
+        report.attempts = settlement.map(Settlement::attempts);
+        report.acked = settlement.map(|s| matches!(s, Settlement::Acked { .. }));
+        if options.wait.is_some() {
+            let got = report.copies_delivered() as u32;
+            report.delivered = got > 0;
+            report.lost = if mode.is_plain() {
+                k - got
+            } else {
+                1 - got.min(1)
+            };
+        }
+        if !mode.is_plain() {
+            // One entry stands for the whole set: the piece that completed it.
+            report.copies.retain(|c| c.delivered);
+        }
+        report.rejected_paths = report
+            .deliveries
+            .iter()
+            .flat_map(|d| d.rejected_paths.iter().copied())
+            .collect();
+        report
     }
 }
 
