@@ -11,6 +11,27 @@ use crate::paths::guarded::max_stretch;
 use crate::paths::guarded::route::{self, Phase};
 use crate::topology::Topology;
 
+/// The checks [`decide`] makes, each named by the reason it drops a packet with. Every one of
+/// them in production ([`Checks::ALL`]); the model checker leaves one out to show what it
+/// guards (`cuberoute check routing --mutant`, docs/verification.md).
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub struct Checks(u16);
+
+impl Checks {
+    /// Every check: what `hop` makes.
+    pub const ALL: Checks = Checks(u16::MAX);
+
+    /// These checks but the one that drops with `reason`.
+    pub fn without(self, reason: DropReason) -> Checks {
+        Checks(self.0 & !(1 << reason as u16))
+    }
+
+    /// Whether the check that drops with `reason` is made.
+    pub fn make(self, reason: DropReason) -> bool {
+        self.0 & (1 << reason as u16) != 0
+    }
+}
+
 /// The decision of `rcv`: `Ok(None)` to deliver, `Ok(Some((next, header)))` to forward with the
 /// header as it leaves (its turning point cleared if it was this node).
 pub fn decide(
@@ -19,11 +40,22 @@ pub fn decide(
     header: &Header,
     from: NodeId,
 ) -> Result<Option<(NodeId, Header)>, DropReason> {
+    decide_checked(topology, me, header, from, Checks::ALL)
+}
+
+/// [`decide`] making only the checks `checks` names.
+pub fn decide_checked(
+    topology: Topology,
+    me: NodeId,
+    header: &Header,
+    from: NodeId,
+    checks: Checks,
+) -> Result<Option<(NodeId, Header)>, DropReason> {
     let Some(stretch) = max_stretch(topology) else {
         return Err(DropReason::UnsupportedTopology);
     };
-    check(topology, header)?;
-    if !topology.is_adjacent(me, from) {
+    check(topology, header, checks)?;
+    if checks.make(DropReason::NotFromNeighbour) && !topology.is_adjacent(me, from) {
         return Err(DropReason::NotFromNeighbour);
     }
     if me == header.dst {
@@ -33,8 +65,9 @@ pub fn decide(
     if header.via == Some(me) {
         header.via = None;
     }
-    if remaining_hops(topology, me, &header) + topology.distance(header.src, me)
-        > topology.distance(header.src, header.dst) + stretch
+    if checks.make(DropReason::OverBudget)
+        && remaining_hops(topology, me, &header) + topology.distance(header.src, me)
+            > topology.distance(header.src, header.dst) + stretch
     {
         return Err(DropReason::OverBudget);
     }
@@ -46,23 +79,27 @@ pub fn decide(
     Ok(Some((next, header)))
 }
 
-/// The checks that depend on the header alone.
-fn check(topology: Topology, header: &Header) -> Result<(), DropReason> {
+/// The checks that depend on the header alone, those of `checks`.
+fn check(topology: Topology, header: &Header, checks: Checks) -> Result<(), DropReason> {
+    use DropReason::*;
+    let make = |reason| checks.make(reason);
     let nodes = [header.src, header.dst, header.pd];
-    if !nodes
-        .iter()
-        .chain(&header.via)
-        .all(|&v| topology.contains(v))
+    if make(UnknownNode)
+        && !nodes
+            .iter()
+            .chain(&header.via)
+            .all(|&v| topology.contains(v))
     {
         return Err(DropReason::UnknownNode);
     }
-    if header.src == header.dst {
+    if make(SourceIsDestination) && header.src == header.dst {
         return Err(DropReason::SourceIsDestination);
     }
-    if !topology.is_adjacent(header.pd, header.dst) {
+    if make(PdNotNeighbour) && !topology.is_adjacent(header.pd, header.dst) {
         return Err(DropReason::PdNotNeighbour);
     }
-    if header.index as u32 >= topology.local_connectivity(header.src, header.dst) {
+    if make(BadIndex) && header.index as u32 >= topology.local_connectivity(header.src, header.dst)
+    {
         return Err(DropReason::BadIndex);
     }
     let (fa, fb) = (header.anchors.fa as u32, header.anchors.fb as u32);
@@ -71,13 +108,16 @@ fn check(topology: Topology, header: &Header) -> Result<(), DropReason> {
         Topology::Exchanged(eh) => fa < eh.s && fb < eh.t,
         _ => false,
     };
-    if !anchors_ok {
+    if make(BadAnchor) && !anchors_ok {
         return Err(DropReason::BadAnchor);
     }
     // The Q_n map never sets a turning point (Saad-Schultz paths change subcube never): one in
     // a Q_n header is a corruption, and accepting it would let the header live a detour longer
     // than the flush bound allows (docs/protocol.md, "Stabilization").
-    if matches!(topology, Topology::Hypercube(_)) && header.via.is_some() {
+    if make(TurningPointOnHypercube)
+        && matches!(topology, Topology::Hypercube(_))
+        && header.via.is_some()
+    {
         return Err(DropReason::TurningPointOnHypercube);
     }
     Ok(())
@@ -93,4 +133,29 @@ pub fn remaining_hops(topology: Topology, me: NodeId, header: &Header) -> u32 {
         None => topology.distance(me, header.pd),
     };
     to_pd + 1
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_check_left_out_is_the_only_one_not_made() {
+        let guarded = [
+            DropReason::UnknownNode,
+            DropReason::SourceIsDestination,
+            DropReason::PdNotNeighbour,
+            DropReason::BadIndex,
+            DropReason::BadAnchor,
+            DropReason::TurningPointOnHypercube,
+            DropReason::NotFromNeighbour,
+            DropReason::OverBudget,
+        ];
+        for out in guarded {
+            let checks = Checks::ALL.without(out);
+            for reason in guarded {
+                assert_eq!(checks.make(reason), reason != out, "{out:?} {reason:?}");
+            }
+        }
+    }
 }

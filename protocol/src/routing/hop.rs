@@ -3,6 +3,7 @@
 //! bound ([`flush_bound`]). It is the paper's `rcv`: a pure function of the node's id, the
 //! packet's route and its sender, so corrupting a node's variables changes no decision.
 
+use super::guarded::Checks;
 use super::packet::{Packet, Route, RouteKind};
 pub use super::reason::DropReason;
 use super::{guarded, source};
@@ -27,14 +28,28 @@ pub enum Action<M> {
 /// The paper's `rcv(m) from q` at node `me`, for a packet of either routing mode: deliver here,
 /// forward (the route advanced: a guarded header's turning point cleared, a source route's
 /// position moved on) or drop with the reason.
-pub fn hop<M>(topology: Topology, me: NodeId, mut packet: Packet<M>, from: NodeId) -> Action<M> {
+pub fn hop<M>(topology: Topology, me: NodeId, packet: Packet<M>, from: NodeId) -> Action<M> {
+    hop_checked(topology, me, packet, from, Checks::ALL)
+}
+
+/// [`hop`] with only the guarded checks `checks` names: every one in production; the model
+/// checker's mutants leave one out (docs/verification.md).
+pub fn hop_checked<M>(
+    topology: Topology,
+    me: NodeId,
+    mut packet: Packet<M>,
+    from: NodeId,
+    checks: Checks,
+) -> Action<M> {
     let next = match &mut packet.route {
-        Route::Guarded(header) => guarded::decide(topology, me, header, from).map(|next| {
-            next.map(|(to, advanced)| {
-                *header = advanced;
-                to
+        Route::Guarded(header) => {
+            guarded::decide_checked(topology, me, header, from, checks).map(|next| {
+                next.map(|(to, advanced)| {
+                    *header = advanced;
+                    to
+                })
             })
-        }),
+        }
         Route::Source(r) => source::decide(topology, me, from, &r.path, usize::from(r.position))
             .map(|next| next.inspect(|_| r.position += 1)),
     };
