@@ -72,6 +72,10 @@ enum Command {
     /// generic max flow, HHC-N2S against HHC-iN2S, MC-N2S against its bound; writes CSV,
     /// Markdown and SVG.
     Study(commands::study::Args),
+    /// Model-check the protocol's own code: every interleaving of small configurations, with
+    /// a budget of states; a violation is printed with a trace that replays it.
+    #[command(subcommand)]
+    Check(commands::check::Command),
 }
 
 /// When set, the command line is parsed and nothing is run (exit 0): tests/docs.rs checks
@@ -127,6 +131,7 @@ fn main() -> ExitCode {
         Command::BenchRelayRing(args) => commands::bench::relay_ring(args),
         Command::BenchRelayMesh(args) => commands::bench::relay_mesh(args),
         Command::Study(args) => commands::study::run(args),
+        Command::Check(command) => commands::check::run(command),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

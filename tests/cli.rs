@@ -16,7 +16,7 @@ fn stdout(out: &Output) -> String {
 
 #[test]
 fn bad_input_is_one_line_and_exit_2() {
-    let cases: [&[&str]; 35] = [
+    let cases: [&[&str]; 41] = [
         &["paths", "eh:2", "0", "1"],
         &["paths", "eh:0,3", "0", "1"],
         &["paths", "mesh:4", "0", "1"],
@@ -32,6 +32,12 @@ fn bad_input_is_one_line_and_exit_2() {
         &["bench", "--sweep", "4096,0"],
         &["bench", "--sets-per-request", "0"],
         &["bench", "--sets-per-request", "129"],
+        &["check", "routing", "--mutant", "nope"],
+        &["check", "routing", "--topology", "hhc:2"],
+        &["check", "routing", "--topology", "q:6"],
+        &["check", "routing", "--capacity", "0"],
+        &["check", "routing", "--corrupted", "4"],
+        &["check", "routing", "--max-states", "0"],
         &["bench", "--load-generator-nice", "-21"],
         &["bench", "--to", "0"],
         &["bench", "--through", "0"],

@@ -4,6 +4,7 @@
 pub mod args;
 pub mod bench;
 pub mod chaos;
+pub mod check;
 pub mod cluster;
 pub mod daemon;
 pub mod demo;
