@@ -194,6 +194,11 @@ impl Host {
         }
     }
 
+    /// How many nodes belong to the process (running or not).
+    pub fn size(&self) -> usize {
+        self.members.len()
+    }
+
     /// The nodes of this process from the first above `after`, in id order: each with its
     /// node while it runs.
     pub fn nodes_after(&self, after: Option<NodeId>) -> Vec<(NodeId, Option<Arc<Node>>)> {

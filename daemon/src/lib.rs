@@ -219,7 +219,9 @@ async fn run_node(
         tasks.spawn(reload_on_hangup(node.clone()));
     }
     if config.metrics_listen.is_some() || host.as_ref().is_some_and(|h| h.serves_metrics()) {
-        tasks.spawn(telemetry::publish_loop(node.clone(), metrics_label));
+        let nodes = host.as_ref().map_or(1, |h| h.size());
+        let every = telemetry::publish_period(nodes);
+        tasks.spawn(telemetry::publish_loop(node.clone(), metrics_label, every));
     }
     if !net::simulated() {
         // Many simulated nodes share one process and one simulated clock: left out there.

@@ -25,6 +25,21 @@ use std::time::Duration;
 /// How often counters are copied into the metrics registry while the daemon is busy.
 const PUBLISH_EVERY: Duration = Duration::from_secs(1);
 
+/// The most nodes of a process that publish every [`PUBLISH_EVERY`]: a node host of more
+/// publishes each node proportionally less often ([`publish_period`]).
+pub const PUBLISHED_A_PERIOD: usize = 4096;
+
+/// How often each node of a process of `nodes` nodes publishes while busy: every
+/// [`PUBLISH_EVERY`] up to [`PUBLISHED_A_PERIOD`] nodes, proportionally less often beyond, so
+/// that a process publishes about that many nodes a second however many it runs. Publishing
+/// is a node's every counter and each link's status copied into the registry: Q_16 in one
+/// process spent over 40% of its core on it at saturation, each of its 65,536 nodes publishing
+/// every second (BENCHMARKS.md); there, each node publishes every 16 s, within a usual scrape
+/// interval. EH(5,5) in one process (2,048 nodes) publishes every second, as before.
+pub fn publish_period(nodes: usize) -> Duration {
+    PUBLISH_EVERY * nodes.div_ceil(PUBLISHED_A_PERIOD).max(1) as u32
+}
+
 /// The exporter's own upkeep timer, a fallback: [`publish`] runs the upkeep.
 const UPKEEP_FALLBACK: Duration = Duration::from_secs(3600);
 
@@ -109,20 +124,21 @@ pub fn install_metrics(addr: SocketAddr) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Copy the node's counters and gauges into the metrics registry, forever: a second after
-/// activity, then every second while there is activity or anything is queued, then once more
-/// when all is quiet, and then not until the next activity. A hosted node's carry `label`
+/// Copy the node's counters and gauges into the metrics registry, forever: `every` (a second,
+/// or longer in a large node host: [`publish_period`]) after activity, then every `every` while
+/// there is activity or anything is queued, then once more when all is quiet, and then not
+/// until the next activity. A hosted node's carry `label`
 /// ([`node_label`]).
-pub async fn publish_loop(node: Arc<Node>, label: Option<Label>) {
-    let mut series = Series::default();
+pub async fn publish_loop(node: Arc<Node>, label: Option<Label>, every: Duration) {
+    let mut series = Series::new(label.is_some());
     let mut publish = || as_node(label.as_ref(), || publish(&node, &mut series));
     publish();
     loop {
         node.stats().activity().await;
-        tokio::time::sleep(PUBLISH_EVERY).await;
+        tokio::time::sleep(every).await;
         publish();
         while node.input_queued() > 0 || node.link_queued() > 0 {
-            tokio::time::sleep(PUBLISH_EVERY).await;
+            tokio::time::sleep(every).await;
             publish();
         }
     }
@@ -148,67 +164,88 @@ fn upkeep() {
 fn publish(node: &Node, series: &mut Series) {
     upkeep();
     let s = node.stats();
-    series
-        .counter("cuberoute_sets_accepted_total", NO_LABEL)
-        .absolute(s.sets_accepted.load(Relaxed));
-    series
-        .counter("cuberoute_packets_sent_total", NO_LABEL)
-        .absolute(s.packets_sent.load(Relaxed));
-    series
-        .counter("cuberoute_packets_forwarded_total", NO_LABEL)
-        .absolute(s.packets_forwarded.load(Relaxed));
-    series
-        .counter("cuberoute_packets_delivered_total", NO_LABEL)
-        .absolute(s.packets_delivered.load(Relaxed));
+    series.count(
+        "cuberoute_sets_accepted_total",
+        NO_LABEL,
+        s.sets_accepted.load(Relaxed),
+    );
+    series.count(
+        "cuberoute_packets_sent_total",
+        NO_LABEL,
+        s.packets_sent.load(Relaxed),
+    );
+    series.count(
+        "cuberoute_packets_forwarded_total",
+        NO_LABEL,
+        s.packets_forwarded.load(Relaxed),
+    );
+    series.count(
+        "cuberoute_packets_delivered_total",
+        NO_LABEL,
+        s.packets_delivered.load(Relaxed),
+    );
     for (reason, n) in s.drops() {
-        series
-            .counter(
-                "cuberoute_packets_dropped_total",
-                ("reason", reason.as_str()),
-            )
-            .absolute(n);
+        series.count(
+            "cuberoute_packets_dropped_total",
+            ("reason", reason.as_str()),
+            n,
+        );
     }
     let events = s.events();
     for (event, n) in &events {
-        series
-            .counter("cuberoute_events_total", ("event", event.as_str()))
-            .absolute(*n);
+        series.count("cuberoute_events_total", ("event", event.as_str()), *n);
     }
     // Liveness's suspicions, and those the neighbour then proved wrong: before it was taken
     // for dead (heard from again), and after (it linked again as the same process).
     let count = |event| events.get(&event).copied().unwrap_or(0);
-    series
-        .counter("cuberoute_links_suspected_total", NO_LABEL)
-        .absolute(count(Event::LinkSuspected));
-    series
-        .counter("cuberoute_link_probes_total", NO_LABEL)
-        .absolute(count(Event::LinkProbeSent));
-    series
-        .counter("cuberoute_links_found_alive_total", ("after", "suspicion"))
-        .absolute(count(Event::LinkFoundAlive));
-    series
-        .counter("cuberoute_links_found_alive_total", ("after", "down"))
-        .absolute(count(Event::LinkDownFoundAlive));
-    series
-        .counter("cuberoute_links_found_alive_total", ("after", "silence"))
-        .absolute(count(Event::LinkSilenceHeld));
+    series.count(
+        "cuberoute_links_suspected_total",
+        NO_LABEL,
+        count(Event::LinkSuspected),
+    );
+    series.count(
+        "cuberoute_link_probes_total",
+        NO_LABEL,
+        count(Event::LinkProbeSent),
+    );
+    series.count(
+        "cuberoute_links_found_alive_total",
+        ("after", "suspicion"),
+        count(Event::LinkFoundAlive),
+    );
+    series.count(
+        "cuberoute_links_found_alive_total",
+        ("after", "down"),
+        count(Event::LinkDownFoundAlive),
+    );
+    series.count(
+        "cuberoute_links_found_alive_total",
+        ("after", "silence"),
+        count(Event::LinkSilenceHeld),
+    );
     let agreed = s.key_agreements();
-    series
-        .counter("cuberoute_key_agreements_total", ("side", "seal"))
-        .absolute(agreed.to_seal);
-    series
-        .counter("cuberoute_key_agreements_total", ("side", "open"))
-        .absolute(agreed.to_open);
+    series.count(
+        "cuberoute_key_agreements_total",
+        ("side", "seal"),
+        agreed.to_seal,
+    );
+    series.count(
+        "cuberoute_key_agreements_total",
+        ("side", "open"),
+        agreed.to_open,
+    );
     let sealing = node.sealing_status();
-    series
-        .gauge("cuberoute_seal_sessions", NO_LABEL)
-        .set(sealing.sessions as f64);
-    series
-        .gauge("cuberoute_seal_handshakes_in_flight", NO_LABEL)
-        .set(sealing.handshakes_in_flight as f64);
-    series
-        .gauge("cuberoute_seal_waiting_sets", NO_LABEL)
-        .set(sealing.waiting_sets as f64);
+    series.level("cuberoute_seal_sessions", NO_LABEL, sealing.sessions as f64);
+    series.level(
+        "cuberoute_seal_handshakes_in_flight",
+        NO_LABEL,
+        sealing.handshakes_in_flight as f64,
+    );
+    series.level(
+        "cuberoute_seal_waiting_sets",
+        NO_LABEL,
+        sealing.waiting_sets as f64,
+    );
     for (what, n) in [
         ("initiated", sealing.initiated),
         ("answered", sealing.answered),
@@ -217,42 +254,52 @@ fn publish(node: &Node, series: &mut Series) {
         ("derived_sealing", sealing.derived_sealing),
         ("derived_opening", sealing.derived_opening),
     ] {
-        series
-            .counter("cuberoute_seal_sessions_total", ("event", what))
-            .absolute(n);
+        series.count("cuberoute_seal_sessions_total", ("event", what), n);
     }
     let around = node.down().status();
-    series
-        .gauge("cuberoute_links_dead_known", NO_LABEL)
-        .set(around.dead_links.len() as f64);
-    series
-        .gauge("cuberoute_link_reports_held", NO_LABEL)
-        .set(around.reports_held as f64);
+    series.level(
+        "cuberoute_links_dead_known",
+        NO_LABEL,
+        around.dead_links.len() as f64,
+    );
+    series.level(
+        "cuberoute_link_reports_held",
+        NO_LABEL,
+        around.reports_held as f64,
+    );
     for (outcome, n) in [
         ("new", around.reports_new),
         ("known", around.reports_known),
         ("not_a_link", around.reports_not_a_link),
         ("full", around.reports_full),
     ] {
-        series
-            .counter("cuberoute_link_reports_total", ("outcome", outcome))
-            .absolute(n);
+        series.count("cuberoute_link_reports_total", ("outcome", outcome), n);
     }
-    series
-        .counter("cuberoute_sets_rerouted_total", NO_LABEL)
-        .absolute(around.sets_rerouted);
-    series
-        .counter("cuberoute_seal_handshakes_failed_total", NO_LABEL)
-        .absolute(sealing.handshakes_failed);
-    series
-        .counter("cuberoute_seal_sets_sealed_again_total", NO_LABEL)
-        .absolute(sealing.sets_sealed_again);
-    series
-        .counter("cuberoute_seal_answers_sent_again_total", NO_LABEL)
-        .absolute(sealing.answers_sent_again);
-    series
-        .counter("cuberoute_seal_inits_resent_on_news_total", NO_LABEL)
-        .absolute(sealing.inits_resent_on_news);
+    series.count(
+        "cuberoute_sets_rerouted_total",
+        NO_LABEL,
+        around.sets_rerouted,
+    );
+    series.count(
+        "cuberoute_seal_handshakes_failed_total",
+        NO_LABEL,
+        sealing.handshakes_failed,
+    );
+    series.count(
+        "cuberoute_seal_sets_sealed_again_total",
+        NO_LABEL,
+        sealing.sets_sealed_again,
+    );
+    series.count(
+        "cuberoute_seal_answers_sent_again_total",
+        NO_LABEL,
+        sealing.answers_sent_again,
+    );
+    series.count(
+        "cuberoute_seal_inits_resent_on_news_total",
+        NO_LABEL,
+        sealing.inits_resent_on_news,
+    );
     series.build_info.get_or_insert_with(|| {
         let info = gauge!(
             "cuberoute_build_info",
@@ -265,79 +312,115 @@ fn publish(node: &Node, series: &mut Series) {
     for (i, link) in node.links().enumerate() {
         let l = link.status();
         let up = if l.up { 1.0 } else { 0.0 };
+        let only_nonzero = series.only_nonzero;
         let of = series.link(i, link.neighbour);
-        of.up.set(up);
-        of.buffer_depth.set(l.queued as f64);
-        of.frames_written.absolute(l.frames_written);
-        of.frames_received.absolute(l.frames_received);
-        of.frames_resent.absolute(l.frames_resent);
+        let neighbour = of.neighbour.clone();
+        let n = || neighbour.clone();
+        let set = |slot: &mut Option<Gauge>, value: f64, make: &dyn Fn() -> Gauge| {
+            if slot.is_some() || value != 0.0 || !only_nonzero {
+                slot.get_or_insert_with(make).set(value);
+            }
+        };
+        let count = |slot: &mut Option<Counter>, value: u64, make: &dyn Fn() -> Counter| {
+            if slot.is_some() || value != 0 || !only_nonzero {
+                slot.get_or_insert_with(make).absolute(value);
+            }
+        };
+        set(
+            &mut of.up,
+            up,
+            &|| gauge!("cuberoute_link_up", "neighbour" => n()),
+        );
+        set(
+            &mut of.buffer_depth,
+            l.queued as f64,
+            &|| gauge!("cuberoute_link_buffer_depth", "neighbour" => n()),
+        );
+        count(
+            &mut of.frames_written,
+            l.frames_written,
+            &|| counter!("cuberoute_link_frames_written_total", "neighbour" => n()),
+        );
+        count(
+            &mut of.frames_received,
+            l.frames_received,
+            &|| counter!("cuberoute_link_frames_received_total", "neighbour" => n()),
+        );
+        count(
+            &mut of.frames_resent,
+            l.frames_resent,
+            &|| counter!("cuberoute_link_frames_resent_total", "neighbour" => n()),
+        );
         if let Some(t) = &l.transport {
-            let neighbour = &of.neighbour;
-            of.rtt
-                .get_or_insert_with(
-                    || gauge!("cuberoute_link_rtt_seconds", "neighbour" => neighbour.clone()),
-                )
-                .set(t.rtt_us as f64 / 1e6);
+            set(
+                &mut of.rtt,
+                t.rtt_us as f64 / 1e6,
+                &|| gauge!("cuberoute_link_rtt_seconds", "neighbour" => n()),
+            );
         }
     }
-    series
-        .gauge("cuberoute_buffered_bytes", NO_LABEL)
-        .set(node.budget().held() as f64);
-    series
-        .gauge("cuberoute_buffered_bytes_limit", NO_LABEL)
-        .set(node.budget().limit() as f64);
+    series.level(
+        "cuberoute_buffered_bytes",
+        NO_LABEL,
+        node.budget().held() as f64,
+    );
+    series.level(
+        "cuberoute_buffered_bytes_limit",
+        NO_LABEL,
+        node.budget().limit() as f64,
+    );
     for (name, n) in node.delivery().counters.named() {
-        series
-            .counter(
-                "cuberoute_delivery_total",
-                ("event", name.trim_start_matches("delivery_")),
-            )
-            .absolute(n);
+        series.count(
+            "cuberoute_delivery_total",
+            ("event", name.trim_start_matches("delivery_")),
+            n,
+        );
     }
     let (sets, bytes) = node.delivery().outbox_load();
-    series
-        .gauge("cuberoute_outbox_sets", NO_LABEL)
-        .set(sets as f64);
-    series
-        .gauge("cuberoute_outbox_bytes", NO_LABEL)
-        .set(bytes as f64);
+    series.level("cuberoute_outbox_sets", NO_LABEL, sets as f64);
+    series.level("cuberoute_outbox_bytes", NO_LABEL, bytes as f64);
     let (sets, bytes) = node.delivery().inbox_load();
-    series
-        .gauge("cuberoute_inbox_sets", NO_LABEL)
-        .set(sets as f64);
-    series
-        .gauge("cuberoute_inbox_bytes", NO_LABEL)
-        .set(bytes as f64);
+    series.level("cuberoute_inbox_sets", NO_LABEL, sets as f64);
+    series.level("cuberoute_inbox_bytes", NO_LABEL, bytes as f64);
     let shaper = node.chaos().shaper.counters();
-    series
-        .gauge("cuberoute_shaper_rules", NO_LABEL)
-        .set(shaper.rules as f64);
-    series
-        .gauge("cuberoute_shaper_queued_datagrams", NO_LABEL)
-        .set(shaper.queued as f64);
-    series
-        .counter("cuberoute_shaper_delayed_datagrams_total", NO_LABEL)
-        .absolute(shaper.delayed);
-    series
-        .counter("cuberoute_shaper_reordered_datagrams_total", NO_LABEL)
-        .absolute(shaper.reordered);
-    series
-        .counter("cuberoute_shaper_duplicated_datagrams_total", NO_LABEL)
-        .absolute(shaper.duplicated);
+    series.level("cuberoute_shaper_rules", NO_LABEL, shaper.rules as f64);
+    series.level(
+        "cuberoute_shaper_queued_datagrams",
+        NO_LABEL,
+        shaper.queued as f64,
+    );
+    series.count(
+        "cuberoute_shaper_delayed_datagrams_total",
+        NO_LABEL,
+        shaper.delayed,
+    );
+    series.count(
+        "cuberoute_shaper_reordered_datagrams_total",
+        NO_LABEL,
+        shaper.reordered,
+    );
+    series.count(
+        "cuberoute_shaper_duplicated_datagrams_total",
+        NO_LABEL,
+        shaper.duplicated,
+    );
     for (reason, n) in shaper.dropped {
-        series
-            .counter(
-                "cuberoute_shaper_dropped_datagrams_total",
-                ("reason", reason),
-            )
-            .absolute(n);
+        series.count(
+            "cuberoute_shaper_dropped_datagrams_total",
+            ("reason", reason),
+            n,
+        );
     }
-    series
-        .gauge("cuberoute_input_buffer_depth", NO_LABEL)
-        .set(node.input_queued() as f64);
-    series
-        .gauge("cuberoute_output_buffer_depth", NO_LABEL)
-        .set(node.output().len() as f64);
+    series.level(
+        "cuberoute_input_buffer_depth",
+        NO_LABEL,
+        node.input_queued() as f64,
+    );
+    series.level(
+        "cuberoute_output_buffer_depth",
+        NO_LABEL,
+        node.output().len() as f64,
+    );
 }
 
 /// No label: a series named alone.
@@ -350,8 +433,15 @@ type SeriesKey = (&'static str, &'static str, Cow<'static, str>);
 /// and set at each [`publish`]: a lookup in the process's registry builds and compares a key
 /// of names and labels, and a node host's 2,048 nodes each published about 100 of them a
 /// second under load.
+///
+/// A node alone in its process registers every series at its first publish. A node of a node
+/// host registers a series once its value is other than 0 (and keeps it after): a host of
+/// 65,536 nodes would otherwise hold 10 million series, nearly all of them 0 at rest, 65 KiB a
+/// node of registry (Q_16 in one process: 113 KiB a node before every node published, 178 KiB
+/// after, BENCHMARKS.md), and a scrape of all of them.
 #[derive(Default)]
 struct Series {
+    only_nonzero: bool,
     counters: HashMap<SeriesKey, Counter>,
     gauges: HashMap<SeriesKey, Gauge>,
     build_info: Option<Gauge>,
@@ -359,49 +449,60 @@ struct Series {
     links: Vec<LinkSeries>,
 }
 
+/// A link's series, each registered when [`Series`] says.
 struct LinkSeries {
     id: NodeId,
     neighbour: String,
-    up: Gauge,
-    buffer_depth: Gauge,
-    frames_written: Counter,
-    frames_received: Counter,
-    frames_resent: Counter,
+    up: Option<Gauge>,
+    buffer_depth: Option<Gauge>,
+    frames_written: Option<Counter>,
+    frames_received: Option<Counter>,
+    frames_resent: Option<Counter>,
     /// Registered once the link has a transport to measure (QUIC's).
     rtt: Option<Gauge>,
 }
 
 impl Series {
-    fn counter(
-        &mut self,
-        name: &'static str,
-        label: (&'static str, impl Into<Cow<'static, str>>),
-    ) -> &Counter {
-        kept(
-            &mut self.counters,
-            name,
-            label,
-            |name, key, value| match key {
-                "" => counter!(name),
-                _ => counter!(name, key => value),
-            },
-        )
+    /// The series of a node: of a node host's (`hosted`), registered only once nonzero.
+    fn new(hosted: bool) -> Series {
+        Series {
+            only_nonzero: hosted,
+            ..Series::default()
+        }
     }
 
-    fn gauge(
+    /// Set counter `name` with its one `label` to `value`.
+    fn count(
         &mut self,
         name: &'static str,
         label: (&'static str, impl Into<Cow<'static, str>>),
-    ) -> &Gauge {
-        kept(
-            &mut self.gauges,
-            name,
-            label,
-            |name, key, value| match key {
-                "" => gauge!(name),
-                _ => gauge!(name, key => value),
-            },
-        )
+        value: u64,
+    ) {
+        let skip = self.only_nonzero && value == 0;
+        let register = |name, key, value| match key {
+            "" => counter!(name),
+            _ => counter!(name, key => value),
+        };
+        if let Some(counter) = kept(&mut self.counters, name, label, skip, register) {
+            counter.absolute(value);
+        }
+    }
+
+    /// Set gauge `name` with its one `label` to `value`.
+    fn level(
+        &mut self,
+        name: &'static str,
+        label: (&'static str, impl Into<Cow<'static, str>>),
+        value: f64,
+    ) {
+        let skip = self.only_nonzero && value == 0.0;
+        let register = |name, key, value| match key {
+            "" => gauge!(name),
+            _ => gauge!(name, key => value),
+        };
+        if let Some(gauge) = kept(&mut self.gauges, name, label, skip, register) {
+            gauge.set(value);
+        }
     }
 
     /// The series of the node's `i`th link, to `neighbour`.
@@ -417,31 +518,49 @@ impl Series {
 }
 
 /// The handle of series `name` with its one `label` (`NO_LABEL`: none) in `handles`,
-/// registered by `register` the first time.
+/// registered by `register` the first time unless `not_yet` (then `None` until it is).
 fn kept<'a, H>(
     handles: &'a mut HashMap<SeriesKey, H>,
     name: &'static str,
     (key, value): (&'static str, impl Into<Cow<'static, str>>),
+    not_yet: bool,
     register: impl FnOnce(&'static str, &'static str, Cow<'static, str>) -> H,
-) -> &'a H {
-    handles
-        .entry((name, key, value.into()))
-        .or_insert_with_key(|(name, key, value)| register(name, key, value.clone()))
+) -> Option<&'a H> {
+    let entry = handles.entry((name, key, value.into()));
+    match entry {
+        std::collections::hash_map::Entry::Occupied(e) => Some(e.into_mut()),
+        std::collections::hash_map::Entry::Vacant(_) if not_yet => None,
+        std::collections::hash_map::Entry::Vacant(e) => {
+            let (name, key, value) = e.key().clone();
+            Some(e.insert(register(name, key, value)))
+        }
+    }
 }
 
 impl LinkSeries {
     fn new(id: NodeId) -> LinkSeries {
-        let neighbour = id.to_string();
-        let n = || neighbour.clone();
         LinkSeries {
             id,
-            up: gauge!("cuberoute_link_up", "neighbour" => n()),
-            buffer_depth: gauge!("cuberoute_link_buffer_depth", "neighbour" => n()),
-            frames_written: counter!("cuberoute_link_frames_written_total", "neighbour" => n()),
-            frames_received: counter!("cuberoute_link_frames_received_total", "neighbour" => n()),
-            frames_resent: counter!("cuberoute_link_frames_resent_total", "neighbour" => n()),
+            neighbour: id.to_string(),
+            up: None,
+            buffer_depth: None,
+            frames_written: None,
+            frames_received: None,
+            frames_resent: None,
             rtt: None,
-            neighbour,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_large_node_host_publishes_each_node_less_often() {
+        assert_eq!(publish_period(1), PUBLISH_EVERY);
+        assert_eq!(publish_period(PUBLISHED_A_PERIOD), PUBLISH_EVERY);
+        assert_eq!(publish_period(PUBLISHED_A_PERIOD + 1), 2 * PUBLISH_EVERY);
+        assert_eq!(publish_period(65_536), 16 * PUBLISH_EVERY);
     }
 }
