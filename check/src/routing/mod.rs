@@ -25,10 +25,11 @@ pub mod mutant;
 
 use crate::run::Trace;
 use classes::Class;
-use cuberoute_protocol::routing::guarded::Checks;
+use cuberoute_protocol::routing::guarded::{self, Checks};
 use cuberoute_protocol::routing::hop::hop_checked;
 use cuberoute_protocol::{
-    Action, Header, NodeId, Packet, Process, Route, RouteKind, SendRequest, Topology, flush_bound,
+    Action, DropReason, Header, NodeId, Packet, Process, Route, RouteKind, SendRequest, Topology,
+    flush_bound,
 };
 use serde::{Deserialize, Serialize};
 use stateright::{Model, Property};
@@ -49,26 +50,19 @@ pub enum Ends {
 }
 
 impl Ends {
-    /// How a packet delivered at `at` ends: a copy of a set if its header is one a source's map
-    /// can make for a set to `at`: its nodes nodes of the topology, `at` its destination, a
-    /// source other than it, a Pd next to it, an index below k, each anchor a position of its
-    /// subsequence.
+    /// How a packet delivered at `at` ends: a copy of a set if its header passes the production
+    /// checks a destination makes of a header (`guarded::decide_checked`: its nodes nodes of
+    /// the topology, a source other than `at`, a Pd next to it, an index below k, each anchor a
+    /// position of its subsequence) and names `at` as its destination. Not the sender's check
+    /// nor the turning point's on Q_n: those bound a route, which "within B" checks.
     pub fn delivered(topology: Topology, at: NodeId, packet: &Packet<()>) -> Ends {
         let Route::Guarded(h) = &packet.route else {
             return Ends::Delivered { copy: false };
         };
-        let (fa, fb) = (u32::from(h.anchors.fa), u32::from(h.anchors.fb));
-        let anchors = match topology {
-            Topology::Hypercube(q) => fa < q.n && fb == 0,
-            Topology::Exchanged(eh) => fa < eh.s && fb < eh.t,
-            _ => false,
-        };
-        let copy = [h.src, h.dst, h.pd].iter().all(|&v| topology.contains(v))
-            && h.dst == at
-            && h.src != h.dst
-            && topology.is_adjacent(h.pd, h.dst)
-            && u32::from(h.index) < topology.local_connectivity(h.src, h.dst)
-            && anchors;
+        let header_checks = Checks::ALL
+            .without(DropReason::NotFromNeighbour)
+            .without(DropReason::TurningPointOnHypercube);
+        let copy = guarded::decide_checked(topology, at, h, at, header_checks) == Ok(None);
         Ends::Delivered { copy }
     }
 }
