@@ -1,9 +1,11 @@
 //! The delivery layer's cost at the ends of a path set: cutting a payload into its k pieces at
 //! the source, and rebuilding it from the fewest pieces that suffice at the destination, for
-//! every mode, beside plain copies.
+//! every mode, beside plain copies; and the destination's inbox taking a reliable set's piece
+//! (whole at once) and acknowledging it, its memory of delivered sets full.
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use cuberoute_protocol::delivery::{Mode, pieces, rebuild};
+use cuberoute_protocol::NodeId;
+use cuberoute_protocol::delivery::{Inbox, InboxLimits, Mode, SetKey, pieces, rebuild};
 use std::hint::black_box;
 
 const MODES: [(&str, usize); 6] = [
@@ -45,5 +47,34 @@ fn delivery(c: &mut Criterion) {
     }
 }
 
-criterion_group!(benches, delivery);
+/// A reliable set's first piece into an inbox whose memory of delivered sets is at its bound
+/// (40,960 sets of 16 sources with the default limits: each new one forgets the oldest), then
+/// its acknowledgement: what a busy destination does per reliable set.
+fn inbox(c: &mut Criterion) {
+    let mode: Mode = "reliable".parse().unwrap();
+    let piece = pieces(mode, 4, &[7; 64], [7; 32]).unwrap().remove(0);
+    let shape = piece.shape();
+    let key = |i: u64| SetKey {
+        src: NodeId(i % 16 + 1),
+        seq: i,
+        sent_at_us: 1_000_000 + i,
+    };
+    let mut inbox = Inbox::new(InboxLimits::default());
+    let full = 10 * InboxLimits::default().max_sets as u64;
+    for i in 0..full {
+        inbox.receive(2_000_000, key(i), 0, piece.clone());
+    }
+    assert_eq!(inbox.remembered() as u64, full);
+    let mut next = full;
+    c.bench_function("inbox/receive+acknowledge", |b| {
+        b.iter(|| {
+            let set = key(next);
+            next += 1;
+            inbox.receive(2_000_000, set, 0, piece.clone());
+            black_box(inbox.acknowledge(&set, shape, 1))
+        })
+    });
+}
+
+criterion_group!(benches, delivery, inbox);
 criterion_main!(benches);

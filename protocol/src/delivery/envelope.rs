@@ -16,7 +16,7 @@ pub struct SetKey {
 }
 
 /// The payload of an enveloped message.
-#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Debug, Serialize, Deserialize)]
 pub enum Envelope {
     /// The piece of a set that one path carries.
     Piece(Piece),
@@ -29,7 +29,7 @@ pub enum Envelope {
 
 /// One path's piece of a set: a whole copy, a Reed-Solomon shard or a Shamir share, with what
 /// the destination needs to put the payload back together.
-#[derive(Clone, PartialEq, Eq, Hash, Debug, Serialize, Deserialize)]
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Debug, Serialize, Deserialize)]
 pub struct Piece {
     pub mode: Mode,
     /// How many pieces (paths) the set has.
@@ -49,7 +49,7 @@ pub struct Piece {
 
 /// What a piece says of its set besides its data: the mode, how many pieces, the payload's
 /// length. Sealed, it is the source's; clear, a relay may have rewritten it.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Serialize, Deserialize)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Debug, Serialize, Deserialize)]
 pub struct Shape {
     pub mode: Mode,
     pub k: u8,

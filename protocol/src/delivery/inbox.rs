@@ -34,10 +34,10 @@
 use super::encode::{RebuildError, is_well_formed, rebuild};
 use super::envelope::{Piece, SetKey, Shape};
 use crate::NodeId;
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 
 /// How much the inbox holds and for how long.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub struct InboxLimits {
     /// Sets waiting for more pieces.
     pub max_sets: usize,
@@ -128,6 +128,7 @@ impl Failure {
 /// and the set it makes up never mixes with the true one (nor stops it: see docs/delivery.md).
 type Key = (SetKey, Shape);
 
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
 struct PendingSet {
     /// Its place in the order of arrival.
     ticket: u64,
@@ -140,7 +141,7 @@ struct PendingSet {
 }
 
 /// A set delivered here, remembered for a while.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 struct Delivered {
     /// Its place in the order of deliveries.
     ticket: u64,
@@ -152,7 +153,7 @@ struct Delivered {
 }
 
 /// What one source holds of the inbox.
-#[derive(Clone, Copy, Default, PartialEq, Eq, Debug)]
+#[derive(Clone, Copy, Default, PartialEq, Eq, Hash, Debug)]
 struct Holding {
     pending: usize,
     bytes: usize,
@@ -170,22 +171,24 @@ enum Share {
 /// The sources by what they hold of one share, to find the largest holder.
 type Ranking = BTreeSet<(usize, NodeId)>;
 
-/// The destination's delivery state.
+/// The destination's delivery state. Clone, compared and hashed by value (a model checker
+/// keeps it in its states: check/).
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub struct Inbox {
     limits: InboxLimits,
-    pending: HashMap<Key, PendingSet>,
+    pending: BTreeMap<Key, PendingSet>,
     /// Pending sets by arrival, oldest first, and the same per source.
     arrivals: BTreeMap<u64, Key>,
     arrivals_by_source: BTreeSet<(NodeId, u64)>,
     bytes: usize,
-    delivered: HashMap<Key, Delivered>,
+    delivered: BTreeMap<Key, Delivered>,
     /// Delivered sets by delivery, oldest first, and the same per source.
     deliveries: BTreeMap<u64, Key>,
     deliveries_by_source: BTreeSet<(NodeId, u64)>,
     next_ticket: u64,
     /// What each source holds (sources that hold nothing are not here), and the sources
     /// ranked by each share.
-    holdings: HashMap<NodeId, Holding>,
+    holdings: BTreeMap<NodeId, Holding>,
     by_pending: Ranking,
     by_bytes: Ranking,
     by_delivered: Ranking,
@@ -194,7 +197,7 @@ pub struct Inbox {
     /// forgotten. Dropped once the send time is older than `remember_for_us` (the age rule
     /// then refuses those sets anyway), and kept to the memory's bound: beyond it, the entry
     /// with the earliest time is folded into `forgot_all_until_us`.
-    forgot_until_us: HashMap<NodeId, u64>,
+    forgot_until_us: BTreeMap<NodeId, u64>,
     forgot_order: BTreeSet<(u64, NodeId)>,
     /// Sets of every source sent until then may have been delivered and forgotten.
     forgot_all_until_us: u64,
@@ -206,19 +209,19 @@ impl Inbox {
     pub fn new(limits: InboxLimits) -> Inbox {
         Inbox {
             limits,
-            pending: HashMap::new(),
+            pending: BTreeMap::new(),
             arrivals: BTreeMap::new(),
             arrivals_by_source: BTreeSet::new(),
             bytes: 0,
-            delivered: HashMap::new(),
+            delivered: BTreeMap::new(),
             deliveries: BTreeMap::new(),
             deliveries_by_source: BTreeSet::new(),
             next_ticket: 0,
-            holdings: HashMap::new(),
+            holdings: BTreeMap::new(),
             by_pending: Ranking::new(),
             by_bytes: Ranking::new(),
             by_delivered: Ranking::new(),
-            forgot_until_us: HashMap::new(),
+            forgot_until_us: BTreeMap::new(),
             forgot_order: BTreeSet::new(),
             forgot_all_until_us: 0,
             given_up: Vec::new(),

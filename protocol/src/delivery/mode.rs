@@ -6,7 +6,9 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 
 /// How the payload is spread over the k paths.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Debug, Default, Serialize, Deserialize,
+)]
 pub enum Scheme {
     /// k full copies, one per path; the client gets each copy (today's sends).
     #[default]
@@ -25,7 +27,9 @@ pub enum Scheme {
 }
 
 /// The delivery mode of one message set.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Debug, Default, Serialize, Deserialize,
+)]
 pub struct Mode {
     pub scheme: Scheme,
     /// The source sends the set again until the destination acknowledges it; the client at

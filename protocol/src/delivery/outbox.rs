@@ -24,7 +24,7 @@ use super::envelope::SetKey;
 use std::collections::BTreeMap;
 
 /// How much the outbox holds, and how often it sends again.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub struct OutboxLimits {
     pub max_sets: usize,
     pub max_bytes: usize,
@@ -53,7 +53,7 @@ impl Default for OutboxLimits {
 const WAITS_PER_LIFE: u64 = 16;
 
 /// The round-trip estimate of RFC 6298, in microseconds.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub struct RoundTrip {
     pub smoothed_us: u64,
     pub variation_us: u64,
@@ -110,6 +110,7 @@ pub struct OutboxFull {
     pub bytes: usize,
 }
 
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
 struct Entry<T> {
     item: T,
     bytes: usize,
@@ -123,7 +124,9 @@ struct Entry<T> {
     deadline_us: u64,
 }
 
-/// The source's unacknowledged reliable sets; `T` is what the caller sends again.
+/// The source's unacknowledged reliable sets; `T` is what the caller sends again. Clone,
+/// compared and hashed by value when `T` is (a model checker keeps it in its states: check/).
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub struct Outbox<T> {
     limits: OutboxLimits,
     entries: BTreeMap<SetKey, Entry<T>>,

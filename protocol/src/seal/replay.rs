@@ -8,7 +8,7 @@ pub const WINDOW: u64 = 4096;
 
 const WORDS: usize = (WINDOW / 64) as usize;
 
-#[derive(Clone, Debug)]
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub struct ReplayWindow {
     /// The highest nonce seen, if any.
     top: Option<u64>,
