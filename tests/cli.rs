@@ -16,7 +16,7 @@ fn stdout(out: &Output) -> String {
 
 #[test]
 fn bad_input_is_one_line_and_exit_2() {
-    let cases: [&[&str]; 41] = [
+    let cases: [&[&str]; 52] = [
         &["paths", "eh:2", "0", "1"],
         &["paths", "eh:0,3", "0", "1"],
         &["paths", "mesh:4", "0", "1"],
@@ -38,6 +38,17 @@ fn bad_input_is_one_line_and_exit_2() {
         &["check", "routing", "--capacity", "0"],
         &["check", "routing", "--corrupted", "4"],
         &["check", "routing", "--max-states", "0"],
+        &["check", "delivery", "--mutant", "nope"],
+        &["check", "delivery", "--nodes", "5"],
+        &["check", "delivery", "--sets", "0"],
+        &["check", "delivery", "--paths", "4"],
+        &["check", "delivery", "--attempts", "1"],
+        &["check", "delivery", "--mode", "code:1"],
+        &["check", "delivery", "--mode", "reliable+code:2"],
+        &["check", "delivery", "--losses", "4"],
+        &["check", "delivery", "--crashes", "x"],
+        &["check", "delivery", "--max-states", "0"],
+        &["check", "delivery", "--replay", "/nonexistent/trace.json"],
         &["bench", "--load-generator-nice", "-21"],
         &["bench", "--to", "0"],
         &["bench", "--through", "0"],
