@@ -12,15 +12,20 @@ fn cuberoute(args: &[&str]) -> std::process::Output {
         .expect("cuberoute runs")
 }
 
-#[test]
-fn the_routing_model_holds_and_its_mutants_are_caught_and_replayed() {
-    let out = cuberoute(&["check", "routing", "--topology", "eh:1,1", "--json"]);
+/// The JSON report of a run that exited 0.
+fn json_report(out: &std::process::Output) -> serde_json::Value {
     assert!(
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn the_routing_model_holds_and_its_mutants_are_caught_and_replayed() {
+    let out = cuberoute(&["check", "routing", "--topology", "eh:1,1", "--json"]);
+    let report = json_report(&out);
     assert_eq!(report["model"], "routing");
     assert_eq!(report["stopped"], "exhausted");
     assert!(report["unique_states"].as_u64().unwrap() > 1000, "{report}");
@@ -30,12 +35,7 @@ fn the_routing_model_holds_and_its_mutants_are_caught_and_replayed() {
 
     // Caught: the report names the property and holds the trace, which replays it.
     let out = cuberoute(&["check", "routing", "--mutant", "no-index-check", "--json"]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let report = json_report(&out);
     assert_eq!(report["stopped"], "violation");
     assert_eq!(report["violations"][0]["property"], "copies only");
     assert_eq!(
@@ -64,12 +64,7 @@ fn the_routing_model_holds_and_its_mutants_are_caught_and_replayed() {
 #[test]
 fn the_delivery_model_holds_and_its_mutants_are_caught_and_replayed() {
     let out = cuberoute(&["check", "delivery", "--sets", "1", "--json"]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let report = json_report(&out);
     assert_eq!(report["model"], "delivery");
     assert_eq!(report["stopped"], "exhausted");
     assert!(report["unique_states"].as_u64().unwrap() > 1000, "{report}");
@@ -87,12 +82,7 @@ fn the_delivery_model_holds_and_its_mutants_are_caught_and_replayed() {
         "ack-before-write",
         "--json",
     ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let report = json_report(&out);
     assert_eq!(report["stopped"], "violation");
     assert_eq!(report["violations"][0]["property"], "acknowledged is kept");
     let file = tempfile::NamedTempFile::new().unwrap();

@@ -189,3 +189,55 @@ where
         figures: model.figures(),
     }
 }
+
+/// Run `steps` from `state` on `model`: each must be enabled where it is taken. The `always`
+/// properties broken on the way, by name, each with the state it broke in.
+pub fn replay_steps<M>(
+    model: &M,
+    mut state: M::State,
+    steps: &[M::Action],
+) -> Result<Vec<(String, M::State)>, String>
+where
+    M: Model,
+    M::State: Clone,
+    M::Action: PartialEq + Debug + Clone,
+{
+    let mut broken = Vec::new();
+    let properties = model.properties();
+    for (i, step) in steps.iter().enumerate() {
+        let mut enabled = Vec::new();
+        model.actions(&state, &mut enabled);
+        if !enabled.contains(step) {
+            return Err(format!("step {i} ({step:?}) is not enabled there"));
+        }
+        state = model
+            .next_state(&state, step.clone())
+            .ok_or_else(|| format!("step {i} ({step:?}) leads nowhere"))?;
+        for property in &properties {
+            if property.expectation == Expectation::Always && !(property.condition)(model, &state) {
+                broken.push((property.name.to_string(), state.clone()));
+            }
+        }
+    }
+    Ok(broken)
+}
+
+/// The mutants of a model, by name (`--mutant NAME`).
+pub trait Mutants: Copy + Sized + 'static {
+    /// Which model's mutants, as an error names them.
+    const MODEL: &'static str;
+    const ALL: &'static [Self];
+    fn name(self) -> &'static str;
+
+    /// The mutant called `name`, or an error naming them all.
+    fn parse(name: &str) -> Result<Self, String> {
+        Self::ALL
+            .iter()
+            .copied()
+            .find(|m| m.name() == name)
+            .ok_or_else(|| {
+                let names: Vec<&str> = Self::ALL.iter().map(|m| m.name()).collect();
+                format!("no {} mutant {name:?}: {}", Self::MODEL, names.join(", "))
+            })
+    }
+}

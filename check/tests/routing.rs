@@ -2,7 +2,7 @@
 //! configurations; each mutant (one check left out) is caught where its check matters, and
 //! survives where the check is redundant; a violation's trace replays it.
 
-use cuberoute_check::routing::mutant::Mutant;
+use cuberoute_check::routing::mutant::{Mutant, Mutants};
 use cuberoute_check::routing::{self, Params, Routing, RoutingTrace};
 use cuberoute_check::run::{Budget, Stopped, check};
 
@@ -61,7 +61,7 @@ fn genuine_sets_are_delivered_or_dropped_only_for_a_full_buffer() {
 /// Each check, left out, breaks a property somewhere: the one it guards.
 #[test]
 fn every_mutant_is_caught_where_its_check_matters() {
-    for mutant in Mutant::ALL {
+    for &mutant in Mutant::ALL {
         let (topology, property) = match mutant {
             // Q_n's routes are short enough without the budget: from EH(1,2) on, a turning
             // point leads a header past B.

@@ -3,7 +3,7 @@
 
 use super::usage;
 use cuberoute_check::delivery::{self, Delivery, DeliveryTrace, Faults};
-use cuberoute_check::routing::mutant::Mutant;
+use cuberoute_check::routing::mutant::{Mutant, Mutants};
 use cuberoute_check::routing::{self, Params, Routing, RoutingTrace};
 use cuberoute_check::run::{self, Budget, Report, Stopped};
 use std::path::{Path, PathBuf};
@@ -60,21 +60,42 @@ pub struct DeliveryArgs {
     /// No node keeps a store (what a restart forgets then is a finding, not a bug).
     #[arg(long)]
     no_store: bool,
-    /// Stop after generating this many states (the report says the run was cut short).
-    #[arg(long, default_value_t = 50_000_000)]
-    max_states: usize,
     /// Check a deliberately broken rule: exit 0 once a property breaks (caught, its trace
     /// printed), 1 if none does. ack-before-write, accept-before-write,
     /// window-forgotten-at-restart, no-replay-window, no-resend, store-not-consulted,
     /// not-resumed.
     #[arg(long)]
     mutant: Option<String>,
-    /// Replay a trace instead of exploring: a violation's `trace`, or a whole `--json` report.
+    #[command(flatten)]
+    run: RunArgs,
+}
+
+/// What every model's run takes.
+#[derive(clap::Args, Debug)]
+pub struct RunArgs {
+    /// Stop after generating this many states (the report says the run was cut short).
+    #[arg(long, default_value_t = 50_000_000)]
+    max_states: usize,
+    /// Replay a trace instead of exploring: a violation's `trace`, or a whole `--json` report
+    /// (each of its violations' traces).
     #[arg(long, conflicts_with_all = ["mutant"])]
     replay: Option<PathBuf>,
     /// The whole report as one JSON object.
     #[arg(long)]
     json: bool,
+}
+
+impl RunArgs {
+    /// The budget of a run; a mutant's stops at its first violation.
+    fn budget(&self, mutant: bool) -> anyhow::Result<Budget> {
+        if self.max_states == 0 {
+            return Err(usage("--max-states must be at least 1"));
+        }
+        Ok(Budget {
+            max_states: self.max_states,
+            stop_at_violation: mutant,
+        })
+    }
 }
 
 #[derive(clap::Args, Debug)]
@@ -93,9 +114,6 @@ pub struct RoutingArgs {
     /// back.
     #[arg(long, default_value_t = 1)]
     sets: usize,
-    /// Stop after generating this many states (the report says the run was cut short).
-    #[arg(long, default_value_t = 50_000_000)]
-    max_states: usize,
     /// Check a deliberately broken `hop`, one check left out: exit 0 once a property breaks
     /// (the mutant is caught, its trace printed), 1 if none does (it survived: the check is not
     /// what keeps the properties on this topology). no-budget (caught from EH(1,2) on),
@@ -103,13 +121,8 @@ pub struct RoutingArgs {
     /// no-node-check, no-anchor-check.
     #[arg(long)]
     mutant: Option<String>,
-    /// Replay a trace instead of exploring: a violation's `trace`, or a whole `--json` report
-    /// (each of its violations' traces).
-    #[arg(long, conflicts_with_all = ["mutant"])]
-    replay: Option<PathBuf>,
-    /// The whole report as one JSON object.
-    #[arg(long)]
-    json: bool,
+    #[command(flatten)]
+    run: RunArgs,
 }
 
 pub fn run(command: Command) -> anyhow::Result<()> {
@@ -120,7 +133,7 @@ pub fn run(command: Command) -> anyhow::Result<()> {
 }
 
 fn check_delivery(args: DeliveryArgs) -> anyhow::Result<()> {
-    if let Some(path) = &args.replay {
+    if let Some(path) = &args.run.replay {
         return replay_traces(path, "delivery", |t: &DeliveryTrace| {
             delivery::replay(t).map(|b| b.into_iter().map(|(n, w)| (n, format!("{w:?}"))).collect())
         });
@@ -128,7 +141,7 @@ fn check_delivery(args: DeliveryArgs) -> anyhow::Result<()> {
     let mutant = args
         .mutant
         .as_deref()
-        .map(str::parse::<delivery::mutant::Mutant>)
+        .map(delivery::mutant::Mutant::parse)
         .transpose()
         .map_err(usage)?;
     let params = delivery::Params {
@@ -149,15 +162,9 @@ fn check_delivery(args: DeliveryArgs) -> anyhow::Result<()> {
         mutant,
     };
     params.check().map_err(usage)?;
-    if args.max_states == 0 {
-        return Err(usage("--max-states must be at least 1"));
-    }
-    let budget = Budget {
-        max_states: args.max_states,
-        stop_at_violation: mutant.is_some(),
-    };
+    let budget = args.run.budget(mutant.is_some())?;
     let report = run::check(Delivery::new(params), budget);
-    print(&report, args.json)?;
+    print(&report, args.run.json)?;
     match mutant {
         None => conclude(&report),
         Some(mutant) => caught(&report, &mutant.to_string(), "these parameters"),
@@ -189,13 +196,13 @@ fn caught<P, I, S>(report: &Report<P, I, S>, mutant: &str, on: &str) -> anyhow::
 }
 
 fn check_routing(args: RoutingArgs) -> anyhow::Result<()> {
-    if let Some(path) = &args.replay {
+    if let Some(path) = &args.run.replay {
         return replay_routing(path);
     }
     let mutant = args
         .mutant
         .as_deref()
-        .map(str::parse::<Mutant>)
+        .map(Mutant::parse)
         .transpose()
         .map_err(usage)?;
     let params = Params {
@@ -206,15 +213,9 @@ fn check_routing(args: RoutingArgs) -> anyhow::Result<()> {
         mutant,
     };
     params.check().map_err(usage)?;
-    if args.max_states == 0 {
-        return Err(usage("--max-states must be at least 1"));
-    }
-    let budget = Budget {
-        max_states: args.max_states,
-        stop_at_violation: mutant.is_some(),
-    };
+    let budget = args.run.budget(mutant.is_some())?;
     let report = run::check(Routing::new(params), budget);
-    print(&report, args.json)?;
+    print(&report, args.run.json)?;
     match mutant {
         None => conclude(&report),
         Some(mutant) => caught(&report, &mutant.to_string(), &args.topology),

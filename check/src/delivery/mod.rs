@@ -994,27 +994,8 @@ pub type DeliveryTrace = Trace<Params, (), Step>;
 pub fn replay(trace: &DeliveryTrace) -> Result<Vec<(String, World)>, String> {
     trace.params.check()?;
     let model = Delivery::new(trace.params.clone());
-    let mut world = model.empty();
-    let mut broken = Vec::new();
-    let properties = model.properties();
-    for (i, &step) in trace.steps.iter().enumerate() {
-        let mut enabled = Vec::new();
-        model.actions(&world, &mut enabled);
-        if !enabled.contains(&step) {
-            return Err(format!("step {i} ({step:?}) is not enabled there"));
-        }
-        world = model
-            .next_state(&world, step)
-            .ok_or_else(|| format!("step {i} ({step:?}) leads nowhere"))?;
-        for property in &properties {
-            if property.expectation == stateright::Expectation::Always
-                && !(property.condition)(&model, &world)
-            {
-                broken.push((property.name.to_string(), world.clone()));
-            }
-        }
-    }
-    Ok(broken)
+    let start = model.empty();
+    crate::run::replay_steps(&model, start, &trace.steps)
 }
 
 impl crate::run::Checked for Delivery {

@@ -2,6 +2,7 @@
 //! each changes one rule of what the ends do, as a bug would. Each must be caught: a property
 //! breaks, which shows what the rule guards.
 
+pub use crate::run::Mutants;
 use serde::{Deserialize, Serialize};
 
 /// One rule of the ends broken.
@@ -25,8 +26,9 @@ pub enum Mutant {
     NotResumed,
 }
 
-impl Mutant {
-    pub const ALL: [Mutant; 7] = [
+impl Mutants for Mutant {
+    const MODEL: &'static str = "delivery";
+    const ALL: &'static [Mutant] = &[
         Mutant::AckBeforeWrite,
         Mutant::AcceptBeforeWrite,
         Mutant::WindowForgottenAtRestart,
@@ -36,7 +38,7 @@ impl Mutant {
         Mutant::NotResumed,
     ];
 
-    pub fn name(self) -> &'static str {
+    fn name(self) -> &'static str {
         match self {
             Mutant::AckBeforeWrite => "ack-before-write",
             Mutant::AcceptBeforeWrite => "accept-before-write",
@@ -46,20 +48,6 @@ impl Mutant {
             Mutant::StoreNotConsulted => "store-not-consulted",
             Mutant::NotResumed => "not-resumed",
         }
-    }
-}
-
-impl std::str::FromStr for Mutant {
-    type Err = String;
-
-    fn from_str(name: &str) -> Result<Mutant, String> {
-        Mutant::ALL
-            .into_iter()
-            .find(|m| m.name() == name)
-            .ok_or_else(|| {
-                let names: Vec<&str> = Mutant::ALL.iter().map(|m| m.name()).collect();
-                format!("no delivery mutant {name:?}: {}", names.join(", "))
-            })
     }
 }
 

@@ -476,7 +476,7 @@ pub fn replay(trace: &RoutingTrace) -> Result<Vec<(String, Net)>, String> {
     trace.params.check()?;
     let model = Routing::new(trace.params.clone());
     let sets = model.sets.len();
-    let mut net = Net {
+    let net = Net {
         buffers: trace.initial.clone(),
         input: 0,
         delivered: vec![0; sets],
@@ -486,26 +486,7 @@ pub fn replay(trace: &RoutingTrace) -> Result<Vec<(String, Net)>, String> {
     if net.buffers.len() != trace.params.topology.node_count() as usize {
         return Err("the trace's buffers are not one a node".into());
     }
-    let mut broken = Vec::new();
-    let properties = model.properties();
-    for (i, &step) in trace.steps.iter().enumerate() {
-        let mut enabled = Vec::new();
-        model.actions(&net, &mut enabled);
-        if !enabled.contains(&step) {
-            return Err(format!("step {i} ({step:?}) is not enabled there"));
-        }
-        net = model
-            .next_state(&net, step)
-            .ok_or_else(|| format!("step {i} ({step:?}) leads nowhere"))?;
-        for property in &properties {
-            if property.expectation == stateright::Expectation::Always
-                && !(property.condition)(&model, &net)
-            {
-                broken.push((property.name.to_string(), net.clone()));
-            }
-        }
-    }
-    Ok(broken)
+    crate::run::replay_steps(&model, net, &trace.steps)
 }
 
 impl crate::run::Checked for Routing {

@@ -2,6 +2,7 @@
 //! `hop` with one of its guarded checks left out. Each must be caught: a property of the model
 //! breaks without the check, which shows what the check guards.
 
+pub use crate::run::Mutants;
 use cuberoute_protocol::DropReason;
 use cuberoute_protocol::routing::guarded::Checks;
 use serde::{Deserialize, Serialize};
@@ -27,28 +28,6 @@ pub enum Mutant {
 }
 
 impl Mutant {
-    pub const ALL: [Mutant; 7] = [
-        Mutant::NoBudget,
-        Mutant::NoPdCheck,
-        Mutant::NoIndexCheck,
-        Mutant::NoSourceCheck,
-        Mutant::NoTurningPointCheck,
-        Mutant::NoNodeCheck,
-        Mutant::NoAnchorCheck,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Mutant::NoBudget => "no-budget",
-            Mutant::NoPdCheck => "no-pd-check",
-            Mutant::NoIndexCheck => "no-index-check",
-            Mutant::NoSourceCheck => "no-source-check",
-            Mutant::NoTurningPointCheck => "no-turning-point-check",
-            Mutant::NoNodeCheck => "no-node-check",
-            Mutant::NoAnchorCheck => "no-anchor-check",
-        }
-    }
-
     /// The check it leaves out, by the reason that check drops with.
     pub fn left_out(self) -> DropReason {
         match self {
@@ -63,17 +42,28 @@ impl Mutant {
     }
 }
 
-impl std::str::FromStr for Mutant {
-    type Err = String;
+impl Mutants for Mutant {
+    const MODEL: &'static str = "routing";
+    const ALL: &'static [Mutant] = &[
+        Mutant::NoBudget,
+        Mutant::NoPdCheck,
+        Mutant::NoIndexCheck,
+        Mutant::NoSourceCheck,
+        Mutant::NoTurningPointCheck,
+        Mutant::NoNodeCheck,
+        Mutant::NoAnchorCheck,
+    ];
 
-    fn from_str(name: &str) -> Result<Mutant, String> {
-        Mutant::ALL
-            .into_iter()
-            .find(|m| m.name() == name)
-            .ok_or_else(|| {
-                let names: Vec<&str> = Mutant::ALL.iter().map(|m| m.name()).collect();
-                format!("no routing mutant {name:?}: {}", names.join(", "))
-            })
+    fn name(self) -> &'static str {
+        match self {
+            Mutant::NoBudget => "no-budget",
+            Mutant::NoPdCheck => "no-pd-check",
+            Mutant::NoIndexCheck => "no-index-check",
+            Mutant::NoSourceCheck => "no-source-check",
+            Mutant::NoTurningPointCheck => "no-turning-point-check",
+            Mutant::NoNodeCheck => "no-node-check",
+            Mutant::NoAnchorCheck => "no-anchor-check",
+        }
     }
 }
 
