@@ -6,7 +6,8 @@
 use crate::env::{self, now_us};
 use crate::waiters::{Waiters, Watch};
 use cuberoute_protocol::delivery::{
-    Inbox, InboxLimits, Outbox, OutboxFull, OutboxLimits, SetKey, Settlement, Shape,
+    Acknowledgeable, Inbox, InboxLimits, Outbox, OutboxFull, OutboxLimits, SetKey, Settlement,
+    Shape,
 };
 use cuberoute_protocol::{NodeId, Routes};
 use std::collections::{HashMap, VecDeque};
@@ -27,6 +28,20 @@ pub struct Resend {
     pub sealed: bool,
     /// Its pieces' shape, which the acknowledgement names.
     pub shape: Shape,
+}
+
+impl Acknowledgeable for Resend {
+    fn destination(&self) -> Option<NodeId> {
+        self.routes.destinations().first().copied()
+    }
+
+    fn shape(&self) -> Shape {
+        self.shape
+    }
+
+    fn sealed(&self) -> bool {
+        self.sealed
+    }
 }
 
 /// A node's delivery state.
@@ -140,18 +155,13 @@ impl DeliveryEnds {
     /// relay made up).
     pub fn acknowledged(&self, key: &SetKey, shape: Shape, from: NodeId, sealed: bool) -> bool {
         self.counters.acks_received.fetch_add(1, Relaxed);
-        let mut outbox = self.outbox.lock().expect("outbox lock");
-        let genuine = outbox.get(key).is_some_and(|resend| {
-            resend.routes.destinations().first() == Some(&from)
-                && (sealed || !resend.sealed)
-                && resend.shape == shape
-        });
-        let settlement = if genuine {
-            outbox.ack(now_us(), key)
-        } else {
-            None
-        };
-        drop(outbox);
+        let settlement = self.outbox.lock().expect("outbox lock").acknowledged(
+            now_us(),
+            key,
+            shape,
+            from,
+            sealed,
+        );
         match settlement {
             Some(s) => {
                 self.counters.sets_acked.fetch_add(1, Relaxed);

@@ -39,8 +39,8 @@ pub mod mutant;
 use crate::run::Trace;
 use cuberoute_protocol::NodeId;
 use cuberoute_protocol::delivery::{
-    Envelope, EnvelopeError, Inbox, InboxLimits, Mode, Outbox, OutboxLimits, Piece, Received,
-    SetKey, Settlement, Shape, encode,
+    Acknowledgeable, Envelope, EnvelopeError, Inbox, InboxLimits, Mode, Outbox, OutboxLimits,
+    Piece, Received, SetKey, Settlement, Shape, encode,
 };
 use cuberoute_protocol::seal::replay::ReplayWindow;
 use mutant::Mutant;
@@ -200,7 +200,24 @@ enum Refused {
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub struct Kept {
     pub set: u8,
+    pub shape: Shape,
+    pub sealed: bool,
     pub deadline_us: u64,
+}
+
+/// Node 0 is every set's destination.
+impl Acknowledgeable for Kept {
+    fn destination(&self) -> Option<NodeId> {
+        Some(NodeId(0))
+    }
+
+    fn shape(&self) -> Shape {
+        self.shape
+    }
+
+    fn sealed(&self) -> bool {
+        self.sealed
+    }
 }
 
 /// A source's store's write, queued: done in order, one at a time, lost in a crash.
@@ -654,14 +671,12 @@ impl Delivery {
         let Ok(Envelope::Ack { set: key, shape }) = self.envelope(&msg) else {
             return;
         };
-        let Some(set) = self.set_of(&key) else {
-            return;
-        };
         let now = w.now;
         let outbox = Arc::make_mut(&mut w.sources[node as usize - 1].outbox);
-        // As `DeliveryEnds::acknowledged`: from the set's destination, of its shape.
-        let genuine = msg.from == 0 && outbox.get(&key).is_some() && shape == self.shape(set);
-        if genuine && let Some(Settlement::Acked { .. }) = outbox.ack(now, &key) {
+        let from = NodeId(u64::from(msg.from));
+        if let Some(Settlement::Acked { .. }) =
+            outbox.acknowledged(now, &key, shape, from, msg.seal.is_some())
+        {
             self.settle(w, node, key, Told::Acked);
         }
     }
@@ -877,7 +892,12 @@ impl Model for Delivery {
                     sent_at_us: n.now,
                 };
                 let deadline_us = n.now + u64::from(self.params.attempts) * WAIT_US - WAIT_US / 2;
-                let kept = Kept { set, deadline_us };
+                let kept = Kept {
+                    set,
+                    shape: self.shape(set),
+                    sealed: self.params.sealed,
+                    deadline_us,
+                };
                 let bytes = self.bytes(set);
                 let now = n.now;
                 let s = &mut n.sources[src as usize - 1];

@@ -21,4 +21,4 @@ pub use encode::{
 pub use envelope::{Envelope, EnvelopeError, Piece, SetKey, Shape};
 pub use inbox::{Failure, Inbox, InboxLimits, Received};
 pub use mode::{Mode, ModeError, Scheme};
-pub use outbox::{Outbox, OutboxFull, OutboxLimits, RoundTrip, Settlement};
+pub use outbox::{Acknowledgeable, Outbox, OutboxFull, OutboxLimits, RoundTrip, Settlement};

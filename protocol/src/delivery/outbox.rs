@@ -20,7 +20,8 @@
 //! measured to lose one in 75,000 on a loaded machine). The price: a set that cannot arrive is
 //! sent about twenty times before its deadline.
 
-use super::envelope::SetKey;
+use super::envelope::{SetKey, Shape};
+use crate::NodeId;
 use std::collections::BTreeMap;
 
 /// How much the outbox holds, and how often it sends again.
@@ -81,6 +82,17 @@ impl RoundTrip {
         self.smoothed_us
             .saturating_add(self.variation_us.saturating_mul(4))
     }
+}
+
+/// What the outbox must know of a kept set to believe an acknowledgement of it
+/// ([`Outbox::acknowledged`]).
+pub trait Acknowledgeable {
+    /// The one node whose acknowledgement settles it.
+    fn destination(&self) -> Option<NodeId>;
+    /// The shape of its pieces, which its destination's acknowledgement names.
+    fn shape(&self) -> Shape;
+    /// Sealed end to end: only a sealed acknowledgement settles it.
+    fn sealed(&self) -> bool;
 }
 
 /// How a reliable set ended at its source.
@@ -227,6 +239,27 @@ impl<T> Outbox<T> {
         })
     }
 
+    /// An acknowledgement of `key` naming `shape` came from `from`, sealed or not, at `now_us`:
+    /// the set settles if it is kept here and the acknowledgement is one its destination makes
+    /// ([`Acknowledgeable`]: from its destination, naming its shape, and sealed if the set was;
+    /// with sealing off anyone can make a clear one). None otherwise, and nothing changes.
+    pub fn acknowledged(
+        &mut self,
+        now_us: u64,
+        key: &SetKey,
+        shape: Shape,
+        from: NodeId,
+        sealed: bool,
+    ) -> Option<Settlement>
+    where
+        T: Acknowledgeable,
+    {
+        let genuine = self.get(key).is_some_and(|kept| {
+            kept.destination() == Some(from) && (sealed || !kept.sealed()) && kept.shape() == shape
+        });
+        if genuine { self.ack(now_us, key) } else { None }
+    }
+
     /// The sets due to be sent again at `now_us`, each with its attempt number (the first send
     /// is attempt 1), with the next resend after twice the wait (up to the set's longest wait).
     pub fn poll(&mut self, now_us: u64) -> Vec<(SetKey, u32, &T)> {
@@ -312,6 +345,51 @@ mod tests {
             min_resend_us: 10,
             max_resend_us: 400,
         }
+    }
+
+    /// A set to node 9, sealed, of one shape.
+    #[derive(Debug)]
+    struct ToNine;
+
+    const SHAPE: Shape = Shape {
+        mode: crate::delivery::Mode {
+            scheme: crate::delivery::Scheme::Copies,
+            reliable: true,
+        },
+        k: 2,
+        len: 4,
+    };
+
+    impl Acknowledgeable for ToNine {
+        fn destination(&self) -> Option<NodeId> {
+            Some(NodeId(9))
+        }
+        fn shape(&self) -> Shape {
+            SHAPE
+        }
+        fn sealed(&self) -> bool {
+            true
+        }
+    }
+
+    /// Only its destination's sealed acknowledgement naming its shape settles a set; any other
+    /// changes nothing.
+    #[test]
+    fn only_the_destinations_acknowledgement_settles() {
+        let mut out = Outbox::new(limits());
+        out.insert(0, key(1), ToNine, 10, 10_000).unwrap();
+        let other = Shape { len: 5, ..SHAPE };
+        assert_eq!(out.acknowledged(5, &key(1), SHAPE, NodeId(8), true), None);
+        assert_eq!(out.acknowledged(5, &key(1), SHAPE, NodeId(9), false), None);
+        assert_eq!(out.acknowledged(5, &key(1), other, NodeId(9), true), None);
+        assert_eq!(out.acknowledged(5, &key(2), SHAPE, NodeId(9), true), None);
+        assert_eq!(out.len(), 1);
+        assert_eq!(
+            out.acknowledged(5, &key(1), SHAPE, NodeId(9), true),
+            Some(Settlement::Acked { attempts: 1 })
+        );
+        assert!(out.is_empty());
+        assert_eq!(out.acknowledged(6, &key(1), SHAPE, NodeId(9), true), None);
     }
 
     #[test]
