@@ -12,11 +12,10 @@
 use crate::config::StoreConfig;
 use crate::output::entry_bytes;
 use crate::store::{Identity, Outcome, Store, StoreError, Usage, Write, Writer};
-use cuberoute_protocol::delivery::{SetKey, Shape};
+use cuberoute_protocol::delivery::{SetKey, Shape, Writing};
 use cuberoute_protocol::wire::control::Delivery;
 use cuberoute_protocol::{NodeId, Topology};
 use serde::{Deserialize, Serialize};
-use std::collections::HashMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -74,7 +73,7 @@ pub struct Keeping {
     written: mpsc::UnboundedSender<Written>,
     /// Reliable sets whole here whose write is not durable yet, with the latest attempt that
     /// arrived meanwhile.
-    writing: Mutex<HashMap<(SetKey, Shape), u32>>,
+    writing: Mutex<Writing>,
     /// The next store index, for consumers waiting for an entry.
     next_index: watch::Sender<u64>,
     /// Batches the store could not write (each logged where it failed).
@@ -144,7 +143,7 @@ impl Keeping {
             config: config.clone(),
             identity: identity.clone(),
             written,
-            writing: Mutex::new(HashMap::new()),
+            writing: Mutex::new(Writing::default()),
             next_index: watch::channel(next).0,
             failed_writes: Arc::default(),
             settled: Mutex::default(),
@@ -206,7 +205,7 @@ impl Keeping {
         self.writing
             .lock()
             .expect("writing lock")
-            .insert((set, shape), attempt);
+            .begin(set, shape, attempt);
         let entry = postcard::to_allocvec(&delivery).expect("a delivery encodes");
         self.flush_settled();
         let written = self.written.clone();
@@ -243,18 +242,10 @@ impl Keeping {
     /// Whether the acknowledgement a piece of `attempt` of `set` earns waits for the set's
     /// write (it does while the set is being written; the latest attempt is remembered).
     pub fn holds_ack(&self, set: &SetKey, shape: Shape, attempt: u32) -> bool {
-        match self
-            .writing
+        self.writing
             .lock()
             .expect("writing lock")
-            .get_mut(&(*set, shape))
-        {
-            Some(latest) => {
-                *latest = (*latest).max(attempt);
-                true
-            }
-            None => false,
-        }
+            .hold(set, shape, attempt)
     }
 
     /// The set's write is done: the latest attempt that arrived while it was written.
@@ -262,8 +253,7 @@ impl Keeping {
         self.writing
             .lock()
             .expect("writing lock")
-            .remove(&(*set, shape))
-            .unwrap_or(1)
+            .finish(set, shape)
     }
 
     /// Keep the reliable set `set` this node sends until it settles: queued now (ahead of

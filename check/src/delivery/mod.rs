@@ -3,8 +3,10 @@
 //! while any node may crash and restart keeping what its store keeps.
 //!
 //! What runs is the production code of `cuberoute_protocol::delivery` and `seal`:
-//! [`Outbox`] (which sets to keep, when to send each again, when to give up),
-//! [`Inbox`] (pieces into whole sets, once; which pieces to acknowledge), [`encode::pieces`]
+//! [`Outbox`] (which sets to keep, when to send each again, when to give up, which
+//! acknowledgement settles one), [`Inbox`] (pieces into whole sets, once; which pieces to
+//! acknowledge), [`Writing`] (which attempt a set being written is acknowledged for, once
+//! durable), [`encode::pieces`]
 //! (a payload into its k pieces) and [`ReplayWindow`] (the sealing's replay check). Around them
 //! the model carries out what a daemon's ends do with their answers (daemon/src/node/source.rs,
 //! destination.rs, stored.rs), one rule each, in the order the daemon keeps:
@@ -40,7 +42,7 @@ use crate::run::Trace;
 use cuberoute_protocol::NodeId;
 use cuberoute_protocol::delivery::{
     Acknowledgeable, Envelope, EnvelopeError, Inbox, InboxLimits, Mode, Outbox, OutboxLimits,
-    Piece, Received, SetKey, Settlement, Shape, encode,
+    Piece, Received, SetKey, Settlement, Shape, Writing, encode,
 };
 use cuberoute_protocol::seal::replay::ReplayWindow;
 use mutant::Mutant;
@@ -227,12 +229,12 @@ pub enum Op {
     Forget(SetKey),
 }
 
-/// A destination's write of a whole set, queued: the attempt to acknowledge once it is done.
+/// A destination's write of a whole set, queued (the attempt to acknowledge when it is done is
+/// the production [`Writing`]'s).
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub struct Write {
     pub set: SetKey,
     pub shape: Shape,
-    pub attempt: u32,
 }
 
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
@@ -251,6 +253,8 @@ pub struct Dest {
     /// What its store holds: the sets delivered here.
     pub store: BTreeSet<SetKey>,
     pub writes: Vec<Write>,
+    /// The sets being written, with the attempt each will be acknowledged for.
+    pub writing: Writing,
 }
 
 /// How a set ended at its source, as its client was told.
@@ -453,6 +457,7 @@ impl Delivery {
                 inbox: Arc::new(Inbox::new(self.inbox_limits)),
                 store: BTreeSet::new(),
                 writes: Vec::new(),
+                writing: Writing::default(),
             },
             sources: (1..self.params.nodes)
                 .map(|_| Source {
@@ -608,30 +613,28 @@ impl Delivery {
                     w.dest.writes.push(Write {
                         set: msg.set,
                         shape,
-                        attempt: msg.attempt,
                     });
+                    w.dest.writing.begin(msg.set, shape, msg.attempt);
                     if self.mutant(Mutant::AckBeforeWrite) {
                         self.acknowledge(w, msg.set, shape, msg.attempt);
                     }
                 } else {
                     self.hand(w, set);
-                    self.acknowledge(w, msg.set, shape, msg.attempt);
+                    self.acknowledge_if_due(w, msg.set, shape, msg.attempt);
                 }
             }
             Ok(Received::AlreadyDelivered { .. }) => {
-                // Being written: acknowledged when the write is done, for this attempt.
-                if let Some(write) = w
-                    .dest
-                    .writes
-                    .iter_mut()
-                    .find(|x| x.set == msg.set && x.shape == shape)
-                {
-                    write.attempt = msg.attempt;
-                } else {
-                    self.acknowledge(w, msg.set, shape, msg.attempt);
-                }
+                self.acknowledge_if_due(w, msg.set, shape, msg.attempt);
             }
             Ok(Received::Pending | Received::Failed(_)) => {}
+        }
+    }
+
+    /// As a daemon's `acknowledge_if_due`: unless the set's write holds its acknowledgement
+    /// (then the write's end acknowledges the greatest attempt that came), acknowledge it.
+    fn acknowledge_if_due(&self, w: &mut World, key: SetKey, shape: Shape, attempt: u32) {
+        if !w.dest.writing.hold(&key, shape, attempt) {
+            self.acknowledge(w, key, shape, attempt);
         }
     }
 
@@ -734,6 +737,7 @@ impl Delivery {
             d.seals.restart(keep_sessions);
             d.inbox = Arc::new(Inbox::new(self.inbox_limits));
             d.writes.clear();
+            d.writing = Writing::default();
             if !self.params.store {
                 d.store.clear();
             }
@@ -771,6 +775,7 @@ impl Delivery {
                 return;
             }
             let write = w.dest.writes.remove(0);
+            let attempt = w.dest.writing.finish(&write.set, write.shape);
             let known = w.dest.store.contains(&write.set);
             if known && !self.mutant(Mutant::StoreNotConsulted) {
                 // Delivered before a restart: acknowledged again, handed to nobody.
@@ -780,7 +785,7 @@ impl Delivery {
                     self.hand(w, set);
                 }
             }
-            self.acknowledge(w, write.set, write.shape, write.attempt);
+            self.acknowledge_if_due(w, write.set, write.shape, attempt);
             return;
         }
         let s = &mut w.sources[node as usize - 1];
