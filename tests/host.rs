@@ -271,14 +271,10 @@ fn a_cluster_of_node_hosts_routes_survives_a_process_lost_and_leaves_nothing() {
             let count = format!("cuberoute_delivery_latency_seconds_count{{node=\"{to}\"}}");
             common::metric(of(to), &count).is_some_and(|c| c >= 3.0)
         });
+        // A hosted node counts its links up; a link's own up series comes once it is down.
         let linked = (0..8usize).all(|n| {
-            (0..3).all(|bit| {
-                let up = format!(
-                    "cuberoute_link_up{{neighbour=\"{}\",node=\"{n}\"}}",
-                    n ^ (1 << bit)
-                );
-                common::metric(of(n), &up) == Some(1.0)
-            })
+            let up = format!("cuberoute_links_up{{node=\"{n}\"}}");
+            common::metric(of(n), &up) == Some(3.0)
         });
         sent == Some(7.0) && delivered && linked
     });
@@ -302,12 +298,33 @@ fn a_cluster_of_node_hosts_routes_survives_a_process_lost_and_leaves_nothing() {
         .unwrap();
     let link = format!("{a}-{b}");
     let up = |x: u64, y: u64| cluster.link(x, y)["up"] == true;
+    let exporter = &exporters[&pids[a as usize]];
+    let link_up = |x: u64, y: u64| {
+        let series = format!("cuberoute_link_up{{neighbour=\"{y}\",node=\"{x}\"}}");
+        common::metric(&common::scrape(exporter), &series)
+    };
+    assert_eq!(
+        link_up(a, b),
+        None,
+        "no series while the link was always up"
+    );
     cluster.ok(&["chaos", "cut", "--link", &link]);
     let down = within(Duration::from_secs(5), || !up(a, b) && !up(b, a));
     assert!(down.is_some(), "{link}: {}", cluster.link(a, b));
+    let published = within(Duration::from_secs(5), || {
+        link_up(a, b) == Some(0.0) && link_up(b, a) == Some(0.0)
+    });
+    assert!(
+        published.is_some(),
+        "{link}: down at both ends in the metrics"
+    );
     cluster.ok(&["chaos", "heal", "--link", &link]);
     let healed = within(Duration::from_secs(5), || up(a, b) && up(b, a));
     assert!(healed.is_some(), "{link}: {}", cluster.link(a, b));
+    let published = within(Duration::from_secs(5), || {
+        link_up(a, b) == Some(1.0) && link_up(b, a) == Some(1.0)
+    });
+    assert!(published.is_some(), "{link}: up again in the metrics");
 
     // A process lost (killed from outside): its nodes go together, and `chaos restart` of one
     // of them brings the process back whole. (`chaos kill` of one node crashes that node alone:

@@ -309,13 +309,28 @@ fn publish(node: &Node, series: &mut Series) {
         info.set(1.0);
         info
     });
+    let mut links_up = 0u64;
     for (i, link) in node.links().enumerate() {
         let l = link.status();
-        let up = if l.up { 1.0 } else { 0.0 };
+        links_up += u64::from(l.up);
         let only_nonzero = series.only_nonzero;
-        let of = series.link(i, link.neighbour);
-        let neighbour = of.neighbour.clone();
-        let n = || neighbour.clone();
+        let rtt = l.transport.as_ref().map(|t| t.rtt_us as f64 / 1e6);
+        // A hosted node's link has series once one is due: the link down after it was up (or
+        // cut), or a figure other than 0 (at rest every link of a node host is up and idle: no
+        // series at all; a link not up yet is in `cuberoute_links_up`).
+        let went_down = !l.up && (l.down.is_some() || l.cut);
+        let due = !only_nonzero
+            || went_down
+            || l.queued > 0
+            || l.frames_written > 0
+            || l.frames_received > 0
+            || l.frames_resent > 0
+            || rtt.is_some_and(|r| r != 0.0);
+        let Some(of) = series.link(i, link.neighbour, due) else {
+            continue;
+        };
+        let id = of.id;
+        let n = || id.to_string();
         let set = |slot: &mut Option<Gauge>, value: f64, make: &dyn Fn() -> Gauge| {
             if slot.is_some() || value != 0.0 || !only_nonzero {
                 slot.get_or_insert_with(make).set(value);
@@ -326,11 +341,13 @@ fn publish(node: &Node, series: &mut Series) {
                 slot.get_or_insert_with(make).absolute(value);
             }
         };
-        set(
-            &mut of.up,
-            up,
-            &|| gauge!("cuberoute_link_up", "neighbour" => n()),
-        );
+        // Up is the rule of a hosted node's links: its series is registered once the link
+        // went down (`cuberoute_links_up` counts the node's links up).
+        if of.up.is_some() || went_down || !only_nonzero {
+            of.up
+                .get_or_insert_with(|| gauge!("cuberoute_link_up", "neighbour" => n()))
+                .set(if l.up { 1.0 } else { 0.0 });
+        }
         set(
             &mut of.buffer_depth,
             l.queued as f64,
@@ -351,14 +368,15 @@ fn publish(node: &Node, series: &mut Series) {
             l.frames_resent,
             &|| counter!("cuberoute_link_frames_resent_total", "neighbour" => n()),
         );
-        if let Some(t) = &l.transport {
+        if let Some(rtt) = rtt {
             set(
                 &mut of.rtt,
-                t.rtt_us as f64 / 1e6,
+                rtt,
                 &|| gauge!("cuberoute_link_rtt_seconds", "neighbour" => n()),
             );
         }
     }
+    series.level("cuberoute_links_up", NO_LABEL, links_up as f64);
     series.level(
         "cuberoute_buffered_bytes",
         NO_LABEL,
@@ -438,21 +456,23 @@ type SeriesKey = (&'static str, &'static str, Cow<'static, str>);
 /// host registers a series once its value is other than 0 (and keeps it after): a host of
 /// 65,536 nodes would otherwise hold 10 million series, nearly all of them 0 at rest, 65 KiB a
 /// node of registry (Q_16 in one process: 113 KiB a node before every node published, 178 KiB
-/// after, BENCHMARKS.md), and a scrape of all of them.
+/// after, BENCHMARKS.md), and a scrape of all of them. A link's up gauge, whose value at rest
+/// is 1, is registered once the link went down after it was up (or was cut): every link up, 16 a node on Q_16, was the most
+/// of what stayed (130 KiB a node), and `cuberoute_links_up` counts them a node.
 #[derive(Default)]
 struct Series {
     only_nonzero: bool,
     counters: HashMap<SeriesKey, Counter>,
     gauges: HashMap<SeriesKey, Gauge>,
     build_info: Option<Gauge>,
-    /// Each link's, in the node's order of its links.
-    links: Vec<LinkSeries>,
+    /// Each link's, in the node's order of its links; `None` until one of its series is
+    /// registered (a hosted node's idle links have none: 8 bytes each, not a link's handles).
+    links: Vec<Option<Box<LinkSeries>>>,
 }
 
 /// A link's series, each registered when [`Series`] says.
 struct LinkSeries {
     id: NodeId,
-    neighbour: String,
     up: Option<Gauge>,
     buffer_depth: Option<Gauge>,
     frames_written: Option<Counter>,
@@ -505,15 +525,23 @@ impl Series {
         }
     }
 
-    /// The series of the node's `i`th link, to `neighbour`.
-    fn link(&mut self, i: usize, neighbour: NodeId) -> &mut LinkSeries {
-        while self.links.len() <= i {
-            self.links.push(LinkSeries::new(neighbour));
+    /// The series of the node's `i`th link, to `neighbour`: made if `due`, else only if they
+    /// are there already (a link to another neighbour in that place starts afresh).
+    fn link(&mut self, i: usize, neighbour: NodeId, due: bool) -> Option<&mut LinkSeries> {
+        if self.links.len() <= i {
+            if !due {
+                return None;
+            }
+            self.links.resize_with(i + 1, || None);
         }
-        if self.links[i].id != neighbour {
-            self.links[i] = LinkSeries::new(neighbour);
+        let slot = &mut self.links[i];
+        if slot.as_ref().is_some_and(|l| l.id != neighbour) {
+            *slot = None;
         }
-        &mut self.links[i]
+        if slot.is_none() && due {
+            *slot = Some(Box::new(LinkSeries::new(neighbour)));
+        }
+        slot.as_deref_mut()
     }
 }
 
@@ -541,7 +569,6 @@ impl LinkSeries {
     fn new(id: NodeId) -> LinkSeries {
         LinkSeries {
             id,
-            neighbour: id.to_string(),
             up: None,
             buffer_depth: None,
             frames_written: None,
