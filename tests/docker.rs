@@ -65,8 +65,10 @@ fn the_image_is_from_scratch_and_small() {
         // of `--nodes-per-process`; the clean-clone run of 2026-12-06): 16 -> 17 MB. 17.04 MB
         // with a node crashed inside its process and one link endpoint per process (the TLS
         // server's choice of certificate by name, the hosted nodes' accept loop; the clean-clone
-        // run at 9ad5da4): 17 -> 18 MB.
-        assert!(size < 18_000_000, "the image has {size} bytes");
+        // run at 9ad5da4): 17 -> 18 MB. 18.38 MB with the delivery model checker (`cuberoute
+        // check delivery`: the model and stateright's checker built for it; CI at c0dc499):
+        // 18 -> 19 MB.
+        assert!(size < 19_000_000, "the image has {size} bytes");
         let layers = docker(&[
             "image",
             "inspect",

@@ -487,9 +487,11 @@ pub fn exporter_serves_only(metrics: &str, nodes: &[u64], all: u64) {
     let served = within(Duration::from_secs(10), || {
         text = scrape(metrics);
         nodes.iter().all(|n| {
-            let label = format!("node=\"{n}\"}} 1");
+            // Its links up counted (a hosted node's link has its own up series only once it
+            // went down).
+            let series = format!("cuberoute_links_up{{node=\"{n}\"}} ");
             text.lines()
-                .any(|l| l.starts_with("cuberoute_link_up{") && l.ends_with(&label))
+                .any(|l| l.starts_with(&series) && !l.ends_with(" 0"))
         })
     });
     assert!(served.is_some(), "{metrics}: {text}");

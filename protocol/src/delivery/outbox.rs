@@ -352,8 +352,8 @@ mod tests {
     struct ToNine;
 
     const SHAPE: Shape = Shape {
-        mode: crate::delivery::Mode {
-            scheme: crate::delivery::Scheme::Copies,
+        mode: super::super::mode::Mode {
+            scheme: super::super::mode::Scheme::Copies,
             reliable: true,
         },
         k: 2,

@@ -53,9 +53,9 @@ impl Writing {
 
 #[cfg(test)]
 mod tests {
+    use super::super::mode::{Mode, Scheme};
     use super::*;
     use crate::NodeId;
-    use crate::delivery::Mode;
 
     fn set(seq: u64) -> SetKey {
         SetKey {
@@ -67,7 +67,7 @@ mod tests {
 
     const SHAPE: Shape = Shape {
         mode: Mode {
-            scheme: crate::delivery::Scheme::Copies,
+            scheme: Scheme::Copies,
             reliable: true,
         },
         k: 2,
