@@ -758,14 +758,9 @@ impl Delivery {
                 continue;
             }
             let bytes = self.bytes(kept.set);
-            let s = &mut w.sources[node as usize - 1];
-            if Arc::make_mut(&mut s.outbox)
-                .insert(now, key, kept, bytes, kept.deadline_us)
-                .is_err()
-            {
-                // Left in the store, as a daemon leaves it.
-                continue;
-            }
+            let outbox = Arc::make_mut(&mut w.sources[node as usize - 1].outbox);
+            // One that does not fit is left in the store, as a daemon leaves it.
+            let _ = outbox.insert(now, key, kept, bytes, kept.deadline_us);
         }
     }
 
